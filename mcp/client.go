@@ -1,0 +1,297 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/transport"
+)
+
+// ErrToolFailed is the code Client.CallTool reports for an isError result
+// whose text is not a StructuredError (for example from another library's
+// server).
+const ErrToolFailed ErrorCode = "TOOL_ERROR"
+
+// ClientOptions configure a Client (nil = defaults).
+type ClientOptions struct {
+	// Name and Version are the clientInfo sent in initialize
+	// (default "keel-client", "0.0.0").
+	Name    string
+	Version string
+	Title   string
+	// ProtocolVersion is the revision requested (default LatestVersion).
+	ProtocolVersion string
+	// Capabilities are declared to the server.
+	Capabilities ClientCapabilities
+	// Logger receives diagnostics (nil = slog.Default()).
+	Logger *slog.Logger
+	// MaxDepth bounds the nesting depth of incoming messages (default 64).
+	MaxDepth int
+	// OnNotification, if set, receives every notification from the server.
+	// It runs on the client's read goroutine: return quickly.
+	OnNotification func(method string, params jsontext.Value)
+}
+
+// Client is an MCP client: it connects to a server over any Transport,
+// performs the initialize handshake and calls the server. It is what
+// downstream tests use against a server over transport.NewPipe.
+type Client struct {
+	opts ClientOptions
+	log  *slog.Logger
+
+	conn     *conn
+	init     *InitializeResult
+	readDone chan struct{}
+	closeMu  sync.Mutex
+	readErr  error
+}
+
+// NewClient returns an unconnected Client configured by opts.
+func NewClient(opts *ClientOptions) *Client {
+	var o ClientOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Name == "" {
+		o.Name = "keel-client"
+	}
+	if o.Version == "" {
+		o.Version = "0.0.0"
+	}
+	if o.ProtocolVersion == "" {
+		o.ProtocolVersion = LatestVersion
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.MaxDepth <= 0 {
+		o.MaxDepth = jsonrpc.DefaultMaxDepth
+	}
+	return &Client{opts: o, log: o.Logger}
+}
+
+// Connect starts reading from t, sends initialize and, once the server has
+// answered with a revision this client supports, notifications/initialized.
+// On failure the transport is closed. Close ends the connection.
+func (c *Client) Connect(ctx context.Context, t transport.Transport) error {
+	if c.conn != nil {
+		return errors.New("mcp: client already connected")
+	}
+	c.conn = newConn(t, c.opts.MaxDepth, c.log)
+	c.readDone = make(chan struct{})
+	go c.readLoop()
+	var res InitializeResult
+	err := c.conn.call(ctx, MethodInitialize, &InitializeParams{
+		ProtocolVersion: c.opts.ProtocolVersion,
+		Capabilities:    c.opts.Capabilities,
+		ClientInfo:      Implementation{Name: c.opts.Name, Version: c.opts.Version, Title: c.opts.Title},
+	}, &res, nil)
+	if err == nil && !IsSupportedVersion(res.ProtocolVersion) {
+		err = fmt.Errorf("mcp: server chose unsupported protocol revision %q", res.ProtocolVersion)
+	}
+	if err == nil {
+		err = c.conn.notify(ctx, NotificationInitialized, nil)
+	}
+	if err != nil {
+		c.Close()
+		return err
+	}
+	c.init = &res
+	return nil
+}
+
+func (c *Client) readLoop() {
+	defer close(c.readDone)
+	defer c.conn.close()
+	for {
+		msg, err := c.conn.t.Read(context.Background())
+		if err != nil {
+			var tooLarge *transport.MessageTooLargeError
+			if errors.As(err, &tooLarge) {
+				c.log.Warn("mcp: client dropped an oversized message", "error", err)
+				continue
+			}
+			if !isEOF(err) {
+				c.closeMu.Lock()
+				c.readErr = err
+				c.closeMu.Unlock()
+			}
+			return
+		}
+		if jsonrpc.IsBatch(msg) {
+			elems, derr := jsonrpc.SplitBatch(msg)
+			if derr != nil {
+				c.log.Warn("mcp: client received a malformed batch", "error", derr)
+				continue
+			}
+			for _, e := range elems {
+				c.handle(e)
+			}
+			continue
+		}
+		c.handle(msg)
+	}
+}
+
+func (c *Client) handle(raw []byte) {
+	m, derr := jsonrpc.Decode(raw, c.opts.MaxDepth)
+	if derr != nil {
+		c.log.Warn("mcp: client received a malformed message", "error", derr)
+		if derr.ID != nil && string(derr.ID) != "null" {
+			_ = c.conn.writeError(context.Background(), derr.ID, &Error{Code: derr.Code, Message: derr.Message})
+		}
+		return
+	}
+	switch m.Kind {
+	case jsonrpc.KindResponse:
+		if m.ID != nil {
+			c.conn.deliver(&m)
+		}
+	case jsonrpc.KindNotification:
+		if c.opts.OnNotification != nil {
+			c.opts.OnNotification(m.Method, m.Params)
+		}
+	case jsonrpc.KindRequest:
+		ctx := context.Background()
+		if m.Method == MethodPing {
+			_ = c.conn.writeResult(ctx, m.ID, EmptyResult{})
+			return
+		}
+		_ = c.conn.writeError(ctx, m.ID, &Error{Code: CodeMethodNotFound, Message: "Method not found: " + quote(m.Method)})
+	}
+}
+
+// InitializeResult returns the server's answer to initialize (nil before Connect).
+func (c *Client) InitializeResult() *InitializeResult { return c.init }
+
+// ProtocolVersion returns the negotiated revision ("" before Connect).
+func (c *Client) ProtocolVersion() string {
+	if c.init == nil {
+		return ""
+	}
+	return c.init.ProtocolVersion
+}
+
+// Call sends any request and decodes its result into result (may be nil).
+// When ctx ends first, the client sends notifications/cancelled.
+func (c *Client) Call(ctx context.Context, method string, params, result any) error {
+	if c.conn == nil {
+		return errors.New("mcp: client not connected")
+	}
+	return c.conn.call(ctx, method, params, result, c.sendCancelled)
+}
+
+func (c *Client) sendCancelled(id int64, reason string) {
+	raw := jsontext.Value(fmt.Appendf(nil, "%d", id))
+	_ = c.conn.notify(context.Background(), NotificationCancelled, &CancelledParams{RequestID: raw, Reason: reason})
+}
+
+// Notify sends a notification.
+func (c *Client) Notify(ctx context.Context, method string, params any) error {
+	if c.conn == nil {
+		return errors.New("mcp: client not connected")
+	}
+	return c.conn.notify(ctx, method, params)
+}
+
+// Ping sends ping and waits for the answer.
+func (c *Client) Ping(ctx context.Context) error { return c.Call(ctx, MethodPing, nil, nil) }
+
+// ListTools fetches one page of tools ("" = the first page).
+func (c *Client) ListTools(ctx context.Context, cursor string) (*ListToolsResult, error) {
+	var res ListToolsResult
+	if err := c.Call(ctx, MethodToolsList, &PaginatedParams{Cursor: cursor}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ListAllTools follows nextCursor until the last page.
+func (c *Client) ListAllTools(ctx context.Context) ([]*Tool, error) {
+	var all []*Tool
+	cursor := ""
+	for {
+		page, err := c.ListTools(ctx, cursor)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page.Tools...)
+		if page.NextCursor == "" {
+			return all, nil
+		}
+		cursor = page.NextCursor
+	}
+}
+
+// CallTool calls a tool with args (any JSON-encodable value, a
+// jsontext.Value, or nil for none). A JSON-RPC error is returned as *Error;
+// an isError result is returned together with a *StructuredError decoded from
+// its text (code ErrToolFailed when the text is not one).
+func (c *Client) CallTool(ctx context.Context, name string, args any) (*CallToolResult, error) {
+	p := &CallToolParams{Name: name}
+	switch a := args.(type) {
+	case nil:
+	case jsontext.Value:
+		p.Arguments = a
+	default:
+		b, err := json.Marshal(args)
+		if err != nil {
+			return nil, fmt.Errorf("mcp: encoding arguments of %q: %w", name, err)
+		}
+		p.Arguments = b
+	}
+	return c.CallToolWithParams(ctx, p)
+}
+
+// CallToolWithParams is CallTool with full control of the params (_meta,
+// task, raw arguments).
+func (c *Client) CallToolWithParams(ctx context.Context, p *CallToolParams) (*CallToolResult, error) {
+	var res CallToolResult
+	if err := c.Call(ctx, MethodToolsCall, p, &res); err != nil {
+		return nil, err
+	}
+	if res.IsError {
+		return &res, resultError(&res)
+	}
+	return &res, nil
+}
+
+func resultError(res *CallToolResult) *StructuredError {
+	text := ""
+	if len(res.Content) > 0 && res.Content[0].Type == ContentText {
+		text = res.Content[0].Text
+		var se StructuredError
+		if json.Unmarshal([]byte(text), &se) == nil && se.Code != "" {
+			return &se
+		}
+	}
+	return &StructuredError{Code: ErrToolFailed, Message: text}
+}
+
+// DecodeStructured decodes a result's structuredContent into T.
+func DecodeStructured[T any](res *CallToolResult) (T, error) {
+	var v T
+	if res == nil || res.StructuredContent == nil {
+		return v, errors.New("mcp: result has no structuredContent")
+	}
+	err := json.Unmarshal(res.StructuredContent, &v)
+	return v, err
+}
+
+// Close closes the transport and waits for the read goroutine to end.
+func (c *Client) Close() error {
+	if c.conn == nil {
+		return nil
+	}
+	c.conn.close()
+	err := c.conn.t.Close()
+	<-c.readDone
+	return err
+}

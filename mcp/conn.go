@@ -1,0 +1,160 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/transport"
+)
+
+// ErrClosed is returned by calls on a closed session or client.
+var ErrClosed = errors.New("mcp: connection closed")
+
+// conn is the JSON-RPC engine shared by server sessions and clients: it
+// encodes and writes messages, numbers outgoing requests and routes their
+// responses back to the caller.
+type conn struct {
+	t        transport.Transport
+	maxDepth int
+	log      *slog.Logger
+
+	closed atomic.Bool
+	done   chan struct{} // closed when the connection is closed
+
+	mu      sync.Mutex
+	pending map[int64]chan *jsonrpc.Message
+	nextID  atomic.Int64
+}
+
+func newConn(t transport.Transport, maxDepth int, log *slog.Logger) *conn {
+	return &conn{t: t, maxDepth: maxDepth, log: log, done: make(chan struct{}), pending: map[int64]chan *jsonrpc.Message{}}
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+// send encodes with enc into a pooled buffer and writes the message. After
+// the connection is closed nothing is written.
+func (c *conn) send(ctx context.Context, enc func([]byte) ([]byte, error)) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	bp := bufPool.Get().(*[]byte)
+	b, err := enc((*bp)[:0])
+	if err == nil {
+		err = c.t.Write(ctx, b)
+	}
+	if cap(b) <= 64<<10 {
+		*bp = b[:0]
+		bufPool.Put(bp)
+	}
+	return err
+}
+
+func (c *conn) writeResult(ctx context.Context, id jsontext.Value, result any) error {
+	err := c.send(ctx, func(b []byte) ([]byte, error) { return jsonrpc.AppendResponse(b, id, result) })
+	var se *json.SemanticError
+	if errors.As(err, &se) { // a result that cannot be encoded
+		c.log.Error("mcp: result not serializable", "error", err)
+		return c.writeError(ctx, id, &Error{Code: CodeInternalError, Message: "Internal error: result not serializable"})
+	}
+	return err
+}
+
+func (c *conn) writeError(ctx context.Context, id jsontext.Value, e *Error) error {
+	return c.send(ctx, func(b []byte) ([]byte, error) { return jsonrpc.AppendError(b, id, e.Code, e.Message, e.Data) })
+}
+
+func (c *conn) notify(ctx context.Context, method string, params any) error {
+	return c.send(ctx, func(b []byte) ([]byte, error) { return jsonrpc.AppendNotification(b, method, params) })
+}
+
+// call sends a request and waits for its response, decoding the result into
+// result (which may be nil). A JSON-RPC error response is returned as *Error.
+// When ctx ends first, onCancel (if not nil) is told the request id.
+func (c *conn) call(ctx context.Context, method string, params, result any, onCancel func(id int64, reason string)) error {
+	id := c.nextID.Add(1)
+	ch := make(chan *jsonrpc.Message, 1)
+	c.mu.Lock()
+	if c.closed.Load() {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.pending[id] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}()
+	rawID := jsontext.Value(strconv.AppendInt(nil, id, 10))
+	if err := c.send(ctx, func(b []byte) ([]byte, error) { return jsonrpc.AppendRequest(b, rawID, method, params) }); err != nil {
+		return err
+	}
+	select {
+	case m := <-ch:
+		if m.Error != nil {
+			e := &Error{Code: m.Error.Code, Message: m.Error.Message}
+			if m.Error.Data != nil {
+				e.Data = m.Error.Data
+			}
+			return e
+		}
+		if result == nil {
+			return nil
+		}
+		if err := json.Unmarshal(m.Result, result); err != nil {
+			return fmt.Errorf("mcp: decoding %s result: %w", method, err)
+		}
+		return nil
+	case <-ctx.Done():
+		if onCancel != nil {
+			onCancel(id, context.Cause(ctx).Error())
+		}
+		return ctx.Err()
+	case <-c.done:
+		return ErrClosed
+	}
+}
+
+// deliver routes a response to the request waiting for it; responses to
+// unknown ids are logged and dropped.
+func (c *conn) deliver(m *jsonrpc.Message) {
+	id, err := strconv.ParseInt(string(m.ID), 10, 64)
+	c.mu.Lock()
+	ch, ok := c.pending[id]
+	c.mu.Unlock()
+	if err != nil || !ok {
+		c.log.Warn("mcp: response to an unknown request id", "id", string(m.ID))
+		return
+	}
+	select {
+	case ch <- m:
+	default: // a second response for the same id
+		c.log.Warn("mcp: duplicate response", "id", string(m.ID))
+	}
+}
+
+// close marks the connection closed: nothing more is written and waiting
+// calls return ErrClosed.
+func (c *conn) close() {
+	c.mu.Lock()
+	if !c.closed.Swap(true) {
+		close(c.done)
+	}
+	c.mu.Unlock()
+}
+
+// isEOF reports whether err ends the input stream.
+func isEOF(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, transport.ErrClosed) || errors.Is(err, io.ErrClosedPipe)
+}

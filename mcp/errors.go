@@ -1,0 +1,122 @@
+package mcp
+
+import (
+	"fmt"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+)
+
+// JSON-RPC error codes used by MCP.
+const (
+	CodeParseError       = jsonrpc.CodeParseError       // -32700: invalid JSON
+	CodeInvalidRequest   = jsonrpc.CodeInvalidRequest   // -32600: valid JSON, not a valid request
+	CodeMethodNotFound   = jsonrpc.CodeMethodNotFound   // -32601: unknown method or undeclared capability
+	CodeInvalidParams    = jsonrpc.CodeInvalidParams    // -32602: invalid method parameters
+	CodeInternalError    = jsonrpc.CodeInternalError    // -32603: internal error
+	CodeNotInitialized   = jsonrpc.CodeNotInitialized   // -32002: a method called before the handshake completed
+	CodeResourceNotFound = jsonrpc.CodeResourceNotFound // -32002: resources/read of an unknown uri
+	CodeURLElicitation   = jsonrpc.CodeURLElicitation   // -32042: a URL-mode elicitation is required
+)
+
+// Error is a JSON-RPC error: what a request failed with at the protocol
+// level. Servers return it from handlers to answer with exactly this code;
+// the Client returns it for error responses. Match it with errors.As.
+type Error struct {
+	Code    int64
+	Message string
+	// Data is the optional data member. On the server side it is encoded as
+	// JSON; on the client side it holds the raw JSON received (a
+	// jsontext.Value), which DataAs decodes.
+	Data any
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	return fmt.Sprintf("mcp: JSON-RPC error %d: %s", e.Code, e.Message)
+}
+
+// Is reports whether target is an *Error with the same code, so that
+// errors.Is(err, &mcp.Error{Code: mcp.CodeInvalidParams}) matches any invalid
+// params error.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code && (t.Message == "" || t.Message == e.Message)
+}
+
+// StructuredError returns the StructuredError carried in Data, if any.
+func (e *Error) StructuredError() (*StructuredError, bool) {
+	switch d := e.Data.(type) {
+	case *StructuredError:
+		return d, true
+	case StructuredError:
+		return &d, true
+	case jsontext.Value:
+		var se StructuredError
+		if json.Unmarshal(d, &se) == nil && se.Code != "" {
+			return &se, true
+		}
+	}
+	return nil, false
+}
+
+// Unwrap exposes a StructuredError carried in Data, so errors.As finds it.
+func (e *Error) Unwrap() error {
+	if se, ok := e.StructuredError(); ok {
+		return se
+	}
+	return nil
+}
+
+// ErrorCode is the application-level code of a StructuredError.
+type ErrorCode string
+
+// Application error codes (seed 000).
+const (
+	ErrInvalidArgument   ErrorCode = "INVALID_ARGUMENT"
+	ErrNotFound          ErrorCode = "NOT_FOUND"
+	ErrTimeout           ErrorCode = "TIMEOUT"
+	ErrResourceExhausted ErrorCode = "RESOURCE_EXHAUSTED"
+	ErrInternal          ErrorCode = "INTERNAL"
+	ErrUnauthorized      ErrorCode = "UNAUTHORIZED"
+	ErrNotInitialized    ErrorCode = "NOT_INITIALIZED"
+)
+
+// StructuredError is keel's application error: the JSON carried in the text
+// block of an isError tool result, and in error.data of state and
+// unknown-tool errors. Tool handlers return it (or wrap it) to choose the
+// code; any other error becomes INTERNAL.
+type StructuredError struct {
+	Code          ErrorCode      `json:"code"`
+	Message       string         `json:"message"`
+	Details       map[string]any `json:"details,omitempty"`
+	CorrelationID string         `json:"correlationId,omitempty"`
+	RunID         string         `json:"runId,omitempty"`
+}
+
+// Error implements error.
+func (e *StructuredError) Error() string { return string(e.Code) + ": " + e.Message }
+
+// Is reports whether target is a *StructuredError with the same code, so
+// errors.Is(err, &mcp.StructuredError{Code: mcp.ErrTimeout}) matches.
+func (e *StructuredError) Is(target error) bool {
+	t, ok := target.(*StructuredError)
+	return ok && t.Code == e.Code
+}
+
+// NewToolError returns a StructuredError with the given code and message.
+func NewToolError(code ErrorCode, message string, details map[string]any) *StructuredError {
+	return &StructuredError{Code: code, Message: message, Details: details}
+}
+
+// ToolErrorResult wraps a StructuredError as an isError tool result whose one
+// text block is the error's JSON.
+func ToolErrorResult(se *StructuredError) *CallToolResult {
+	b, err := json.Marshal(se, json.Deterministic(true))
+	if err != nil { // details that cannot be encoded
+		b, _ = json.Marshal(&StructuredError{Code: se.Code, Message: se.Message, CorrelationID: se.CorrelationID, RunID: se.RunID})
+	}
+	return &CallToolResult{Content: []Content{{Type: ContentText, Text: string(b)}}, IsError: true}
+}

@@ -1,0 +1,118 @@
+package mcp
+
+// Implementation names and describes an MCP client or server (clientInfo,
+// serverInfo).
+type Implementation struct {
+	Name        string `json:"name"`
+	Version     string `json:"version"`
+	Title       string `json:"title,omitempty"`       // 2025-06-18
+	Description string `json:"description,omitempty"` // 2025-11-25
+	WebsiteURL  string `json:"websiteUrl,omitempty"`  // 2025-11-25
+	Icons       []Icon `json:"icons,omitempty"`       // 2025-11-25
+}
+
+// Icon is an icon a client may display (2025-11-25).
+type Icon struct {
+	Src      string   `json:"src"`
+	MimeType string   `json:"mimeType,omitempty"`
+	Sizes    []string `json:"sizes,omitempty"`
+	Theme    string   `json:"theme,omitempty"` // "light" or "dark"
+}
+
+// InitializeParams are the params of initialize.
+type InitializeParams struct {
+	ProtocolVersion string             `json:"protocolVersion"`
+	Capabilities    ClientCapabilities `json:"capabilities"`
+	ClientInfo      Implementation     `json:"clientInfo"`
+	Meta            Meta               `json:"_meta,omitempty"`
+}
+
+// InitializeResult is the result of initialize.
+type InitializeResult struct {
+	ProtocolVersion string             `json:"protocolVersion"`
+	Capabilities    ServerCapabilities `json:"capabilities"`
+	ServerInfo      Implementation     `json:"serverInfo"`
+	Instructions    string             `json:"instructions,omitempty"`
+	Meta            Meta               `json:"_meta,omitempty"`
+}
+
+// ClientCapabilities are what a client declares in initialize.
+type ClientCapabilities struct {
+	Experimental map[string]any         `json:"experimental,omitempty"`
+	Roots        *RootsCapability       `json:"roots,omitempty"`
+	Sampling     *SamplingCapability    `json:"sampling,omitempty"`
+	Elicitation  *ElicitationCapability `json:"elicitation,omitempty"`
+	Tasks        *ClientTasksCapability `json:"tasks,omitempty"`
+}
+
+// RootsCapability is the client's roots capability.
+type RootsCapability struct {
+	ListChanged bool `json:"listChanged,omitzero"`
+}
+
+// SamplingCapability is the client's sampling capability.
+type SamplingCapability struct {
+	Context *struct{} `json:"context,omitempty"` // includeContext other than "none"
+	Tools   *struct{} `json:"tools,omitempty"`   // tools and toolChoice (2025-11-25)
+}
+
+// ElicitationCapability is the client's elicitation capability. An empty
+// object means form mode only.
+type ElicitationCapability struct {
+	Form *struct{} `json:"form,omitempty"`
+	URL  *struct{} `json:"url,omitempty"`
+}
+
+// ClientTasksCapability is the client's tasks capability (2025-11-25).
+type ClientTasksCapability struct {
+	List     *struct{}      `json:"list,omitempty"`
+	Cancel   *struct{}      `json:"cancel,omitempty"`
+	Requests map[string]any `json:"requests,omitempty"`
+}
+
+// ServerCapabilities are what a server declares in its initialize result.
+type ServerCapabilities struct {
+	Experimental map[string]any         `json:"experimental,omitempty"`
+	Logging      *struct{}              `json:"logging,omitempty"`
+	Completions  *struct{}              `json:"completions,omitempty"` // 2025-03-26
+	Prompts      *ListChangedCapability `json:"prompts,omitempty"`
+	Resources    *ResourcesCapability   `json:"resources,omitempty"`
+	Tools        *ListChangedCapability `json:"tools,omitempty"`
+	Tasks        *ServerTasksCapability `json:"tasks,omitempty"` // 2025-11-25
+}
+
+// ListChangedCapability declares whether list_changed notifications are sent.
+type ListChangedCapability struct {
+	ListChanged bool `json:"listChanged,omitzero"`
+}
+
+// ResourcesCapability is the server's resources capability.
+type ResourcesCapability struct {
+	Subscribe   bool `json:"subscribe,omitzero"`
+	ListChanged bool `json:"listChanged,omitzero"`
+}
+
+// ServerTasksCapability is the server's tasks capability (2025-11-25).
+type ServerTasksCapability struct {
+	List     *struct{}               `json:"list,omitempty"`
+	Cancel   *struct{}               `json:"cancel,omitempty"`
+	Requests *TaskRequestsCapability `json:"requests,omitempty"`
+}
+
+// TaskRequestsCapability names the requests that may be augmented with a task.
+type TaskRequestsCapability struct {
+	Tools *struct {
+		Call *struct{} `json:"call,omitempty"`
+	} `json:"tools,omitempty"`
+}
+
+// EmptyResult is the result of ping and other requests that return nothing.
+type EmptyResult struct {
+	Meta Meta `json:"_meta,omitempty"`
+}
+
+// PaginatedParams are the params of every list request.
+type PaginatedParams struct {
+	Cursor string `json:"cursor,omitempty"`
+	Meta   Meta   `json:"_meta,omitempty"`
+}

@@ -1,0 +1,159 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/keelmcp/keel/internal/ids"
+	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/transport"
+)
+
+// ServerOptions configure a Server. The zero value (or nil) is usable: a
+// server with no tools named "keel". Options are copied by NewServer.
+type ServerOptions struct {
+	// Name and Version are the serverInfo the server reports.
+	Name    string
+	Version string
+	// Title, Description, WebsiteURL and Icons complete serverInfo; each
+	// is sent only to clients of a revision that has it.
+	Title       string
+	Description string
+	WebsiteURL  string
+	Icons       []Icon
+	// Instructions is an optional hint for the model about this server.
+	Instructions string
+
+	// Tools is where tools come from (a registry.Registry, or a
+	// middleware.Chain around one). Nil means the server offers no tools.
+	Tools ToolSource
+
+	// Logger receives the server's diagnostics; nil means slog.Default().
+	// On stdio it must not write to stdout.
+	Logger *slog.Logger
+	// Now is the clock (nil = time.Now); tests inject a fixed one.
+	Now func() time.Time
+	// NewID generates correlation, run and connection ids (nil = random
+	// UUID v4); tests inject a deterministic one.
+	NewID func() string
+
+	// MaxDepth bounds the nesting depth of incoming messages (default 64).
+	MaxDepth int
+	// MaxBatch bounds the number of messages in one batch (default 64).
+	// Batches are accepted only from clients that negotiated 2025-03-26.
+	MaxBatch int
+	// PageSize is the number of items per page of list results (default 100).
+	PageSize int
+	// ShutdownTimeout is how long Run waits for in-flight requests after
+	// the input ends (default 10s). Their responses are still sent.
+	ShutdownTimeout time.Duration
+}
+
+// Server serves MCP over any number of connections. Create it with
+// NewServer, then call Run once per connection.
+type Server struct {
+	opts ServerOptions
+	log  *slog.Logger
+}
+
+// NewServer returns a Server configured by opts (nil = defaults).
+func NewServer(opts *ServerOptions) *Server {
+	var o ServerOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Name == "" {
+		o.Name = "keel"
+	}
+	if o.Version == "" {
+		o.Version = "0.0.0"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.NewID == nil {
+		o.NewID = ids.NewUUID
+	}
+	if o.MaxDepth <= 0 {
+		o.MaxDepth = jsonrpc.DefaultMaxDepth
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 64
+	}
+	if o.PageSize <= 0 {
+		o.PageSize = 100
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = 10 * time.Second
+	}
+	o.Icons = append([]Icon(nil), o.Icons...)
+	return &Server{opts: o, log: o.Logger}
+}
+
+// Options returns a copy of the server's effective options.
+func (s *Server) Options() ServerOptions { return s.opts }
+
+// Run serves one connection until its input ends (nil error), ctx is
+// cancelled (ctx's error), or the transport fails. When the input ends,
+// in-flight requests get up to ShutdownTimeout to finish and be answered;
+// then the session is CLOSED, remaining handlers are cancelled and their
+// results dropped. Run closes t before returning.
+func (s *Server) Run(ctx context.Context, t transport.Transport) error {
+	ss := s.newSession(t)
+	return ss.serve(ctx)
+}
+
+func (ss *Session) serve(parent context.Context) error {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	ss.ctx = ctx
+	stop := context.AfterFunc(ctx, func() { ss.conn.t.Close() })
+	defer stop()
+	ss.log.Debug("mcp: connection open", "transport", ss.conn.t.Kind())
+	var runErr error
+	for {
+		msg, err := ss.conn.t.Read(ctx)
+		if err != nil {
+			var tooLarge *transport.MessageTooLargeError
+			if errors.As(err, &tooLarge) {
+				ss.protocolError(responder{ss: ss}, &Error{Code: CodeInvalidRequest,
+					Message: "Invalid Request: " + tooLarge.Error(),
+					Data:    map[string]any{"limit": "MaxMessageBytes", "maxBytes": tooLarge.Limit, "correlationId": ss.connCorrelationID}})
+				continue
+			}
+			if parent.Err() != nil {
+				runErr = parent.Err()
+			} else if !isEOF(err) {
+				runErr = err
+			}
+			break
+		}
+		ss.handleRaw(msg)
+	}
+	if runErr == nil {
+		ss.drain(ctx)
+	}
+	ss.close()
+	ss.conn.t.Close()
+	ss.log.Debug("mcp: connection closed")
+	return runErr
+}
+
+// drain waits for in-flight requests, up to ShutdownTimeout.
+func (ss *Session) drain(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { ss.inflightWG.Wait(); close(done) }()
+	t := time.NewTimer(ss.server.opts.ShutdownTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		ss.log.Warn("mcp: shutdown timeout; dropping in-flight results", "timeout", ss.server.opts.ShutdownTimeout)
+	case <-ctx.Done():
+	}
+}

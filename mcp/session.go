@@ -1,0 +1,421 @@
+package mcp
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/transport"
+)
+
+// SessionState is the lifecycle state of one connection (seed 000).
+type SessionState int32
+
+// Lifecycle states: STARTING → INITIALIZING (initialize answered) →
+// RUNNING (notifications/initialized received) → CLOSED (terminal).
+const (
+	StateStarting SessionState = iota
+	StateInitializing
+	StateRunning
+	StateClosed
+)
+
+func (s SessionState) String() string {
+	switch s {
+	case StateStarting:
+		return "STARTING"
+	case StateInitializing:
+		return "INITIALIZING"
+	case StateRunning:
+		return "RUNNING"
+	case StateClosed:
+		return "CLOSED"
+	}
+	return "UNKNOWN"
+}
+
+// Session is the server side of one connection: its lifecycle state, the
+// negotiated revision and the client's declared capabilities.
+type Session struct {
+	server            *Server
+	conn              *conn
+	log               *slog.Logger
+	ctx               context.Context
+	connCorrelationID string
+
+	state      atomic.Int32
+	mu         sync.Mutex // guards the fields below
+	version    string
+	clientInfo Implementation
+	clientCaps ClientCapabilities
+	inflight   map[string]*ToolCall
+	cancels    map[string]context.CancelFunc
+
+	inflightWG sync.WaitGroup
+}
+
+func (s *Server) newSession(t transport.Transport) *Session {
+	connID := s.opts.NewID()
+	log := s.log.With("connectionCorrelationId", connID)
+	ss := &Session{
+		server:            s,
+		log:               log,
+		connCorrelationID: connID,
+		inflight:          map[string]*ToolCall{},
+		cancels:           map[string]context.CancelFunc{},
+		ctx:               context.Background(),
+	}
+	ss.conn = newConn(t, s.opts.MaxDepth, log)
+	return ss
+}
+
+// State returns the session's lifecycle state.
+func (ss *Session) State() SessionState { return SessionState(ss.state.Load()) }
+
+// ProtocolVersion returns the negotiated revision ("" before initialize).
+func (ss *Session) ProtocolVersion() string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.version
+}
+
+// ClientInfo returns the clientInfo the client sent in initialize.
+func (ss *Session) ClientInfo() Implementation {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.clientInfo
+}
+
+// ClientCapabilities returns the capabilities the client declared.
+func (ss *Session) ClientCapabilities() ClientCapabilities {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.clientCaps
+}
+
+// ConnectionCorrelationID returns the id generated when the connection opened.
+func (ss *Session) ConnectionCorrelationID() string { return ss.connCorrelationID }
+
+// TransportKind returns the Kind of the session's transport ("stdio", "memory", "http").
+func (ss *Session) TransportKind() string { return ss.conn.t.Kind() }
+
+func (ss *Session) close() {
+	ss.state.Store(int32(StateClosed))
+	ss.conn.close()
+	ss.mu.Lock()
+	for _, cancel := range ss.cancels {
+		cancel()
+	}
+	ss.mu.Unlock()
+}
+
+// responder answers one request, directly or as part of a batch.
+type responder struct {
+	ss    *Session
+	id    jsontext.Value
+	batch *batch
+}
+
+func (r responder) result(v any) {
+	if r.batch != nil {
+		b, err := jsonrpc.AppendResponse(nil, r.id, v)
+		if err != nil {
+			r.ss.log.Error("mcp: result not serializable", "error", err)
+			b, _ = jsonrpc.AppendError(nil, r.id, CodeInternalError, "Internal error: result not serializable", nil)
+		}
+		r.batch.add(b)
+		return
+	}
+	if err := r.ss.conn.writeResult(r.ss.ctx, r.id, v); err != nil && err != ErrClosed {
+		r.ss.log.Warn("mcp: writing response failed", "error", err)
+	}
+}
+
+// protoErrData is error.data of protocol errors that carry no other data.
+type protoErrData struct {
+	CorrelationID string `json:"correlationId"`
+}
+
+func (r responder) error(e *Error) {
+	if e.Data == nil {
+		e = &Error{Code: e.Code, Message: e.Message, Data: protoErrData{CorrelationID: r.ss.connCorrelationID}}
+	}
+	id := r.id
+	if id == nil {
+		id = jsonrpc.Null
+	}
+	if r.batch != nil {
+		b, err := jsonrpc.AppendError(nil, id, e.Code, e.Message, e.Data)
+		if err != nil {
+			b, _ = jsonrpc.AppendError(nil, id, e.Code, e.Message, nil)
+		}
+		r.batch.add(b)
+		return
+	}
+	if err := r.ss.conn.writeError(r.ss.ctx, id, e); err != nil && err != ErrClosed {
+		r.ss.log.Warn("mcp: writing error response failed", "error", err)
+	}
+}
+
+func (ss *Session) protocolError(r responder, e *Error) { r.error(e) }
+
+// batch collects the responses to one batch and writes them as one array.
+type batch struct {
+	ss    *Session
+	mu    sync.Mutex
+	want  int
+	parts [][]byte
+}
+
+// skip records that one expected response will never come (a cancelled request).
+func (b *batch) skip() {
+	b.mu.Lock()
+	b.want--
+	done := b.want > 0 && len(b.parts) == b.want
+	b.mu.Unlock()
+	if done {
+		b.flush()
+	}
+}
+
+func (b *batch) add(part []byte) {
+	b.mu.Lock()
+	b.parts = append(b.parts, part)
+	done := len(b.parts) == b.want
+	b.mu.Unlock()
+	if done {
+		b.flush()
+	}
+}
+
+func (b *batch) flush() {
+	err := b.ss.conn.send(b.ss.ctx, func(dst []byte) ([]byte, error) {
+		dst = append(dst, '[')
+		for i, p := range b.parts {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, p...)
+		}
+		return append(dst, ']'), nil
+	})
+	if err != nil && err != ErrClosed {
+		b.ss.log.Warn("mcp: writing batch response failed", "error", err)
+	}
+}
+
+func (ss *Session) handleRaw(msg []byte) {
+	if jsonrpc.IsBatch(msg) {
+		ss.handleBatch(msg)
+		return
+	}
+	m, derr := jsonrpc.Decode(msg, ss.server.opts.MaxDepth)
+	if derr != nil {
+		responder{ss: ss, id: derr.ID}.error(&Error{Code: derr.Code, Message: derr.Message})
+		return
+	}
+	ss.handleMessage(&m, nil)
+}
+
+func (ss *Session) handleBatch(msg []byte) {
+	r := responder{ss: ss}
+	if derr := jsonrpc.CheckDepth(msg, ss.server.opts.MaxDepth); derr != nil {
+		r.error(&Error{Code: derr.Code, Message: derr.Message})
+		return
+	}
+	elems, derr := jsonrpc.SplitBatch(msg)
+	if derr != nil {
+		r.error(&Error{Code: derr.Code, Message: derr.Message})
+		return
+	}
+	if v := ss.ProtocolVersion(); v != Version20250326 {
+		if v == "" {
+			v = "none (before initialize)"
+		}
+		r.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: batches are accepted only in protocol revision 2025-03-26; negotiated: " + v})
+		return
+	}
+	if len(elems) > ss.server.opts.MaxBatch {
+		r.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: batch exceeds MaxBatch (" + strconv.Itoa(ss.server.opts.MaxBatch) + " messages)"})
+		return
+	}
+	msgs := make([]jsonrpc.Message, len(elems))
+	errs := make([]*jsonrpc.DecodeError, len(elems))
+	b := &batch{ss: ss}
+	for i, e := range elems {
+		msgs[i], errs[i] = jsonrpc.Decode(e, ss.server.opts.MaxDepth)
+		if errs[i] != nil || msgs[i].Kind == jsonrpc.KindRequest {
+			b.want++
+		}
+	}
+	for i := range elems {
+		if errs[i] != nil {
+			responder{ss: ss, id: errs[i].ID, batch: b}.error(&Error{Code: errs[i].Code, Message: errs[i].Message})
+			continue
+		}
+		if msgs[i].Kind == jsonrpc.KindRequest && msgs[i].Method == MethodInitialize {
+			responder{ss: ss, id: msgs[i].ID, batch: b}.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize must not be part of a batch"})
+			continue
+		}
+		ss.handleMessage(&msgs[i], b)
+	}
+}
+
+func (ss *Session) handleMessage(m *jsonrpc.Message, b *batch) {
+	switch m.Kind {
+	case jsonrpc.KindResponse:
+		if m.ID != nil {
+			ss.conn.deliver(m)
+		}
+	case jsonrpc.KindNotification:
+		ss.handleNotification(m)
+	case jsonrpc.KindRequest:
+		ss.handleRequest(m, responder{ss: ss, id: m.ID, batch: b})
+	}
+}
+
+func (ss *Session) handleNotification(m *jsonrpc.Message) {
+	switch m.Method {
+	case NotificationInitialized:
+		if !ss.state.CompareAndSwap(int32(StateInitializing), int32(StateRunning)) {
+			ss.log.Warn("mcp: notifications/initialized out of order", "state", ss.State().String())
+		}
+	case NotificationCancelled:
+		var p CancelledParams
+		if m.Params == nil || json.Unmarshal(m.Params, &p) != nil || p.RequestID == nil {
+			ss.log.Warn("mcp: malformed notifications/cancelled ignored")
+			return
+		}
+		ss.cancelRequest(idKey(p.RequestID), p.Reason)
+	default:
+		ss.log.Debug("mcp: notification ignored", "method", m.Method)
+	}
+}
+
+// CancelledParams are the params of notifications/cancelled.
+type CancelledParams struct {
+	RequestID jsontext.Value `json:"requestId"`
+	Reason    string         `json:"reason,omitempty"`
+	Meta      Meta           `json:"_meta,omitempty"`
+}
+
+func (ss *Session) handleRequest(m *jsonrpc.Message, r responder) {
+	switch m.Method {
+	case MethodInitialize:
+		ss.handleInitialize(m, r)
+		return
+	case MethodPing:
+		r.result(EmptyResult{})
+		return
+	}
+	if st := ss.State(); st != StateRunning {
+		r.error(&Error{Code: CodeNotInitialized, Message: "Not initialized",
+			Data: &StructuredError{Code: ErrNotInitialized,
+				Message:       "method " + quote(m.Method) + " received in state " + st.String() + "; send initialize and notifications/initialized first",
+				CorrelationID: ss.connCorrelationID}})
+		return
+	}
+	switch m.Method {
+	case MethodToolsList:
+		if ss.server.opts.Tools == nil {
+			break
+		}
+		ss.handleToolsList(m, r)
+		return
+	case MethodToolsCall:
+		if ss.server.opts.Tools == nil {
+			break
+		}
+		ss.handleToolsCall(m, r)
+		return
+	}
+	r.error(&Error{Code: CodeMethodNotFound, Message: "Method not found: " + quote(m.Method)})
+}
+
+func (ss *Session) handleInitialize(m *jsonrpc.Message, r responder) {
+	var p InitializeParams
+	if m.Params == nil {
+		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: initialize requires params"})
+		return
+	}
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()})
+		return
+	}
+	if p.ProtocolVersion == "" {
+		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: protocolVersion is required"})
+		return
+	}
+	if !ss.state.CompareAndSwap(int32(StateStarting), int32(StateInitializing)) {
+		r.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize was already received on this connection"})
+		return
+	}
+	v := p.ProtocolVersion
+	if !IsSupportedVersion(v) {
+		v = LatestVersion
+	}
+	ss.mu.Lock()
+	ss.version, ss.clientInfo, ss.clientCaps = v, p.ClientInfo, p.Capabilities
+	ss.mu.Unlock()
+	ss.log.Info("mcp: initialize", "requested", p.ProtocolVersion, "negotiated", v, "client", p.ClientInfo.Name)
+	r.result(ss.server.initializeResult(v))
+}
+
+func (s *Server) initializeResult(v string) *InitializeResult {
+	o := &s.opts
+	res := &InitializeResult{ProtocolVersion: v, Instructions: o.Instructions,
+		ServerInfo: Implementation{Name: o.Name, Version: o.Version}}
+	if VersionAtLeast(v, Version20250618) {
+		res.ServerInfo.Title = o.Title
+	}
+	if VersionAtLeast(v, Version20251125) {
+		res.ServerInfo.Description, res.ServerInfo.WebsiteURL, res.ServerInfo.Icons = o.Description, o.WebsiteURL, o.Icons
+	}
+	if o.Tools != nil {
+		res.Capabilities.Tools = &ListChangedCapability{}
+	}
+	return res
+}
+
+// idKey is the in-flight map key of a request id: strings and numbers never
+// collide.
+func idKey(id jsontext.Value) string {
+	if id.Kind() == '"' {
+		var s string
+		if json.Unmarshal(id, &s) == nil {
+			return "s" + s
+		}
+	}
+	return "n" + string(id)
+}
+
+// cancelRequest cancels an in-flight request and suppresses its response.
+func (ss *Session) cancelRequest(key, reason string) {
+	ss.mu.Lock()
+	call := ss.inflight[key]
+	cancel := ss.cancels[key]
+	ss.mu.Unlock()
+	if cancel == nil {
+		ss.log.Debug("mcp: cancellation for an unknown or finished request", "requestId", key[1:])
+		return
+	}
+	if call != nil {
+		call.responded.Store(true) // no response is sent for a cancelled request
+	}
+	ss.log.Info("mcp: request cancelled by the client", "requestId", key[1:], "reason", reason)
+	cancel()
+}
+
+func quote(s string) string {
+	b, err := jsontext.AppendQuote(nil, s)
+	if err != nil {
+		return `"?"`
+	}
+	return string(b)
+}

@@ -1,0 +1,71 @@
+package mcp
+
+import "github.com/go-json-experiment/json/jsontext"
+
+// Tool is a tool definition as listed by tools/list.
+type Tool struct {
+	Name         string           `json:"name"`
+	Title        string           `json:"title,omitempty"` // 2025-06-18
+	Description  string           `json:"description,omitempty"`
+	InputSchema  jsontext.Value   `json:"inputSchema"`
+	OutputSchema jsontext.Value   `json:"outputSchema,omitempty"` // 2025-06-18
+	Annotations  *ToolAnnotations `json:"annotations,omitempty"`  // 2025-03-26
+	Icons        []Icon           `json:"icons,omitempty"`        // 2025-11-25
+	Execution    *ToolExecution   `json:"execution,omitempty"`    // 2025-11-25
+	Meta         Meta             `json:"_meta,omitempty"`
+}
+
+// ToolAnnotations are untrusted hints about a tool's behaviour (2025-03-26).
+type ToolAnnotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    *bool  `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool  `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+}
+
+// ToolExecution describes how a tool may be run (2025-11-25).
+type ToolExecution struct {
+	TaskSupport string `json:"taskSupport,omitempty"` // "forbidden" (default), "optional", "required"
+}
+
+// Task support values.
+const (
+	TaskForbidden = "forbidden"
+	TaskOptional  = "optional"
+	TaskRequired  = "required"
+)
+
+// ListToolsResult is the result of tools/list.
+type ListToolsResult struct {
+	Tools      []*Tool `json:"tools"`
+	NextCursor string  `json:"nextCursor,omitempty"`
+	Meta       Meta    `json:"_meta,omitempty"`
+}
+
+// CallToolParams are the params of tools/call.
+type CallToolParams struct {
+	Name      string         `json:"name"`
+	Arguments jsontext.Value `json:"arguments,omitempty"`
+	Task      *TaskMetadata  `json:"task,omitempty"` // 2025-11-25
+	Meta      Meta           `json:"_meta,omitempty"`
+}
+
+// TaskMetadata asks for a request to run as a task (2025-11-25).
+type TaskMetadata struct {
+	TTL *int64 `json:"ttl,omitempty"`
+}
+
+// CallToolResult is the result of tools/call. Content is always written (an
+// empty array when nil).
+type CallToolResult struct {
+	Content           []Content      `json:"content"`
+	StructuredContent jsontext.Value `json:"structuredContent,omitempty"` // 2025-06-18
+	IsError           bool           `json:"isError,omitzero"`
+	Meta              Meta           `json:"_meta,omitempty"`
+}
+
+// TextResult returns a successful tool result holding one text block.
+func TextResult(text string) *CallToolResult {
+	return &CallToolResult{Content: []Content{{Type: ContentText, Text: text}}}
+}

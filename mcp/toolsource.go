@@ -1,0 +1,83 @@
+package mcp
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// ToolSource is what a Server serves tools from. registry.Registry satisfies
+// it with plain dispatch; middleware.Chain wraps any ToolSource's tools in
+// the audited call chain.
+type ToolSource interface {
+	// ListTools returns every tool the session may see, sorted by name.
+	// The Server paginates the slice and never modifies it.
+	ListTools(ctx context.Context) ([]*Tool, error)
+	// CallTool runs one tools/call. A *StructuredError (or an error
+	// wrapping one) becomes an isError result; an *Error becomes a
+	// JSON-RPC error response; any other error becomes an INTERNAL isError
+	// result.
+	CallTool(ctx context.Context, call *ToolCall) (*CallToolResult, error)
+}
+
+// ToolCall is one tools/call as the Server hands it to a ToolSource. The
+// _meta member never reaches Arguments.
+type ToolCall struct {
+	Name string
+	// Arguments is the raw arguments object ({} when the client sent none).
+	Arguments jsontext.Value
+	// Meta is the request's _meta (nil when absent).
+	Meta Meta
+	// Task is set when the client asked to run the call as a task.
+	Task *TaskMetadata
+	// CorrelationID is the client's _meta.correlationId or a new UUID v4.
+	CorrelationID string
+	// RunID identifies this invocation.
+	RunID string
+	// Logger carries correlationId and runId on every record.
+	Logger *slog.Logger
+	// Session is the connection the call arrived on (nil outside a Server).
+	Session *Session
+
+	// respond sends the response before CallTool returns; nil outside a Server.
+	respond       func(*CallToolResult, error) bool
+	responded     atomic.Bool // a response was sent or suppressed
+	earlyResponse atomic.Bool // RespondEarly sent the response
+}
+
+// RespondEarly sends res (or err) as the response to this call at once,
+// before CallTool returns, and reports whether it was the first response. The
+// Server then drops whatever CallTool returns later, logging it as late.
+// middleware.Timeout uses it to answer TIMEOUT while the handler still runs.
+// Outside a Server (no transport to answer on) it returns false.
+func (c *ToolCall) RespondEarly(res *CallToolResult, err error) bool {
+	if c.respond == nil || !c.responded.CompareAndSwap(false, true) {
+		return false
+	}
+	c.earlyResponse.Store(true)
+	return c.respond(res, err)
+}
+
+// SetResponder installs the function RespondEarly calls. The Server installs
+// its own; custom servers and middleware tests use this to observe early
+// responses. It must be called before the call is shared between goroutines.
+func (c *ToolCall) SetResponder(respond func(*CallToolResult, error) bool) { c.respond = respond }
+
+// Responded reports whether RespondEarly already answered this call.
+func (c *ToolCall) Responded() bool { return c.responded.Load() }
+
+type toolCallKey struct{}
+
+// WithToolCall returns a context carrying call; handlers find it with
+// ToolCallFromContext.
+func WithToolCall(ctx context.Context, call *ToolCall) context.Context {
+	return context.WithValue(ctx, toolCallKey{}, call)
+}
+
+// ToolCallFromContext returns the tools/call being served, or nil.
+func ToolCallFromContext(ctx context.Context) *ToolCall {
+	c, _ := ctx.Value(toolCallKey{}).(*ToolCall)
+	return c
+}

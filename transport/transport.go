@@ -1,0 +1,54 @@
+// Package transport carries MCP messages between a client and a server. A
+// Transport moves whole JSON-RPC messages (one object or one batch array);
+// framing, buffering and backpressure are its business, meaning is not.
+//
+// keel ships a newline-delimited stdio transport (Stdio) for servers that a
+// client launches as a subprocess, and a connected in-memory pair (NewPipe)
+// for tests.
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Transport is one bidirectional connection carrying JSON-RPC messages.
+//
+// Read and Write may be called concurrently with each other; Read is called
+// by one goroutine at a time, Write by any number (writes are ordered and
+// never interleaved).
+type Transport interface {
+	// Read returns the next message without its framing. The slice is
+	// valid only until the next call to Read. At the end of input Read
+	// returns io.EOF. A message over the size limit is reported as a
+	// *MessageTooLargeError, after which Read may be called again.
+	Read(ctx context.Context) ([]byte, error)
+	// Write sends one message. msg must not contain framing; Write does not
+	// retain it after returning. Write blocks while the peer is not
+	// reading (backpressure) until ctx is done or the transport is closed.
+	Write(ctx context.Context, msg []byte) error
+	// Close releases the transport; pending and later calls fail with
+	// ErrClosed (or io.EOF for Read).
+	Close() error
+	// Kind names the transport ("stdio", "memory", "http"), for policies
+	// such as "admin operations over local stdio only".
+	Kind() string
+}
+
+// ErrClosed is returned by operations on a closed transport.
+var ErrClosed = errors.New("transport: closed")
+
+// DefaultMaxMessageBytes is the default limit on one incoming message: 4 MiB.
+const DefaultMaxMessageBytes = 4 << 20
+
+// MessageTooLargeError reports an incoming message over the size limit. The
+// message was discarded; the connection is still usable.
+type MessageTooLargeError struct {
+	Limit int // the MaxMessageBytes in force
+	Size  int // bytes read before the message was discarded (at least Limit+1)
+}
+
+func (e *MessageTooLargeError) Error() string {
+	return fmt.Sprintf("transport: message exceeds MaxMessageBytes (%d bytes)", e.Limit)
+}
