@@ -1,0 +1,68 @@
+// Package keel is an embeddable Go library for building MCP (Model Context
+// Protocol) servers: typed tools registered from Go functions, an audited
+// tools/call middleware chain, stdio and in-memory transports, and a Client
+// for unit tests. Go teams import it, copy its examples as starter servers,
+// and test their servers in memory with the library's own Client.
+//
+// # Packages
+//
+//   - [github.com/keelmcp/keel/mcp]: the protocol vocabulary (requests,
+//     results, content, capabilities, errors), the Server and the Client.
+//   - [github.com/keelmcp/keel/transport]: the Transport interface; stdio
+//     (newline-delimited, stdout carries only protocol messages) and a
+//     connected in-memory pair for tests.
+//   - [github.com/keelmcp/keel/registry]: the tool catalog; Register[In, Out]
+//     derives JSON Schemas from Go types and validates arguments and results.
+//   - [github.com/keelmcp/keel/middleware]: the audited tools/call chain
+//     (lock, validate, audit, dispatch under a deadline, concurrency and
+//     payload limits, panic recovery) as composable values, plus the health
+//     and server_ping tools.
+//   - [github.com/keelmcp/keel/agents] and [github.com/keelmcp/keel/aacp]:
+//     in-process agent coordination and reliable agent-to-agent messaging.
+//   - examples/: runnable starter servers, each a main package to copy.
+//   - keel (this package): logging and configuration shared by all of the
+//     above.
+//
+// Imports run one way only, so there are no cycles:
+//
+//	examples/* ──► agents, aacp, middleware, registry, mcp, transport
+//	aacp ──► agents ──► registry ──► mcp ──► transport ──► internal/...
+//	middleware ──► registry, mcp
+//	keel (root) ──► nothing in this module: every package may import it
+//
+// # Hello, world
+//
+// A complete stdio server with one typed tool:
+//
+//	type GreetIn struct {
+//		Name string `json:"name" jsonschema:"minLength=1,description=Who to greet"`
+//	}
+//	type GreetOut struct {
+//		Greeting string `json:"greeting"`
+//	}
+//
+//	func main() {
+//		ctx := context.Background()
+//		reg := registry.New(nil)
+//		registry.MustRegister(reg, "greet", "Greets someone",
+//			func(ctx context.Context, in GreetIn) (GreetOut, error) {
+//				return GreetOut{Greeting: "Hello, " + in.Name + "!"}, nil
+//			}, nil)
+//		srv := mcp.NewServer(&mcp.ServerOptions{Name: "hello", Version: "0.1.0", Tools: middleware.Standard(reg, nil)})
+//		if err := srv.Run(ctx, transport.NewStdio(nil)); err != nil {
+//			log.Fatal(err)
+//		}
+//	}
+//
+// # Logging and configuration
+//
+// keel logs with log/slog. [NewRedactingHandler] wraps any slog.Handler so
+// that secrets never reach the log (values under denylisted keys, at any
+// depth, become "[REDACTED]") and control characters in messages, keys and
+// values are escaped; [Redact] and [Sanitize] do the same for values outside
+// slog. On a stdio server, log to stderr: stdout belongs to the protocol.
+//
+// [LoadConfig] reads a starter server's [Config]: defaults, then a strictly
+// decoded JSON file, then KEEL_* environment variables; an invalid value
+// fails fast with a [ConfigError] naming the field.
+package keel
