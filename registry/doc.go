@@ -1,0 +1,73 @@
+// Package registry is keel's catalog of tools: it holds their definitions,
+// validates arguments against their JSON Schemas and dispatches calls.
+//
+// A tool is registered either with a raw JSON Schema (Registry.AddTool and
+// a ToolHandler) or from Go types with the generic Register, which derives
+// the input schema from the handler's argument type and, for structured
+// results, the output schema from its result type:
+//
+//	type GreetIn struct {
+//		Name string `json:"name" jsonschema:"minLength=1,description=Who to greet"`
+//	}
+//
+//	r := registry.New(nil)
+//	registry.MustRegister(r, "greet", "Greets someone.",
+//		func(ctx context.Context, in GreetIn) (string, error) {
+//			return "Hello, " + in.Name + "!", nil
+//		}, nil)
+//
+// # Schemas
+//
+// Derived schemas come from github.com/invopop/jsonschema: struct tags such
+// as `jsonschema:"minLength=1,maximum=10,enum=a,enum=b,pattern=^x,description=..."`
+// add constraints (escape commas inside values as \,), members without
+// omitempty are required and unknown members are refused. The root is always
+// an inline "type": "object"; recursive types use "$defs"/"$ref" below it.
+// Nil pointers and interfaces encode as null, so such members (without
+// omitempty) accept null. Schemas carry no "$schema": the dialect is JSON
+// Schema 2020-12, the default of MCP 2025-11-25. Arguments are decoded with
+// the wire codec, whose member names match case-sensitively.
+//
+// Every schema, raw or derived, is compiled once at registration with
+// github.com/santhosh-tekuri/jsonschema/v6. A raw schema may declare
+// draft-07 (or 2019-09, draft-06, draft-04) with "$schema"; any other
+// "$schema" is a registration error. References must resolve inside the
+// schema: the compiler never fetches anything from the network or the file
+// system. A call validates its arguments without compiling anything: a
+// pre-check on the token stream accepts valid arguments of the common simple
+// schemas without allocating, and the full validator, given the arguments
+// decoded once with exact numbers, decides every other case and explains
+// every failure.
+//
+// # Validation errors
+//
+// Arguments that fail the schema give an INVALID_ARGUMENT
+// *mcp.StructuredError whose Details["violations"] is a []Violation listing
+// every failed keyword: the JSON Pointer of the offending value ("" is the
+// arguments object itself, "/items/0" its first item) and a message.
+//
+// # Rules enforced at registration
+//
+//   - tool names have 1 to 128 characters among A-Z a-z 0-9 _ - . (MCP
+//     2025-11-25);
+//   - input and output schemas have an object root;
+//   - registering an identical tool (same wire definition, same options)
+//     again is a no-op that keeps the first handler; a different tool under a
+//     registered name is an error (ErrDuplicateTool);
+//   - _meta keys follow the MCP key rules; keel publishes
+//     ToolOptions.DeprecatedIn and Module under MetaDeprecatedIn and
+//     MetaModule, and Destructive/ReadOnly as annotation hints.
+//
+// Errors name the tool and unwrap to an INVALID_ARGUMENT
+// *mcp.StructuredError.
+//
+// # Serving
+//
+// A Registry is an mcp.ToolSource: ListTools returns the definitions sorted
+// by name (cached until the set changes) and CallTool does plain dispatch —
+// lookup, argument validation, handler, output validation. The middleware
+// package wraps it in the audited call chain; Lookup, Tool.ValidateArguments
+// and Tool.Invoke are the pieces that chain uses. Reads never block on
+// registrations, and OnChange reports changes to the set (for
+// notifications/tools/list_changed).
+package registry
