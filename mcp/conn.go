@@ -60,12 +60,16 @@ func (c *conn) send(ctx context.Context, enc func([]byte) ([]byte, error)) error
 	return err
 }
 
+// errNotSerializable is returned by writeResult for a result that cannot be
+// encoded; nothing was written, and the caller answers with an error.
+var errNotSerializable = errors.New("mcp: result not serializable")
+
 func (c *conn) writeResult(ctx context.Context, id jsontext.Value, result any) error {
 	err := c.send(ctx, func(b []byte) ([]byte, error) { return jsonrpc.AppendResponse(b, id, result) })
 	var se *json.SemanticError
 	if errors.As(err, &se) { // a result that cannot be encoded
 		c.log.Error("mcp: result not serializable", "error", err)
-		return c.writeError(ctx, id, &Error{Code: CodeInternalError, Message: "Internal error: result not serializable"})
+		return errNotSerializable
 	}
 	return err
 }

@@ -45,7 +45,7 @@ type Content struct {
 // Annotations are hints about how a client should use an object.
 type Annotations struct {
 	Audience     []string `json:"audience,omitempty"`     // "user", "assistant"
-	Priority     *float64 `json:"priority,omitempty"`     // 0 (least) to 1 (most important)
+	Priority     *float64 `json:"priority,omitzero"`      // 0 (least) to 1 (most important)
 	LastModified string   `json:"lastModified,omitempty"` // ISO 8601 (2025-06-18)
 }
 
@@ -53,15 +53,15 @@ type Annotations struct {
 type ResourceContents struct {
 	URI      string  `json:"uri"`
 	MimeType string  `json:"mimeType,omitempty"`
-	Text     *string `json:"text,omitempty"`
-	Blob     *string `json:"blob,omitempty"`
+	Text     *string `json:"text,omitzero"`
+	Blob     *string `json:"blob,omitzero"`
 	Meta     Meta    `json:"_meta,omitempty"`
 }
 
 type textWire struct {
 	Type        string       `json:"type"`
 	Text        string       `json:"text"`
-	Annotations *Annotations `json:"annotations,omitempty"`
+	Annotations *Annotations `json:"annotations,omitzero"`
 	Meta        Meta         `json:"_meta,omitempty"`
 }
 
@@ -69,7 +69,7 @@ type mediaWire struct {
 	Type        string       `json:"type"`
 	Data        string       `json:"data"`
 	MimeType    string       `json:"mimeType"`
-	Annotations *Annotations `json:"annotations,omitempty"`
+	Annotations *Annotations `json:"annotations,omitzero"`
 	Meta        Meta         `json:"_meta,omitempty"`
 }
 
@@ -80,16 +80,16 @@ type linkWire struct {
 	Title       string       `json:"title,omitempty"`
 	Description string       `json:"description,omitempty"`
 	MimeType    string       `json:"mimeType,omitempty"`
-	Size        *int64       `json:"size,omitempty"`
+	Size        *int64       `json:"size,omitzero"`
 	Icons       []Icon       `json:"icons,omitempty"`
-	Annotations *Annotations `json:"annotations,omitempty"`
+	Annotations *Annotations `json:"annotations,omitzero"`
 	Meta        Meta         `json:"_meta,omitempty"`
 }
 
 type resourceWire struct {
 	Type        string            `json:"type"`
 	Resource    *ResourceContents `json:"resource"`
-	Annotations *Annotations      `json:"annotations,omitempty"`
+	Annotations *Annotations      `json:"annotations,omitzero"`
 	Meta        Meta              `json:"_meta,omitempty"`
 }
 

@@ -39,10 +39,10 @@ type InitializeResult struct {
 // ClientCapabilities are what a client declares in initialize.
 type ClientCapabilities struct {
 	Experimental map[string]any         `json:"experimental,omitempty"`
-	Roots        *RootsCapability       `json:"roots,omitempty"`
-	Sampling     *SamplingCapability    `json:"sampling,omitempty"`
-	Elicitation  *ElicitationCapability `json:"elicitation,omitempty"`
-	Tasks        *ClientTasksCapability `json:"tasks,omitempty"`
+	Roots        *RootsCapability       `json:"roots,omitzero"`
+	Sampling     *SamplingCapability    `json:"sampling,omitzero"`
+	Elicitation  *ElicitationCapability `json:"elicitation,omitzero"`
+	Tasks        *ClientTasksCapability `json:"tasks,omitzero"`
 }
 
 // RootsCapability is the client's roots capability.
@@ -52,33 +52,33 @@ type RootsCapability struct {
 
 // SamplingCapability is the client's sampling capability.
 type SamplingCapability struct {
-	Context *struct{} `json:"context,omitempty"` // includeContext other than "none"
-	Tools   *struct{} `json:"tools,omitempty"`   // tools and toolChoice (2025-11-25)
+	Context *struct{} `json:"context,omitzero"` // includeContext other than "none"
+	Tools   *struct{} `json:"tools,omitzero"`   // tools and toolChoice (2025-11-25)
 }
 
 // ElicitationCapability is the client's elicitation capability. An empty
 // object means form mode only.
 type ElicitationCapability struct {
-	Form *struct{} `json:"form,omitempty"`
-	URL  *struct{} `json:"url,omitempty"`
+	Form *struct{} `json:"form,omitzero"`
+	URL  *struct{} `json:"url,omitzero"`
 }
 
 // ClientTasksCapability is the client's tasks capability (2025-11-25).
 type ClientTasksCapability struct {
-	List     *struct{}      `json:"list,omitempty"`
-	Cancel   *struct{}      `json:"cancel,omitempty"`
+	List     *struct{}      `json:"list,omitzero"`
+	Cancel   *struct{}      `json:"cancel,omitzero"`
 	Requests map[string]any `json:"requests,omitempty"`
 }
 
 // ServerCapabilities are what a server declares in its initialize result.
 type ServerCapabilities struct {
 	Experimental map[string]any         `json:"experimental,omitempty"`
-	Logging      *struct{}              `json:"logging,omitempty"`
-	Completions  *struct{}              `json:"completions,omitempty"` // 2025-03-26
-	Prompts      *ListChangedCapability `json:"prompts,omitempty"`
-	Resources    *ResourcesCapability   `json:"resources,omitempty"`
-	Tools        *ListChangedCapability `json:"tools,omitempty"`
-	Tasks        *ServerTasksCapability `json:"tasks,omitempty"` // 2025-11-25
+	Logging      *struct{}              `json:"logging,omitzero"`
+	Completions  *struct{}              `json:"completions,omitzero"` // 2025-03-26
+	Prompts      *ListChangedCapability `json:"prompts,omitzero"`
+	Resources    *ResourcesCapability   `json:"resources,omitzero"`
+	Tools        *ListChangedCapability `json:"tools,omitzero"`
+	Tasks        *ServerTasksCapability `json:"tasks,omitzero"` // 2025-11-25
 }
 
 // ListChangedCapability declares whether list_changed notifications are sent.
@@ -94,15 +94,15 @@ type ResourcesCapability struct {
 
 // ServerTasksCapability is the server's tasks capability (2025-11-25).
 type ServerTasksCapability struct {
-	List     *struct{}               `json:"list,omitempty"`
-	Cancel   *struct{}               `json:"cancel,omitempty"`
-	Requests *TaskRequestsCapability `json:"requests,omitempty"`
+	List     *struct{}               `json:"list,omitzero"`
+	Cancel   *struct{}               `json:"cancel,omitzero"`
+	Requests *TaskRequestsCapability `json:"requests,omitzero"`
 }
 
 // TaskRequestsCapability names the requests that may be augmented with a task.
 type TaskRequestsCapability struct {
 	Tools *struct {
-		Call *struct{} `json:"call,omitempty"`
+		Call *struct{} `json:"call,omitzero"`
 	} `json:"tools,omitempty"`
 }
 

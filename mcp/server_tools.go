@@ -65,7 +65,7 @@ func (ss *Session) handleToolsList(m *jsonrpc.Message, r responder) {
 	var p PaginatedParams
 	if m.Params != nil {
 		if err := json.Unmarshal(m.Params, &p); err != nil {
-			r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()})
+			r.error(invalidParams(err))
 			return
 		}
 	}
@@ -97,7 +97,7 @@ func (ss *Session) handleToolsCall(m *jsonrpc.Message, r responder) {
 	}
 	var p CallToolParams
 	if err := json.Unmarshal(m.Params, &p); err != nil {
-		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()})
+		r.error(invalidParams(err))
 		return
 	}
 	if p.Name == "" {
@@ -131,12 +131,13 @@ func (ss *Session) handleToolsCall(m *jsonrpc.Message, r responder) {
 	ss.inflight[key] = call
 	ss.cancels[key] = cancel
 	ss.mu.Unlock()
+	r.call = call
 	call.respond = func(res *CallToolResult, err error) bool {
 		ss.sendToolResponse(r, call, res, err)
 		return true
 	}
 	ss.inflightWG.Add(1)
-	go ss.runToolCall(ctx, cancel, key, call, r)
+	ss.workers.run(func() { ss.runToolCall(ctx, cancel, key, call, r) })
 }
 
 func (ss *Session) runToolCall(ctx context.Context, cancel context.CancelFunc, key string, call *ToolCall, r responder) {

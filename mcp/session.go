@@ -58,6 +58,7 @@ type Session struct {
 	cancels    map[string]context.CancelFunc
 
 	inflightWG sync.WaitGroup
+	workers    *workers
 }
 
 func (s *Server) newSession(t transport.Transport) *Session {
@@ -72,6 +73,7 @@ func (s *Server) newSession(t transport.Transport) *Session {
 		ctx:               context.Background(),
 	}
 	ss.conn = newConn(t, s.opts.MaxDepth, log)
+	ss.workers = newWorkers(16, ss.conn.done)
 	return ss
 }
 
@@ -120,6 +122,7 @@ type responder struct {
 	ss    *Session
 	id    jsontext.Value
 	batch *batch
+	call  *ToolCall // the tools/call answered, if any
 }
 
 func (r responder) result(v any) {
@@ -127,14 +130,32 @@ func (r responder) result(v any) {
 		b, err := jsonrpc.AppendResponse(nil, r.id, v)
 		if err != nil {
 			r.ss.log.Error("mcp: result not serializable", "error", err)
-			b, _ = jsonrpc.AppendError(nil, r.id, CodeInternalError, "Internal error: result not serializable", nil)
+			r.error(r.notSerializable())
+			return
 		}
 		r.batch.add(b)
 		return
 	}
-	if err := r.ss.conn.writeResult(r.ss.ctx, r.id, v); err != nil && err != ErrClosed {
+	err := r.ss.conn.writeResult(r.ss.ctx, r.id, v)
+	if err == errNotSerializable {
+		r.error(r.notSerializable())
+		return
+	}
+	if err != nil && err != ErrClosed {
 		r.ss.log.Warn("mcp: writing response failed", "error", err)
 	}
+}
+
+// notSerializable is the -32603 answer to a result that cannot be encoded.
+// Like every protocol error its data carries the correlation id: the call's
+// correlationId and runId for tools/call (seed 000), else the connection's.
+func (r responder) notSerializable() *Error {
+	e := &Error{Code: CodeInternalError, Message: "Internal error: result not serializable"}
+	if r.call != nil {
+		e.Data = &StructuredError{Code: ErrInternal, Message: "the result could not be encoded as JSON",
+			CorrelationID: r.call.CorrelationID, RunID: r.call.RunID}
+	}
+	return e
 }
 
 // protoErrData is error.data of protocol errors that carry no other data.
@@ -345,7 +366,7 @@ func (ss *Session) handleInitialize(m *jsonrpc.Message, r responder) {
 		return
 	}
 	if err := json.Unmarshal(m.Params, &p); err != nil {
-		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()})
+		r.error(invalidParams(err))
 		return
 	}
 	if p.ProtocolVersion == "" {

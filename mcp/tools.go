@@ -8,20 +8,20 @@ type Tool struct {
 	Title        string           `json:"title,omitempty"` // 2025-06-18
 	Description  string           `json:"description,omitempty"`
 	InputSchema  jsontext.Value   `json:"inputSchema"`
-	OutputSchema jsontext.Value   `json:"outputSchema,omitempty"` // 2025-06-18
-	Annotations  *ToolAnnotations `json:"annotations,omitempty"`  // 2025-03-26
-	Icons        []Icon           `json:"icons,omitempty"`        // 2025-11-25
-	Execution    *ToolExecution   `json:"execution,omitempty"`    // 2025-11-25
+	OutputSchema jsontext.Value   `json:"outputSchema,omitzero"` // 2025-06-18
+	Annotations  *ToolAnnotations `json:"annotations,omitzero"`  // 2025-03-26
+	Icons        []Icon           `json:"icons,omitempty"`       // 2025-11-25
+	Execution    *ToolExecution   `json:"execution,omitzero"`    // 2025-11-25
 	Meta         Meta             `json:"_meta,omitempty"`
 }
 
 // ToolAnnotations are untrusted hints about a tool's behaviour (2025-03-26).
 type ToolAnnotations struct {
 	Title           string `json:"title,omitempty"`
-	ReadOnlyHint    *bool  `json:"readOnlyHint,omitempty"`
-	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
-	IdempotentHint  *bool  `json:"idempotentHint,omitempty"`
-	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+	ReadOnlyHint    *bool  `json:"readOnlyHint,omitzero"`
+	DestructiveHint *bool  `json:"destructiveHint,omitzero"`
+	IdempotentHint  *bool  `json:"idempotentHint,omitzero"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitzero"`
 }
 
 // ToolExecution describes how a tool may be run (2025-11-25).
@@ -46,21 +46,21 @@ type ListToolsResult struct {
 // CallToolParams are the params of tools/call.
 type CallToolParams struct {
 	Name      string         `json:"name"`
-	Arguments jsontext.Value `json:"arguments,omitempty"`
-	Task      *TaskMetadata  `json:"task,omitempty"` // 2025-11-25
+	Arguments jsontext.Value `json:"arguments,omitzero"`
+	Task      *TaskMetadata  `json:"task,omitzero"` // 2025-11-25
 	Meta      Meta           `json:"_meta,omitempty"`
 }
 
 // TaskMetadata asks for a request to run as a task (2025-11-25).
 type TaskMetadata struct {
-	TTL *int64 `json:"ttl,omitempty"`
+	TTL *int64 `json:"ttl,omitzero"`
 }
 
 // CallToolResult is the result of tools/call. Content is always written (an
 // empty array when nil).
 type CallToolResult struct {
 	Content           []Content      `json:"content"`
-	StructuredContent jsontext.Value `json:"structuredContent,omitempty"` // 2025-06-18
+	StructuredContent jsontext.Value `json:"structuredContent,omitzero"` // 2025-06-18
 	IsError           bool           `json:"isError,omitzero"`
 	Meta              Meta           `json:"_meta,omitempty"`
 }

@@ -125,6 +125,14 @@ func (t *Tool) Definition() *mcp.Tool { return t.def }
 // Options returns a copy of the tool's options.
 func (t *Tool) Options() ToolOptions { return t.opts.clone() }
 
+// Timeout returns the tool's deadline override (0 = the chain's default),
+// without copying the options.
+func (t *Tool) Timeout() time.Duration { return t.opts.Timeout }
+
+// Serial reports whether calls of the tool run one at a time, without
+// copying the options.
+func (t *Tool) Serial() bool { return t.opts.Serial }
+
 // HasOutputSchema reports whether the tool declares an outputSchema, so that
 // its successful results carry structuredContent.
 func (t *Tool) HasOutputSchema() bool { return t.out != nil }

@@ -1,28 +1,43 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"strconv"
+	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
 // appender is an io.Writer appending to a byte slice, so the codec encodes
-// straight into the caller's (pooled) buffer.
+// straight into the caller's (pooled) buffer. Appenders are pooled: an
+// io.Writer handed to the codec escapes, and a fresh one per message would be
+// an allocation.
 type appender struct{ b []byte }
 
 func (a *appender) Write(p []byte) (int, error) { a.b = append(a.b, p...); return len(p), nil }
 
+var appenderPool = sync.Pool{New: func() any { return new(appender) }}
+
+// appendValue appends v as compact JSON. A nil v is written as {}. A
+// jsontext.Value is appended as is when it is on one line; otherwise (or when
+// empty) it is validated and compacted by the codec.
 func appendValue(dst []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
 	case nil:
 		return append(dst, "{}"...), nil
 	case jsontext.Value:
-		return append(dst, x...), nil
+		if len(x) > 0 && bytes.IndexByte(x, '\n') < 0 && bytes.IndexByte(x, '\r') < 0 {
+			return append(dst, x...), nil
+		}
 	}
-	a := appender{dst}
-	err := json.MarshalWrite(&a, v, json.Deterministic(true))
-	return a.b, err
+	a := appenderPool.Get().(*appender)
+	a.b = dst
+	err := json.MarshalWrite(a, v, json.Deterministic(true))
+	dst = a.b
+	a.b = nil
+	appenderPool.Put(a)
+	return dst, err
 }
 
 func appendID(dst []byte, id jsontext.Value) []byte {
@@ -55,12 +70,12 @@ func AppendError(dst []byte, id jsontext.Value, code int64, message string, data
 	dst = append(dst, `,"error":{"code":`...)
 	dst = strconv.AppendInt(dst, code, 10)
 	dst = append(dst, `,"message":`...)
-	dst, err := jsontext.AppendQuote(dst, message)
-	if err != nil {
-		return dst[:start], err
-	}
+	// Invalid UTF-8 in the message is replaced with U+FFFD rather than
+	// losing the error response.
+	dst, _ = jsontext.AppendQuote(dst, message)
 	if data != nil {
 		dst = append(dst, `,"data":`...)
+		var err error
 		if dst, err = appendValue(dst, data); err != nil {
 			return dst[:start], err
 		}

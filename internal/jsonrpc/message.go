@@ -7,8 +7,13 @@ package jsonrpc
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -58,7 +63,7 @@ type Message struct {
 type WireError struct {
 	Code    int64          `json:"code"`
 	Message string         `json:"message"`
-	Data    jsontext.Value `json:"data,omitempty"`
+	Data    jsontext.Value `json:"data,omitzero"`
 }
 
 // DecodeError is malformed input: the code and message to answer with, and
@@ -71,13 +76,116 @@ type DecodeError struct {
 
 func (e *DecodeError) Error() string { return fmt.Sprintf("jsonrpc %d: %s", e.Code, e.Message) }
 
-type wireMessage struct {
-	JSONRPC jsontext.Value `json:"jsonrpc"`
-	ID      jsontext.Value `json:"id"`
-	Method  jsontext.Value `json:"method"`
-	Params  jsontext.Value `json:"params"`
-	Result  jsontext.Value `json:"result"`
-	Error   jsontext.Value `json:"error"`
+// member is the index of an envelope member in wireMessage.
+type member int
+
+const (
+	memberJSONRPC member = iota
+	memberID
+	memberMethod
+	memberParams
+	memberResult
+	memberError
+	memberCount
+	memberOther = -1
+)
+
+// wireMessage holds the envelope members of one message as offsets into the
+// decoded input (end == 0: absent).
+type wireMessage [memberCount]struct{ start, end int }
+
+// raw returns member m of data, or nil when absent.
+func (w *wireMessage) raw(data []byte, m member) jsontext.Value {
+	if w[m].end == 0 {
+		return nil
+	}
+	return data[w[m].start:w[m].end]
+}
+
+// decoder is a pooled strict JSON decoder reading from a byte slice.
+type decoder struct {
+	src bytes.Buffer
+	dec jsontext.Decoder
+}
+
+var decoderPool = sync.Pool{New: func() any { return new(decoder) }}
+
+// scan reads one JSON object (data, trimmed, starting with '{') and records
+// where its envelope members are. It validates the whole input strictly:
+// syntax, UTF-8, duplicate member names at every depth, nothing after the
+// object. Member names match exactly (case-sensitive, after unescaping).
+func scan(data []byte, w *wireMessage) error {
+	d := decoderPool.Get().(*decoder)
+	defer func() {
+		d.src = bytes.Buffer{}
+		d.dec.Reset(&d.src) // drop the reference to data
+		decoderPool.Put(d)
+	}()
+	// A bytes.Buffer is decoded in place (no copy); offsets index data.
+	d.src = *bytes.NewBuffer(data)
+	d.dec.Reset(&d.src)
+	dec := &d.dec
+	if _, err := dec.ReadToken(); err != nil { // '{'
+		return err
+	}
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		m := memberOf(name)
+		val, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		if m != memberOther {
+			end := int(dec.InputOffset())
+			w[m].start, w[m].end = end-len(val), end
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil { // '}'
+		return err
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		if err == nil {
+			err = errTrailingData
+		}
+		return err
+	}
+	return nil
+}
+
+var errTrailingData = errors.New("invalid data after top-level value")
+
+// memberOf maps a raw (quoted) member name to the envelope member it names.
+func memberOf(name jsontext.Value) member {
+	if len(name) < 2 {
+		return memberOther
+	}
+	s := name[1 : len(name)-1]
+	if bytes.IndexByte(s, '\\') >= 0 {
+		var buf [16]byte
+		u, err := jsontext.AppendUnquote(buf[:0], name)
+		if err != nil {
+			return memberOther
+		}
+		s = u
+	}
+	switch string(s) {
+	case "jsonrpc":
+		return memberJSONRPC
+	case "id":
+		return memberID
+	case "method":
+		return memberMethod
+	case "params":
+		return memberParams
+	case "result":
+		return memberResult
+	case "error":
+		return memberError
+	}
+	return memberOther
 }
 
 var version = []byte(`"2.0"`)
@@ -89,7 +197,8 @@ func IsBatch(data []byte) bool {
 }
 
 // CheckDepth returns a parse error if data nests arrays or objects deeper than
-// maxDepth. It does not validate syntax; it skips string contents.
+// maxDepth (<= 0 means DefaultMaxDepth). It does not validate syntax; it
+// skips string contents.
 func CheckDepth(data []byte, maxDepth int) *DecodeError {
 	if maxDepth <= 0 {
 		maxDepth = DefaultMaxDepth
@@ -98,13 +207,7 @@ func CheckDepth(data []byte, maxDepth int) *DecodeError {
 	for i := 0; i < len(data); i++ {
 		switch data[i] {
 		case '"':
-			for i++; i < len(data); i++ {
-				if data[i] == '\\' {
-					i++
-				} else if data[i] == '"' {
-					break
-				}
-			}
+			i = stringEnd(data, i)
 		case '[', '{':
 			depth++
 			if depth > maxDepth {
@@ -116,6 +219,36 @@ func CheckDepth(data []byte, maxDepth int) *DecodeError {
 		}
 	}
 	return nil
+}
+
+// stringEnd returns the index of the quote closing the string that opens at
+// data[start], or len(data) if it is not closed.
+func stringEnd(data []byte, start int) int {
+	// Short strings (most member names and values) are scanned bytewise;
+	// long ones with IndexByte.
+	for j := start + 1; j < len(data) && j <= start+16; j++ {
+		switch data[j] {
+		case '\\':
+			j++
+		case '"':
+			return j
+		}
+	}
+	for j := start + 1; ; j++ {
+		k := bytes.IndexByte(data[j:], '"')
+		if k < 0 {
+			return len(data)
+		}
+		j += k
+		// The quote is escaped if an odd number of backslashes precede it.
+		n := 0
+		for p := j - 1; p > start && data[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return j
+		}
+	}
 }
 
 // SplitBatch splits a JSON array (already depth-checked) into its elements.
@@ -133,6 +266,12 @@ func SplitBatch(data []byte) ([]jsontext.Value, *DecodeError) {
 
 // Decode decodes one JSON-RPC message (not a batch). data may be reused by
 // the caller after Decode returns: everything kept is copied.
+//
+// Syntax is checked before meaning: any invalid JSON (including duplicate
+// member names at any depth, invalid UTF-8, nesting deeper than maxDepth,
+// data after the value) is a parse error with id null; valid JSON that is not
+// a valid message is an invalid request, answered to the message's id when
+// that id is well-formed. maxDepth <= 0 means DefaultMaxDepth.
 func Decode(data []byte, maxDepth int) (Message, *DecodeError) {
 	data = trimSpace(data)
 	if derr := CheckDepth(data, maxDepth); derr != nil {
@@ -145,47 +284,61 @@ func Decode(data []byte, maxDepth int) (Message, *DecodeError) {
 		return Message{}, &DecodeError{Code: CodeParseError, Message: "Parse error: invalid JSON", ID: Null}
 	}
 	var w wireMessage
-	if err := json.Unmarshal(data, &w); err != nil {
+	if err := scan(data, &w); err != nil {
 		return Message{}, parseError(err)
 	}
+	id := w.raw(data, memberID)
+	jsonrpc := w.raw(data, memberJSONRPC)
+	method := w.raw(data, memberMethod)
+	params := w.raw(data, memberParams)
+	result := w.raw(data, memberResult)
+	errObj := w.raw(data, memberError)
+
+	// Copy what is kept (id, params, result) into one allocation.
+	idOK := id == nil || validID(id)
+	keep := len(params) + len(result)
+	if idOK {
+		keep += len(id)
+	}
 	var m Message
-	idOK := true
-	if w.ID != nil {
-		if !validID(w.ID) {
-			idOK = false
-		} else {
-			m.ID = w.ID
-		}
+	var arena []byte
+	if keep > 0 {
+		arena = make([]byte, 0, keep)
+	}
+	if id != nil && idOK {
+		arena, m.ID = keepValue(arena, id)
 	}
 	replyID := m.ID
 	if replyID == nil {
 		replyID = Null
 	}
-	if !bytes.Equal(w.JSONRPC, version) {
-		if w.JSONRPC == nil {
+	isResponse := method == nil && (result != nil || errObj != nil)
+	if !isVersion(jsonrpc) {
+		if jsonrpc == nil {
 			return m, &DecodeError{Code: CodeInvalidRequest, Message: `Invalid Request: missing "jsonrpc"`, ID: replyID}
 		}
 		return m, &DecodeError{Code: CodeInvalidRequest, Message: `Invalid Request: "jsonrpc" must be "2.0"`, ID: replyID}
 	}
-	if !idOK {
+	if !idOK && !(isResponse && errObj != nil && id.Kind() == 'n') {
+		// An error response may carry id null: it answers a message whose
+		// id could not be read.
 		return m, &DecodeError{Code: CodeInvalidRequest, Message: "Invalid Request: id must be a string or an integer", ID: Null}
 	}
 	switch {
-	case w.Method != nil:
-		if w.Method.Kind() != '"' {
+	case method != nil:
+		name, ok := methodName(method)
+		if !ok {
 			return m, &DecodeError{Code: CodeInvalidRequest, Message: "Invalid Request: method must be a string", ID: replyID}
 		}
-		if err := json.Unmarshal(w.Method, &m.Method); err != nil {
-			return m, &DecodeError{Code: CodeInvalidRequest, Message: "Invalid Request: method must be a string", ID: replyID}
-		}
-		if w.Result != nil || w.Error != nil {
+		m.Method = name
+		if result != nil || errObj != nil {
 			return m, &DecodeError{Code: CodeInvalidRequest, Message: "Invalid Request: a request has no result or error", ID: replyID}
 		}
-		if w.Params != nil {
-			if k := w.Params.Kind(); k != '{' && k != '[' {
+		if params != nil {
+			if k := params.Kind(); k != '{' && k != '[' {
 				return m, &DecodeError{Code: CodeInvalidRequest, Message: "Invalid Request: params must be an object", ID: replyID}
 			}
-			m.Params = w.Params
+			arena, m.Params = keepValue(arena, params)
 		}
 		if m.ID == nil {
 			m.Kind = KindNotification
@@ -193,20 +346,17 @@ func Decode(data []byte, maxDepth int) (Message, *DecodeError) {
 			m.Kind = KindRequest
 		}
 		return m, nil
-	case w.Result != nil || w.Error != nil:
-		if m.ID == nil {
-			// A response whose id could not be read (the peer's error reply
-			// to our malformed message); keep it as an id-less response.
-			m.ID = nil
-		}
-		if w.Result != nil && w.Error != nil {
+	case isResponse:
+		if result != nil && errObj != nil {
 			return m, &DecodeError{Code: CodeInvalidRequest, Message: "Invalid Request: both result and error", ID: replyID}
 		}
 		m.Kind = KindResponse
-		m.Result = w.Result
-		if w.Error != nil {
+		if result != nil {
+			_, m.Result = keepValue(arena, result)
+		} else {
 			m.Error = new(WireError)
-			if err := json.Unmarshal(w.Error, m.Error); err != nil {
+			if err := json.Unmarshal(errObj, m.Error); err != nil || errObj.Kind() != '{' {
+				m.Error = nil
 				return m, &DecodeError{Code: CodeInvalidRequest, Message: "Invalid Request: malformed error object", ID: replyID}
 			}
 		}
@@ -216,15 +366,137 @@ func Decode(data []byte, maxDepth int) (Message, *DecodeError) {
 	}
 }
 
+// keepValue appends v to arena (which has room for it) and returns the copy.
+func keepValue(arena []byte, v []byte) ([]byte, jsontext.Value) {
+	n := len(arena)
+	arena = append(arena, v...)
+	return arena, jsontext.Value(arena[n:len(arena):len(arena)])
+}
+
+// isVersion reports whether raw is the JSON string "2.0".
+func isVersion(raw jsontext.Value) bool {
+	if bytes.Equal(raw, version) {
+		return true
+	}
+	if raw.Kind() != '"' || bytes.IndexByte(raw, '\\') < 0 {
+		return false
+	}
+	var buf [16]byte
+	u, err := jsontext.AppendUnquote(buf[:0], raw)
+	return err == nil && string(u) == "2.0"
+}
+
+// methodName returns the string value of the raw method member; common
+// method names are returned without allocating.
+func methodName(raw jsontext.Value) (string, bool) {
+	if raw.Kind() != '"' {
+		return "", false
+	}
+	s := raw[1 : len(raw)-1]
+	if bytes.IndexByte(s, '\\') >= 0 {
+		u, err := jsontext.AppendUnquote(nil, raw)
+		if err != nil {
+			return "", false
+		}
+		s = u
+	}
+	return internMethod(s), true
+}
+
+// internMethod returns s as a string, without allocating for the method
+// names of MCP (all revisions).
+func internMethod(s []byte) string {
+	switch string(s) {
+	case "initialize":
+		return "initialize"
+	case "ping":
+		return "ping"
+	case "tools/list":
+		return "tools/list"
+	case "tools/call":
+		return "tools/call"
+	case "resources/list":
+		return "resources/list"
+	case "resources/templates/list":
+		return "resources/templates/list"
+	case "resources/read":
+		return "resources/read"
+	case "resources/subscribe":
+		return "resources/subscribe"
+	case "resources/unsubscribe":
+		return "resources/unsubscribe"
+	case "prompts/list":
+		return "prompts/list"
+	case "prompts/get":
+		return "prompts/get"
+	case "completion/complete":
+		return "completion/complete"
+	case "logging/setLevel":
+		return "logging/setLevel"
+	case "sampling/createMessage":
+		return "sampling/createMessage"
+	case "elicitation/create":
+		return "elicitation/create"
+	case "roots/list":
+		return "roots/list"
+	case "tasks/get":
+		return "tasks/get"
+	case "tasks/result":
+		return "tasks/result"
+	case "tasks/list":
+		return "tasks/list"
+	case "tasks/cancel":
+		return "tasks/cancel"
+	case "notifications/initialized":
+		return "notifications/initialized"
+	case "notifications/cancelled":
+		return "notifications/cancelled"
+	case "notifications/progress":
+		return "notifications/progress"
+	case "notifications/message":
+		return "notifications/message"
+	case "notifications/tools/list_changed":
+		return "notifications/tools/list_changed"
+	case "notifications/resources/list_changed":
+		return "notifications/resources/list_changed"
+	case "notifications/resources/updated":
+		return "notifications/resources/updated"
+	case "notifications/prompts/list_changed":
+		return "notifications/prompts/list_changed"
+	case "notifications/roots/list_changed":
+		return "notifications/roots/list_changed"
+	case "notifications/tasks/status":
+		return "notifications/tasks/status"
+	case "notifications/elicitation/complete":
+		return "notifications/elicitation/complete"
+	}
+	return string(s)
+}
+
+// maxParseErrorMessage bounds the message of a parse error, which may quote
+// member names of the input.
+const maxParseErrorMessage = 256
+
 func parseError(err error) *DecodeError {
-	msg := "Parse error"
-	if se, ok := err.(*jsontext.SyntacticError); ok && se.Err != nil {
-		msg += ": " + se.Err.Error()
+	msg := "Parse error: invalid JSON"
+	var se *jsontext.SyntacticError
+	switch {
+	case errors.As(err, &se) && se.Err != nil:
+		msg = "Parse error: " + se.Err.Error()
 		if se.JSONPointer != "" {
 			msg += " at " + string(se.JSONPointer)
 		}
-	} else if err != nil {
-		msg += ": invalid JSON"
+	case err == errTrailingData:
+		msg = "Parse error: " + err.Error()
+	}
+	// The message is sent back: keep it valid UTF-8 and short.
+	msg = strings.ToValidUTF8(msg, "\uFFFD")
+	if len(msg) > maxParseErrorMessage {
+		cut := maxParseErrorMessage
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "..."
 	}
 	return &DecodeError{Code: CodeParseError, Message: msg, ID: Null}
 }

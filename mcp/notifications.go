@@ -1,0 +1,15 @@
+package mcp
+
+// NotificationParams are the params of notifications that carry nothing
+// but _meta: notifications/initialized and every list_changed notification
+// (NotificationTools/Resources/Prompts/RootsListChanged). Such
+// notifications may also omit params.
+type NotificationParams struct {
+	Meta Meta `json:"_meta,omitempty"`
+}
+
+// RequestParams are the params of requests that carry nothing but _meta
+// (ping, roots/list). Such requests may also omit params.
+type RequestParams struct {
+	Meta Meta `json:"_meta,omitempty"`
+}

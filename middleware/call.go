@@ -1,0 +1,104 @@
+package middleware
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/mcp"
+	"github.com/keelmcp/keel/registry"
+)
+
+// Call is one tools/call on its way through a Chain. It embeds the
+// *mcp.ToolCall the Server handed over (Name, Arguments, CorrelationID,
+// RunID, Logger, RespondEarly, ...) and adds what the stages learn about it:
+// the resolved tool and the arguments the handler will receive.
+//
+// A Call belongs to the goroutine serving it: its methods and fields must not
+// be used concurrently (a handler that starts goroutines should copy what they
+// need first).
+type Call struct {
+	*mcp.ToolCall
+
+	// Args are the arguments the tool's handler receives. They start as
+	// ToolCall.Arguments; a stage may replace them (for example to fill in
+	// defaults) before Validate and Dispatch see them.
+	Args jsontext.Value
+
+	reg       *registry.Registry
+	tool      *registry.Tool
+	toolErr   error
+	resolved  bool
+	validated bool
+
+	enteredAt time.Time // set by AuditEnter; the start of the audit pair
+
+	// Set by Timeout when the response deadline passed.
+	timedOut bool
+	lateRes  *mcp.CallToolResult
+	lateErr  error
+}
+
+// NewCall returns a Call for tc whose tool is looked up in reg. Chain.CallTool
+// does this for every tools/call; use it to run a Handler directly, in tests
+// or in a ToolSource of your own.
+func NewCall(reg *registry.Registry, tc *mcp.ToolCall) *Call {
+	return &Call{ToolCall: tc, Args: tc.Arguments, reg: reg}
+}
+
+// Tool resolves the called tool in the registry, once: later calls return the
+// memoized answer. For an unknown tool the error is the JSON-RPC -32602
+// *mcp.Error whose Data is a NOT_FOUND *mcp.StructuredError, so any stage can
+// resolve the tool and return the error unchanged.
+func (c *Call) Tool() (*registry.Tool, error) {
+	if !c.resolved {
+		c.resolved = true
+		if c.reg != nil {
+			c.tool, _ = c.reg.Lookup(c.Name)
+		}
+		if c.tool == nil {
+			c.toolErr = registry.UnknownToolError(c.ToolCall)
+		}
+	}
+	return c.tool, c.toolErr
+}
+
+// Registry returns the registry the call's tool is looked up in.
+func (c *Call) Registry() *registry.Registry { return c.reg }
+
+// Validated reports whether Validate accepted c.Args.
+func (c *Call) Validated() bool { return c.validated }
+
+// TimedOut reports whether Timeout's response deadline passed before the
+// handler returned.
+func (c *Call) TimedOut() bool { return c.timedOut }
+
+// Log returns the call's logger (ToolCall.Logger, which carries correlationId
+// and runId), or slog.Default() when there is none.
+func (c *Call) Log() *slog.Logger {
+	if c.Logger != nil {
+		return c.Logger
+	}
+	return slog.Default()
+}
+
+// toolError returns a StructuredError carrying the call's ids.
+func (c *Call) toolError(code mcp.ErrorCode, msg string, details map[string]any) *mcp.StructuredError {
+	return &mcp.StructuredError{Code: code, Message: msg, Details: details, CorrelationID: c.CorrelationID, RunID: c.RunID}
+}
+
+// fillIDs sets the call's ids on se where they are empty.
+func (c *Call) fillIDs(se *mcp.StructuredError) {
+	if se.CorrelationID == "" {
+		se.CorrelationID = c.CorrelationID
+	}
+	if se.RunID == "" {
+		se.RunID = c.RunID
+	}
+}
+
+// toolTimeout and toolSerial read a tool's per-call settings.
+func toolTimeout(t *registry.Tool) time.Duration { return t.Timeout() }
+
+func toolSerial(t *registry.Tool) bool { return t.Serial() }

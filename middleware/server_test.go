@@ -1,0 +1,97 @@
+package middleware_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keelmcp/keel/mcp"
+	"github.com/keelmcp/keel/middleware"
+	"github.com/keelmcp/keel/registry"
+	"github.com/keelmcp/keel/transport"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// End to end over the in-memory transport: the client gets TIMEOUT at the
+// deadline while the handler still runs; the slot stays taken until the
+// handler returns; its late result is never sent; the server lives on.
+func TestServerTimeoutAnsweredAtOnce(t *testing.T) {
+	reg := registry.New(nil)
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "stubborn", InputSchema: jsontext.Value(`{"type":"object"}`)},
+		func(ctx context.Context, _ *mcp.ToolCall, _ jsontext.Value) (*mcp.CallToolResult, error) {
+			started <- struct{}{}
+			<-release // ignores ctx on purpose
+			return mcp.TextResult("too late"), nil
+		}, &registry.ToolOptions{Timeout: 20 * time.Millisecond}))
+	registry.MustRegister(reg, "echo", "Echoes.", func(_ context.Context, in struct {
+		Message string `json:"message"`
+	}) (string, error) {
+		return in.Message, nil
+	}, nil)
+	lim := middleware.NewLimiter(1)
+	var logs lockedBuffer
+	srv := mcp.NewServer(&mcp.ServerOptions{
+		Tools:  middleware.Standard(reg, &middleware.StandardOptions{Limiter: lim}),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	ct, st := transport.NewPipe(nil)
+	ctx := context.Background()
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, st) }()
+	client := mcp.NewClient(nil)
+	require.NoError(t, client.Connect(ctx, ct))
+
+	start := time.Now()
+	res, err := client.CallTool(ctx, "stubborn", nil)
+	<-started
+	require.Error(t, err)
+	var se *mcp.StructuredError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, mcp.ErrTimeout, se.Code)
+	assert.NotEmpty(t, se.CorrelationID)
+	assert.NotEmpty(t, se.RunID)
+	require.NotNil(t, res)
+	assert.True(t, res.IsError)
+	assert.Less(t, time.Since(start), 5*time.Second)
+
+	// The handler still runs and holds the only slot.
+	assert.Equal(t, 1, lim.InUse())
+	_, err = client.CallTool(ctx, "echo", map[string]any{"message": "busy?"})
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, mcp.ErrResourceExhausted, se.Code)
+
+	close(release)
+	require.Eventually(t, func() bool { return lim.InUse() == 0 }, 5*time.Second, time.Millisecond)
+	res, err = client.CallTool(ctx, "echo", map[string]any{"message": "alive"})
+	require.NoError(t, err)
+	assert.Equal(t, "alive", res.Content[0].Text)
+	require.NoError(t, client.Close())
+	require.NoError(t, <-done)
+	assert.Contains(t, logs.String(), "returned after its deadline")
+	assert.NotContains(t, logs.String(), "too late", "the late result is never sent nor logged in full")
+}

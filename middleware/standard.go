@@ -1,0 +1,91 @@
+package middleware
+
+import (
+	"time"
+
+	"github.com/keelmcp/keel/registry"
+)
+
+// Defaults of StandardOptions and HealthOptions (seed 000's ServerConfig
+// defaults).
+const (
+	// DefaultMaxPayloadBytes is the default argument size limit
+	// (tools.maxPayloadBytes, 1 MiB).
+	DefaultMaxPayloadBytes = 1 << 20
+	// DefaultMaxConcurrent is the default number of concurrency slots
+	// (resources.maxConcurrentExecutions).
+	DefaultMaxConcurrent = 10
+	// DefaultTimeout is the default response deadline
+	// (tools.defaultTimeoutMs).
+	DefaultTimeout = 30 * time.Second
+)
+
+// StandardOptions configure Standard. Nil means all defaults.
+type StandardOptions struct {
+	// MaxPayloadBytes bounds the arguments' size (0 = DefaultMaxPayloadBytes;
+	// negative = no limit).
+	MaxPayloadBytes int
+	// MaxConcurrent bounds concurrent executions (0 = DefaultMaxConcurrent;
+	// negative = no limit). Ignored when Limiter is set.
+	MaxConcurrent int
+	// Limiter is the concurrency limiter to use, so that it can be shared
+	// with the health tool (HealthOptions.Limiter). Nil = a new Limiter of
+	// MaxConcurrent slots.
+	Limiter *Limiter
+	// DefaultTimeout is the response deadline of tools without their own
+	// ToolOptions.Timeout (0 = DefaultTimeout; negative = none).
+	DefaultTimeout time.Duration
+	// LockAll serializes calls of every tool, not only of tools registered
+	// with ToolOptions.Serial.
+	LockAll bool
+	// AuditSink receives enter/exit events (nil = NopAuditSink, which
+	// costs nothing).
+	AuditSink AuditSink
+	// Now is the clock of audit timestamps (nil = time.Now).
+	Now func() time.Time
+}
+
+// Standard returns the chain in seed 000's processing order, for people who
+// do not want to choose:
+//
+//	Recover → PayloadLimit → Lookup → Concurrency → Lock → Validate →
+//	AuditExit → AuditEnter → Timeout → Dispatch
+//
+// A panic anywhere becomes INTERNAL; oversized arguments and a full limiter
+// are rejected with RESOURCE_EXHAUSTED before any work; unknown tools get
+// -32602; only validated calls are audited, and AuditExit, outside
+// AuditEnter, records calls whose Enter failed; the deadline covers the
+// handler alone, and the slot and lock are held until it returns. Add your
+// own stages with Use (they run inside Timeout, just before Dispatch), or
+// build your own order with New.
+func Standard(reg *registry.Registry, opts *StandardOptions) *Chain {
+	var o StandardOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxPayloadBytes == 0 {
+		o.MaxPayloadBytes = DefaultMaxPayloadBytes
+	}
+	if o.MaxConcurrent == 0 {
+		o.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if o.DefaultTimeout == 0 {
+		o.DefaultTimeout = DefaultTimeout
+	}
+	lim := o.Limiter
+	if lim == nil {
+		lim = NewLimiter(o.MaxConcurrent)
+	}
+	audit := &Audit{Sink: o.AuditSink, Now: o.Now}
+	return New(reg,
+		Recover(),
+		PayloadLimit(o.MaxPayloadBytes),
+		Lookup(),
+		lim.Middleware(),
+		Lock(&LockOptions{All: o.LockAll}),
+		Validate(),
+		audit.Exit(),
+		audit.Enter(),
+		Timeout(o.DefaultTimeout),
+	)
+}

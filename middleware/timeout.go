@@ -1,0 +1,88 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/keelmcp/keel/mcp"
+)
+
+// Timeout returns the response-deadline stage (seed 000's Timeout Contract).
+// Each call gets a deadline: the tool's registry.ToolOptions.Timeout when
+// set, otherwise def (def <= 0 and no per-tool value: no deadline). When the
+// deadline passes:
+//
+//   - the context of the stages inside (and of the tool's handler) is
+//     cancelled with context.DeadlineExceeded;
+//   - a TIMEOUT tool error is answered at once through
+//     mcp.ToolCall.RespondEarly, while the handler may still be running;
+//   - the stage itself keeps waiting until the handler returns, so stages
+//     outside it (the Limiter's slot, Lock, AuditExit) are released only
+//     then; it then returns the TIMEOUT error too, which the Server drops as
+//     a late result, and logs the late completion.
+//
+// Outside a Server (RespondEarly cannot answer) the TIMEOUT error is simply
+// returned when the handler returns. A handler that finishes at the very
+// edge, before the early answer went out, keeps its own result.
+//
+// The stage starts no goroutine per call: the handler context's own timer
+// drives the deadline, and only a call that actually times out runs a
+// short-lived callback (context.AfterFunc) to send its answer.
+func Timeout(def time.Duration) Middleware {
+	return func(next Handler) Handler {
+		return func(ctx context.Context, c *Call) (*mcp.CallToolResult, error) {
+			d := def
+			if t, err := c.Tool(); err == nil {
+				if o := toolTimeout(t); o > 0 {
+					d = o
+				}
+			}
+			if d <= 0 {
+				return next(ctx, c)
+			}
+			at := time.Now().Add(d)
+			dctx, cancel := context.WithDeadline(ctx, at)
+			stop := context.AfterFunc(dctx, func() { respondTimeout(dctx, c, d) })
+			res, err := next(dctx, c)
+			pending := stop() // true: the deadline callback never started
+			expired := dctx.Err() == context.DeadlineExceeded
+			cancel()
+			if !expired || (pending && !isContextError(err)) {
+				return res, err
+			}
+			c.timedOut = true
+			c.lateRes, c.lateErr = res, err
+			args := []any{"tool", c.Name, "timeout", d, "overrun", time.Since(at)}
+			if err != nil {
+				args = append(args, "error", err)
+			} else if res != nil {
+				args = append(args, "isError", res.IsError)
+			}
+			c.Log().Warn("middleware: tool returned after its deadline; its result is not sent", args...)
+			return nil, timeoutError(c, d)
+		}
+	}
+}
+
+// respondTimeout runs (through context.AfterFunc) once the handler's
+// context is done, so cancellation always precedes the TIMEOUT answer. It
+// answers only if the context ended by its deadline (not because the caller
+// went away).
+func respondTimeout(dctx context.Context, c *Call, d time.Duration) {
+	if dctx.Err() != context.DeadlineExceeded {
+		return
+	}
+	if c.RespondEarly(nil, timeoutError(c, d)) {
+		c.Log().Debug("middleware: answered TIMEOUT; the handler is still running", "tool", c.Name, "timeout", d)
+	}
+}
+
+func timeoutError(c *Call, d time.Duration) *mcp.StructuredError {
+	return c.toolError(mcp.ErrTimeout, "tool "+quote(c.Name)+" did not finish within "+d.String(),
+		map[string]any{"tool": c.Name, "timeoutMs": d.Milliseconds()})
+}
+
+func isContextError(err error) bool {
+	return err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled))
+}

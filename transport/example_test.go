@@ -1,0 +1,58 @@
+package transport_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/keelmcp/keel/transport"
+)
+
+// Two ends of an in-memory pipe exchange a request and its response.
+func ExampleNewPipe() {
+	client, server := transport.NewPipe(nil)
+	ctx := context.Background()
+
+	_ = client.Write(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	req, _ := server.Read(ctx)
+	fmt.Printf("server got %s\n", req)
+
+	_ = server.Write(ctx, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	resp, _ := client.Read(ctx)
+	fmt.Printf("client got %s\n", resp)
+
+	_ = client.Close()
+	_, err := server.Read(ctx)
+	fmt.Println("after close:", err)
+	// Output:
+	// server got {"jsonrpc":"2.0","id":1,"method":"ping"}
+	// client got {"jsonrpc":"2.0","id":1,"result":{}}
+	// after close: EOF
+}
+
+// Stdio frames messages as lines: line endings and blank lines are
+// stripped on input, an oversized line is skipped, and output gets one "\n"
+// per message.
+func ExampleNewStdioStreams() {
+	in := strings.NewReader("{\"id\":1}\r\n\n{\"id\":\"too long\"}\n{\"id\":2}")
+	st := transport.NewStdioStreams(in, os.Stdout, &transport.StdioOptions{MaxMessageBytes: 10})
+	ctx := context.Background()
+	for {
+		msg, err := st.Read(ctx)
+		var tooLarge *transport.MessageTooLargeError
+		if errors.As(err, &tooLarge) {
+			fmt.Println("skipped a line of", tooLarge.Size, "bytes")
+			continue
+		}
+		if err != nil { // io.EOF at the end of input
+			break
+		}
+		_ = st.Write(ctx, msg) // echo
+	}
+	// Output:
+	// {"id":1}
+	// skipped a line of 17 bytes
+	// {"id":2}
+}
