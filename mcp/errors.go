@@ -32,7 +32,7 @@ type Error struct {
 	Message string
 	// Data is the optional data member. On the server side it is encoded as
 	// JSON; on the client side it holds the raw JSON received (a
-	// jsontext.Value), which DataAs decodes.
+	// jsontext.Value); StructuredError decodes the keel form.
 	Data any
 }
 

@@ -65,9 +65,20 @@ type ElicitationCapability struct {
 
 // ClientTasksCapability is the client's tasks capability (2025-11-25).
 type ClientTasksCapability struct {
-	List     *struct{}      `json:"list,omitzero"`
-	Cancel   *struct{}      `json:"cancel,omitzero"`
-	Requests map[string]any `json:"requests,omitempty"`
+	List     *struct{}                     `json:"list,omitzero"`
+	Cancel   *struct{}                     `json:"cancel,omitzero"`
+	Requests *ClientTaskRequestsCapability `json:"requests,omitzero"`
+}
+
+// ClientTaskRequestsCapability names the server-to-client requests a client
+// can run as tasks.
+type ClientTaskRequestsCapability struct {
+	Sampling *struct {
+		CreateMessage *struct{} `json:"createMessage,omitzero"`
+	} `json:"sampling,omitzero"`
+	Elicitation *struct {
+		Create *struct{} `json:"create,omitzero"`
+	} `json:"elicitation,omitzero"`
 }
 
 // ServerCapabilities are what a server declares in its initialize result.
@@ -101,9 +112,12 @@ type ServerTasksCapability struct {
 
 // TaskRequestsCapability names the requests that may be augmented with a task.
 type TaskRequestsCapability struct {
-	Tools *struct {
-		Call *struct{} `json:"call,omitzero"`
-	} `json:"tools,omitempty"`
+	Tools *ToolTaskRequests `json:"tools,omitzero"`
+}
+
+// ToolTaskRequests declares that tools/call may run as a task.
+type ToolTaskRequests struct {
+	Call *struct{} `json:"call,omitzero"`
 }
 
 // EmptyResult is the result of ping and other requests that return nothing.

@@ -49,6 +49,11 @@ type ServerOptions struct {
 	// ShutdownTimeout is how long Run waits for in-flight requests after
 	// the input ends (default 10s). Their responses are still sent.
 	ShutdownTimeout time.Duration
+	// InlineBudget is how long a tools/call may run on the goroutine that
+	// reads the connection before reading moves to a new goroutine (default
+	// 200µs). Quick calls thus cost no goroutine hand-off; slow calls still
+	// run concurrently. Negative: every call runs on its own goroutine.
+	InlineBudget time.Duration
 }
 
 // Server serves MCP over any number of connections. Create it with
@@ -91,6 +96,9 @@ func NewServer(opts *ServerOptions) *Server {
 	if o.ShutdownTimeout <= 0 {
 		o.ShutdownTimeout = 10 * time.Second
 	}
+	if o.InlineBudget == 0 {
+		o.InlineBudget = 200 * time.Microsecond
+	}
 	o.Icons = append([]Icon(nil), o.Icons...)
 	return &Server{opts: o, log: o.Logger}
 }
@@ -112,29 +120,20 @@ func (ss *Session) serve(parent context.Context) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	ss.ctx = ctx
+	ss.parent = parent
+	ss.inputDone = make(chan struct{})
+	ss.takeover = time.AfterFunc(time.Hour, ss.takeOverReading)
+	ss.takeover.Stop()
 	stop := context.AfterFunc(ctx, func() { ss.conn.t.Close() })
 	defer stop()
 	ss.log.Debug("mcp: connection open", "transport", ss.conn.t.Kind())
-	var runErr error
-	for {
-		msg, err := ss.conn.t.Read(ctx)
-		if err != nil {
-			var tooLarge *transport.MessageTooLargeError
-			if errors.As(err, &tooLarge) {
-				ss.protocolError(responder{ss: ss}, &Error{Code: CodeInvalidRequest,
-					Message: "Invalid Request: " + tooLarge.Error(),
-					Data:    map[string]any{"limit": "MaxMessageBytes", "maxBytes": tooLarge.Limit, "correlationId": ss.connCorrelationID}})
-				continue
-			}
-			if parent.Err() != nil {
-				runErr = parent.Err()
-			} else if !isEOF(err) {
-				runErr = err
-			}
-			break
-		}
-		ss.handleRaw(msg)
-	}
+	// The reader runs on its own goroutine: it may be busy with an inline
+	// call when the input ends (see runInline), and Run must still be able
+	// to drain and close.
+	go ss.readLoop()
+	<-ss.inputDone
+	runErr := ss.inputErr
+	ss.takeover.Stop()
 	if runErr == nil {
 		ss.drain(ctx)
 	}
@@ -142,6 +141,62 @@ func (ss *Session) serve(parent context.Context) error {
 	ss.conn.t.Close()
 	ss.log.Debug("mcp: connection closed")
 	return runErr
+}
+
+// readLoop reads and handles messages until the input ends, or until this
+// goroutine, while running a tools/call inline, has handed reading over to
+// another goroutine. Exactly one goroutine reads at a time.
+func (ss *Session) readLoop() {
+	for {
+		msg, err := ss.conn.t.Read(ss.ctx)
+		if err != nil {
+			var tooLarge *transport.MessageTooLargeError
+			if errors.As(err, &tooLarge) {
+				responder{ss: ss}.error(&Error{Code: CodeInvalidRequest,
+					Message: "Invalid Request: " + tooLarge.Error(),
+					Data:    map[string]any{"limit": "MaxMessageBytes", "maxBytes": tooLarge.Limit, "correlationId": ss.connCorrelationID}})
+				continue
+			}
+			if ss.parent.Err() != nil {
+				ss.inputErr = ss.parent.Err()
+			} else if !isEOF(err) {
+				ss.inputErr = err
+			}
+			close(ss.inputDone)
+			return
+		}
+		if job := ss.handleRaw(msg); job != nil && !ss.runInline(job) {
+			return
+		}
+	}
+}
+
+// runInline runs a tools/call on the reading goroutine, which saves the
+// hand-off to another goroutine (and the thread wake-ups it costs) for the
+// many calls that finish quickly. If the call is still running after
+// InlineBudget, a new goroutine takes over reading, so a slow call never
+// holds up the connection for longer than that. runInline reports whether
+// this goroutine is still the reader.
+func (ss *Session) runInline(job func()) bool {
+	budget := ss.server.opts.InlineBudget
+	if budget < 0 {
+		ss.workers.run(job)
+		return true
+	}
+	tok := ss.inlineSeq.Add(1)
+	ss.inlineTok.Store(tok)
+	ss.takeover.Reset(budget)
+	job()
+	ss.takeover.Stop()
+	return ss.inlineTok.CompareAndSwap(tok, 0)
+}
+
+// takeOverReading runs when an inline call exceeds its budget: unless the
+// call has just finished, a new goroutine becomes the reader.
+func (ss *Session) takeOverReading() {
+	if tok := ss.inlineTok.Load(); tok != 0 && ss.inlineTok.CompareAndSwap(tok, 0) {
+		go ss.readLoop()
+	}
 }
 
 // drain waits for in-flight requests, up to ShutdownTimeout.

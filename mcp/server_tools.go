@@ -90,26 +90,28 @@ func asProtocolError(err error) *Error {
 	return &Error{Code: CodeInternalError, Message: "Internal error: " + err.Error()}
 }
 
-func (ss *Session) handleToolsCall(m *jsonrpc.Message, r responder) {
+// handleToolsCall checks and registers one tools/call and returns the job
+// that runs it.
+func (ss *Session) handleToolsCall(m *jsonrpc.Message, r responder) func() {
 	if m.Params == nil || m.Params.Kind() != '{' {
 		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: tools/call requires params {name, arguments}"})
-		return
+		return nil
 	}
 	var p CallToolParams
 	if err := json.Unmarshal(m.Params, &p); err != nil {
 		r.error(invalidParams(err))
-		return
+		return nil
 	}
 	if p.Name == "" {
 		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: name is required"})
-		return
+		return nil
 	}
 	switch {
 	case p.Arguments == nil:
 		p.Arguments = jsontext.Value("{}")
 	case p.Arguments.Kind() != '{':
 		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: arguments must be an object"})
-		return
+		return nil
 	}
 	opts := &ss.server.opts
 	corr, _ := p.Meta[MetaCorrelationID].(string)
@@ -126,7 +128,7 @@ func (ss *Session) handleToolsCall(m *jsonrpc.Message, r responder) {
 		ss.mu.Unlock()
 		cancel()
 		r.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: id is already in use by an in-flight request"})
-		return
+		return nil
 	}
 	ss.inflight[key] = call
 	ss.cancels[key] = cancel
@@ -137,7 +139,7 @@ func (ss *Session) handleToolsCall(m *jsonrpc.Message, r responder) {
 		return true
 	}
 	ss.inflightWG.Add(1)
-	ss.workers.run(func() { ss.runToolCall(ctx, cancel, key, call, r) })
+	return func() { ss.runToolCall(ctx, cancel, key, call, r) }
 }
 
 func (ss *Session) runToolCall(ctx context.Context, cancel context.CancelFunc, key string, call *ToolCall, r responder) {

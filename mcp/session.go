@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -26,6 +27,7 @@ const (
 	StateClosed
 )
 
+// String returns the state's name as seed 000 spells it (e.g. "RUNNING").
 func (s SessionState) String() string {
 	switch s {
 	case StateStarting:
@@ -59,6 +61,16 @@ type Session struct {
 
 	inflightWG sync.WaitGroup
 	workers    *workers
+
+	// Reading (see readLoop): inputDone is closed, with inputErr set, when
+	// the input ends; inlineTok identifies the tools/call the reader is
+	// running inline (0: none), and takeover fires when it runs too long.
+	parent    context.Context
+	inputDone chan struct{}
+	inputErr  error
+	inlineSeq atomic.Uint64
+	inlineTok atomic.Uint64
+	takeover  *time.Timer
 }
 
 func (s *Server) newSession(t transport.Transport) *Session {
@@ -73,7 +85,7 @@ func (s *Server) newSession(t transport.Transport) *Session {
 		ctx:               context.Background(),
 	}
 	ss.conn = newConn(t, s.opts.MaxDepth, log)
-	ss.workers = newWorkers(16, ss.conn.done)
+	ss.workers = newWorkers(64, ss.conn.done)
 	return ss
 }
 
@@ -231,17 +243,19 @@ func (b *batch) flush() {
 	}
 }
 
-func (ss *Session) handleRaw(msg []byte) {
+// handleRaw handles one framed message. It returns the job of a tools/call
+// for the reading goroutine to run (see runInline), or nil.
+func (ss *Session) handleRaw(msg []byte) func() {
 	if jsonrpc.IsBatch(msg) {
 		ss.handleBatch(msg)
-		return
+		return nil
 	}
 	m, derr := jsonrpc.Decode(msg, ss.server.opts.MaxDepth)
 	if derr != nil {
 		responder{ss: ss, id: derr.ID}.error(&Error{Code: derr.Code, Message: derr.Message})
-		return
+		return nil
 	}
-	ss.handleMessage(&m, nil)
+	return ss.handleMessage(&m, nil)
 }
 
 func (ss *Session) handleBatch(msg []byte) {
@@ -284,11 +298,13 @@ func (ss *Session) handleBatch(msg []byte) {
 			responder{ss: ss, id: msgs[i].ID, batch: b}.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize must not be part of a batch"})
 			continue
 		}
-		ss.handleMessage(&msgs[i], b)
+		if job := ss.handleMessage(&msgs[i], b); job != nil {
+			ss.workers.run(job)
+		}
 	}
 }
 
-func (ss *Session) handleMessage(m *jsonrpc.Message, b *batch) {
+func (ss *Session) handleMessage(m *jsonrpc.Message, b *batch) func() {
 	switch m.Kind {
 	case jsonrpc.KindResponse:
 		if m.ID != nil {
@@ -297,8 +313,9 @@ func (ss *Session) handleMessage(m *jsonrpc.Message, b *batch) {
 	case jsonrpc.KindNotification:
 		ss.handleNotification(m)
 	case jsonrpc.KindRequest:
-		ss.handleRequest(m, responder{ss: ss, id: m.ID, batch: b})
+		return ss.handleRequest(m, responder{ss: ss, id: m.ID, batch: b})
 	}
+	return nil
 }
 
 func (ss *Session) handleNotification(m *jsonrpc.Message) {
@@ -326,21 +343,21 @@ type CancelledParams struct {
 	Meta      Meta           `json:"_meta,omitempty"`
 }
 
-func (ss *Session) handleRequest(m *jsonrpc.Message, r responder) {
+func (ss *Session) handleRequest(m *jsonrpc.Message, r responder) func() {
 	switch m.Method {
 	case MethodInitialize:
 		ss.handleInitialize(m, r)
-		return
+		return nil
 	case MethodPing:
 		r.result(EmptyResult{})
-		return
+		return nil
 	}
 	if st := ss.State(); st != StateRunning {
 		r.error(&Error{Code: CodeNotInitialized, Message: "Not initialized",
 			Data: &StructuredError{Code: ErrNotInitialized,
 				Message:       "method " + quote(m.Method) + " received in state " + st.String() + "; send initialize and notifications/initialized first",
 				CorrelationID: ss.connCorrelationID}})
-		return
+		return nil
 	}
 	switch m.Method {
 	case MethodToolsList:
@@ -348,15 +365,15 @@ func (ss *Session) handleRequest(m *jsonrpc.Message, r responder) {
 			break
 		}
 		ss.handleToolsList(m, r)
-		return
+		return nil
 	case MethodToolsCall:
 		if ss.server.opts.Tools == nil {
 			break
 		}
-		ss.handleToolsCall(m, r)
-		return
+		return ss.handleToolsCall(m, r)
 	}
 	r.error(&Error{Code: CodeMethodNotFound, Message: "Method not found: " + quote(m.Method)})
+	return nil
 }
 
 func (ss *Session) handleInitialize(m *jsonrpc.Message, r responder) {

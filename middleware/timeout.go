@@ -43,10 +43,10 @@ func Timeout(def time.Duration) Middleware {
 			}
 			at := time.Now().Add(d)
 			dctx, cancel := context.WithDeadline(ctx, at)
-			stop := context.AfterFunc(dctx, func() { respondTimeout(dctx, c, d) })
+			stop := context.AfterFunc(dctx, func() { respondTimeout(dctx, c, d, at) })
 			res, err := next(dctx, c)
 			pending := stop() // true: the deadline callback never started
-			expired := dctx.Err() == context.DeadlineExceeded
+			expired := dctx.Err() == context.DeadlineExceeded && !time.Now().Before(at)
 			cancel()
 			if !expired || (pending && !isContextError(err)) {
 				return res, err
@@ -67,11 +67,12 @@ func Timeout(def time.Duration) Middleware {
 
 // respondTimeout runs (through context.AfterFunc) once the handler's
 // context is done, so cancellation always precedes the TIMEOUT answer. It
-// answers only if the context ended by its deadline (not because the caller
-// went away).
-func respondTimeout(dctx context.Context, c *Call, d time.Duration) {
-	if dctx.Err() != context.DeadlineExceeded {
-		return
+// answers only if the context ended by this stage's own deadline (not
+// because the caller went away or a shorter deadline of an outer stage
+// passed: that stage answers).
+func respondTimeout(dctx context.Context, c *Call, d time.Duration, at time.Time) {
+	if dctx.Err() != context.DeadlineExceeded || time.Now().Before(at) {
+		return // the caller went away, or an outer stage's shorter deadline passed
 	}
 	if c.RespondEarly(nil, timeoutError(c, d)) {
 		c.Log().Debug("middleware: answered TIMEOUT; the handler is still running", "tool", c.Name, "timeout", d)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/keelmcp/keel/transport"
@@ -37,7 +36,8 @@ func ExampleNewPipe() {
 // per message.
 func ExampleNewStdioStreams() {
 	in := strings.NewReader("{\"id\":1}\r\n\n{\"id\":\"too long\"}\n{\"id\":2}")
-	st := transport.NewStdioStreams(in, os.Stdout, &transport.StdioOptions{MaxMessageBytes: 10})
+	var out strings.Builder
+	st := transport.NewStdioStreams(in, &out, &transport.StdioOptions{MaxMessageBytes: 10})
 	ctx := context.Background()
 	for {
 		msg, err := st.Read(ctx)
@@ -51,8 +51,10 @@ func ExampleNewStdioStreams() {
 		}
 		_ = st.Write(ctx, msg) // echo
 	}
+	st.Close() // flushes
+	fmt.Print(out.String())
 	// Output:
-	// {"id":1}
 	// skipped a line of 17 bytes
+	// {"id":1}
 	// {"id":2}
 }

@@ -40,9 +40,10 @@ type StdioOptions struct {
 //
 // Writing: messages are appended to one 64 KiB buffer under a lock, so they
 // are ordered and never interleaved. The buffer is flushed by the last of the
-// writers that are pending at the same time: concurrent (pipelined) responses
-// share write system calls, and a lone message is flushed before its Write
-// returns. A peer that does not read blocks the flush and thus every writer
+// writers that are pending at the same time, or, while more complete input
+// lines are already buffered, by the next Read before it waits for input:
+// concurrent and pipelined responses share write system calls, and a lone
+// response to a lone request is flushed before its Write returns. A peer that does not read blocks the flush and thus every writer
 // (backpressure; memory stays bounded by the buffer).
 //
 // Cancellation: reading from or writing to an io.Reader or io.Writer cannot
@@ -60,6 +61,10 @@ type Stdio struct {
 	br   *bufio.Reader
 	long []byte // reusable buffer for lines longer than br's buffer
 	rerr error  // sticky end-of-input error
+
+	// inputAhead is true while the read buffer holds another complete line:
+	// the reader will be back at once, so writers leave the flush to it.
+	inputAhead atomic.Bool
 
 	// Write side.
 	pending atomic.Int32 // writers that have started and not yet finished
@@ -114,6 +119,11 @@ func (s *Stdio) Read(ctx context.Context) ([]byte, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if !s.lineBuffered() {
+			// About to wait for input: send what is buffered first.
+			s.inputAhead.Store(false)
+			s.flushBuffered()
+		}
 		line, err := s.br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
 			var tooLarge error
@@ -138,8 +148,29 @@ func (s *Stdio) Read(ctx context.Context) ([]byte, error) {
 		if len(line) > s.max {
 			return nil, &MessageTooLargeError{Limit: s.max, Size: len(line)}
 		}
+		s.inputAhead.Store(s.lineBuffered())
 		return line, nil
 	}
+}
+
+// lineBuffered reports whether the read buffer holds a complete line.
+func (s *Stdio) lineBuffered() bool {
+	n := s.br.Buffered()
+	if n == 0 {
+		return false
+	}
+	b, _ := s.br.Peek(n)
+	return bytes.IndexByte(b, '\n') >= 0
+}
+
+// flushBuffered flushes output that writers left for the reader to flush.
+// A flush error is sticky in the bufio.Writer: the next Write reports it.
+func (s *Stdio) flushBuffered() {
+	s.wmu.Lock()
+	if s.bw.Buffered() > 0 && !s.closed.Load() {
+		s.bw.Flush()
+	}
+	s.wmu.Unlock()
 }
 
 // readLong assembles a line longer than the read buffer into s.long, first
@@ -245,8 +276,10 @@ func (s *Stdio) Write(ctx context.Context, msg []byte) error {
 	}
 	// The last of a group of concurrent writers flushes for all of them:
 	// if another writer is waiting for the lock, it will flush (it cannot
-	// have decremented the counter yet).
-	if s.pending.Load() == 0 {
+	// have decremented the counter yet). While another complete request is
+	// already buffered on the read side, the reader flushes instead, before
+	// it next waits for input: pipelined responses share write system calls.
+	if s.pending.Load() == 0 && !s.inputAhead.Load() {
 		if err := s.bw.Flush(); err != nil {
 			return s.writeErr(err)
 		}

@@ -49,6 +49,7 @@ type MessageTooLargeError struct {
 	Size  int // bytes read before the message was discarded (at least Limit+1)
 }
 
+// Error implements error; the message names the MaxMessageBytes limit.
 func (e *MessageTooLargeError) Error() string {
 	return fmt.Sprintf("transport: message exceeds MaxMessageBytes (%d bytes)", e.Limit)
 }

@@ -74,6 +74,7 @@ type DecodeError struct {
 	ID      jsontext.Value
 }
 
+// Error implements error.
 func (e *DecodeError) Error() string { return fmt.Sprintf("jsonrpc %d: %s", e.Code, e.Message) }
 
 // member is the index of an envelope member in wireMessage.
