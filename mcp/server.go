@@ -187,8 +187,11 @@ func (ss *Session) runInline(job func()) bool {
 	ss.inlineTok.Store(tok)
 	ss.takeover.Reset(budget)
 	job()
+	if !ss.inlineTok.CompareAndSwap(tok, 0) {
+		return false // another goroutine reads now; it owns the timer
+	}
 	ss.takeover.Stop()
-	return ss.inlineTok.CompareAndSwap(tok, 0)
+	return true
 }
 
 // takeOverReading runs when an inline call exceeds its budget: unless the

@@ -332,6 +332,10 @@ func (ss *Session) handleNotification(m *jsonrpc.Message) {
 		}
 		ss.cancelRequest(idKey(p.RequestID), p.Reason)
 	default:
+		if h := notificationHandlers[m.Method]; h != nil {
+			h(ss, m)
+			return
+		}
 		ss.log.Debug("mcp: notification ignored", "method", m.Method)
 	}
 }
@@ -359,21 +363,45 @@ func (ss *Session) handleRequest(m *jsonrpc.Message, r responder) func() {
 				CorrelationID: ss.connCorrelationID}})
 		return nil
 	}
-	switch m.Method {
-	case MethodToolsList:
-		if ss.server.opts.Tools == nil {
-			break
+	if h := requestHandlers[m.Method]; h != nil {
+		if job, ok := h(ss, m, r); ok {
+			return job
 		}
-		ss.handleToolsList(m, r)
-		return nil
-	case MethodToolsCall:
-		if ss.server.opts.Tools == nil {
-			break
-		}
-		return ss.handleToolsCall(m, r)
 	}
 	r.error(&Error{Code: CodeMethodNotFound, Message: "Method not found: " + quote(m.Method)})
 	return nil
+}
+
+// requestHandler serves one request method in the RUNNING state. It returns
+// ok=false when the server does not offer the feature (the caller then
+// answers -32601), and optionally a job that runs the request (see
+// runInline); otherwise it answers through r itself. Feature files register
+// their methods in requestHandlers from an init function.
+type requestHandler func(ss *Session, m *jsonrpc.Message, r responder) (job func(), ok bool)
+
+// notificationHandler serves one notification method (any state after
+// initialize unless it checks itself).
+type notificationHandler func(ss *Session, m *jsonrpc.Message)
+
+var (
+	requestHandlers      = map[string]requestHandler{}
+	notificationHandlers = map[string]notificationHandler{}
+)
+
+func init() {
+	requestHandlers[MethodToolsList] = func(ss *Session, m *jsonrpc.Message, r responder) (func(), bool) {
+		if ss.server.opts.Tools == nil {
+			return nil, false
+		}
+		ss.handleToolsList(m, r)
+		return nil, true
+	}
+	requestHandlers[MethodToolsCall] = func(ss *Session, m *jsonrpc.Message, r responder) (func(), bool) {
+		if ss.server.opts.Tools == nil {
+			return nil, false
+		}
+		return ss.handleToolsCall(m, r), true
+	}
 }
 
 func (ss *Session) handleInitialize(m *jsonrpc.Message, r responder) {
