@@ -37,6 +37,35 @@ type ClientOptions struct {
 	// OnNotification, if set, receives every notification from the server.
 	// It runs on the client's read goroutine: return quickly.
 	OnNotification func(method string, params jsontext.Value)
+	// OnResourceUpdated receives the uri of each
+	// notifications/resources/updated, OnListChanged the method of each
+	// notifications/{tools,resources,prompts}/list_changed
+	// (client_features.go), before OnNotification sees them. They run on
+	// the client's read goroutine: return quickly.
+	OnResourceUpdated func(uri string)
+	OnListChanged     func(method string)
+
+	// Handlers of the server's requests (client_handlers.go). Each runs on
+	// its own goroutine; its ctx ends when the server cancels the request or
+	// the client closes. Setting one declares its capability unless
+	// Capabilities already does (set Capabilities to declare more, such as
+	// sampling.tools or elicitation.url). An *Error returned is the answer
+	// as is; any other error is answered with -32603.
+	//
+	// OnSampling answers sampling/createMessage (declares sampling).
+	OnSampling func(ctx context.Context, p *CreateMessageParams) (*CreateMessageResult, error)
+	// OnElicitation answers elicitation/create (declares elicitation, form mode).
+	OnElicitation func(ctx context.Context, p *ElicitParams) (*ElicitResult, error)
+	// Roots answer roots/list, unless OnListRoots is set, which answers
+	// instead. Either (Roots even when empty, if not nil) declares roots
+	// with listChanged: Client.SetRoots replaces the roots and notifies.
+	Roots       []Root
+	OnListRoots func(ctx context.Context) ([]Root, error)
+	// OnLog receives notifications/message and OnProgress
+	// notifications/progress (before OnNotification sees them). They run on
+	// the client's read goroutine: return quickly.
+	OnLog      func(*LoggingMessageNotificationParams)
+	OnProgress func(*ProgressParams)
 }
 
 // Client is an MCP client: it connects to a server over any Transport,
@@ -51,6 +80,7 @@ type Client struct {
 	readDone chan struct{}
 	closeMu  sync.Mutex
 	readErr  error
+	side     clientSide // server-to-client requests (client_handlers.go)
 }
 
 // NewClient returns an unconnected Client configured by opts.
@@ -74,6 +104,7 @@ func NewClient(opts *ClientOptions) *Client {
 	if o.MaxDepth <= 0 {
 		o.MaxDepth = jsonrpc.DefaultMaxDepth
 	}
+	declareHandlerCapabilities(&o)
 	return &Client{opts: o, log: o.Logger}
 }
 
@@ -155,13 +186,15 @@ func (c *Client) handle(raw []byte) {
 			c.conn.deliver(&m)
 		}
 	case jsonrpc.KindNotification:
-		if c.opts.OnNotification != nil {
-			c.opts.OnNotification(m.Method, m.Params)
-		}
+		c.featureNotification(&m) // resources and list_changed (client_features.go)
+		c.handleNotification(&m)
 	case jsonrpc.KindRequest:
 		ctx := context.Background()
 		if m.Method == MethodPing {
 			_ = c.conn.writeResult(ctx, m.ID, EmptyResult{})
+			return
+		}
+		if c.serveRequest(&m) {
 			return
 		}
 		_ = c.conn.writeError(ctx, m.ID, &Error{Code: CodeMethodNotFound, Message: "Method not found: " + quote(m.Method)})

@@ -29,6 +29,15 @@ type ServerOptions struct {
 	// Tools is where tools come from (a registry.Registry, or a
 	// middleware.Chain around one). Nil means the server offers no tools.
 	Tools ToolSource
+	// Resources is where resources and resource templates come from (a
+	// registry.Registry). Nil means no resources capability.
+	Resources ResourceSource
+	// Prompts is where prompts come from (a registry.Registry). Nil means
+	// no prompts capability.
+	Prompts PromptSource
+	// Completions answers completion/complete (a registry.Registry). Nil
+	// means no completions capability: the method gets -32601.
+	Completions CompletionSource
 
 	// Logger receives the server's diagnostics; nil means slog.Default().
 	// On stdio it must not write to stdout.
@@ -54,6 +63,23 @@ type ServerOptions struct {
 	// 200µs). Quick calls thus cost no goroutine hand-off; slow calls still
 	// run concurrently. Negative: every call runs on its own goroutine.
 	InlineBudget time.Duration
+
+	// Logging declares the logging capability: the client may send
+	// logging/setLevel, and handlers send it notifications/message through
+	// ClientLogger or Session.Log (logging.go).
+	Logging bool
+	// LogLevel is a session's logging level until its client sends
+	// logging/setLevel (default LoggingLevelInfo).
+	LogLevel LoggingLevel
+	// RequestTimeout bounds each request the server sends the client:
+	// sampling, elicitation, roots (default 60s). On expiry the server sends
+	// notifications/cancelled and the call fails (client_requests.go).
+	RequestTimeout time.Duration
+	// OnRootsListChanged, if set, is called after the client sent
+	// notifications/roots/list_changed, on its own goroutine, with a context
+	// that ends with the session; it typically calls ss.ListRoots.
+	// Notifications that arrive while it runs are coalesced into one more call.
+	OnRootsListChanged func(ctx context.Context, ss *Session)
 }
 
 // Server serves MCP over any number of connections. Create it with
@@ -61,6 +87,7 @@ type ServerOptions struct {
 type Server struct {
 	opts ServerOptions
 	log  *slog.Logger
+	hub  changeHub // list_changed and resource update notifications (listchanged.go)
 }
 
 // NewServer returns a Server configured by opts (nil = defaults).
@@ -99,8 +126,16 @@ func NewServer(opts *ServerOptions) *Server {
 	if o.InlineBudget == 0 {
 		o.InlineBudget = 200 * time.Microsecond
 	}
+	if !o.LogLevel.Valid() {
+		o.LogLevel = LoggingLevelInfo
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = 60 * time.Second
+	}
 	o.Icons = append([]Icon(nil), o.Icons...)
-	return &Server{opts: o, log: o.Logger}
+	s := &Server{opts: o, log: o.Logger}
+	s.watchSources()
+	return s
 }
 
 // Options returns a copy of the server's effective options.
@@ -122,6 +157,8 @@ func (ss *Session) serve(parent context.Context) error {
 	ss.ctx = ctx
 	ss.parent = parent
 	ss.inputDone = make(chan struct{})
+	ss.server.hub.add(ss)
+	defer ss.server.hub.remove(ss)
 	ss.takeover = time.AfterFunc(time.Hour, ss.takeOverReading)
 	ss.takeover.Stop()
 	stop := context.AfterFunc(ctx, func() { ss.conn.t.Close() })

@@ -177,6 +177,7 @@ func (ss *Session) runToolCall(ctx context.Context, cancel context.CancelFunc, k
 }
 
 func (ss *Session) sendToolResponse(r responder, call *ToolCall, res *CallToolResult, err error) {
+	call.progress.finish() // no progress notification follows the response
 	if err != nil {
 		var rpcErr *Error
 		if errors.As(err, &rpcErr) {

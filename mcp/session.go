@@ -62,6 +62,12 @@ type Session struct {
 	inflightWG sync.WaitGroup
 	workers    *workers
 
+	// feat holds the state of logging and client requests (logging.go,
+	// client_requests.go).
+	feat sessionFeatures
+	// notes holds pending change notifications (listchanged.go).
+	notes sessionNotes
+
 	// Reading (see readLoop): inputDone is closed, with inputErr set, when
 	// the input ends; inlineTok identifies the tools/call the reader is
 	// running inline (0: none), and takeover fires when it runs too long.
@@ -444,7 +450,11 @@ func (s *Server) initializeResult(v string) *InitializeResult {
 		res.ServerInfo.Description, res.ServerInfo.WebsiteURL, res.ServerInfo.Icons = o.Description, o.WebsiteURL, o.Icons
 	}
 	if o.Tools != nil {
-		res.Capabilities.Tools = &ListChangedCapability{}
+		res.Capabilities.Tools = &ListChangedCapability{ListChanged: s.hub.watch&listTools != 0}
+	}
+	s.declareFeatures(v, &res.Capabilities) // resources, prompts, completions
+	if o.Logging {
+		res.Capabilities.Logging = &struct{}{}
 	}
 	return res
 }

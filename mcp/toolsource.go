@@ -45,6 +45,7 @@ type ToolCall struct {
 	respond       func(*CallToolResult, error) bool
 	responded     atomic.Bool // a response was sent or suppressed
 	earlyResponse atomic.Bool // RespondEarly sent the response
+	progress      Progress    // see ProgressFromContext (progress_helper.go)
 }
 
 // RespondEarly sends res (or err) as the response to this call at once,

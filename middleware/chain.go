@@ -100,6 +100,11 @@ func (ch *Chain) build() {
 }
 
 // ListTools implements mcp.ToolSource: it returns the registry's tools.
+// OnChange registers f to run after the registry's set of tools changes, so
+// a Server serving the chain declares tools.listChanged and notifies its
+// sessions (mcp.ChangeNotifier).
+func (ch *Chain) OnChange(f func()) { ch.reg.OnChange(f) }
+
 func (ch *Chain) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 	return ch.reg.ListTools(ctx)
 }

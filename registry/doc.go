@@ -1,5 +1,6 @@
-// Package registry is keel's catalog of tools: it holds their definitions,
-// validates arguments against their JSON Schemas and dispatches calls.
+// Package registry is keel's catalog of tools, resources and prompts: it
+// holds their definitions, validates arguments and dispatches calls, reads
+// and renders.
 //
 // A tool is registered either with a raw JSON Schema (Registry.AddTool and
 // a ToolHandler) or from Go types with the generic Register, which derives
@@ -70,4 +71,36 @@
 // and Tool.Invoke are the pieces that chain uses. Reads never block on
 // registrations, and OnChange reports changes to the set (for
 // notifications/tools/list_changed).
+//
+// # Resources
+//
+// Static resources have fixed contents (AddTextResource, AddBlobResource,
+// which base64-encodes once) or a ResourceHandler (AddResource). Resource
+// templates (AddResourceTemplate) are RFC 6570 URI templates, levels 1 to 4,
+// parsed and compiled once with github.com/yosida95/uritemplate/v3; a read
+// of a URI that no static resource has goes to the most specific matching
+// template, whose TemplateHandler receives the extracted variables (Vars).
+// Reads never scan the templates: a radix tree of their literal prefixes
+// yields the few candidates a URI can match. ExpandTemplate goes the other
+// way. NotifyResourceUpdated reports changed contents (for
+// notifications/resources/updated to subscribers) and OnResourcesChange
+// changes to the sets (for notifications/resources/list_changed). A
+// Registry is an mcp.ResourceSource, mcp.ResourceChangeNotifier and
+// mcp.ResourceUpdateNotifier.
+//
+// # Prompts
+//
+// RegisterPrompt derives a prompt's arguments from a struct of string (or
+// *string) fields, required unless a pointer or tagged omitempty; AddPrompt
+// takes a raw definition. prompts/get checks the arguments (-32602 for a
+// missing required one or an unknown one) and the messages the handler
+// returns. A Registry is an mcp.PromptSource and mcp.PromptChangeNotifier
+// (OnPromptsChange).
+//
+// # Completion
+//
+// PromptOptions.Complete and TemplateOptions.Complete attach a Completer to
+// prompt arguments and template variables; CompleteFrom offers fixed
+// options by prefix. A Registry is an mcp.CompletionSource: at most 100
+// values reach the client, with total and hasMore.
 package registry

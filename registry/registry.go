@@ -41,6 +41,9 @@ type Registry struct {
 	listeners []func()
 
 	snap atomic.Pointer[snapshot] // nil: stale, rebuilt on the next read
+
+	res resourceCatalog // resources and resource templates (resources.go)
+	prm promptCatalog   // prompts (prompts.go)
 }
 
 // snapshot is an immutable view of the set of tools.

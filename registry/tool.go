@@ -331,24 +331,49 @@ func (t *Tool) sameAs(u *Tool) bool {
 }
 
 // RegistrationError is the error of a registration that was refused: it names
-// the tool and says why. It unwraps to an INVALID_ARGUMENT
-// *mcp.StructuredError, so errors.As finds the code.
+// the tool (or the resource, resource template or prompt: see Kind) and says
+// why. It unwraps to an INVALID_ARGUMENT *mcp.StructuredError, so errors.As
+// finds the code.
 type RegistrationError struct {
+	// Tool is the name of the tool, or the URI, URI template or name of
+	// what Kind says.
 	Tool string
 	Err  error
+	// Kind is what was registered: "" for a tool, or KindResource,
+	// KindResourceTemplate, KindPrompt.
+	Kind string
+}
+
+// Kinds of registrations other than tools (RegistrationError.Kind).
+const (
+	KindResource         = "resource"
+	KindResourceTemplate = "resource template"
+	KindPrompt           = "prompt"
+)
+
+func (e *RegistrationError) kind() string {
+	if e.Kind == "" {
+		return "tool"
+	}
+	return e.Kind
 }
 
 // Error implements error.
 func (e *RegistrationError) Error() string {
-	return fmt.Sprintf("registry: tool %q: %v", e.Tool, e.Err)
+	return fmt.Sprintf("registry: %s %q: %v", e.kind(), e.Tool, e.Err)
 }
 
-// Unwrap returns the cause and an INVALID_ARGUMENT StructuredError.
+// Unwrap returns the cause and an INVALID_ARGUMENT StructuredError whose
+// details name what was registered ({"tool": name}, {"resource": uri}, ...).
 func (e *RegistrationError) Unwrap() []error {
+	key := e.kind()
+	if e.Kind == KindResourceTemplate {
+		key = "uriTemplate"
+	}
 	return []error{e.Err, &mcp.StructuredError{
 		Code:    mcp.ErrInvalidArgument,
 		Message: e.Error(),
-		Details: map[string]any{"tool": e.Tool},
+		Details: map[string]any{key: e.Tool},
 	}}
 }
 

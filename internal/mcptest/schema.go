@@ -131,6 +131,7 @@ func compileDefs(rev string, raw []byte, strict bool) (_ map[string]*jsonschema.
 	}
 	url := "https://schemas.keel.invalid/mcp/" + rev + "/schema.json"
 	c := jsonschema.NewCompiler()
+	c.RegisterFormat(uriTemplateFormat) // RFC 6570 levels 1-4 (uritemplate_format.go)
 	c.UseLoader(noNetwork{})
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, false, err

@@ -36,6 +36,9 @@ type StructuredOutput struct {
 var bools = [2]bool{false, true}
 
 func toolDef(name string) *mcp.Tool {
+	if t, ok := clientFeatureTools[name]; ok { // client_feature_tools.go
+		return t.def
+	}
 	obj := func(s string) jsontext.Value { return jsontext.Value(s) }
 	switch name {
 	case ToolEcho:
@@ -79,7 +82,7 @@ func NewTools(names ...string) *Tools {
 	slices.Sort(names)
 	t := &Tools{}
 	for _, n := range slices.Compact(names) {
-		if !slices.Contains(AllTools, n) {
+		if !slices.Contains(AllTools, n) && clientFeatureTools[n].def == nil {
 			panic("mcptest: unknown fake tool " + n)
 		}
 		t.defs = append(t.defs, toolDef(n))
@@ -99,6 +102,9 @@ func (t *Tools) CallTool(ctx context.Context, call *mcp.ToolCall) (*mcp.CallTool
 	if !t.has(call.Name) {
 		return nil, &mcp.Error{Code: mcp.CodeInvalidParams, Message: "Invalid params: unknown tool " + quote(call.Name),
 			Data: &mcp.StructuredError{Code: mcp.ErrNotFound, Message: "tool " + quote(call.Name) + " not found", Details: map[string]any{"tool": call.Name}}}
+	}
+	if t, ok := clientFeatureTools[call.Name]; ok { // client_feature_tools.go
+		return t.call(ctx, call)
 	}
 	switch call.Name {
 	case ToolEcho:

@@ -27,7 +27,9 @@ import (
 //	> {json}      a line the client sends, verbatim (it may be malformed)
 //	>q "..."      a line the client sends, written as a Go quoted string
 //	              (for control bytes, invalid UTF-8 and the like)
-//	< {json}      a message the server must emit
+//	< {json}      a message the server must emit (a request of the server,
+//	              such as sampling/createMessage, too: ids 1, 2, ... per
+//	              session; the client's answer is a later "> " line)
 //	# comment     ignored, like blank lines
 //
 // Each ">" line starts a step: the line, then the "<" lines it causes. The
@@ -69,6 +71,11 @@ type ServerConfig struct {
 	MaxBatch int  `json:"maxBatch"`
 	// MaxMessageBytes is the pipe's limit on one incoming message.
 	MaxMessageBytes int `json:"maxMessageBytes"`
+	// Logging, LogLevel, RequestTimeoutMs and ListRootsOnChange: see
+	// ClientFeatureConfig (client_feature_tools.go).
+	ClientFeatureConfig
+	// Catalog serves resources, prompts and completions (catalog.go).
+	Catalog *CatalogConfig `json:"catalog"`
 }
 
 // Options returns the deterministic ServerOptions the config describes.
@@ -90,6 +97,8 @@ func (c *ServerConfig) Options() *mcp.ServerOptions {
 	}
 	o.Title, o.Description, o.WebsiteURL, o.Instructions, o.Icons = c.Title, c.Description, c.WebsiteURL, c.Instructions, c.Icons
 	o.PageSize, o.MaxDepth, o.MaxBatch = c.PageSize, c.MaxDepth, c.MaxBatch
+	c.ClientFeatureConfig.apply(o)
+	c.Catalog.apply(o)
 	return o
 }
 

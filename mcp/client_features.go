@@ -1,0 +1,184 @@
+package mcp
+
+import (
+	"context"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+)
+
+// featureNotification hands resource updates and list_changed
+// notifications to their typed callbacks.
+func (c *Client) featureNotification(m *jsonrpc.Message) {
+	switch m.Method {
+	case NotificationResourceUpdated:
+		if c.opts.OnResourceUpdated != nil {
+			var p ResourceUpdatedNotificationParams
+			if m.Params == nil || json.Unmarshal(m.Params, &p) != nil {
+				c.log.Warn("mcp: client received a malformed notifications/resources/updated")
+				return
+			}
+			c.opts.OnResourceUpdated(p.URI)
+		}
+	case NotificationToolsListChanged, NotificationResourcesListChanged, NotificationPromptsListChanged:
+		if c.opts.OnListChanged != nil {
+			c.opts.OnListChanged(m.Method)
+		}
+	}
+}
+
+// listAll follows nextCursor from the first page to the last, collecting
+// the items of every page.
+func listAll[T any](ctx context.Context, page func(ctx context.Context, cursor string) ([]T, string, error)) ([]T, error) {
+	var all []T
+	cursor := ""
+	for {
+		items, next, err := page(ctx, cursor)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, items...)
+		if next == "" {
+			return all, nil
+		}
+		cursor = next
+	}
+}
+
+// ListResources fetches one page of resources ("" = the first page).
+func (c *Client) ListResources(ctx context.Context, cursor string) (*ListResourcesResult, error) {
+	var res ListResourcesResult
+	if err := c.Call(ctx, MethodResourcesList, &PaginatedParams{Cursor: cursor}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ListAllResources follows nextCursor until the last page.
+func (c *Client) ListAllResources(ctx context.Context) ([]*Resource, error) {
+	return listAll(ctx, func(ctx context.Context, cursor string) ([]*Resource, string, error) {
+		res, err := c.ListResources(ctx, cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		return res.Resources, res.NextCursor, nil
+	})
+}
+
+// ListResourceTemplates fetches one page of resource templates ("" = the
+// first page).
+func (c *Client) ListResourceTemplates(ctx context.Context, cursor string) (*ListResourceTemplatesResult, error) {
+	var res ListResourceTemplatesResult
+	if err := c.Call(ctx, MethodResourcesTemplatesList, &PaginatedParams{Cursor: cursor}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ListAllResourceTemplates follows nextCursor until the last page.
+func (c *Client) ListAllResourceTemplates(ctx context.Context) ([]*ResourceTemplate, error) {
+	return listAll(ctx, func(ctx context.Context, cursor string) ([]*ResourceTemplate, string, error) {
+		res, err := c.ListResourceTemplates(ctx, cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		return res.ResourceTemplates, res.NextCursor, nil
+	})
+}
+
+// ReadResource reads the resource uri. An unknown resource is an *Error
+// with code CodeResourceNotFound (-32002).
+func (c *Client) ReadResource(ctx context.Context, uri string) (*ReadResourceResult, error) {
+	var res ReadResourceResult
+	if err := c.Call(ctx, MethodResourcesRead, &ReadResourceParams{URI: uri}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Subscribe asks for notifications/resources/updated about uri (see
+// ClientOptions.OnResourceUpdated). The server must declare
+// resources.subscribe; otherwise the error is -32601.
+func (c *Client) Subscribe(ctx context.Context, uri string) error {
+	return c.Call(ctx, MethodResourcesSubscribe, &SubscribeParams{URI: uri}, nil)
+}
+
+// Unsubscribe ends a subscription made with Subscribe.
+func (c *Client) Unsubscribe(ctx context.Context, uri string) error {
+	return c.Call(ctx, MethodResourcesUnsubscribe, &UnsubscribeParams{URI: uri}, nil)
+}
+
+// ListPrompts fetches one page of prompts ("" = the first page).
+func (c *Client) ListPrompts(ctx context.Context, cursor string) (*ListPromptsResult, error) {
+	var res ListPromptsResult
+	if err := c.Call(ctx, MethodPromptsList, &PaginatedParams{Cursor: cursor}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ListAllPrompts follows nextCursor until the last page.
+func (c *Client) ListAllPrompts(ctx context.Context) ([]*Prompt, error) {
+	return listAll(ctx, func(ctx context.Context, cursor string) ([]*Prompt, string, error) {
+		res, err := c.ListPrompts(ctx, cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		return res.Prompts, res.NextCursor, nil
+	})
+}
+
+// GetPrompt renders the named prompt with args (nil for none). An unknown
+// prompt or a missing required argument is an *Error with code -32602.
+func (c *Client) GetPrompt(ctx context.Context, name string, args map[string]string) (*GetPromptResult, error) {
+	var res GetPromptResult
+	if err := c.Call(ctx, MethodPromptsGet, &GetPromptParams{Name: name, Arguments: args}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Complete asks for completions of an argument of a prompt (Ref.Type
+// RefPrompt) or a variable of a resource template (RefResource). Members
+// the negotiated revision lacks (Context and Ref.Title before 2025-06-18)
+// are not sent.
+func (c *Client) Complete(ctx context.Context, p *CompleteParams) (*CompleteResult, error) {
+	if !VersionAtLeast(c.ProtocolVersion(), Version20250618) && (p.Context != nil || p.Ref.Title != "") {
+		q := *p
+		q.Context, q.Ref.Title = nil, ""
+		p = &q
+	}
+	var res CompleteResult
+	if err := c.Call(ctx, MethodCompletionComplete, p, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// CompletePrompt asks for completions of argument arg of prompt, whose
+// partial value is value; args are the prompt's arguments already chosen
+// (sent only to servers of 2025-06-18 and later; nil for none).
+func (c *Client) CompletePrompt(ctx context.Context, prompt, arg, value string, args map[string]string) (*Completion, error) {
+	return c.complete(ctx, CompleteReference{Type: RefPrompt, Name: prompt}, arg, value, args)
+}
+
+// CompleteTemplate asks for completions of variable name of the resource
+// template uriTemplate, whose partial value is value; vars are the
+// template's variables already chosen (sent only to servers of 2025-06-18
+// and later; nil for none).
+func (c *Client) CompleteTemplate(ctx context.Context, uriTemplate, name, value string, vars map[string]string) (*Completion, error) {
+	return c.complete(ctx, CompleteReference{Type: RefResource, URI: uriTemplate}, name, value, vars)
+}
+
+func (c *Client) complete(ctx context.Context, ref CompleteReference, arg, value string, args map[string]string) (*Completion, error) {
+	p := &CompleteParams{Ref: ref, Argument: CompleteArgument{Name: arg, Value: value}}
+	if args != nil {
+		p.Context = &CompleteContext{Arguments: args}
+	}
+	res, err := c.Complete(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return &res.Completion, nil
+}

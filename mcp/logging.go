@@ -1,0 +1,336 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+)
+
+// Logging to the client (capability logging, ServerOptions.Logging): the
+// client picks a threshold with logging/setLevel; until it does, the
+// session's level is ServerOptions.LogLevel (default info). Messages below the
+// threshold are dropped on the server, before anything is encoded.
+
+// logSendTimeout bounds how long sending one log message may block a
+// handler when the client reads slowly; a message that cannot be written in
+// time is dropped.
+const logSendTimeout = 250 * time.Millisecond
+
+// sessionFeatures is the per-session state of logging and of the requests
+// the server sends the client.
+type sessionFeatures struct {
+	// logLevel is 1 + the severity of the level the client set with
+	// logging/setLevel; 0 means ServerOptions.LogLevel.
+	logLevel atomic.Int32
+
+	// rootsMu guards rootsRunning and rootsPending: an OnRootsListChanged
+	// callback is running, and another notification arrived meanwhile.
+	rootsMu      sync.Mutex
+	rootsRunning bool
+	rootsPending bool
+}
+
+// levelsBySeverity lists the levels by RFC 5424 severity (0 = emergency).
+var levelsBySeverity = [...]LoggingLevel{LoggingLevelEmergency, LoggingLevelAlert, LoggingLevelCritical,
+	LoggingLevelError, LoggingLevelWarning, LoggingLevelNotice, LoggingLevelInfo, LoggingLevelDebug}
+
+// LogLevel returns the session's logging threshold: the level the client set
+// with logging/setLevel or, before it did, ServerOptions.LogLevel.
+func (ss *Session) LogLevel() LoggingLevel {
+	if v := ss.feat.logLevel.Load(); v > 0 {
+		return levelsBySeverity[v-1]
+	}
+	return ss.server.opts.LogLevel
+}
+
+// logEnabled reports whether a message of level l reaches the client.
+func (ss *Session) logEnabled(l LoggingLevel) bool {
+	return ss.server.opts.Logging && l.AtLeast(ss.LogLevel())
+}
+
+// Log sends the client a notifications/message of the given level, logger
+// name (may be empty) and data (any JSON-encodable value: a string, a map,
+// a struct). It sends nothing, and returns nil, when the server does not
+// declare logging (ServerOptions.Logging) or level is below the session's
+// level (see LogLevel). It waits at most a short while (and never past
+// ctx) for a slow client; an error reports a message that was not sent.
+func (ss *Session) Log(ctx context.Context, level LoggingLevel, logger string, data any) error {
+	if !level.Valid() {
+		return errors.New("mcp: unknown logging level " + quote(string(level)))
+	}
+	if !ss.logEnabled(level) {
+		return nil
+	}
+	return ss.sendLog(ctx, &LoggingMessageNotificationParams{Level: level, Logger: logger, Data: data})
+}
+
+func (ss *Session) sendLog(ctx context.Context, p *LoggingMessageNotificationParams) error {
+	ctx, cancel := context.WithTimeout(ctx, logSendTimeout)
+	defer cancel()
+	return ss.conn.notify(ctx, NotificationMessage, p)
+}
+
+func init() {
+	requestHandlers[MethodLoggingSetLevel] = func(ss *Session, m *jsonrpc.Message, r responder) (func(), bool) {
+		if !ss.server.opts.Logging {
+			return nil, false
+		}
+		ss.handleSetLevel(m, r)
+		return nil, true
+	}
+}
+
+func (ss *Session) handleSetLevel(m *jsonrpc.Message, r responder) {
+	if m.Params == nil || m.Params.Kind() != '{' {
+		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: logging/setLevel requires params {level}"})
+		return
+	}
+	var p SetLevelParams
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		r.error(invalidParams(err))
+		return
+	}
+	if !p.Level.Valid() {
+		what := "unknown logging level " + quote(string(p.Level))
+		if p.Level == "" {
+			what = "level is required"
+		}
+		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: " + what +
+			" (want debug, info, notice, warning, error, critical, alert or emergency)"})
+		return
+	}
+	ss.feat.logLevel.Store(int32(p.Level.Severity()) + 1)
+	ss.log.Debug("mcp: client set the logging level", "level", string(p.Level))
+	r.result(EmptyResult{})
+}
+
+var discardLogger = slog.New(slog.DiscardHandler)
+
+// ClientLogger returns a logger whose records go to the client of the
+// request ctx belongs to, as notifications/message (see
+// Session.LogHandler). Inside a tools/call the logger is named after the
+// tool and every record carries the call's correlationId and runId. Outside
+// a Server, or when the server does not declare logging, it discards
+// everything.
+//
+//	mcp.ClientLogger(ctx).Info("fetching", "url", u)
+func ClientLogger(ctx context.Context) *slog.Logger {
+	ss := SessionFromContext(ctx)
+	if ss == nil || !ss.server.opts.Logging {
+		return discardLogger
+	}
+	if call := ToolCallFromContext(ctx); call != nil {
+		return slog.New(&clientLogHandler{ss: ss, logger: call.Name, goas: []groupOrAttrs{{attrs: []slog.Attr{
+			slog.String("correlationId", call.CorrelationID), slog.String("runId", call.RunID)}}}})
+	}
+	return slog.New(&clientLogHandler{ss: ss})
+}
+
+// LogHandler returns a slog.Handler that sends records to this session's
+// client as notifications/message with the given logger name (may be
+// empty). A record's level maps to an MCP level with LoggingLevelForSlog;
+// its data is a JSON object holding "message" and the record's attributes
+// (groups as nested objects; time and source are left out). Records below
+// the session's level, or all of them when the server does not declare
+// logging, are dropped before anything is encoded. Sending never blocks the
+// caller for more than a short while: a record that cannot be written in
+// time is dropped, and Handle returns the error.
+func (ss *Session) LogHandler(logger string) slog.Handler {
+	return &clientLogHandler{ss: ss, logger: logger}
+}
+
+type groupOrAttrs struct {
+	group string // a WithGroup, or
+	attrs []slog.Attr
+}
+
+type clientLogHandler struct {
+	ss     *Session
+	logger string
+	goas   []groupOrAttrs
+}
+
+func (h *clientLogHandler) Enabled(_ context.Context, l slog.Level) bool {
+	return h.ss.logEnabled(LoggingLevelForSlog(l))
+}
+
+func (h *clientLogHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	if len(as) == 0 {
+		return h
+	}
+	return h.with(groupOrAttrs{attrs: as})
+}
+
+func (h *clientLogHandler) WithGroup(name string) slog.Handler {
+	if name == "" {
+		return h
+	}
+	return h.with(groupOrAttrs{group: name})
+}
+
+func (h *clientLogHandler) with(g groupOrAttrs) *clientLogHandler {
+	c := *h
+	c.goas = append(append(make([]groupOrAttrs, 0, len(h.goas)+1), h.goas...), g)
+	return &c
+}
+
+func (h *clientLogHandler) Handle(ctx context.Context, r slog.Record) error {
+	level := LoggingLevelForSlog(r.Level)
+	if !h.ss.logEnabled(level) {
+		return nil
+	}
+	data, err := h.encode(&r)
+	if err != nil {
+		return err
+	}
+	return h.ss.sendLog(ctx, &LoggingMessageNotificationParams{Level: level, Logger: h.logger, Data: data})
+}
+
+// encode returns the record as a JSON object: "message", then the
+// handler's attributes and groups, then the record's attributes. Groups
+// that would stay empty are left out; a name used twice in one object gets
+// a suffix (#2, #3, ...) so that the object stays valid for strict readers.
+func (h *clientLogHandler) encode(r *slog.Record) (jsontext.Value, error) {
+	goas := h.goas
+	if r.NumAttrs() == 0 { // drop trailing groups that would be empty
+		for len(goas) > 0 && goas[len(goas)-1].group != "" {
+			goas = goas[:len(goas)-1]
+		}
+	}
+	var buf []byte
+	e := &objEncoder{enc: jsontext.NewEncoder(&sliceWriter{&buf}, jsontext.AllowInvalidUTF8(true))}
+	e.begin()
+	e.key("message")
+	e.write(jsontext.String(r.Message))
+	open := 0
+	for _, g := range goas {
+		if g.group != "" {
+			e.key(g.group)
+			e.begin()
+			open++
+			continue
+		}
+		for _, a := range g.attrs {
+			e.attr(a)
+		}
+	}
+	r.Attrs(func(a slog.Attr) bool { e.attr(a); return true })
+	for range open {
+		e.end()
+	}
+	e.end()
+	if e.err != nil {
+		return nil, e.err
+	}
+	for len(buf) > 0 && buf[len(buf)-1] == '\n' { // the encoder ends a top-level value with a newline
+		buf = buf[:len(buf)-1]
+	}
+	return jsontext.Value(buf), nil
+}
+
+type sliceWriter struct{ b *[]byte }
+
+func (w *sliceWriter) Write(p []byte) (int, error) { *w.b = append(*w.b, p...); return len(p), nil }
+
+// objEncoder writes nested JSON objects and keeps their member names unique.
+type objEncoder struct {
+	enc  *jsontext.Encoder
+	seen [][]string // names used in each open object
+	err  error
+}
+
+func (e *objEncoder) write(t jsontext.Token) {
+	if e.err == nil {
+		e.err = e.enc.WriteToken(t)
+	}
+}
+
+func (e *objEncoder) begin() { e.write(jsontext.BeginObject); e.seen = append(e.seen, nil) }
+
+func (e *objEncoder) end() { e.write(jsontext.EndObject); e.seen = e.seen[:len(e.seen)-1] }
+
+func (e *objEncoder) key(k string) {
+	names := &e.seen[len(e.seen)-1]
+	name := k
+	for n := 2; containsString(*names, name); n++ {
+		name = k + "#" + strconv.Itoa(n)
+	}
+	*names = append(*names, name)
+	e.write(jsontext.String(name))
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *objEncoder) attr(a slog.Attr) {
+	v := a.Value.Resolve()
+	if a.Key == "" && v.Kind() != slog.KindGroup { // slog: ignore attrs with an empty key
+		return
+	}
+	switch v.Kind() {
+	case slog.KindGroup:
+		as := v.Group()
+		if len(as) == 0 {
+			return
+		}
+		if a.Key == "" { // inline the group's attributes
+			for _, g := range as {
+				e.attr(g)
+			}
+			return
+		}
+		e.key(a.Key)
+		e.begin()
+		for _, g := range as {
+			e.attr(g)
+		}
+		e.end()
+		return
+	}
+	e.key(a.Key)
+	switch v.Kind() {
+	case slog.KindString:
+		e.write(jsontext.String(v.String()))
+	case slog.KindInt64:
+		e.write(jsontext.Int(v.Int64()))
+	case slog.KindUint64:
+		e.write(jsontext.Uint(v.Uint64()))
+	case slog.KindFloat64:
+		e.write(jsontext.Float(v.Float64())) // NaN and ±Inf are written as strings
+	case slog.KindBool:
+		e.write(jsontext.Bool(v.Bool()))
+	case slog.KindDuration:
+		e.write(jsontext.String(v.Duration().String()))
+	case slog.KindTime:
+		e.write(jsontext.String(v.Time().Format(time.RFC3339Nano)))
+	default:
+		x := v.Any()
+		if err, ok := x.(error); ok {
+			e.write(jsontext.String(err.Error()))
+			return
+		}
+		b, err := json.Marshal(x)
+		if err != nil {
+			e.write(jsontext.String(v.String()))
+			return
+		}
+		if e.err == nil {
+			e.err = e.enc.WriteValue(b)
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package mcp
+
+import (
+	"context"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+)
+
+// CompletionSource is what a Server answers completion/complete from:
+// values for a prompt argument (ref/prompt) or a resource template variable
+// (ref/resource). registry.Registry satisfies it. Setting
+// ServerOptions.Completions declares the completions capability (2025-03-26
+// and later; 2024-11-05 clients may call the method, which that revision
+// has without a capability).
+type CompletionSource interface {
+	// Complete returns the completion of p.Argument. The Server sends at
+	// most MaxCompletionValues values: it truncates longer lists and then
+	// sets hasMore and total. An unknown prompt or template is an *Error
+	// with code -32602 (or an INVALID_ARGUMENT or NOT_FOUND
+	// *StructuredError); any other error becomes -32603. p.Context is nil
+	// for clients of revisions before 2025-06-18.
+	Complete(ctx context.Context, p *CompleteParams) (*CompleteResult, error)
+}
+
+func init() {
+	requestHandlers[MethodCompletionComplete] = func(ss *Session, m *jsonrpc.Message, r responder) (func(), bool) {
+		if ss.server.opts.Completions == nil {
+			return nil, false
+		}
+		return ss.handleComplete(m, r), true
+	}
+}
+
+func (ss *Session) handleComplete(m *jsonrpc.Message, r responder) func() {
+	if m.Params == nil || m.Params.Kind() != '{' {
+		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: completion/complete requires params {ref, argument}"})
+		return nil
+	}
+	p := new(CompleteParams)
+	if err := json.Unmarshal(m.Params, p); err != nil {
+		r.error(invalidParams(err))
+		return nil
+	}
+	if p.Ref.Type == "" {
+		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: ref is required"})
+		return nil
+	}
+	if p.Argument.Name == "" {
+		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: argument.name is required"})
+		return nil
+	}
+	if !VersionAtLeast(ss.ProtocolVersion(), Version20250618) {
+		p.Context = nil // completion context arrived in 2025-06-18
+	}
+	src := ss.server.opts.Completions
+	return ss.featureJob(m, r, func(ctx context.Context) (any, *Error) {
+		res, err := src.Complete(ctx, p)
+		if err != nil {
+			return nil, ss.featureError(err)
+		}
+		return capCompletion(res), nil
+	})
+}
+
+// capCompletion returns res fit for the wire: at most MaxCompletionValues
+// values (a longer list is truncated, with total and hasMore set), values
+// never null.
+func capCompletion(res *CompleteResult) *CompleteResult {
+	if res == nil {
+		return &CompleteResult{Completion: Completion{Values: []string{}}}
+	}
+	c := res.Completion
+	if len(c.Values) <= MaxCompletionValues && c.Values != nil {
+		return res
+	}
+	out := *res
+	if n := int64(len(c.Values)); n > MaxCompletionValues {
+		if c.Total == nil || *c.Total < n {
+			c.Total = &n
+		}
+		c.Values, c.HasMore = c.Values[:MaxCompletionValues:MaxCompletionValues], true
+	}
+	if c.Values == nil {
+		c.Values = []string{}
+	}
+	out.Completion = c
+	return &out
+}
