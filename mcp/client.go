@@ -66,6 +66,10 @@ type ClientOptions struct {
 	// the client's read goroutine: return quickly.
 	OnLog      func(*LoggingMessageNotificationParams)
 	OnProgress func(*ProgressParams)
+	// OnTaskStatus receives notifications/tasks/status (client_tasks.go),
+	// before OnNotification sees it. It runs on the client's read
+	// goroutine: return quickly.
+	OnTaskStatus func(*TaskStatusNotificationParams)
 }
 
 // Client is an MCP client: it connects to a server over any Transport,

@@ -12,6 +12,8 @@ import (
 // notifications to their typed callbacks.
 func (c *Client) featureNotification(m *jsonrpc.Message) {
 	switch m.Method {
+	case NotificationTasksStatus:
+		c.taskStatusNotification(m) // client_tasks.go
 	case NotificationResourceUpdated:
 		if c.opts.OnResourceUpdated != nil {
 			var p ResourceUpdatedNotificationParams

@@ -72,13 +72,18 @@ func (ss *Session) call(ctx context.Context, method string, params, result any) 
 	if ss.State() != StateRunning {
 		return fmt.Errorf("mcp: %s not sent: the session is %s, not RUNNING", method, ss.State())
 	}
+	params, done, err := ss.taskRequest(ctx, method, params) // related-task _meta, input_required (server_tasks.go)
+	if err != nil {
+		return err
+	}
+	defer done()
 	d := ss.server.opts.RequestTimeout
 	tctx, cancel := context.WithTimeoutCause(ctx, d, fmt.Errorf("%s: no response from the client within %v", method, d))
 	defer cancel()
 	// A tools/call running on the reading goroutine hands reading over now:
 	// the response it waits for must be read by someone else.
 	ss.takeOverReading()
-	err := ss.conn.call(tctx, method, params, result, func(id int64, reason string) {
+	err = ss.conn.call(tctx, method, params, result, func(id int64, reason string) {
 		raw := jsontext.Value(strconv.AppendInt(nil, id, 10))
 		nctx, ncancel := context.WithTimeout(context.WithoutCancel(ctx), logSendTimeout)
 		defer ncancel()

@@ -15,7 +15,7 @@ import (
 // panic in fn becomes -32603 and the server lives on.
 func (ss *Session) featureJob(m *jsonrpc.Message, r responder, fn func(ctx context.Context) (any, *Error)) func() {
 	key := idKey(m.ID)
-	ctx, cancel := context.WithCancel(ss.requestContext(ss.ctx))
+	ctx, cancel := context.WithCancel(ss.requestContext(ss.messageContext()))
 	ctx, prog := ss.withProgress(ctx, m.Params) // ReportProgress works in fn (progress_helper.go)
 	ss.mu.Lock()
 	if _, dup := ss.cancels[key]; dup {

@@ -74,6 +74,9 @@ func (ss *Session) Log(ctx context.Context, level LoggingLevel, logger string, d
 }
 
 func (ss *Session) sendLog(ctx context.Context, p *LoggingMessageNotificationParams) error {
+	if c := ToolCallFromContext(ctx); c != nil && c.task != nil && p.Meta == nil {
+		p.Meta = relatedTaskMeta(c.task.id) // a log message of a task (server_tasks.go)
+	}
 	ctx, cancel := context.WithTimeout(ctx, logSendTimeout)
 	defer cancel()
 	return ss.conn.notify(ctx, NotificationMessage, p)
@@ -129,10 +132,10 @@ func ClientLogger(ctx context.Context) *slog.Logger {
 		return discardLogger
 	}
 	if call := ToolCallFromContext(ctx); call != nil {
-		return slog.New(&clientLogHandler{ss: ss, logger: call.Name, goas: []groupOrAttrs{{attrs: []slog.Attr{
+		return slog.New(&clientLogHandler{ss: ss, ctx: ctx, logger: call.Name, goas: []groupOrAttrs{{attrs: []slog.Attr{
 			slog.String("correlationId", call.CorrelationID), slog.String("runId", call.RunID)}}}})
 	}
-	return slog.New(&clientLogHandler{ss: ss})
+	return slog.New(&clientLogHandler{ss: ss, ctx: ctx})
 }
 
 // LogHandler returns a slog.Handler that sends records to this session's
@@ -154,7 +157,12 @@ type groupOrAttrs struct {
 }
 
 type clientLogHandler struct {
-	ss     *Session
+	ss *Session
+	// ctx is the request context ClientLogger was given. Records logged
+	// without a context (Info rather than InfoContext: slog passes
+	// context.Background) are sent with it, so that they travel on the
+	// request's stream (HTTP) and carry its task.
+	ctx    context.Context
 	logger string
 	goas   []groupOrAttrs
 }
@@ -191,6 +199,9 @@ func (h *clientLogHandler) Handle(ctx context.Context, r slog.Record) error {
 	data, err := h.encode(&r)
 	if err != nil {
 		return err
+	}
+	if h.ctx != nil && (ctx == nil || ctx == context.Background() || ctx == context.TODO()) {
+		ctx = h.ctx
 	}
 	return h.ss.sendLog(ctx, &LoggingMessageNotificationParams{Level: level, Logger: h.logger, Data: data})
 }

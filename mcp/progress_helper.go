@@ -33,6 +33,7 @@ type Progress struct {
 	ss      *Session
 	token   jsontext.Value // nil: the client asked for no progress
 	stopped *atomic.Bool   // set when the response was sent or suppressed
+	task    *taskEntry     // the task the request runs as: notifications carry its related-task _meta
 	last    float64
 	sent    bool
 	done    bool
@@ -87,7 +88,7 @@ func ProgressFromContext(ctx context.Context) *Progress {
 	p := &call.progress
 	p.mu.Lock()
 	if !p.init {
-		p.init, p.ss, p.token, p.stopped = true, call.Session, progressToken(call.Meta), &call.responded
+		p.init, p.ss, p.token, p.stopped, p.task = true, call.Session, progressToken(call.Meta), &call.responded, call.task
 	}
 	p.mu.Unlock()
 	return p
@@ -175,6 +176,9 @@ func (p *Progress) Report(ctx context.Context, progress, total float64, message 
 	}
 	if VersionAtLeast(p.ss.ProtocolVersion(), Version20250326) {
 		n.Message = message
+	}
+	if p.task != nil {
+		n.Meta = relatedTaskMeta(p.task.id)
 	}
 	if err := p.ss.conn.notify(ctx, NotificationProgress, &n); err != nil {
 		return err

@@ -80,14 +80,19 @@ type ServerOptions struct {
 	// that ends with the session; it typically calls ss.ListRoots.
 	// Notifications that arrive while it runs are coalesced into one more call.
 	OnRootsListChanged func(ctx context.Context, ss *Session)
+	// Tasks, if set, offers tasks (2025-11-25, experimental) to sessions of
+	// that revision: tools/call of tools whose execution.taskSupport allows
+	// it may run in the background (server_tasks.go). It is copied.
+	Tasks *TaskOptions
 }
 
 // Server serves MCP over any number of connections. Create it with
 // NewServer, then call Run once per connection.
 type Server struct {
-	opts ServerOptions
-	log  *slog.Logger
-	hub  changeHub // list_changed and resource update notifications (listchanged.go)
+	opts  ServerOptions
+	log   *slog.Logger
+	hub   changeHub  // list_changed and resource update notifications (listchanged.go)
+	tasks *taskStore // nil without ServerOptions.Tasks (server_tasks.go)
 }
 
 // NewServer returns a Server configured by opts (nil = defaults).
@@ -134,6 +139,7 @@ func NewServer(opts *ServerOptions) *Server {
 	}
 	o.Icons = append([]Icon(nil), o.Icons...)
 	s := &Server{opts: o, log: o.Logger}
+	s.initTasks()
 	s.watchSources()
 	return s
 }
@@ -148,6 +154,7 @@ func (s *Server) Options() ServerOptions { return s.opts }
 // results dropped. Run closes t before returning.
 func (s *Server) Run(ctx context.Context, t transport.Transport) error {
 	ss := s.newSession(t)
+	ss.applyTransportContext(ctx) // stateless HTTP: already initialized (server_http.go)
 	return ss.serve(ctx)
 }
 
@@ -202,6 +209,7 @@ func (ss *Session) readLoop() {
 			close(ss.inputDone)
 			return
 		}
+		ss.noteMessage() // values the transport attached to msg (server_http.go)
 		if job := ss.handleRaw(msg); job != nil && !ss.runInline(job) {
 			return
 		}

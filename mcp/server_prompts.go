@@ -43,7 +43,7 @@ func (ss *Session) handlePromptsList(m *jsonrpc.Message, r responder) {
 	if !ok {
 		return
 	}
-	list, err := ss.server.opts.Prompts.ListPrompts(ss.requestContext(ss.ctx))
+	list, err := ss.server.opts.Prompts.ListPrompts(ss.requestContext(ss.messageContext()))
 	if err != nil {
 		r.error(ss.featureError(err))
 		return

@@ -110,7 +110,7 @@ func (ss *Session) handleResourcesList(m *jsonrpc.Message, r responder) {
 	if !ok {
 		return
 	}
-	list, err := ss.server.opts.Resources.ListResources(ss.requestContext(ss.ctx))
+	list, err := ss.server.opts.Resources.ListResources(ss.requestContext(ss.messageContext()))
 	if err != nil {
 		r.error(ss.featureError(err))
 		return
@@ -128,7 +128,7 @@ func (ss *Session) handleResourceTemplatesList(m *jsonrpc.Message, r responder) 
 	if !ok {
 		return
 	}
-	list, err := ss.server.opts.Resources.ListResourceTemplates(ss.requestContext(ss.ctx))
+	list, err := ss.server.opts.Resources.ListResourceTemplates(ss.requestContext(ss.messageContext()))
 	if err != nil {
 		r.error(ss.featureError(err))
 		return

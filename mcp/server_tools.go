@@ -69,7 +69,7 @@ func (ss *Session) handleToolsList(m *jsonrpc.Message, r responder) {
 			return
 		}
 	}
-	tools, err := ss.server.opts.Tools.ListTools(ss.requestContext(ss.ctx))
+	tools, err := ss.server.opts.Tools.ListTools(ss.requestContext(ss.messageContext()))
 	if err != nil {
 		r.error(asProtocolError(err))
 		return
@@ -121,8 +121,11 @@ func (ss *Session) handleToolsCall(m *jsonrpc.Message, r responder) func() {
 	call := &ToolCall{Name: p.Name, Arguments: p.Arguments, Meta: p.Meta, Task: p.Task,
 		CorrelationID: corr, RunID: opts.NewID(), Session: ss}
 	call.Logger = slog.New(&callHandler{next: ss.log.Handler(), corr: corr, run: call.RunID})
+	if (p.Task != nil || ss.server.tasks != nil) && ss.taskCall(r, call) { // server_tasks.go
+		return nil
+	}
 	key := idKey(m.ID)
-	ctx, cancel := context.WithCancel(WithToolCall(ss.requestContext(ss.ctx), call))
+	ctx, cancel := context.WithCancel(WithToolCall(ss.requestContext(ss.messageContext()), call))
 	ss.mu.Lock()
 	if _, dup := ss.cancels[key]; dup {
 		ss.mu.Unlock()

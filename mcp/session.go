@@ -67,6 +67,9 @@ type Session struct {
 	feat sessionFeatures
 	// notes holds pending change notifications (listchanged.go).
 	notes sessionNotes
+	// msgCtx is the context the transport attached to the message being
+	// handled, or nil; reader-owned (server_http.go).
+	msgCtx context.Context
 
 	// Reading (see readLoop): inputDone is closed, with inputErr set, when
 	// the input ends; inlineTok identifies the tools/call the reader is
@@ -453,6 +456,7 @@ func (s *Server) initializeResult(v string) *InitializeResult {
 		res.Capabilities.Tools = &ListChangedCapability{ListChanged: s.hub.watch&listTools != 0}
 	}
 	s.declareFeatures(v, &res.Capabilities) // resources, prompts, completions
+	s.declareTasks(v, &res.Capabilities)    // server_tasks.go
 	if o.Logging {
 		res.Capabilities.Logging = &struct{}{}
 	}

@@ -46,6 +46,7 @@ type ToolCall struct {
 	responded     atomic.Bool // a response was sent or suppressed
 	earlyResponse atomic.Bool // RespondEarly sent the response
 	progress      Progress    // see ProgressFromContext (progress_helper.go)
+	task          *taskEntry  // the task the call runs as (server_tasks.go)
 }
 
 // RespondEarly sends res (or err) as the response to this call at once,

@@ -3,7 +3,9 @@ package middleware
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -32,11 +34,13 @@ type Middleware func(next Handler) Handler
 type Chain struct {
 	reg *registry.Registry
 
-	mu    sync.Mutex // guards mws and built against Use
-	mws   []Middleware
-	built atomic.Bool
-	once  sync.Once
-	h     Handler
+	mu     sync.Mutex // guards mws, policy, admin and built against Use
+	mws    []Middleware
+	policy AdmissionPolicy // what tools/list shows (see Admit, admission.go)
+	admin  *Admin          // administrative tools served besides the registry's (admin.go)
+	built  atomic.Bool
+	once   sync.Once
+	h      Handler
 }
 
 // New returns a chain over reg running mws, the first listed outermost,
@@ -99,14 +103,87 @@ func (ch *Chain) build() {
 	ch.h = h
 }
 
-// ListTools implements mcp.ToolSource: it returns the registry's tools.
+// Admit adds the admission stage of policy p at this point of the chain
+// (Use(Admit(p))) and makes ListTools leave out the tools p does not admit:
+// one policy, applied at list time and at call time. Several calls
+// compose (AllOf). It panics once the chain has been built, like Use.
+func (ch *Chain) Admit(p AdmissionPolicy) *Chain {
+	ch.Use(Admit(p))
+	ch.mu.Lock()
+	ch.policy = AllOf(ch.policy, p)
+	ch.mu.Unlock()
+	return ch
+}
+
+// Mount serves a's administrative tools (see NewAdmin) besides the
+// registry's, through the same stages, and applies a's admin policy as
+// Admit(a) does, at this point of the chain. A disabled Admin adds nothing.
+// It panics once the chain has been built, like Use.
+func (ch *Chain) Mount(a *Admin) *Chain {
+	if a == nil || !a.Enabled() {
+		return ch
+	}
+	ch.Admit(a)
+	ch.mu.Lock()
+	ch.admin = a
+	ch.mu.Unlock()
+	return ch
+}
+
+// listing returns what ListTools and FindTool work from.
+func (ch *Chain) listing() (AdmissionPolicy, *Admin) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	return ch.policy, ch.admin
+}
+
+// ListTools implements mcp.ToolSource: it returns the registry's tools
+// (and the administrative tools of a mounted Admin) that the admission
+// policies installed with Admit admit for the request (its session comes
+// from mcp.SessionFromContext), sorted by name.
 // OnChange registers f to run after the registry's set of tools changes, so
 // a Server serving the chain declares tools.listChanged and notifies its
 // sessions (mcp.ChangeNotifier).
 func (ch *Chain) OnChange(f func()) { ch.reg.OnChange(f) }
 
 func (ch *Chain) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
-	return ch.reg.ListTools(ctx)
+	policy, admin := ch.listing()
+	if policy == nil && admin == nil {
+		return ch.reg.ListTools(ctx)
+	}
+	tools := ch.reg.Tools()
+	listed := make([]listedTool, 0, len(tools)+2)
+	for _, t := range tools {
+		listed = append(listed, listedTool{def: t.Definition(), tool: t})
+	}
+	if admin != nil {
+		listed = append(listed, admin.listed...)
+		slices.SortFunc(listed, func(a, b listedTool) int { return strings.Compare(a.def.Name, b.def.Name) })
+	}
+	return admitted(ctx, policy, listed), nil
+}
+
+// FindTool implements mcp.ToolFinder: the definition of the named tool if
+// ListTools would list it for the request.
+func (ch *Chain) FindTool(ctx context.Context, name string) (*mcp.Tool, bool) {
+	policy, admin := ch.listing()
+	t := admin.lookup(name)
+	def := (*mcp.Tool)(nil)
+	if t != nil {
+		for _, lt := range admin.listed {
+			if lt.tool == t {
+				def = lt.def
+			}
+		}
+	} else if rt, ok := ch.reg.Lookup(name); ok {
+		t, def = rt, rt.Definition()
+	} else {
+		return nil, false
+	}
+	if policy != nil && policy.Admit(ctx, t, AdmissionContext{Phase: PhaseList, Session: mcp.SessionFromContext(ctx)}) != nil {
+		return nil, false
+	}
+	return def, true
 }
 
 // CallTool implements mcp.ToolSource: it runs tc through the chain. It also
@@ -116,8 +193,12 @@ func (ch *Chain) CallTool(ctx context.Context, tc *mcp.ToolCall) (*mcp.CallToolR
 	if tc == nil {
 		return nil, &mcp.Error{Code: mcp.CodeInvalidParams, Message: "Invalid params: missing tool call"}
 	}
+	h := ch.Handler() // builds the chain: ch.admin is frozen from here on
 	c := NewCall(ch.reg, tc)
-	res, err := ch.Handler()(ctx, c)
+	if t := ch.admin.lookup(tc.Name); t != nil {
+		c.tool, c.resolved = t, true
+	}
+	res, err := h(ctx, c)
 	if res == nil && err == nil {
 		err = c.toolError(mcp.ErrInternal, "tool "+quote(c.Name)+" returned no result", nil)
 	}

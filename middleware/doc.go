@@ -12,7 +12,7 @@
 //
 // Standard is the chain for people who do not want to choose:
 //
-//	Recover → PayloadLimit → Lookup → Concurrency → Lock → Validate →
+//	Recover → PayloadLimit → Lookup → [Admit] → Concurrency → Lock → Validate →
 //	AuditExit → AuditEnter → Timeout → Dispatch
 //
 // The stages:
@@ -20,6 +20,9 @@
 //   - Recover: a panic becomes an INTERNAL tool error; the server lives on.
 //   - PayloadLimit: arguments larger than a byte limit get RESOURCE_EXHAUSTED.
 //   - Lookup: an unknown tool gets JSON-RPC -32602 carrying NOT_FOUND.
+//   - Admit: the admission policy (StandardOptions.Admission, Chain.Admit)
+//     refuses calls of tools the request may not use; the same policy
+//     leaves them out of tools/list.
 //   - Concurrency (Limiter): at most N calls execute at once; the rest get
 //     RESOURCE_EXHAUSTED. A slot is held until the handler returns.
 //   - Lock: a per-tool mutex, for tools registered Serial (or all tools).
@@ -40,4 +43,18 @@
 // RESOURCE_EXHAUSTED rejections (ResourceExhaustedCount) and offers two
 // built-in tools: health (RegisterHealthTool, seed 000's telemetry and
 // thresholds) and server_ping (RegisterPingTool, seed 003).
+//
+// # Admission
+//
+// One mechanism gates tools, at list time and at call time: an
+// AdmissionPolicy over a tool's metadata and the request's session. Three
+// policies ship with the package: ModePolicy, the tool surface of a server
+// mode (FULL, READONLY, TEST, MINIMAL; seed 003); TrustPolicy, which runs
+// destructive tools only while a trust state is TRUSTED (seed 001); and
+// Admin, the admin policy of seed 000's administrative tools
+// admin/registerTool and admin/unregisterTool (NewAdmin,
+// StandardOptions.Admin), which register tools of predefined types (echo,
+// health, agentProxy) with their canonical schemas. AllOf composes
+// policies. A tool a policy hides looks unknown (-32602); a refusal the
+// client may see is an UNAUTHORIZED isError result.
 package middleware

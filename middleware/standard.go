@@ -43,17 +43,27 @@ type StandardOptions struct {
 	AuditSink AuditSink
 	// Now is the clock of audit timestamps (nil = time.Now).
 	Now func() time.Time
+	// Admission decides which tools each request may list and call (nil =
+	// all): ModePolicy, TrustPolicy, your own, or AllOf several
+	// (admission.go). Its stage runs right after Lookup.
+	Admission AdmissionPolicy
+	// Admin, if enabled, adds the administrative tools (admin.go): they
+	// are listed and served besides the registry's, and its admin policy
+	// is checked right after Admission.
+	Admin *Admin
 }
 
 // Standard returns the chain in seed 000's processing order, for people who
 // do not want to choose:
 //
-//	Recover → PayloadLimit → Lookup → Concurrency → Lock → Validate →
+//	Recover → PayloadLimit → Lookup → [Admit] → Concurrency → Lock → Validate →
 //	AuditExit → AuditEnter → Timeout → Dispatch
 //
 // A panic anywhere becomes INTERNAL; oversized arguments and a full limiter
 // are rejected with RESOURCE_EXHAUSTED before any work; unknown tools get
-// -32602; only validated calls are audited, and AuditExit, outside
+// -32602; with Admission (or Admin) set, tools the request may not use are
+// left out of tools/list and their calls refused before taking a slot
+// (Admit); only validated calls are audited, and AuditExit, outside
 // AuditEnter, records calls whose Enter failed; the deadline covers the
 // handler alone, and the slot and lock are held until it returns. Add your
 // own stages with Use (they run inside Timeout, just before Dispatch), or
@@ -77,10 +87,17 @@ func Standard(reg *registry.Registry, opts *StandardOptions) *Chain {
 		lim = NewLimiter(o.MaxConcurrent)
 	}
 	audit := &Audit{Sink: o.AuditSink, Now: o.Now}
-	return New(reg,
+	ch := New(reg,
 		Recover(),
 		PayloadLimit(o.MaxPayloadBytes),
 		Lookup(),
+	)
+	if o.Admission != nil {
+		ch.Admit(o.Admission)
+	}
+	ch.Mount(o.Admin) // after Admission: a tool Admission hides looks unknown even to admins
+
+	return ch.Use(
 		lim.Middleware(),
 		Lock(&LockOptions{All: o.LockAll}),
 		Validate(),

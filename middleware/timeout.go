@@ -29,10 +29,18 @@ import (
 // The stage starts no goroutine per call: the handler context's own timer
 // drives the deadline, and only a call that actually times out runs a
 // short-lived callback (context.AfterFunc) to send its answer.
+//
+// A call the Server runs as a task (mcp.ToolCall.Task set, 2025-11-25) has
+// no response waiting for it: def does not apply, its task's ttl and
+// tasks/cancel bound it. A per-tool Timeout still does; when it passes, the
+// task fails with TIMEOUT.
 func Timeout(def time.Duration) Middleware {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, c *Call) (*mcp.CallToolResult, error) {
 			d := def
+			if c.Task != nil {
+				d = 0 // a task: see above
+			}
 			if t, err := c.Tool(); err == nil {
 				if o := toolTimeout(t); o > 0 {
 					d = o

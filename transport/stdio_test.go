@@ -411,7 +411,11 @@ func TestStdioOSPipe(t *testing.T) {
 	require.NoError(t, err)
 	r2, w2, err := os.Pipe()
 	require.NoError(t, err)
-	client := NewStdioStreams(r2, w1, nil)
+	// The client's two directions are separate transports here, so that
+	// closing the writing one (EOF for the server) leaves reading open; its
+	// Close flushes first.
+	client := NewStdioStreams(r2, io.Discard, nil)
+	clientOut := NewStdioStreams(strings.NewReader(""), w1, nil)
 	server := NewStdioStreams(r1, w2, nil)
 	ctx := context.Background()
 	const n = 500
@@ -429,12 +433,12 @@ func TestStdioOSPipe(t *testing.T) {
 	}()
 	go func() {
 		for i := range n {
-			if err := client.Write(ctx, fmt.Appendf(nil, "%d", i)); err != nil {
+			if err := clientOut.Write(ctx, fmt.Appendf(nil, "%d", i)); err != nil {
 				t.Error(err)
 				return
 			}
 		}
-		w1.Close() // EOF for the server
+		clientOut.Close() // flush, then EOF for the server
 	}()
 	for i := range n {
 		msg, err := client.Read(ctx)

@@ -3,8 +3,12 @@
 // framing, buffering and backpressure are its business, meaning is not.
 //
 // keel ships a newline-delimited stdio transport (Stdio) for servers that a
-// client launches as a subprocess, and a connected in-memory pair (NewPipe)
-// for tests.
+// client launches as a subprocess, a connected in-memory pair (NewPipe)
+// for tests, and the streamable HTTP transport: HTTPHandler, an
+// http.Handler serving MCP sessions (stateful or stateless) on one
+// endpoint, and HTTPClientTransport, its client side. RequireBearer and
+// ProtectedResourceMetadataHandler make an HTTP server an OAuth resource
+// server, as the MCP authorization specification asks.
 package transport
 
 import (

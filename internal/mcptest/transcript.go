@@ -76,6 +76,8 @@ type ServerConfig struct {
 	ClientFeatureConfig
 	// Catalog serves resources, prompts and completions (catalog.go).
 	Catalog *CatalogConfig `json:"catalog"`
+	// Tasks offers tasks (task_tools.go).
+	Tasks *TasksConfig `json:"tasks"`
 }
 
 // Options returns the deterministic ServerOptions the config describes.
@@ -99,6 +101,7 @@ func (c *ServerConfig) Options() *mcp.ServerOptions {
 	o.PageSize, o.MaxDepth, o.MaxBatch = c.PageSize, c.MaxDepth, c.MaxBatch
 	c.ClientFeatureConfig.apply(o)
 	c.Catalog.apply(o)
+	c.Tasks.apply(o)
 	return o
 }
 

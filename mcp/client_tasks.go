@@ -1,0 +1,155 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+)
+
+// The Client's side of tasks (2025-11-25, experimental): calling a tool as
+// a task, then polling, collecting, cancelling and listing tasks. Status
+// notifications reach ClientOptions.OnTaskStatus.
+
+// ErrTasksNotOffered is returned by CallToolAsTask when the server did not
+// declare task-augmented tools/call (capabilities.tasks.requests.tools.call);
+// nothing is sent.
+var ErrTasksNotOffered = errors.New("mcp: the server does not offer task-augmented tools/call")
+
+// CallToolAsTask calls a tool as a task: the server answers at once with the
+// task it created (status working) while the tool runs in the background.
+// Poll it with GetTask and collect the tool's result with TaskResult. args
+// are as for CallTool; ttl is the lifetime asked for, counted from the
+// task's creation (0 = the server's default; the server may shorten it:
+// see the returned Task's TTL). A tool whose execution.taskSupport forbids
+// tasks gets an *Error with code CodeMethodNotFound.
+func (c *Client) CallToolAsTask(ctx context.Context, name string, args any, ttl time.Duration) (*CreateTaskResult, error) {
+	if caps := c.serverTasks(); caps == nil || caps.Requests == nil || caps.Requests.Tools == nil || caps.Requests.Tools.Call == nil {
+		return nil, ErrTasksNotOffered
+	}
+	p := &CallToolParams{Name: name, Task: &TaskMetadata{}}
+	if ttl > 0 {
+		ms := max(ttl.Milliseconds(), 1)
+		p.Task.TTL = &ms
+	}
+	switch a := args.(type) {
+	case nil:
+	case jsontext.Value:
+		p.Arguments = a
+	default:
+		b, err := json.Marshal(args)
+		if err != nil {
+			return nil, fmt.Errorf("mcp: encoding arguments of %q: %w", name, err)
+		}
+		p.Arguments = b
+	}
+	var raw jsontext.Value
+	if err := c.Call(ctx, MethodToolsCall, p, &raw); err != nil {
+		return nil, err
+	}
+	var res CreateTaskResult
+	if err := json.Unmarshal(raw, &res); err != nil || res.Task.TaskID == "" {
+		return nil, fmt.Errorf("mcp: tools/call of %q as a task: the server answered without a task", name)
+	}
+	return &res, nil
+}
+
+// serverTasks returns the server's tasks capability (nil if none).
+func (c *Client) serverTasks() *ServerTasksCapability {
+	if c.init == nil {
+		return nil
+	}
+	return c.init.Capabilities.Tasks
+}
+
+// GetTask returns the current state of a task (tasks/get). An unknown or
+// expired task is an *Error with code CodeInvalidParams.
+func (c *Client) GetTask(ctx context.Context, taskID string) (*Task, error) {
+	var res GetTaskResult
+	if err := c.Call(ctx, MethodTasksGet, &GetTaskParams{TaskID: taskID}, &res); err != nil {
+		return nil, err
+	}
+	return &res.Task, nil
+}
+
+// TaskResult waits until a task is over (tasks/result) and returns what the
+// tools/call would have returned, like CallToolWithParams: a JSON-RPC error
+// as *Error; an isError result (a failed or cancelled task) together with
+// its *StructuredError. The result's _meta names the task
+// (MetaRelatedTask). Cancel ctx to stop waiting (the task goes on).
+func (c *Client) TaskResult(ctx context.Context, taskID string) (*CallToolResult, error) {
+	var res CallToolResult
+	if err := c.Call(ctx, MethodTasksResult, &GetTaskPayloadParams{TaskID: taskID}, &res); err != nil {
+		return nil, err
+	}
+	if res.IsError {
+		return &res, resultError(&res)
+	}
+	return &res, nil
+}
+
+// CancelTask cancels a task (tasks/cancel) and returns its state, now
+// cancelled. A task already over is an *Error with code CodeInvalidParams.
+func (c *Client) CancelTask(ctx context.Context, taskID string) (*Task, error) {
+	var res CancelTaskResult
+	if err := c.Call(ctx, MethodTasksCancel, &CancelTaskParams{TaskID: taskID}, &res); err != nil {
+		return nil, err
+	}
+	return &res.Task, nil
+}
+
+// ListTasks fetches one page of the caller's tasks ("" = the first page).
+func (c *Client) ListTasks(ctx context.Context, cursor string) (*ListTasksResult, error) {
+	var res ListTasksResult
+	if err := c.Call(ctx, MethodTasksList, &PaginatedParams{Cursor: cursor}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ListAllTasks follows nextCursor until the last page.
+func (c *Client) ListAllTasks(ctx context.Context) ([]*Task, error) {
+	return listAll(ctx, func(ctx context.Context, cursor string) ([]*Task, string, error) {
+		res, err := c.ListTasks(ctx, cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		return res.Tasks, res.NextCursor, nil
+	})
+}
+
+// RelatedTaskID returns the task id of _meta[MetaRelatedTask] ("" when
+// absent): the task a request, notification or result is tied to.
+func RelatedTaskID(meta Meta) string {
+	switch v := meta[MetaRelatedTask].(type) {
+	case map[string]any:
+		id, _ := v["taskId"].(string)
+		return id
+	case RelatedTaskMetadata:
+		return v.TaskID
+	case *RelatedTaskMetadata:
+		if v != nil {
+			return v.TaskID
+		}
+	}
+	return ""
+}
+
+// taskStatusNotification hands notifications/tasks/status to
+// ClientOptions.OnTaskStatus.
+func (c *Client) taskStatusNotification(m *jsonrpc.Message) {
+	if c.opts.OnTaskStatus == nil || m.Method != NotificationTasksStatus {
+		return
+	}
+	var p TaskStatusNotificationParams
+	if m.Params == nil || json.Unmarshal(m.Params, &p) != nil {
+		c.log.Warn("mcp: client received a malformed notifications/tasks/status")
+		return
+	}
+	c.opts.OnTaskStatus(&p)
+}

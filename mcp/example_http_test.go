@@ -1,0 +1,72 @@
+package mcp_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/keelmcp/keel/mcp"
+	"github.com/keelmcp/keel/registry"
+	"github.com/keelmcp/keel/transport"
+)
+
+// A server mounted in a net/http server behind a bearer-token verifier,
+// with its protected resource metadata, called by the Client over the
+// streamable HTTP transport.
+func ExampleServer_HTTPHandler() {
+	type Greeting struct {
+		Text string `json:"text"`
+	}
+	reg := registry.New(nil)
+	registry.MustRegister(reg, "greet", "Greets the authenticated caller",
+		func(ctx context.Context, _ struct{}) (Greeting, error) {
+			return Greeting{Text: "hello, " + mcp.TokenInfoFromContext(ctx).Subject}, nil
+		}, nil)
+	srv := mcp.NewServer(&mcp.ServerOptions{Name: "greeter", Tools: reg, Logger: slog.New(slog.DiscardHandler)})
+
+	// Tokens are checked by your verifier: JWT validation or introspection
+	// against your authorization server. This one knows a single token.
+	verifier := transport.TokenVerifierFunc(func(_ context.Context, token string, _ *http.Request) (*transport.TokenInfo, error) {
+		if token != "s3cret" {
+			return nil, transport.ErrInvalidToken
+		}
+		return &transport.TokenInfo{Subject: "ada", Scopes: []string{"greet"}}, nil
+	})
+	mux := http.NewServeMux()
+	hs := httptest.NewServer(mux) // your own http.Server in production
+	defer hs.Close()
+	metadataURL := transport.HandleProtectedResourceMetadata(mux, &transport.ProtectedResourceMetadata{
+		Resource:             hs.URL + "/mcp",
+		AuthorizationServers: []string{"https://auth.example.com"},
+		ScopesSupported:      []string{"greet"},
+	})
+	h := srv.HTTPHandler(nil) // stateful sessions, SSE when needed, DNS-rebinding protection
+	defer h.Shutdown(context.Background())
+	mux.Handle("/mcp", transport.RequireBearer(verifier, &transport.BearerOptions{
+		ResourceMetadataURL: metadataURL,
+		Scopes:              []string{"greet"},
+	})(h))
+
+	ctx := context.Background()
+	c := mcp.NewClient(nil)
+	err := c.Connect(ctx, transport.NewHTTPClientTransport(hs.URL+"/mcp", &transport.HTTPClientOptions{BearerToken: "s3cret"}))
+	if err != nil {
+		panic(err)
+	}
+	res, _ := c.CallTool(ctx, "greet", nil)
+	fmt.Println(res.Content[0].Text)
+	c.Close()
+
+	anonymous := mcp.NewClient(nil)
+	err = anonymous.Connect(ctx, transport.NewHTTPClientTransport(hs.URL+"/mcp", nil))
+	var se *transport.HTTPStatusError
+	if errors.As(err, &se) {
+		fmt.Println("without a token:", se.StatusCode, se.WWWAuthenticate == `Bearer scope="greet", resource_metadata="`+metadataURL+`"`)
+	}
+	// Output:
+	// {"text":"hello, ada"}
+	// without a token: 401 true
+}

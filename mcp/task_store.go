@@ -1,0 +1,319 @@
+package mcp
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The server's tasks (2025-11-25): an in-memory table shared by the
+// sessions of one Server. Each task belongs to an owner — the
+// authorization context its request came with (TaskOptions.Owner), or the
+// session itself when there is none — and is visible to that owner only.
+// Expired tasks (createdAt + ttl in the past) are purged when the table is
+// next used; a purged task that still runs is cancelled. Session-bound
+// tasks are cancelled and dropped when their session ends.
+
+// taskEntry is one task. Its mutable fields are guarded by the store's mu.
+type taskEntry struct {
+	id    string
+	owner string
+	seq   uint64
+	key   string   // pagination key: creation order
+	ss    *Session // the session that created it: status notifications go there
+	call  *ToolCall
+
+	task    Task      // current state; task.TTL is never modified
+	expires time.Time // zero: never
+	done    chan struct{}
+	cancel  context.CancelFunc
+	waits   int // server-to-client requests waiting for an answer
+
+	result *CallToolResult // terminal: the result of the call (isError for failures and cancellation)
+	rpcErr *Error          // terminal: the JSON-RPC error the call ended with
+
+	notifyMu sync.Mutex // serializes status notifications
+	notified Task       // the state last notified (guarded by notifyMu)
+}
+
+// taskStore holds the tasks of one Server.
+type taskStore struct {
+	opts TaskOptions
+	now  func() time.Time
+
+	mu         sync.Mutex
+	byID       map[string]*taskEntry
+	seq        uint64
+	nextExpiry time.Time           // earliest expiry among the tasks (zero: none)
+	sessions   map[*Session]string // owner keys of the sessions with tasks (their end is watched)
+	sessionSeq uint64
+	active     map[string]int            // owner → non-terminal tasks
+	index      atomic.Pointer[toolIndex] // tool definitions by name (see findTool)
+}
+
+func newTaskStore(o TaskOptions, now func() time.Time) *taskStore {
+	return &taskStore{opts: o, now: now, byID: map[string]*taskEntry{},
+		sessions: map[*Session]string{}, active: map[string]int{}}
+}
+
+// formatTime formats t as an ISO 8601 (RFC 3339) UTC timestamp with at most
+// millisecond precision.
+func formatTime(t time.Time) string {
+	return t.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
+}
+
+// errTaskNotFound is the -32602 answer for an unknown, expired or foreign
+// task id.
+func errTaskNotFound(id string) *Error {
+	return &Error{Code: CodeInvalidParams, Message: "Failed to retrieve task: Task not found",
+		Data: map[string]any{"taskId": id}}
+}
+
+// errTooManyTasks is the tools/call answer when an owner has MaxTasks tasks
+// running: an isError result (RESOURCE_EXHAUSTED), as for other limits.
+func errTooManyTasks(limit int) *StructuredError {
+	return &StructuredError{Code: ErrResourceExhausted,
+		Message: "too many tasks in progress (at most " + strconv.Itoa(limit) + "); wait for some to finish or cancel them",
+		Details: map[string]any{"limit": "maxTasks", "maxTasks": limit}}
+}
+
+// create adds a new working task for owner ("" = the session ss), created
+// by ss, unless owner already has MaxTasks tasks in progress (nil then).
+// cancel cancels the task's context.
+func (st *taskStore) create(ss *Session, owner string, call *ToolCall, ttl *int64, cancel context.CancelFunc) *taskEntry {
+	now := st.now()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.purgeLocked(now)
+	if owner == "" {
+		owner = st.sessionOwnerLocked(ss)
+	}
+	if max := st.opts.MaxTasks; max > 0 && st.active[owner] >= max {
+		return nil
+	}
+	st.seq++
+	id := st.opts.NewID()
+	for st.byID[id] != nil { // never with random ids; guards a poor NewID
+		id = st.opts.NewID()
+	}
+	ts := formatTime(now)
+	e := &taskEntry{id: id, owner: owner, seq: st.seq, key: seqKey(st.seq), ss: ss, call: call,
+		task: Task{TaskID: id, Status: TaskStatusWorking, CreatedAt: ts, LastUpdatedAt: ts, TTL: ttl},
+		done: make(chan struct{}), cancel: cancel}
+	if st.opts.PollInterval > 0 {
+		ms := st.opts.PollInterval.Milliseconds()
+		e.task.PollInterval = &ms
+	}
+	if ttl != nil {
+		e.expires = now.Add(time.Duration(*ttl) * time.Millisecond)
+		if st.nextExpiry.IsZero() || e.expires.Before(st.nextExpiry) {
+			st.nextExpiry = e.expires
+		}
+	}
+	e.notified = e.task
+	st.byID[id] = e
+	st.active[owner]++
+	return e
+}
+
+// sessionOwnerLocked returns the owner key of the tasks ss creates without
+// an authorization context, and watches the end of ss to drop them.
+func (st *taskStore) sessionOwnerLocked(ss *Session) string {
+	if k, ok := st.sessions[ss]; ok {
+		return k
+	}
+	st.sessionSeq++
+	k := "session:" + strconv.FormatUint(st.sessionSeq, 10)
+	st.sessions[ss] = k
+	context.AfterFunc(ss.ctx, func() { st.dropSession(ss) })
+	return k
+}
+
+// ownerOf returns the owner key for a request on ss whose authorization
+// context is owner ("" = none: the session).
+func (st *taskStore) ownerOf(ss *Session, owner string) string {
+	if owner != "" {
+		return owner
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.sessionOwnerLocked(ss)
+}
+
+// seqKey is a pagination key that sorts in creation order.
+func seqKey(seq uint64) string {
+	s := strconv.FormatUint(seq, 10)
+	return string(rune('a'+len(s))) + s // the length prefix makes string order numeric order
+}
+
+// get returns owner's task id (nil if unknown, expired or not owner's).
+func (st *taskStore) get(owner, id string) *taskEntry {
+	now := st.now()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.purgeLocked(now)
+	if e := st.byID[id]; e != nil && e.owner == owner {
+		return e
+	}
+	return nil
+}
+
+// cancelRun cancels the context of e's call.
+func (st *taskStore) cancelRun(e *taskEntry) { e.cancel() }
+
+// snapshot returns a copy of e's current state.
+func (st *taskStore) snapshot(e *taskEntry) Task {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return e.task
+}
+
+// list returns owner's tasks in creation order.
+func (st *taskStore) list(owner string) []*taskEntry {
+	now := st.now()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.purgeLocked(now)
+	var out []*taskEntry
+	for _, e := range st.byID {
+		if e.owner == owner {
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b *taskEntry) int { return cmp.Compare(a.seq, b.seq) })
+	return out
+}
+
+// states returns copies of the states of es.
+func (st *taskStore) states(es []*taskEntry) []*Task {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	out := make([]*Task, len(es))
+	for i, e := range es {
+		t := e.task
+		out[i] = &t
+	}
+	return out
+}
+
+// setWaiting records that a request to the client started (delta 1) or
+// ended (-1) for e: the task is input_required while any is waiting. It
+// reports whether the status changed.
+func (st *taskStore) setWaiting(e *taskEntry, delta int) bool {
+	now := st.now()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	e.waits += delta
+	if e.task.Status.Terminal() {
+		return false
+	}
+	want := TaskStatusWorking
+	if e.waits > 0 {
+		want = TaskStatusInputRequired
+	}
+	if e.task.Status == want {
+		return false
+	}
+	e.task.Status, e.task.LastUpdatedAt = want, formatTime(now)
+	return true
+}
+
+// finish moves e to a terminal status with its outcome, unless it is
+// terminal already; it reports whether it did.
+func (st *taskStore) finish(e *taskEntry, status TaskStatus, message string, res *CallToolResult, rpcErr *Error) bool {
+	now := st.now()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if e.task.Status.Terminal() {
+		return false
+	}
+	e.task.Status, e.task.StatusMessage, e.task.LastUpdatedAt = status, message, formatTime(now)
+	e.result, e.rpcErr = res, rpcErr
+	st.active[e.owner]--
+	if st.active[e.owner] <= 0 {
+		delete(st.active, e.owner)
+	}
+	close(e.done)
+	return true
+}
+
+// outcome returns e's final result or error (e must be terminal).
+func (st *taskStore) outcome(e *taskEntry) (*CallToolResult, *Error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return e.result, e.rpcErr
+}
+
+// purgeLocked removes expired tasks, cancelling those still running.
+func (st *taskStore) purgeLocked(now time.Time) {
+	if st.nextExpiry.IsZero() || now.Before(st.nextExpiry) {
+		return
+	}
+	st.nextExpiry = time.Time{}
+	for id, e := range st.byID {
+		if e.expires.IsZero() {
+			continue
+		}
+		if !now.Before(e.expires) {
+			st.removeLocked(id, e, "expired")
+			continue
+		}
+		if st.nextExpiry.IsZero() || e.expires.Before(st.nextExpiry) {
+			st.nextExpiry = e.expires
+		}
+	}
+}
+
+// removeLocked drops a task; a task still running is cancelled, and waiters
+// of tasks/result see it vanish.
+func (st *taskStore) removeLocked(id string, e *taskEntry, why string) {
+	delete(st.byID, id)
+	if !e.task.Status.Terminal() {
+		st.active[e.owner]--
+		if st.active[e.owner] <= 0 {
+			delete(st.active, e.owner)
+		}
+		e.task.Status = TaskStatusCancelled
+		e.task.StatusMessage = "The task was removed (" + why + ")."
+		e.result = ToolErrorResult(&StructuredError{Code: ErrInternal, Message: "task " + why,
+			Details: map[string]any{"reason": why, "taskId": id}})
+		close(e.done)
+		e.call.responded.Store(true) // its late result is dropped
+		e.call.progress.finish()
+	}
+	e.cancel()
+}
+
+// dropSession removes the tasks bound to ss (not those of an
+// authorization context) once ss has ended.
+func (st *taskStore) dropSession(ss *Session) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	own, ok := st.sessions[ss]
+	if !ok {
+		return
+	}
+	delete(st.sessions, ss)
+	for id, e := range st.byID {
+		if e.owner == own {
+			st.removeLocked(id, e, "session closed")
+		}
+	}
+}
+
+// removed reports whether e is no longer in the table.
+func (st *taskStore) removed(e *taskEntry) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.byID[e.id] != e
+}
+
+// toolIndex maps the names of one ListTools answer to their definitions.
+type toolIndex struct {
+	list []*Tool
+	byID map[string]*Tool
+}

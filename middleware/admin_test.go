@@ -1,0 +1,356 @@
+package middleware_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keelmcp/keel/agents"
+	"github.com/keelmcp/keel/mcp"
+	"github.com/keelmcp/keel/middleware"
+	"github.com/keelmcp/keel/registry"
+)
+
+const adminToken = "s3cret-token"
+
+// env is a fake environment holding the admin token in ADMIN_TOKEN.
+func env(key string) (string, bool) {
+	if key == "ADMIN_TOKEN" {
+		return adminToken, true
+	}
+	return "", false
+}
+
+func TestNewAdminErrors(t *testing.T) {
+	reg := registry.New(nil)
+	tests := []struct {
+		name string
+		opts *middleware.AdminOptions
+		want string
+	}{
+		{"unknown policy", &middleware.AdminOptions{Policy: "allow_all"}, `unknown admin policy "allow_all"`},
+		{"token without variable", &middleware.AdminOptions{Policy: middleware.AdminToken}, "TokenEnvVar"},
+		{"nil maker", &middleware.AdminOptions{ToolTypes: map[string]middleware.ToolType{"x": nil}}, `tool type "x" has no maker`},
+		{"no handler", &middleware.AdminOptions{ToolTypes: map[string]middleware.ToolType{"x": func(n, d string) (*mcp.Tool, registry.ToolHandler) {
+			return &mcp.Tool{Name: n, InputSchema: jsontext.Value(`{"type":"object"}`)}, nil
+		}}}, "no handler"},
+		{"schema not an object", &middleware.AdminOptions{ToolTypes: map[string]middleware.ToolType{"x": func(n, d string) (*mcp.Tool, registry.ToolHandler) {
+			def, h := middleware.EchoToolType(n, d)
+			def.InputSchema = jsontext.Value(`[1]`)
+			return def, h
+		}}}, "not a JSON object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := middleware.NewAdmin(reg, tt.opts)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+	_, err := middleware.NewAdmin(nil, nil)
+	assert.Error(t, err)
+	a, err := middleware.NewAdmin(reg, nil)
+	require.NoError(t, err)
+	assert.False(t, a.Enabled(), "both switches default to off")
+	assert.Empty(t, a.Tools())
+}
+
+var adminNames = []string{middleware.AdminRegisterToolName, middleware.AdminUnregisterToolName}
+
+// The admin tools exist only when both switches are on, and are visible and
+// callable only for the sessions the admin policy authorizes; list time and
+// call time agree.
+func TestAdminVisibilityMatrix(t *testing.T) {
+	ctx := context.Background()
+	type policy struct {
+		name   string
+		opts   middleware.AdminOptions
+		authOK func(kind string) bool
+	}
+	bearer := func(tok string) func(context.Context) string { return func(context.Context) string { return tok } }
+	policies := []policy{
+		{"deny_all", middleware.AdminOptions{Policy: middleware.AdminDenyAll}, func(string) bool { return false }},
+		{"default", middleware.AdminOptions{}, func(string) bool { return false }},
+		{"local_stdio_only", middleware.AdminOptions{Policy: middleware.AdminLocalStdioOnly}, func(k string) bool { return k == "stdio" }},
+		{"token good bearer", middleware.AdminOptions{Policy: middleware.AdminToken, TokenEnvVar: "ADMIN_TOKEN", LookupEnv: env, BearerToken: bearer(adminToken)},
+			func(string) bool { return true }},
+		{"token bad bearer", middleware.AdminOptions{Policy: middleware.AdminToken, TokenEnvVar: "ADMIN_TOKEN", LookupEnv: env, BearerToken: bearer("guess")},
+			func(string) bool { return false }},
+		{"token none", middleware.AdminOptions{Policy: middleware.AdminToken, TokenEnvVar: "ADMIN_TOKEN", LookupEnv: env},
+			func(string) bool { return false }},
+		{"token unset variable", middleware.AdminOptions{Policy: middleware.AdminToken, TokenEnvVar: "UNSET", LookupEnv: env, BearerToken: bearer(adminToken)},
+			func(string) bool { return false }},
+	}
+	for _, flags := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+		for _, p := range policies {
+			for _, kind := range []string{"stdio", "http"} {
+				name := fmt.Sprintf("admin=%v,dynamic=%v/%s/%s", flags[0], flags[1], p.name, kind)
+				t.Run(name, func(t *testing.T) {
+					reg := gatedTools(t)
+					o := p.opts
+					o.AdminRegistrationEnabled, o.DynamicRegistrationEnabled = flags[0], flags[1]
+					a, err := middleware.NewAdmin(reg, &o)
+					require.NoError(t, err)
+					exists := flags[0] && flags[1]
+					assert.Equal(t, exists, a.Enabled())
+					srv := mcp.NewServer(&mcp.ServerOptions{Logger: slog.New(slog.DiscardHandler),
+						Tools: middleware.Standard(reg, &middleware.StandardOptions{Admin: a})})
+					c := serveOn(t, srv, kind, nil)
+
+					tools, err := c.ListAllTools(ctx)
+					require.NoError(t, err)
+					var listed []string
+					for _, d := range tools {
+						if slices.Contains(adminNames, d.Name) {
+							listed = append(listed, d.Name)
+						}
+					}
+					authorized := exists && p.authOK(kind)
+					if authorized {
+						assert.Equal(t, adminNames, listed)
+					} else {
+						assert.Empty(t, listed)
+					}
+
+					res, err := c.CallTool(ctx, middleware.AdminRegisterToolName,
+						map[string]any{"name": "echo2", "description": "Echoes.", "toolType": "echo"})
+					switch {
+					case !exists:
+						var e *mcp.Error
+						require.ErrorAs(t, err, &e, "without both switches the tools do not exist")
+						assert.EqualValues(t, mcp.CodeInvalidParams, e.Code)
+					case !authorized:
+						se := requireStructured(t, err)
+						assert.Equal(t, mcp.ErrUnauthorized, se.Code)
+						assert.True(t, res.IsError)
+						_, registered := reg.Lookup("echo2")
+						assert.False(t, registered)
+					default:
+						require.NoError(t, err)
+						_, registered := reg.Lookup("echo2")
+						assert.True(t, registered)
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestAdminTokenInMeta(t *testing.T) {
+	ctx := context.Background()
+	reg := gatedTools(t)
+	a, err := middleware.NewAdmin(reg, &middleware.AdminOptions{AdminRegistrationEnabled: true, DynamicRegistrationEnabled: true,
+		Policy: middleware.AdminToken, TokenEnvVar: "ADMIN_TOKEN", LookupEnv: env})
+	require.NoError(t, err)
+	ch := middleware.Standard(reg, &middleware.StandardOptions{Admin: a})
+	assert.Equal(t, allGated, listedNames(t, ch, ctx), "without a bearer token the tools are not listed")
+
+	args := `{"name":"echo2","description":"Echoes.","toolType":"echo"}`
+	run := func(meta mcp.Meta) error {
+		_, err := ch.CallTool(ctx, &mcp.ToolCall{Name: middleware.AdminRegisterToolName, Arguments: jsontext.Value(args), Meta: meta,
+			CorrelationID: "c", RunID: "r", Logger: slog.New(slog.DiscardHandler)})
+		return err
+	}
+	for _, tt := range []struct {
+		meta   mcp.Meta
+		reason string
+	}{{nil, "token_missing"}, {mcp.Meta{middleware.MetaAdminToken: "guess"}, "token_invalid"}, {mcp.Meta{middleware.MetaAdminToken: 42.0}, "token_missing"}} {
+		se := requireStructured(t, run(tt.meta))
+		assert.Equal(t, mcp.ErrUnauthorized, se.Code)
+		assert.Equal(t, tt.reason, se.Details["reason"])
+	}
+	require.NoError(t, run(mcp.Meta{middleware.MetaAdminToken: adminToken}))
+	_, ok := reg.Lookup("echo2")
+	assert.True(t, ok)
+}
+
+// registerArgs calls admin/registerTool (authorized: local_stdio_only on a
+// stdio session) and returns its outcome.
+func adminClient(t *testing.T, reg *registry.Registry, opts *middleware.AdminOptions, copts *mcp.ClientOptions) *mcp.Client {
+	t.Helper()
+	o := middleware.AdminOptions{Policy: middleware.AdminLocalStdioOnly}
+	if opts != nil {
+		o = *opts
+	}
+	o.AdminRegistrationEnabled, o.DynamicRegistrationEnabled = true, true
+	a, err := middleware.NewAdmin(reg, &o)
+	require.NoError(t, err)
+	srv := mcp.NewServer(&mcp.ServerOptions{Logger: slog.New(slog.DiscardHandler),
+		Tools: middleware.Standard(reg, &middleware.StandardOptions{Admin: a})})
+	return serveOn(t, srv, "stdio", copts)
+}
+
+func TestAdminRegisterRules(t *testing.T) {
+	ctx := context.Background()
+	changed := make(chan string, 16)
+	reg := gatedTools(t)
+	c := adminClient(t, reg, nil, &mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler),
+		OnListChanged: func(method string) { changed <- method }})
+	register := func(args string) (*mcp.CallToolResult, error) {
+		return c.CallTool(ctx, middleware.AdminRegisterToolName, jsontext.Value(args))
+	}
+	invalid := func(t *testing.T, err error, reason string) {
+		t.Helper()
+		se := requireStructured(t, err)
+		assert.Equal(t, mcp.ErrInvalidArgument, se.Code)
+		assert.Equal(t, reason, se.Details["reason"])
+	}
+
+	// The canonical schema, even with other whitespace, matches.
+	res, err := register(`{"name":"say","description":"Says it.","toolType":"echo",
+		"inputSchema": { "type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"] }}`)
+	require.NoError(t, err)
+	out, err := mcp.DecodeStructured[middleware.RegisterToolResult](res)
+	require.NoError(t, err)
+	assert.Equal(t, middleware.RegisterToolResult{Name: "say", ToolType: "echo", Registered: true}, out)
+	select {
+	case m := <-changed:
+		assert.Equal(t, mcp.NotificationToolsListChanged, m)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no notifications/tools/list_changed")
+	}
+	tools, err := c.ListAllTools(ctx)
+	require.NoError(t, err)
+	i := slices.IndexFunc(tools, func(d *mcp.Tool) bool { return d.Name == "say" })
+	require.GreaterOrEqual(t, i, 0)
+	assert.JSONEq(t, middleware.EchoSchema, string(tools[i].InputSchema))
+	assert.Equal(t, "Says it.", tools[i].Description)
+	assert.Equal(t, middleware.DynamicModule, tools[i].Meta[registry.MetaModule])
+	res, err = c.CallTool(ctx, "say", map[string]string{"message": "hello"})
+	require.NoError(t, err)
+	assert.Equal(t, "hello", res.Content[0].Text)
+	_, err = c.CallTool(ctx, "say", map[string]int{"message": 1})
+	invalidArg := requireStructured(t, err)
+	assert.Equal(t, mcp.ErrInvalidArgument, invalidArg.Code, "the canonical schema validates the new tool's arguments")
+
+	// Byte-match: same schema, other member order → refused.
+	_, err = register(`{"name":"say2","description":"","toolType":"echo","inputSchema":{"properties":{"message":{"type":"string"}},"type":"object","required":["message"]}}`)
+	invalid(t, err, "schema_mismatch")
+	_, err = register(`{"name":"say2","description":"","toolType":"echo","inputSchema":{"type":"object"}}`)
+	invalid(t, err, "schema_mismatch")
+	_, err = register(`{"name":"h","description":"","toolType":"health","inputSchema":` + middleware.EchoSchema + `}`)
+	invalid(t, err, "schema_mismatch")
+	_, err = register(`{"name":"x","description":"","toolType":"shell"}`)
+	invalid(t, err, "unknown_tool_type")
+	_, err = register(`{"name":"say","description":"","toolType":"echo"}`)
+	invalid(t, err, "duplicate_name")
+	_, err = register(`{"name":"read","description":"","toolType":"echo"}`)
+	invalid(t, err, "duplicate_name")
+	_, err = register(`{"name":"bad name","description":"","toolType":"echo"}`)
+	invalid(t, err, "invalid_name")
+	_, err = register(`{"name":"admin/registerTool","description":"","toolType":"echo"}`)
+	invalid(t, err, "reserved_name")
+	_, err = register(`{"name":"x","toolType":"echo"}`)
+	assert.Equal(t, mcp.ErrInvalidArgument, requireStructured(t, err).Code, "description is required")
+
+	// health, with its canonical schema.
+	_, err = register(`{"name":"status","description":"Health.","toolType":"health","inputSchema":` + middleware.HealthSchema + `}`)
+	require.NoError(t, err)
+	res, err = c.CallTool(ctx, "status", nil)
+	require.NoError(t, err)
+	rep, err := mcp.DecodeStructured[middleware.HealthReport](res)
+	require.NoError(t, err)
+	assert.Equal(t, "keel", rep.Server.Name)
+
+	// unregister: only tools registered here.
+	unregister := func(name string) (*mcp.CallToolResult, error) {
+		return c.CallTool(ctx, middleware.AdminUnregisterToolName, map[string]string{"name": name})
+	}
+	_, err = unregister("read")
+	invalid(t, err, "not_dynamic")
+	_, err = unregister("nothing")
+	assert.Equal(t, mcp.ErrNotFound, requireStructured(t, err).Code)
+	res, err = unregister("say")
+	require.NoError(t, err)
+	uo, err := mcp.DecodeStructured[middleware.UnregisterToolResult](res)
+	require.NoError(t, err)
+	assert.Equal(t, middleware.UnregisterToolResult{Name: "say", Unregistered: true}, uo)
+	_, err = c.CallTool(ctx, "say", map[string]string{"message": "hello"})
+	var e *mcp.Error
+	require.ErrorAs(t, err, &e)
+	assert.EqualValues(t, mcp.CodeInvalidParams, e.Code, "gone")
+	_, err = unregister("say")
+	assert.Equal(t, mcp.ErrNotFound, requireStructured(t, err).Code)
+}
+
+// Admin tools go through the same gates as every other tool: READONLY hides
+// them (they change things) even from authorized sessions, and
+// unregisterTool is destructive, so the trust gate applies.
+func TestAdminToolsUnderOtherPolicies(t *testing.T) {
+	ctx := context.Background()
+	reg := gatedTools(t)
+	a, err := middleware.NewAdmin(reg, &middleware.AdminOptions{AdminRegistrationEnabled: true, DynamicRegistrationEnabled: true,
+		Policy: middleware.AdminToken, TokenEnvVar: "ADMIN_TOKEN", LookupEnv: env,
+		BearerToken: func(context.Context) string { return adminToken }})
+	require.NoError(t, err)
+
+	ch := middleware.Standard(reg, &middleware.StandardOptions{Admin: a, Admission: middleware.ModePolicy(middleware.ModeReadOnly)})
+	assert.Equal(t, []string{"health", "read", "server_ping"}, listedNames(t, ch, ctx))
+	_, err = callAt(ctx, ch, middleware.AdminRegisterToolName, nil)
+	assert.True(t, isUnknownTool(err, middleware.AdminRegisterToolName), "%v", err)
+
+	g := middleware.NewTrustGateway(middleware.TrustUntrusted)
+	reg = gatedTools(t)
+	a, err = middleware.NewAdmin(reg, &middleware.AdminOptions{AdminRegistrationEnabled: true, DynamicRegistrationEnabled: true,
+		Policy: middleware.AdminToken, TokenEnvVar: "ADMIN_TOKEN", LookupEnv: env,
+		BearerToken: func(context.Context) string { return adminToken }})
+	require.NoError(t, err)
+	ch = middleware.Standard(reg, &middleware.StandardOptions{Admin: a, Admission: g.Policy()})
+	assert.Equal(t, slices.Sorted(slices.Values(append(slices.Clone(allGated), adminNames...))), listedNames(t, ch, ctx))
+	_, err = ch.CallTool(ctx, &mcp.ToolCall{Name: middleware.AdminRegisterToolName, Logger: slog.New(slog.DiscardHandler),
+		Arguments: jsontext.Value(`{"name":"e","description":"","toolType":"echo"}`)})
+	require.NoError(t, err, "registerTool is not destructive")
+	_, err = ch.CallTool(ctx, &mcp.ToolCall{Name: middleware.AdminUnregisterToolName, Logger: slog.New(slog.DiscardHandler),
+		Arguments: jsontext.Value(`{"name":"e"}`)})
+	se := requireStructured(t, err)
+	assert.Equal(t, "untrusted", se.Details["reason"], "unregisterTool is destructive")
+	g.Set(middleware.TrustTrusted)
+	_, err = ch.CallTool(ctx, &mcp.ToolCall{Name: middleware.AdminUnregisterToolName, Logger: slog.New(slog.DiscardHandler),
+		Arguments: jsontext.Value(`{"name":"e"}`)})
+	require.NoError(t, err)
+}
+
+// The agentProxy tool type comes from package agents (which middleware does
+// not import): wire agents.AgentProxyTool into AdminOptions.ToolTypes.
+func TestAdminAgentProxyToolType(t *testing.T) {
+	ctx := context.Background()
+	coord := agents.NewCoordinator(nil)
+	require.NoError(t, coord.Register("greeter", func(_ context.Context, msg agents.Message, _ *agents.AgentContext) (any, error) {
+		var name string
+		if err := msg.DecodePayload(&name); err != nil {
+			return nil, err
+		}
+		return "hello, " + name, nil
+	}, nil))
+	types := middleware.DefaultToolTypes()
+	types[agents.AgentProxyToolType] = func(name, description string) (*mcp.Tool, registry.ToolHandler) {
+		return agents.AgentProxyTool(coord)
+	}
+	reg := registry.New(nil)
+	c := adminClient(t, reg, &middleware.AdminOptions{Policy: middleware.AdminLocalStdioOnly, ToolTypes: types}, nil)
+
+	_, err := c.CallTool(ctx, middleware.AdminRegisterToolName, map[string]any{"name": "ask_greeter", "description": "Asks the greeter.",
+		"toolType": "agentProxy", "inputSchema": jsontext.Value(agents.AgentProxySchema)})
+	require.NoError(t, err)
+	res, err := c.CallTool(ctx, "ask_greeter", map[string]any{"targetAgentId": "greeter", "message": map[string]any{"type": "greet", "payload": "Ann"}})
+	require.NoError(t, err)
+	out, err := mcp.DecodeStructured[agents.AgentProxyResult](res)
+	require.NoError(t, err)
+	assert.Equal(t, "hello, Ann", out.Response)
+
+	_, err = c.CallTool(ctx, middleware.AdminRegisterToolName, map[string]any{"name": "p2", "description": "",
+		"toolType": "agentProxy", "inputSchema": jsontext.Value(middleware.EchoSchema)})
+	se := requireStructured(t, err)
+	assert.Equal(t, "schema_mismatch", se.Details["reason"])
+	assert.Equal(t, agents.AgentProxySchema, se.Details["canonical"])
+	require.NoError(t, coord.Shutdown(ctx, agents.ShutdownDrain))
+	assert.True(t, errors.Is(err, &mcp.StructuredError{Code: mcp.ErrInvalidArgument}))
+}

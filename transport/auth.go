@@ -1,0 +1,266 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// TokenInfo describes a verified access token. RequireBearer stores it in
+// the request's context; over an HTTPHandler it reaches the context of the
+// MCP request handlers (TokenInfoFromContext), and the session is bound to
+// its Subject.
+type TokenInfo struct {
+	// Subject identifies the user (or client) the token was issued to;
+	// sessions are bound to it.
+	Subject string
+	// ClientID is the OAuth client the token was issued to, if known.
+	ClientID string
+	// Scopes are the scopes the token grants.
+	Scopes []string
+	// Audience lists the resources (RFC 8707) the token is valid for.
+	Audience []string
+	// Expiry is when the token expires (zero: not known to expire).
+	Expiry time.Time
+	// Extra carries verifier-specific claims.
+	Extra map[string]any
+}
+
+// HasScope reports whether the token grants scope.
+func (t *TokenInfo) HasScope(scope string) bool {
+	return t != nil && slices.Contains(t.Scopes, scope)
+}
+
+type tokenInfoKey struct{}
+
+// WithTokenInfo returns ctx carrying info (RequireBearer does this for each
+// authenticated request).
+func WithTokenInfo(ctx context.Context, info *TokenInfo) context.Context {
+	return context.WithValue(ctx, tokenInfoKey{}, info)
+}
+
+// TokenInfoFromContext returns the verified token of the request ctx
+// belongs to, or nil when the request was not authenticated by
+// RequireBearer.
+func TokenInfoFromContext(ctx context.Context) *TokenInfo {
+	ti, _ := ctx.Value(tokenInfoKey{}).(*TokenInfo)
+	return ti
+}
+
+// TokenVerifier checks a bearer token: signature or introspection,
+// issuer, expiry, and that the token was issued for this server (its
+// audience, RFC 8707). It returns an error wrapping ErrInvalidToken for a
+// token it rejects (401); any other error is a failure of the verifier
+// itself (500). r is the request carrying the token, for verifiers that
+// need more than the token (DPoP, mTLS); most ignore it.
+type TokenVerifier interface {
+	Verify(ctx context.Context, token string, r *http.Request) (*TokenInfo, error)
+}
+
+// TokenVerifierFunc adapts a function to TokenVerifier.
+type TokenVerifierFunc func(ctx context.Context, token string, r *http.Request) (*TokenInfo, error)
+
+// Verify calls f.
+func (f TokenVerifierFunc) Verify(ctx context.Context, token string, r *http.Request) (*TokenInfo, error) {
+	return f(ctx, token, r)
+}
+
+// ErrInvalidToken is the error a TokenVerifier wraps to reject a token
+// (invalid, expired, revoked, or issued for another resource): the client
+// gets 401 with error="invalid_token".
+var ErrInvalidToken = errors.New("transport: invalid access token")
+
+// BearerOptions configures RequireBearer (nil = defaults).
+type BearerOptions struct {
+	// ResourceMetadataURL is the absolute URL of this server's protected
+	// resource metadata (RFC 9728), named in every challenge. Empty means
+	// derived from the request: <scheme>://<host>/.well-known/oauth-protected-resource<path>
+	// (set it when the server runs behind a proxy).
+	ResourceMetadataURL string
+	// Scopes are required on every request: a token lacking one gets 403
+	// with error="insufficient_scope". They are also named in 401
+	// challenges (scope=...), telling clients what to ask for.
+	Scopes []string
+	// Resource, if set, must be among the token's Audience (RFC 8707);
+	// otherwise the token is refused with 401. Verifiers may check the
+	// audience themselves instead.
+	Resource string
+	// Now is the clock for expiry checks (nil = time.Now).
+	Now func() time.Time
+	// Logger receives refusals at debug level and verifier failures at
+	// error level (nil = slog.Default()).
+	Logger *slog.Logger
+}
+
+// RequireBearer returns middleware that admits only requests carrying a
+// valid OAuth 2.1 bearer token in the Authorization header (never a query
+// string), as an MCP server acting as an OAuth resource server must
+// (2025-06-18 and later):
+//
+//   - no token: 401 with WWW-Authenticate: Bearer resource_metadata="...",
+//     scope="..." (the scope when Scopes is set);
+//   - a malformed Authorization header, or a token in the query string:
+//     400 with error="invalid_request";
+//   - a token the verifier rejects, expired, or for another resource: 401
+//     with error="invalid_token";
+//   - a token without the required Scopes: 403 with
+//     error="insufficient_scope", scope and resource_metadata;
+//   - a verifier failure: 500.
+//
+// An admitted request continues with the TokenInfo in its context
+// (TokenInfoFromContext).
+func RequireBearer(v TokenVerifier, opts *BearerOptions) func(http.Handler) http.Handler {
+	var o BearerOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	o.Scopes = slices.Clone(o.Scopes)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			token, problem := bearerToken(r)
+			switch problem {
+			case "missing":
+				o.challenge(w, r, http.StatusUnauthorized, "", "")
+				return
+			case "":
+			default:
+				o.Logger.Debug("transport: malformed bearer credentials", "problem", problem)
+				o.challenge(w, r, http.StatusBadRequest, "invalid_request", problem)
+				return
+			}
+			info, err := v.Verify(r.Context(), token, r)
+			switch {
+			case err != nil && errors.Is(err, ErrInvalidToken):
+				o.Logger.Debug("transport: bearer token refused", "error", err)
+				o.challenge(w, r, http.StatusUnauthorized, "invalid_token", "the access token is invalid")
+				return
+			case err != nil:
+				o.Logger.Error("transport: token verification failed", "error", err)
+				writeHTTPError(w, http.StatusInternalServerError, codeServerError, "Internal Server Error: token verification failed")
+				return
+			case info == nil:
+				o.challenge(w, r, http.StatusUnauthorized, "invalid_token", "the access token is invalid")
+				return
+			}
+			if !info.Expiry.IsZero() && !o.Now().Before(info.Expiry) {
+				o.challenge(w, r, http.StatusUnauthorized, "invalid_token", "the access token has expired")
+				return
+			}
+			if o.Resource != "" && !slices.Contains(info.Audience, o.Resource) {
+				o.challenge(w, r, http.StatusUnauthorized, "invalid_token", "the access token was not issued for this resource")
+				return
+			}
+			for _, s := range o.Scopes {
+				if !info.HasScope(s) {
+					o.challenge(w, r, http.StatusForbidden, "insufficient_scope", "the access token lacks a required scope")
+					return
+				}
+			}
+			next.ServeHTTP(w, r.WithContext(WithTokenInfo(r.Context(), info)))
+		})
+	}
+}
+
+// bearerToken extracts the token of an "Authorization: Bearer" header; the
+// problem is "missing" when there are no credentials at all, else a
+// description of malformed credentials ("" when fine).
+func bearerToken(r *http.Request) (token, problem string) {
+	vals := r.Header.Values("Authorization")
+	if len(vals) == 0 {
+		if r.URL.Query().Has("access_token") {
+			return "", "access tokens are accepted only in the Authorization header"
+		}
+		return "", "missing"
+	}
+	if len(vals) > 1 {
+		return "", "more than one Authorization header"
+	}
+	scheme, tok, ok := strings.Cut(vals[0], " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", "the Authorization scheme must be Bearer"
+	}
+	tok = strings.TrimLeft(tok, " ")
+	if tok == "" || !isToken68(tok) {
+		return "", "malformed bearer token"
+	}
+	if r.URL.Query().Has("access_token") {
+		return "", "access tokens are accepted only in the Authorization header"
+	}
+	return tok, ""
+}
+
+// isToken68 reports whether s matches RFC 6750's b64token syntax.
+func isToken68(s string) bool {
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/' {
+			i++
+			continue
+		}
+		break
+	}
+	for i < len(s) && s[i] == '=' {
+		i++
+	}
+	return i == len(s) && i > 0
+}
+
+// challenge answers with status and a Bearer WWW-Authenticate challenge
+// naming the protected resource metadata (and error, scope when known).
+func (o *BearerOptions) challenge(w http.ResponseWriter, r *http.Request, status int, errCode, desc string) {
+	var b strings.Builder
+	b.WriteString("Bearer")
+	sep := " "
+	param := func(name, value string) {
+		b.WriteString(sep)
+		b.WriteString(name)
+		b.WriteString(`="`)
+		for _, c := range value {
+			if c == '"' || c == '\\' {
+				b.WriteByte('\\')
+			}
+			b.WriteRune(c)
+		}
+		b.WriteByte('"')
+		sep = ", "
+	}
+	if errCode != "" {
+		param("error", errCode)
+		if desc != "" {
+			param("error_description", desc)
+		}
+	}
+	if len(o.Scopes) > 0 {
+		param("scope", strings.Join(o.Scopes, " "))
+	}
+	param("resource_metadata", o.metadataURL(r))
+	w.Header().Set("WWW-Authenticate", b.String())
+	msg := http.StatusText(status)
+	if desc != "" {
+		msg += ": " + desc
+	}
+	writeHTTPError(w, status, codeServerError, msg)
+}
+
+func (o *BearerOptions) metadataURL(r *http.Request) string {
+	if o.ResourceMetadataURL != "" {
+		return o.ResourceMetadataURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + wellKnownPRM + strings.TrimSuffix(r.URL.Path, "/")
+}

@@ -1,0 +1,185 @@
+package transport_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keelmcp/keel/transport"
+)
+
+// testVerifier accepts "alice-token" (scopes mcp:read mcp:write),
+// "bob-token" (mcp:read), "expired-token" and "other-audience-token";
+// "broken-token" makes it fail.
+var testVerifier = transport.TokenVerifierFunc(func(_ context.Context, token string, _ *http.Request) (*transport.TokenInfo, error) {
+	const resource = "http://127.0.0.1/mcp"
+	switch token {
+	case "alice-token":
+		return &transport.TokenInfo{Subject: "alice", Scopes: []string{"mcp:read", "mcp:write"}, Audience: []string{resource}}, nil
+	case "bob-token":
+		return &transport.TokenInfo{Subject: "bob", Scopes: []string{"mcp:read"}, Audience: []string{resource}}, nil
+	case "expired-token":
+		return &transport.TokenInfo{Subject: "carol", Audience: []string{resource}, Expiry: time.Unix(1, 0)}, nil
+	case "other-audience-token":
+		return &transport.TokenInfo{Subject: "dave", Audience: []string{"https://elsewhere.example/mcp"}}, nil
+	case "broken-token":
+		return nil, errors.New("introspection endpoint unreachable")
+	}
+	return nil, transport.ErrInvalidToken
+})
+
+const prmURL = "http://127.0.0.1/.well-known/oauth-protected-resource/mcp"
+
+func TestRequireBearer(t *testing.T) {
+	protect := transport.RequireBearer(testVerifier, &transport.BearerOptions{
+		ResourceMetadataURL: prmURL,
+		Resource:            "http://127.0.0.1/mcp",
+		Logger:              quiet,
+	})
+	var seen *transport.TokenInfo
+	h := protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = transport.TokenInfoFromContext(r.Context())
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	cases := []struct {
+		name, auth, query string
+		status            int
+		challenge         string
+	}{
+		{name: "no credentials", status: 401, challenge: `Bearer resource_metadata="` + prmURL + `"`},
+		{name: "not Bearer", auth: "Basic YWxhZGRpbjpvcGVuc2VzYW1l", status: 400, challenge: `Bearer error="invalid_request"`},
+		{name: "empty token", auth: "Bearer ", status: 400, challenge: `error="invalid_request"`},
+		{name: "malformed token", auth: "Bearer a b", status: 400, challenge: `error="invalid_request"`},
+		{name: "token in the query", query: "?access_token=alice-token", status: 400, challenge: `error_description="access tokens are accepted only in the Authorization header"`},
+		{name: "header and query", auth: "Bearer alice-token", query: "?access_token=alice-token", status: 400},
+		{name: "unknown token", auth: "Bearer nope", status: 401, challenge: `Bearer error="invalid_token", error_description="the access token is invalid", resource_metadata="` + prmURL + `"`},
+		{name: "expired", auth: "Bearer expired-token", status: 401, challenge: `has expired`},
+		{name: "another resource's token", auth: "Bearer other-audience-token", status: 401, challenge: `not issued for this resource`},
+		{name: "verifier failure", auth: "Bearer broken-token", status: 500},
+		{name: "valid", auth: "Bearer alice-token", status: 204},
+		{name: "scheme is case-insensitive", auth: "bearer alice-token", status: 204},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			seen = nil
+			r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp"+c.query, nil)
+			if c.auth != "" {
+				r.Header.Set("Authorization", c.auth)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			assert.Equal(t, c.status, w.Code, w.Body.String())
+			assert.Contains(t, w.Header().Get("WWW-Authenticate"), c.challenge)
+			if c.status == 204 {
+				require.NotNil(t, seen)
+				assert.Equal(t, "alice", seen.Subject)
+			} else {
+				assert.Nil(t, seen)
+			}
+		})
+	}
+}
+
+// Required scopes: a token without one gets 403 insufficient_scope naming
+// the scopes and the metadata; 401 challenges name the scopes too.
+func TestRequireBearerScopes(t *testing.T) {
+	protect := transport.RequireBearer(testVerifier, &transport.BearerOptions{Scopes: []string{"mcp:read", "mcp:write"}, Logger: quiet})
+	h := protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	do := func(auth string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, "http://localhost:8080/mcp", nil)
+		if auth != "" {
+			r.Header.Set("Authorization", auth)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	w := do("Bearer bob-token")
+	assert.Equal(t, http.StatusForbidden, w.Code)
+	assert.Equal(t, `Bearer error="insufficient_scope", error_description="the access token lacks a required scope", scope="mcp:read mcp:write", resource_metadata="http://localhost:8080/.well-known/oauth-protected-resource/mcp"`,
+		w.Header().Get("WWW-Authenticate"))
+	w = do("")
+	assert.Equal(t, http.StatusUnauthorized, w.Code)
+	assert.Equal(t, `Bearer scope="mcp:read mcp:write", resource_metadata="http://localhost:8080/.well-known/oauth-protected-resource/mcp"`, w.Header().Get("WWW-Authenticate"))
+	assert.Equal(t, http.StatusNoContent, do("Bearer alice-token").Code)
+}
+
+func TestProtectedResourceMetadata(t *testing.T) {
+	mux := http.NewServeMux()
+	url := transport.HandleProtectedResourceMetadata(mux, &transport.ProtectedResourceMetadata{
+		Resource:             "https://mcp.example.com/mcp",
+		AuthorizationServers: []string{"https://auth.example.com"},
+		ScopesSupported:      []string{"mcp:read"},
+	})
+	assert.Equal(t, "https://mcp.example.com/.well-known/oauth-protected-resource/mcp", url)
+	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		require.Equal(t, http.StatusOK, w.Code, path)
+		assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
+		assert.Equal(t, "*", w.Header().Get("Access-Control-Allow-Origin"))
+		var doc map[string]any
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &doc))
+		assert.Equal(t, map[string]any{
+			"resource":                 "https://mcp.example.com/mcp",
+			"authorization_servers":    []any{"https://auth.example.com"},
+			"scopes_supported":         []any{"mcp:read"},
+			"bearer_methods_supported": []any{"header"},
+		}, doc)
+	}
+	w := httptest.NewRecorder()
+	mux.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/.well-known/oauth-protected-resource", nil))
+	assert.Equal(t, http.StatusMethodNotAllowed, w.Code)
+	assert.Equal(t, []string{"/.well-known/oauth-protected-resource"}, transport.ProtectedResourceMetadataPaths("https://mcp.example.com"))
+	assert.Panics(t, func() {
+		transport.ProtectedResourceMetadataHandler(&transport.ProtectedResourceMetadata{Resource: "x"})
+	})
+}
+
+// Behind RequireBearer, the token reaches the MCP request handlers, and a
+// session stays bound to the user who created it.
+func TestHTTPSessionBoundToUser(t *testing.T) {
+	f := newFakeServer()
+	h := transport.NewHTTPHandler(&transport.HTTPOptions{Serve: f.serve, Logger: quiet})
+	srv := newServerHandler(t, h, transport.RequireBearer(testVerifier, &transport.BearerOptions{Logger: quiet})(h))
+	as := func(token string) map[string]string { return map[string]string{"Authorization": "Bearer " + token} }
+
+	resp := do(t, srv, request{body: initBody})
+	readBody(t, resp)
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	assert.True(t, strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), `Bearer resource_metadata="http://127.0.0.1:`))
+
+	resp = do(t, srv, request{body: initBody, header: as("alice-token")})
+	readBody(t, resp)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	require.NotEmpty(t, sid)
+	resp = do(t, srv, request{body: `{"jsonrpc":"2.0","id":2,"method":"whoami"}`, session: sid, header: as("alice-token")})
+	assert.Equal(t, `{"jsonrpc":"2.0","id":2,"result":{"subject":"alice"}}`, readBody(t, resp))
+
+	for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		resp = do(t, srv, request{method: method, body: `{"jsonrpc":"2.0","id":3,"method":"whoami"}`, session: sid, header: as("bob-token")})
+		readBody(t, resp)
+		assert.Equal(t, http.StatusNotFound, resp.StatusCode, "%s by another user", method)
+	}
+	resp = do(t, srv, request{body: `{"jsonrpc":"2.0","id":4,"method":"whoami"}`, session: sid, header: as("alice-token")})
+	assert.Equal(t, `{"jsonrpc":"2.0","id":4,"result":{"subject":"alice"}}`, readBody(t, resp))
+}
+
+// newServerHandler serves handler (wrapping h) on a test server.
+func newServerHandler(t *testing.T, h *transport.HTTPHandler, handler http.Handler) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(handler)
+	t.Cleanup(func() {
+		_ = h.Close()
+		srv.Close()
+	})
+	return srv
+}

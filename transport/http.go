@@ -1,0 +1,685 @@
+package transport
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+)
+
+// Header names of the streamable HTTP transport.
+const (
+	headerSessionID       = "Mcp-Session-Id"
+	headerProtocolVersion = "Mcp-Protocol-Version"
+	headerLastEventID     = "Last-Event-Id"
+)
+
+// Defaults of HTTPOptions.
+const (
+	DefaultIdleTimeout   = 30 * time.Minute
+	DefaultRetryInterval = time.Second
+	DefaultSSEAfter      = time.Second
+)
+
+// ResponseMode selects how an HTTPHandler answers a POST carrying requests.
+type ResponseMode uint8
+
+const (
+	// ResponseAuto answers with one JSON body when the response is the
+	// first message about the request and comes within SSEAfter, and with
+	// an SSE stream otherwise: as soon as the handler sends a related
+	// message (progress, a log message, a request to the client), or
+	// after SSEAfter on a resumable session of 2025-11-25 or later (the
+	// priming event then lets the client resume a long call).
+	ResponseAuto ResponseMode = iota
+	// ResponseSSE always answers with an SSE stream.
+	ResponseSSE
+	// ResponseJSON always answers with one JSON body; messages related to
+	// the request go to the session's GET stream instead.
+	ResponseJSON
+)
+
+// HTTPOptions configures NewHTTPHandler. Serve is required; the zero value
+// of every other field selects its default.
+type HTTPOptions struct {
+	// Serve serves one MCP session over t until t's input ends (io.EOF
+	// from Read) or ctx is cancelled; mcp.Server.Run is such a function
+	// (mcp.Server.HTTPHandler sets it). In stateful mode it is called once
+	// per session, when the client POSTs initialize; in stateless mode
+	// once per POST carrying requests, with a StatelessRequest in ctx
+	// unless the request is initialize.
+	Serve func(ctx context.Context, t Transport) error
+
+	// Stateless serves each POST with a fresh session and issues no
+	// Mcp-Session-Id: any replica can serve any request (horizontal
+	// scale, no shared memory). There is no GET stream and no DELETE
+	// (405), and requests from the server to the client are not possible.
+	Stateless bool
+	// ResponseMode selects JSON or SSE answers (default ResponseAuto).
+	ResponseMode ResponseMode
+	// SSEAfter is how long ResponseAuto waits for a response before it
+	// switches to SSE (default DefaultSSEAfter; negative: never).
+	SSEAfter time.Duration
+
+	// IdleTimeout ends a session that has had no HTTP request, open stream
+	// or unanswered request for this long (default DefaultIdleTimeout;
+	// negative: never).
+	IdleTimeout time.Duration
+	// MaxSessions bounds the number of live sessions; an initialize beyond
+	// it gets 503 (default 0: no bound).
+	MaxSessions int
+	// MaxBodyBytes limits a request body; a larger one gets 413 (default
+	// DefaultMaxMessageBytes).
+	MaxBodyBytes int64
+	// MaxDepth bounds the nesting depth of a POSTed message (default
+	// 64, as the mcp Server).
+	MaxDepth int
+	// SupportedVersions are the protocol revisions accepted in the
+	// MCP-Protocol-Version header; another value gets 400. Nil means
+	// 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05
+	// (mcp.Server.HTTPHandler passes mcp.SupportedVersions).
+	SupportedVersions []string
+
+	// AllowedHosts lists the Host header values accepted, against DNS
+	// rebinding: a bare host name ("localhost", "::1") matches any port,
+	// "host:port" only that port, "*" anything. Nil means localhost,
+	// 127.0.0.1 and ::1 on any port: a server reachable under another
+	// name must list it. A request with another Host gets 403.
+	AllowedHosts []string
+	// AllowedOrigins lists the Origin header values accepted (requests
+	// without Origin, from non-browser clients, are always accepted): an
+	// origin "https://app.example.com" matches exactly, a bare host name
+	// any scheme and port, "*" anything. Nil means localhost, 127.0.0.1
+	// and ::1. A request with another Origin gets 403.
+	AllowedOrigins []string
+
+	// EventStore keeps SSE events for resumption (Last-Event-ID); nil
+	// means a NewMemoryEventStore(nil) per handler. Stateless handlers
+	// keep no events.
+	EventStore EventStore
+	// DisableResumption sends events without ids and keeps none: streams
+	// cannot be resumed and CloseSSEStream is refused.
+	DisableResumption bool
+	// RetryInterval is the SSE retry field sent with priming events: how
+	// long a client waits before reconnecting (default
+	// DefaultRetryInterval).
+	RetryInterval time.Duration
+
+	// Logger receives diagnostics (nil = slog.Default()).
+	Logger *slog.Logger
+	// NewSessionID generates session ids (nil: 128 random bits from
+	// crypto/rand, base64url). Ids must be visible ASCII and unguessable.
+	NewSessionID func() string
+}
+
+var defaultVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+var defaultLocalHosts = []string{"localhost", "127.0.0.1", "::1"}
+
+// HTTPHandler serves MCP over the streamable HTTP transport on one
+// endpoint: POST carries client messages, GET opens the stream of
+// server-initiated messages, DELETE ends a session. Mount it on the
+// endpoint path of your own net/http server. Create it with
+// NewHTTPHandler (or mcp.Server.HTTPHandler).
+//
+// Status rules: 403 for a Host or Origin not allowed; 405 for other
+// methods; 415 for a POST whose Content-Type is not application/json; 406
+// when Accept lacks application/json and text/event-stream (POST) or
+// text/event-stream (GET); 413 for a body over MaxBodyBytes; 400 for a
+// malformed JSON-RPC body (with the JSON-RPC error as body), a missing
+// Mcp-Session-Id, an unsupported MCP-Protocol-Version or a batch outside
+// 2025-03-26; 404 for an unknown or ended session (or one bound to another
+// user); 202 with no body for POSTs carrying only notifications and
+// responses; 503 while shutting down.
+//
+// Each message the server sends goes on exactly one stream: a response on
+// the POST that carried its request; a message written with the context
+// of a request (see MessageContexter) on that request's stream while it is
+// open; anything else on the GET stream (notifications are dropped when
+// none is open; requests fail with ErrNoStream).
+type HTTPHandler struct {
+	opts      HTTPOptions
+	log       *slog.Logger
+	store     EventStore // nil: no resumption
+	versions  map[string]bool
+	hosts     []string
+	origins   []string
+	anyHost   bool
+	anyOrigin bool
+
+	mu        sync.Mutex
+	sessions  map[string]*httpSession
+	stateless map[*httpSession]struct{} // sessions of stateless POSTs in progress
+
+	inflight atomic.Int64 // unanswered requests, all sessions
+	closing  atomic.Bool
+	serveWG  sync.WaitGroup
+}
+
+var _ http.Handler = (*HTTPHandler)(nil)
+
+// NewHTTPHandler returns a handler configured by opts; opts.Serve is
+// required (NewHTTPHandler panics without it).
+func NewHTTPHandler(opts *HTTPOptions) *HTTPHandler {
+	if opts == nil || opts.Serve == nil {
+		panic("transport: NewHTTPHandler needs HTTPOptions.Serve")
+	}
+	o := *opts
+	if o.SSEAfter == 0 {
+		o.SSEAfter = DefaultSSEAfter
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxMessageBytes
+	}
+	if o.MaxDepth <= 0 {
+		o.MaxDepth = jsonrpc.DefaultMaxDepth
+	}
+	if o.SupportedVersions == nil {
+		o.SupportedVersions = defaultVersions
+	}
+	if o.RetryInterval <= 0 {
+		o.RetryInterval = DefaultRetryInterval
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.NewSessionID == nil {
+		o.NewSessionID = randomSessionID
+	}
+	h := &HTTPHandler{opts: o, log: o.Logger, sessions: map[string]*httpSession{},
+		stateless: map[*httpSession]struct{}{}, versions: map[string]bool{}}
+	for _, v := range o.SupportedVersions {
+		h.versions[v] = true
+	}
+	if !o.Stateless && !o.DisableResumption {
+		h.store = o.EventStore
+		if h.store == nil {
+			h.store = NewMemoryEventStore(nil)
+		}
+	}
+	h.hosts, h.anyHost = normalizeList(o.AllowedHosts, defaultLocalHosts)
+	h.origins, h.anyOrigin = normalizeList(o.AllowedOrigins, defaultLocalHosts)
+	return h
+}
+
+func normalizeList(list, def []string) ([]string, bool) {
+	if list == nil {
+		list = def
+	}
+	out := make([]string, 0, len(list))
+	for _, e := range list {
+		if e == "*" {
+			return nil, true
+		}
+		out = append(out, strings.ToLower(strings.Trim(e, "[]")))
+	}
+	return out, false
+}
+
+func randomSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// ServeHTTP implements http.Handler.
+func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.hostAllowed(r.Host) {
+		h.log.Warn("transport: request with a Host not allowed refused (DNS rebinding protection)", "host", r.Host)
+		writeHTTPError(w, http.StatusForbidden, codeServerError, "Forbidden: Host not allowed")
+		return
+	}
+	if o := r.Header.Get("Origin"); o != "" && !h.originAllowed(o) {
+		h.log.Warn("transport: request with an Origin not allowed refused", "origin", o)
+		writeHTTPError(w, http.StatusForbidden, codeServerError, "Forbidden: Origin not allowed")
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		h.servePOST(w, r)
+	case http.MethodGet:
+		if h.opts.Stateless {
+			h.methodNotAllowed(w)
+			return
+		}
+		h.serveGET(w, r)
+	case http.MethodDelete:
+		if h.opts.Stateless {
+			h.methodNotAllowed(w)
+			return
+		}
+		h.serveDELETE(w, r)
+	default:
+		h.methodNotAllowed(w)
+	}
+}
+
+func (h *HTTPHandler) methodNotAllowed(w http.ResponseWriter) {
+	if h.opts.Stateless {
+		w.Header().Set("Allow", "POST")
+	} else {
+		w.Header().Set("Allow", "GET, POST, DELETE")
+	}
+	writeHTTPError(w, http.StatusMethodNotAllowed, codeServerError, "Method Not Allowed")
+}
+
+// JSON-RPC error codes used in HTTP error bodies.
+const (
+	codeServerError     = -32000
+	codeSessionNotFound = -32001
+)
+
+// writeHTTPError answers with status and a JSON-RPC error (id null) as body.
+func writeHTTPError(w http.ResponseWriter, status int, code int64, msg string) {
+	writeHTTPErrorID(w, status, code, msg, nil)
+}
+
+func writeHTTPErrorID(w http.ResponseWriter, status int, code int64, msg string, id []byte) {
+	body, err := jsonrpc.AppendError(nil, id, code, msg, nil)
+	if err != nil {
+		body, _ = jsonrpc.AppendError(nil, nil, code, http.StatusText(status), nil)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func (h *HTTPHandler) hostAllowed(host string) bool {
+	if h.anyHost {
+		return true
+	}
+	host = strings.ToLower(host)
+	name := host
+	if hn, _, err := net.SplitHostPort(host); err == nil {
+		name = hn
+	}
+	name = strings.Trim(name, "[]")
+	for _, a := range h.hosts {
+		if a == name || a == host {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *HTTPHandler) originAllowed(origin string) bool {
+	if h.anyOrigin {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	o := strings.ToLower(origin)
+	name := strings.ToLower(u.Hostname())
+	for _, a := range h.origins {
+		if a == o || (!strings.Contains(a, "://") && a == name) {
+			return true
+		}
+	}
+	return false
+}
+
+// accepts reports whether the Accept header admits mediaType.
+func accepts(r *http.Request, mediaType string) bool {
+	major, _, _ := strings.Cut(mediaType, "/")
+	for _, v := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(v, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			mt = strings.ToLower(strings.TrimSpace(mt))
+			if mt == mediaType || mt == "*/*" || mt == major+"/*" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isJSONContentType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
+}
+
+// checkVersion validates MCP-Protocol-Version; absent means 2025-03-26.
+func (h *HTTPHandler) checkVersion(w http.ResponseWriter, r *http.Request) (string, bool) {
+	v := r.Header.Get(headerProtocolVersion)
+	if v == "" {
+		return "2025-03-26", true
+	}
+	if !h.versions[v] {
+		writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
+			"Bad Request: unsupported MCP-Protocol-Version "+quoteHeader(v)+" (supported: "+strings.Join(h.opts.SupportedVersions, ", ")+")")
+		return "", false
+	}
+	return v, true
+}
+
+func quoteHeader(v string) string {
+	if len(v) > 64 {
+		v = v[:64] + "..."
+	}
+	return `"` + strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == '"' {
+			return '?'
+		}
+		return r
+	}, v) + `"`
+}
+
+// lookup finds the session a request names: 400 when the header is
+// missing, 404 when the session is unknown, ended, or bound to another
+// user. On success the session counts the request as active (call end).
+func (h *HTTPHandler) lookup(w http.ResponseWriter, r *http.Request) *httpSession {
+	id := r.Header.Get(headerSessionID)
+	if id == "" {
+		writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
+		return nil
+	}
+	h.mu.Lock()
+	s := h.sessions[id]
+	h.mu.Unlock()
+	if s != nil && s.subject != subjectOf(r) {
+		h.log.Warn("transport: session used by another user refused", "session", id)
+		s = nil
+	}
+	if s == nil || !s.begin() {
+		writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
+		return nil
+	}
+	return s
+}
+
+func subjectOf(r *http.Request) string {
+	if ti := TokenInfoFromContext(r.Context()); ti != nil {
+		return ti.Subject
+	}
+	return ""
+}
+
+func (h *HTTPHandler) removeSession(s *httpSession) {
+	h.mu.Lock()
+	delete(h.stateless, s)
+	if s.id != "" && h.sessions[s.id] == s {
+		delete(h.sessions, s.id)
+	}
+	h.mu.Unlock()
+}
+
+// startSession runs Serve for s on a new goroutine.
+func (h *HTTPHandler) startSession(s *httpSession, ctx context.Context) {
+	h.serveWG.Add(1)
+	go func() {
+		defer h.serveWG.Done()
+		defer s.close()
+		if err := h.opts.Serve(ctx, s); err != nil && !errors.Is(err, context.Canceled) {
+			h.log.Warn("transport: session ended with an error", "session", s.id, "error", err)
+		}
+	}()
+}
+
+func (h *HTTPHandler) servePOST(w http.ResponseWriter, r *http.Request) {
+	if !isJSONContentType(r.Header.Get("Content-Type")) {
+		writeHTTPError(w, http.StatusUnsupportedMediaType, codeServerError, "Unsupported Media Type: Content-Type must be application/json")
+		return
+	}
+	if !accepts(r, "application/json") || !accepts(r, "text/event-stream") {
+		writeHTTPError(w, http.StatusNotAcceptable, codeServerError, "Not Acceptable: Accept must include application/json and text/event-stream")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeHTTPError(w, http.StatusRequestEntityTooLarge, jsonrpc.CodeInvalidRequest,
+				(&MessageTooLargeError{Limit: int(h.opts.MaxBodyBytes), Size: int(h.opts.MaxBodyBytes) + 1}).Error())
+			return
+		}
+		writeHTTPError(w, http.StatusBadRequest, codeServerError, "Bad Request: reading the body failed")
+		return
+	}
+	env, derr := parseIncoming(body, h.opts.MaxDepth)
+	if derr != nil {
+		writeHTTPErrorID(w, http.StatusBadRequest, derr.Code, derr.Message, derr.ID)
+		return
+	}
+	if h.closing.Load() && env.hasRequests() {
+		writeHTTPError(w, http.StatusServiceUnavailable, codeServerError, "Service Unavailable: shutting down")
+		return
+	}
+	if h.opts.Stateless {
+		h.serveStateless(w, r, body, env)
+		return
+	}
+	var s *httpSession
+	created := env.initialize && r.Header.Get(headerSessionID) == ""
+	if created {
+		if s = h.createSession(w, r); s == nil {
+			return
+		}
+	} else {
+		if !env.initialize {
+			if _, ok := h.checkVersion(w, r); !ok {
+				return
+			}
+		}
+		if s = h.lookup(w, r); s == nil {
+			return
+		}
+	}
+	defer s.end()
+	if env.batch {
+		s.mu.Lock()
+		v := s.version
+		s.mu.Unlock()
+		if v != "2025-03-26" {
+			writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid Request: batches are accepted only in protocol revision 2025-03-26")
+			return
+		}
+	}
+	h.dispatch(w, r, s, body, env, created)
+}
+
+// createSession starts a stateful session for an initialize request.
+func (h *HTTPHandler) createSession(w http.ResponseWriter, r *http.Request) *httpSession {
+	h.mu.Lock()
+	if h.opts.MaxSessions > 0 && len(h.sessions) >= h.opts.MaxSessions {
+		h.mu.Unlock()
+		writeHTTPError(w, http.StatusServiceUnavailable, codeServerError, "Service Unavailable: too many sessions")
+		return nil
+	}
+	id := h.opts.NewSessionID()
+	for h.sessions[id] != nil {
+		id = h.opts.NewSessionID()
+	}
+	s := h.newHTTPSession(id, subjectOf(r), false)
+	h.sessions[id] = s
+	h.mu.Unlock()
+	s.begin()
+	h.startSession(s, s.ctx)
+	h.log.Debug("transport: session created", "session", id)
+	return s
+}
+
+// dispatch hands a POSTed message to session s and answers the POST: 202
+// when it carries no request, else the stream of its responses.
+// created marks the POST of the initialize request that created s.
+func (h *HTTPHandler) dispatch(w http.ResponseWriter, r *http.Request, s *httpSession, body []byte, env *envelope, created bool) {
+	if !env.hasRequests() {
+		if !s.deliver(r, body, nil) {
+			writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
+			return
+		}
+		if len(env.cancelled) > 0 {
+			s.release(env.cancelled)
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	st, dup := s.newStream(env.requests)
+	if st == nil {
+		writeHTTPErrorID(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
+			"Invalid Request: id is already in use by an unanswered request", []byte(dup))
+		return
+	}
+	if created {
+		st.initPOST = true
+		s.mu.Lock()
+		s.initID = env.requests[0]
+		s.mu.Unlock()
+	}
+	st.mu.Lock()
+	a := st.attachLocked(w)
+	if h.opts.ResponseMode == ResponseSSE && !st.initPOST {
+		st.mode = modeSSE
+		st.writeHeaderLocked(a, true)
+	} else if h.opts.ResponseMode == ResponseAuto && h.opts.SSEAfter > 0 && st.useIDs && s.canPrime() {
+		st.sseTimer = time.AfterFunc(h.opts.SSEAfter, st.switchToSSE)
+	}
+	st.mu.Unlock()
+	if !s.deliver(r, body, st) {
+		st.detach(a)
+		s.release(env.requests)
+		st.mu.Lock()
+		sent := a.headerSent
+		st.mu.Unlock()
+		if !sent && r.Context().Err() == nil {
+			writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
+		}
+		return
+	}
+	if len(env.cancelled) > 0 {
+		s.release(env.cancelled)
+	}
+	st.wait(r, a)
+	st.mu.Lock()
+	sent := a.headerSent
+	st.mu.Unlock()
+	if !sent && r.Context().Err() == nil {
+		writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found (it ended before the response)")
+	}
+}
+
+// serveStateless serves one POST with a fresh session (Stateless mode).
+func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, body []byte, env *envelope) {
+	v := "2025-03-26"
+	if !env.initialize {
+		var ok bool
+		if v, ok = h.checkVersion(w, r); !ok {
+			return
+		}
+	}
+	if env.batch && v != "2025-03-26" {
+		writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid Request: batches are accepted only in protocol revision 2025-03-26")
+		return
+	}
+	if !env.hasRequests() {
+		// No session outlives a POST: notifications and responses have
+		// nothing to act on.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	s := h.newHTTPSession("", subjectOf(r), true)
+	s.version = v
+	h.mu.Lock()
+	h.stateless[s] = struct{}{}
+	h.mu.Unlock()
+	st, dup := s.newStream(env.requests)
+	if st == nil {
+		s.close()
+		writeHTTPErrorID(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid Request: duplicate id in batch", []byte(dup))
+		return
+	}
+	ctx := s.ctx
+	if !env.initialize {
+		ctx = context.WithValue(ctx, statelessKey{}, StatelessRequest{ProtocolVersion: v})
+	}
+	st.mu.Lock()
+	a := st.attachLocked(w)
+	if h.opts.ResponseMode == ResponseSSE {
+		st.mode = modeSSE
+		st.writeHeaderLocked(a, true)
+	}
+	st.mu.Unlock()
+	h.startSession(s, ctx)
+	if !s.deliver(r, body, st) {
+		s.close()
+		return
+	}
+	finished := st.wait(r, a)
+	s.endInput()
+	if !finished {
+		s.close() // nobody can receive the results: cancel the handlers
+	}
+}
+
+// SessionCount returns the number of live sessions.
+func (h *HTTPHandler) SessionCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions)
+}
+
+// Shutdown shuts the handler down gracefully: new requests get 503 (the
+// responses and notifications that in-flight requests wait for are still
+// accepted), in-flight requests are answered, then every session ends and
+// Shutdown waits for their Serve calls to return. If ctx ends first, the
+// remaining sessions are closed at once and ctx's error is returned. Call
+// it before http.Server.Shutdown, which waits for open streams.
+func (h *HTTPHandler) Shutdown(ctx context.Context) error {
+	h.closing.Store(true)
+	wait := time.Millisecond
+	for h.inflight.Load() > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			h.Close()
+			return ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, 50*time.Millisecond)
+	}
+	h.Close()
+	done := make(chan struct{})
+	go func() { h.serveWG.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close ends every session at once (in-flight requests are cancelled) and
+// refuses new requests with 503.
+func (h *HTTPHandler) Close() error {
+	h.closing.Store(true)
+	h.mu.Lock()
+	all := make([]*httpSession, 0, len(h.sessions)+len(h.stateless))
+	for _, s := range h.sessions {
+		all = append(all, s)
+	}
+	for s := range h.stateless {
+		all = append(all, s)
+	}
+	h.mu.Unlock()
+	for _, s := range all {
+		s.close()
+	}
+	return nil
+}

@@ -1,0 +1,524 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+)
+
+// HTTPClientOptions configures NewHTTPClientTransport (nil = defaults).
+type HTTPClientOptions struct {
+	// HTTPClient sends the requests (nil = http.DefaultClient). Its
+	// Timeout, if any, bounds SSE streams too: leave it zero.
+	HTTPClient *http.Client
+	// Header is added to every request (e.g. a User-Agent).
+	Header http.Header
+	// BearerToken, if set, is sent as "Authorization: Bearer <token>".
+	BearerToken string
+	// TokenSource, if set, is asked for the bearer token before each
+	// request (it caches and refreshes); it takes precedence over
+	// BearerToken.
+	TokenSource func(ctx context.Context) (string, error)
+	// DisableGETStream keeps the client from opening the GET stream for
+	// server-initiated messages after initialization.
+	DisableGETStream bool
+	// MaxMessageBytes limits one incoming message (default
+	// DefaultMaxMessageBytes).
+	MaxMessageBytes int
+	// MaxRetries bounds consecutive failed reconnections of a dropped SSE
+	// stream (default 3); RetryDelay is the wait before the first one
+	// unless the server sent a retry interval (default 1s), doubled after
+	// each failure.
+	MaxRetries int
+	RetryDelay time.Duration
+	// Logger receives diagnostics (nil = slog.Default()).
+	Logger *slog.Logger
+}
+
+// HTTPClientTransport is the client side of the streamable HTTP transport
+// (Kind "http"): each Write POSTs one message to the endpoint; responses
+// arrive as a JSON body or an SSE stream and are returned by Read, with
+// the messages of the GET stream the transport opens after initialization.
+// It keeps the Mcp-Session-Id the server issues, sends the
+// MCP-Protocol-Version it learns from the initialize result, resumes
+// dropped SSE streams with Last-Event-ID, and ends the session with DELETE
+// on Close. Create it with NewHTTPClientTransport.
+type HTTPClientTransport struct {
+	url    string
+	opts   HTTPClientOptions
+	client *http.Client
+	log    *slog.Logger
+
+	in   chan []byte
+	done chan struct{}
+	ctx  context.Context // ends on Close: cancels streams
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	mu        sync.Mutex
+	sessionID string
+	version   string
+	initID    string // raw id of the initialize request awaiting its response
+	getOpen   bool
+	closed    bool
+}
+
+var _ Transport = (*HTTPClientTransport)(nil)
+
+// NewHTTPClientTransport returns a transport to the MCP endpoint url (e.g.
+// "http://127.0.0.1:8080/mcp"); opts may be nil. No request is sent before
+// the first Write.
+func NewHTTPClientTransport(url string, opts *HTTPClientOptions) *HTTPClientTransport {
+	var o HTTPClientOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.MaxRetries <= 0 {
+		o.MaxRetries = 3
+	}
+	if o.RetryDelay <= 0 {
+		o.RetryDelay = time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	c := o.HTTPClient
+	if c == nil {
+		c = http.DefaultClient
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	return &HTTPClientTransport{url: url, opts: o, client: c, log: o.Logger,
+		in: make(chan []byte, 16), done: make(chan struct{}), ctx: ctx, stop: stop}
+}
+
+// Kind returns "http".
+func (t *HTTPClientTransport) Kind() string { return "http" }
+
+// SessionID returns the Mcp-Session-Id the server issued ("" if none yet,
+// or for a stateless server).
+func (t *HTTPClientTransport) SessionID() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sessionID
+}
+
+// Read returns the next message from the server.
+func (t *HTTPClientTransport) Read(ctx context.Context) ([]byte, error) {
+	select {
+	case m := <-t.in:
+		return m, nil
+	case <-t.done:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Write POSTs msg and returns once the server has accepted it (the status
+// line and headers arrived); a JSON or SSE answer is then read in the
+// background and returned by Read. Statuses other than 200 and 202 are
+// returned as *HTTPStatusError (404: the session has ended).
+func (t *HTTPClientTransport) Write(ctx context.Context, msg []byte) error {
+	select {
+	case <-t.done:
+		return ErrClosed
+	default:
+	}
+	out, err := peekOutgoing(msg)
+	if err != nil {
+		return err
+	}
+	if out.request && out.method == "initialize" {
+		t.mu.Lock()
+		t.initID = out.ids[0]
+		t.mu.Unlock()
+	}
+	body := bytes.Clone(msg)
+	resp, err := t.do(ctx, http.MethodPost, body, "")
+	if err != nil {
+		return err
+	}
+	t.noteSession(resp)
+	switch {
+	case resp.StatusCode == http.StatusAccepted:
+		drain(resp)
+		if out.method == "notifications/initialized" {
+			t.startGET()
+		}
+		return nil
+	case resp.StatusCode != http.StatusOK:
+		return statusError(resp)
+	}
+	var pending []string
+	if out.request {
+		pending = out.ids
+	}
+	switch mediaType(resp) {
+	case "application/json":
+		defer drain(resp)
+		data, err := io.ReadAll(io.LimitReader(resp.Body, int64(t.opts.MaxMessageBytes)+1))
+		if err != nil {
+			return fmt.Errorf("transport: reading the response: %w", err)
+		}
+		if len(data) > t.opts.MaxMessageBytes {
+			return &MessageTooLargeError{Limit: t.opts.MaxMessageBytes, Size: len(data)}
+		}
+		if len(bytes.TrimSpace(data)) > 0 {
+			t.deliver(data)
+		}
+		return nil
+	case "text/event-stream":
+		if !t.goBackground(func() { t.readStream(resp, pending) }) {
+			drain(resp)
+			return ErrClosed
+		}
+		return nil
+	default:
+		drain(resp)
+		return fmt.Errorf("transport: unexpected Content-Type %q", resp.Header.Get("Content-Type"))
+	}
+}
+
+// do sends one request. ctx bounds the wait for the response headers only;
+// the body is read under the transport's own context (ended by Close).
+func (t *HTTPClientTransport) do(ctx context.Context, method string, body []byte, lastEventID string) (*http.Response, error) {
+	rctx, cancel := context.WithCancel(t.ctx)
+	stop := context.AfterFunc(ctx, cancel)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(rctx, method, t.url, rd)
+	if err != nil {
+		stop()
+		cancel()
+		return nil, err
+	}
+	for k, vs := range t.opts.Header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	switch method {
+	case http.MethodPost:
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	case http.MethodGet:
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	t.mu.Lock()
+	sid, v := t.sessionID, t.version
+	t.mu.Unlock()
+	if sid != "" {
+		req.Header.Set(headerSessionID, sid)
+	}
+	if v != "" {
+		req.Header.Set(headerProtocolVersion, v)
+	}
+	if lastEventID != "" {
+		req.Header.Set(headerLastEventID, lastEventID)
+	}
+	token := t.opts.BearerToken
+	if t.opts.TokenSource != nil {
+		if token, err = t.opts.TokenSource(ctx); err != nil {
+			stop()
+			cancel()
+			return nil, fmt.Errorf("transport: getting the bearer token: %w", err)
+		}
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := t.client.Do(req)
+	if !stop() { // ctx ended while waiting
+		cancel()
+		if resp != nil {
+			drain(resp)
+		}
+		if err == nil {
+			err = ctx.Err()
+		}
+		return nil, err
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+func drain(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+}
+
+func mediaType(resp *http.Response) string {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return mt
+}
+
+func statusError(resp *http.Response) error {
+	defer drain(resp)
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	return &HTTPStatusError{StatusCode: resp.StatusCode, WWWAuthenticate: resp.Header.Get("WWW-Authenticate"), Body: string(bytes.TrimSpace(b))}
+}
+
+func (t *HTTPClientTransport) noteSession(resp *http.Response) {
+	if id := resp.Header.Get(headerSessionID); id != "" {
+		t.mu.Lock()
+		if t.sessionID == "" {
+			t.sessionID = id
+		}
+		t.mu.Unlock()
+	}
+}
+
+// deliver queues one message (or batch) for Read, learning the protocol
+// revision from the initialize result.
+func (t *HTTPClientTransport) deliver(msg []byte) bool {
+	t.mu.Lock()
+	initID := t.initID
+	t.mu.Unlock()
+	if initID != "" {
+		if out, err := peekOutgoing(msg); err == nil && out.response && len(out.ids) == 1 && out.ids[0] == initID {
+			v := resultProtocolVersion(msg)
+			t.mu.Lock()
+			t.initID = ""
+			if v != "" {
+				t.version = v
+			}
+			t.mu.Unlock()
+		}
+	}
+	select {
+	case t.in <- msg:
+		return true
+	case <-t.done:
+		return false
+	}
+}
+
+// readStream reads the SSE answer to a POST until the responses to its
+// requests (pending ids) have arrived; if the stream drops before, it
+// resumes with GET and Last-Event-ID.
+func (t *HTTPClientTransport) readStream(resp *http.Response, pending []string) {
+	want := map[string]bool{}
+	for _, id := range pending {
+		want[id] = true
+	}
+	lastID := ""
+	retry := t.opts.RetryDelay
+	failures := 0
+	for {
+		progressed := t.consume(resp, &lastID, &retry, func(msg []byte) bool {
+			if out, err := peekOutgoing(msg); err == nil && out.response {
+				for _, id := range out.ids {
+					delete(want, id)
+				}
+			}
+			return len(want) == 0
+		})
+		if len(want) == 0 || t.ctx.Err() != nil {
+			return
+		}
+		if progressed {
+			failures = 0
+		}
+		if lastID == "" || failures >= t.opts.MaxRetries {
+			t.failPending(want, "the server's SSE stream ended before the response")
+			return
+		}
+		delay := retry << failures
+		failures++
+		if !t.sleep(delay) {
+			return
+		}
+		var err error
+		resp, err = t.do(t.ctx, http.MethodGet, nil, lastID)
+		if err != nil {
+			t.log.Debug("transport: resuming an SSE stream failed", "error", err)
+			resp = nil
+		} else if resp.StatusCode != http.StatusOK || mediaType(resp) != "text/event-stream" {
+			err := statusError(resp)
+			t.log.Debug("transport: resuming an SSE stream refused", "error", err)
+			if se, ok := err.(*HTTPStatusError); ok && se.StatusCode/100 == 4 {
+				t.failPending(want, "resuming the server's SSE stream failed: "+err.Error())
+				return
+			}
+			resp = nil
+		}
+		if resp == nil {
+			continue
+		}
+	}
+}
+
+// consume reads events from resp until it ends or done says stop,
+// delivering messages and tracking the last event id and retry interval.
+// It reports whether any event arrived.
+func (t *HTTPClientTransport) consume(resp *http.Response, lastID *string, retry *time.Duration, done func([]byte) bool) bool {
+	if resp == nil {
+		return false
+	}
+	defer resp.Body.Close()
+	rd := newSSEReader(resp.Body, t.opts.MaxMessageBytes)
+	progressed := false
+	for {
+		ev, err := rd.next()
+		if err != nil {
+			if err != io.EOF && t.ctx.Err() == nil {
+				t.log.Debug("transport: SSE stream ended", "error", err)
+			}
+			return progressed
+		}
+		progressed = true
+		if ev.hasID {
+			*lastID = ev.id
+		}
+		if ev.retry > 0 {
+			*retry = ev.retry
+		}
+		if len(bytes.TrimSpace(ev.data)) == 0 || (ev.name != "" && ev.name != "message") {
+			continue
+		}
+		if !t.deliver(ev.data) {
+			return progressed
+		}
+		if done != nil && done(ev.data) {
+			return progressed
+		}
+	}
+}
+
+// failPending answers requests whose responses can no longer arrive with a
+// JSON-RPC error, so that their callers do not wait forever.
+func (t *HTTPClientTransport) failPending(want map[string]bool, why string) {
+	for id := range want {
+		msg, err := jsonrpc.AppendError(nil, []byte(id), codeServerError, "transport: "+why, nil)
+		if err == nil {
+			t.deliver(msg)
+		}
+	}
+}
+
+func (t *HTTPClientTransport) sleep(d time.Duration) bool {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-t.ctx.Done():
+		return false
+	}
+}
+
+// startGET opens the GET stream for server-initiated messages (once).
+func (t *HTTPClientTransport) startGET() {
+	if t.opts.DisableGETStream {
+		return
+	}
+	t.mu.Lock()
+	if t.getOpen || t.closed || t.sessionID == "" {
+		t.mu.Unlock()
+		return
+	}
+	t.getOpen = true
+	t.mu.Unlock()
+	t.goBackground(t.runGET)
+}
+
+// goBackground runs fn on a goroutine Close waits for, unless the
+// transport is closed.
+func (t *HTTPClientTransport) goBackground(fn func()) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// runGET keeps the GET stream open, resuming it after drops, until Close,
+// a 405 (the server offers no GET stream) or a 404 (the session ended).
+func (t *HTTPClientTransport) runGET() {
+	lastID := ""
+	retry := t.opts.RetryDelay
+	failures := 0
+	for t.ctx.Err() == nil {
+		resp, err := t.do(t.ctx, http.MethodGet, nil, lastID)
+		switch {
+		case err != nil:
+			t.log.Debug("transport: GET stream failed", "error", err)
+		case resp.StatusCode == http.StatusOK && mediaType(resp) == "text/event-stream":
+			if t.consume(resp, &lastID, &retry, nil) {
+				failures = 0
+			}
+		case resp.StatusCode == http.StatusMethodNotAllowed, resp.StatusCode == http.StatusNotFound:
+			drain(resp)
+			return
+		default:
+			t.log.Debug("transport: GET stream refused", "error", statusError(resp))
+		}
+		if failures >= t.opts.MaxRetries+1 {
+			t.log.Warn("transport: giving up the GET stream after repeated failures")
+			return
+		}
+		delay := retry << failures
+		failures++
+		if !t.sleep(delay) {
+			return
+		}
+	}
+}
+
+// Close ends the session with DELETE (when the server issued one), stops
+// the streams and makes Read return io.EOF.
+func (t *HTTPClientTransport) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	sid := t.sessionID
+	t.mu.Unlock()
+	if sid != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if resp, err := t.do(ctx, http.MethodDelete, nil, ""); err == nil {
+			drain(resp)
+		}
+		cancel()
+	}
+	t.stop()
+	close(t.done)
+	t.wg.Wait()
+	return nil
+}

@@ -1,0 +1,198 @@
+package transport_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keelmcp/keel/transport"
+)
+
+// headerLog records the MCP headers of each request a handler sees.
+type headerLog struct {
+	mu   sync.Mutex
+	reqs []string
+}
+
+func (l *headerLog) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.mu.Lock()
+		line := r.Method + " session=" + boolStr(r.Header.Get("Mcp-Session-Id") != "") +
+			" version=" + r.Header.Get("Mcp-Protocol-Version") + " auth=" + r.Header.Get("Authorization")
+		if id := r.Header.Get("Last-Event-ID"); id != "" {
+			line += " last=" + id
+		}
+		l.reqs = append(l.reqs, line)
+		l.mu.Unlock()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (l *headerLog) lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.reqs...)
+}
+
+func boolStr(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func readMsg(t *testing.T, tr transport.Transport) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	msg, err := tr.Read(ctx)
+	require.NoError(t, err)
+	return string(msg)
+}
+
+func write(t *testing.T, tr transport.Transport, msg string) {
+	t.Helper()
+	require.NoError(t, tr.Write(context.Background(), []byte(msg)))
+}
+
+// The client transport: session id and protocol version learned from the
+// initialize exchange and sent afterwards, JSON and SSE answers, the GET
+// stream for unrelated messages, server requests answered, DELETE on Close.
+func TestHTTPClientTransport(t *testing.T) {
+	f := newFakeServer()
+	h := transport.NewHTTPHandler(&transport.HTTPOptions{Serve: f.serve, Logger: quiet})
+	var log headerLog
+	srv := newServerHandler(t, h, log.wrap(h))
+	tr := transport.NewHTTPClientTransport(srv.URL+"/mcp", &transport.HTTPClientOptions{BearerToken: "tok", Logger: quiet})
+	assert.Equal(t, "http", tr.Kind())
+
+	write(t, tr, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{}}}`, readMsg(t, tr))
+	assert.NotEmpty(t, tr.SessionID())
+	write(t, tr, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	// JSON answer.
+	write(t, tr, `{"jsonrpc":"2.0","id":2,"method":"echo","params":{"x":1}}`)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":2,"result":{"x":1}}`, readMsg(t, tr))
+	// SSE answer with a related notification first.
+	write(t, tr, `{"jsonrpc":"2.0","id":3,"method":"notify"}`)
+	assert.Equal(t, noteRelated, readMsg(t, tr))
+	assert.Equal(t, `{"jsonrpc":"2.0","id":3,"result":{}}`, readMsg(t, tr))
+	// A server request on the request's stream, answered by the client.
+	write(t, tr, `{"jsonrpc":"2.0","id":4,"method":"ask"}`)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":"s1","method":"ping"}`, readMsg(t, tr))
+	write(t, tr, `{"jsonrpc":"2.0","id":"s1","result":{"ok":1}}`)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":4,"result":{"ok":1}}`, readMsg(t, tr))
+	// Unrelated notifications arrive on the GET stream once it is open
+	// (before that they are dropped): broadcast until one arrives.
+	unrelated := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"unrelated"}}`
+	got := false
+	for id := 100; !got; id++ {
+		require.Less(t, id, 1000, "no notification on the GET stream")
+		write(t, tr, `{"jsonrpc":"2.0","id":`+strconv.Itoa(id)+`,"method":"broadcast"}`)
+		for answered := false; !answered; {
+			switch msg := readMsg(t, tr); msg {
+			case unrelated:
+				got = true
+			case `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"result":{}}`:
+				answered = true
+			default:
+				t.Fatalf("unexpected message %s", msg)
+			}
+		}
+	}
+	assert.True(t, slices.ContainsFunc(log.lines(), func(l string) bool { return strings.HasPrefix(l, "GET session=yes version=2025-06-18") }))
+
+	require.NoError(t, tr.Close())
+	_, err := tr.Read(context.Background())
+	assert.Error(t, err)
+	assert.ErrorIs(t, tr.Write(context.Background(), []byte(`{"jsonrpc":"2.0","method":"x"}`)), transport.ErrClosed)
+	require.Eventually(t, func() bool { return h.SessionCount() == 0 }, 2*time.Second, time.Millisecond, "DELETE ended the session")
+
+	lines := log.lines()
+	assert.Equal(t, "POST session=no version= auth=Bearer tok", lines[0])
+	assert.Equal(t, "POST session=yes version=2025-06-18 auth=Bearer tok", lines[1])
+	assert.Equal(t, "DELETE session=yes version=2025-06-18 auth=Bearer tok", lines[len(lines)-1])
+}
+
+// A POST stream the server closes before the response (SSE polling) is
+// resumed with GET and Last-Event-ID after the server's retry interval.
+func TestHTTPClientResumesDroppedStream(t *testing.T) {
+	f := newFakeServer()
+	h := transport.NewHTTPHandler(&transport.HTTPOptions{Serve: f.serve, Logger: quiet, RetryInterval: 5 * time.Millisecond})
+	var log headerLog
+	srv := newServerHandler(t, h, log.wrap(h))
+	tr := transport.NewHTTPClientTransport(srv.URL+"/mcp", &transport.HTTPClientOptions{Logger: quiet, DisableGETStream: true})
+	defer tr.Close()
+	write(t, tr, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`)
+	readMsg(t, tr)
+	write(t, tr, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	write(t, tr, `{"jsonrpc":"2.0","id":2,"method":"poll"}`)
+	<-f.started
+	assert.Contains(t, readMsg(t, tr), "while away")
+	close(f.gate)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":2,"result":{}}`, readMsg(t, tr))
+	assert.Contains(t, log.lines(), "GET session=yes version=2025-11-25 auth= last=2_0")
+}
+
+// Statuses other than 200 and 202 are errors; 404 means the session ended.
+func TestHTTPClientStatusErrors(t *testing.T) {
+	srv, h, _ := startHTTP(t, nil)
+	tr := transport.NewHTTPClientTransport(srv.URL+"/mcp", &transport.HTTPClientOptions{Logger: quiet})
+	defer tr.Close()
+	write(t, tr, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`)
+	readMsg(t, tr)
+	resp := do(t, srv, request{method: http.MethodDelete, session: tr.SessionID()})
+	readBody(t, resp)
+	err := tr.Write(context.Background(), []byte(`{"jsonrpc":"2.0","id":2,"method":"echo"}`))
+	var se *transport.HTTPStatusError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, http.StatusNotFound, se.StatusCode)
+	assert.Contains(t, se.Error(), "Session not found")
+
+	protected := httptest.NewServer(transport.RequireBearer(testVerifier, &transport.BearerOptions{ResourceMetadataURL: prmURL, Logger: quiet})(h))
+	defer protected.Close()
+	calls := 0
+	tr2 := transport.NewHTTPClientTransport(protected.URL, &transport.HTTPClientOptions{Logger: quiet,
+		TokenSource: func(context.Context) (string, error) {
+			calls++
+			if calls > 1 {
+				return "", errors.New("no refresh token")
+			}
+			return "nope", nil
+		}})
+	defer tr2.Close()
+	err = tr2.Write(context.Background(), []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`))
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, http.StatusUnauthorized, se.StatusCode)
+	assert.Contains(t, se.WWWAuthenticate, `resource_metadata="`+prmURL+`"`)
+	err = tr2.Write(context.Background(), []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`))
+	assert.ErrorContains(t, err, "no refresh token")
+}
+
+// A request whose stream ends without a response and cannot be resumed is
+// answered with a JSON-RPC error, so that its caller does not wait forever.
+func TestHTTPClientFailsUnresumableStream(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}\n\n"))
+	}))
+	defer srv.Close()
+	tr := transport.NewHTTPClientTransport(srv.URL, &transport.HTTPClientOptions{Logger: quiet})
+	defer tr.Close()
+	write(t, tr, `{"jsonrpc":"2.0","id":7,"method":"echo"}`)
+	assert.Equal(t, `{"jsonrpc":"2.0","method":"notifications/x"}`, readMsg(t, tr))
+	assert.Equal(t, `{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"transport: the server's SSE stream ended before the response"}}`, readMsg(t, tr))
+}

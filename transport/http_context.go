@@ -1,0 +1,94 @@
+package transport
+
+import (
+	"context"
+	"errors"
+)
+
+// MessageContexter is implemented by transports whose incoming messages
+// carry request-scoped values: the per-session Transport of an HTTPHandler
+// attaches to each message the values of the HTTP request that carried it
+// (for example the TokenInfo stored by RequireBearer) and the stream its
+// responses and related messages go to.
+//
+// A server calls MessageContext on the reading goroutine right after Read,
+// and derives the context of the request it is about to handle from the
+// result; it must then Write the messages it sends about that request
+// (progress, log messages, requests to the client) with that context or one
+// derived from it, so that they travel on the request's stream.
+type MessageContexter interface {
+	// MessageContext returns a context with parent's deadline,
+	// cancellation and values, overlaid with the values of the message
+	// most recently returned by Read.
+	MessageContext(parent context.Context) context.Context
+}
+
+// streamKey is the context key of the stream a request arrived on.
+type streamKey struct{}
+
+// msgContext is parent (cancellation, deadline, values) overlaid with the
+// values of one HTTP request and the stream of the message.
+//
+// values is context.WithoutCancel(r.Context()): looking up the context
+// package's own cancellation key there yields nil, so WithCancel on a
+// msgContext attaches to parent's cancellation directly.
+type msgContext struct {
+	context.Context
+	values context.Context
+	stream *stream
+}
+
+func (c *msgContext) Value(key any) any {
+	if _, ok := key.(streamKey); ok {
+		if c.stream != nil {
+			return c.stream
+		}
+	} else if c.values != nil {
+		if v := c.values.Value(key); v != nil {
+			return v
+		}
+	}
+	return c.Context.Value(key)
+}
+
+// StatelessRequest is what Serve finds in its context (see
+// StatelessRequestFromContext) when a stateless HTTPHandler asks it to
+// serve one POST with a session that is already initialized: there is no
+// handshake on such a session, the client speaks ProtocolVersion (from the
+// MCP-Protocol-Version header; 2025-03-26 when absent) and has declared no
+// capabilities.
+type StatelessRequest struct {
+	ProtocolVersion string
+}
+
+type statelessKey struct{}
+
+// StatelessRequestFromContext reports whether ctx is the context of a
+// session started by a stateless HTTPHandler for a request other than
+// initialize, and if so the revision the client speaks.
+func StatelessRequestFromContext(ctx context.Context) (StatelessRequest, bool) {
+	sr, ok := ctx.Value(statelessKey{}).(StatelessRequest)
+	return sr, ok
+}
+
+// ErrNotResumable is returned by CloseSSEStream when the request is not
+// served over a stream the client can resume: not over HTTP, a stateless
+// handler, resumption disabled, or a session of a revision before
+// 2025-11-25 (which forbids closing a stream before its response).
+var ErrNotResumable = errors.New("transport: the request's stream is not resumable")
+
+// CloseSSEStream closes the HTTP connection carrying the SSE stream of the
+// request whose handler context is ctx, before the request is answered
+// (SSE polling, 2025-11-25): the client reconnects with GET and
+// Last-Event-ID after the retry interval and receives everything sent
+// meanwhile, the response included. An unanswered request still on a JSON
+// response is switched to SSE first (a priming event carries the event id
+// and the retry interval). It returns ErrNotResumable when the stream
+// cannot be resumed, and nil when the stream has no connection anyway.
+func CloseSSEStream(ctx context.Context) error {
+	st, _ := ctx.Value(streamKey{}).(*stream)
+	if st == nil {
+		return ErrNotResumable
+	}
+	return st.closeForPolling()
+}

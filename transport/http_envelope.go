@@ -1,0 +1,215 @@
+package transport
+
+import (
+	"bytes"
+	"errors"
+	"sync"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+)
+
+// envelope is what the HTTP transport needs to know about one message (or
+// batch) to route it: which requests it carries, which responses, and
+// whether it is an initialize request.
+type envelope struct {
+	batch      bool
+	requests   []string // raw ids of the requests
+	responses  []string // raw ids of the responses (not null)
+	notes      int      // notifications
+	initialize bool     // a single initialize request
+	cancelled  []string // raw requestIds of notifications/cancelled
+	initParams jsontext.Value
+}
+
+// hasRequests reports whether the message carries at least one request.
+func (e *envelope) hasRequests() bool { return len(e.requests) > 0 }
+
+// parseIncoming decodes a POST body strictly (jsonrpc.Decode per message).
+// A malformed message, or a batch holding one, is reported as the
+// DecodeError to answer with.
+func parseIncoming(body []byte, maxDepth int) (*envelope, *jsonrpc.DecodeError) {
+	env := &envelope{}
+	if !jsonrpc.IsBatch(body) {
+		m, derr := jsonrpc.Decode(body, maxDepth)
+		if derr != nil {
+			return nil, derr
+		}
+		env.add(&m)
+		env.initialize = m.Kind == jsonrpc.KindRequest && m.Method == "initialize"
+		if env.initialize {
+			env.initParams = m.Params
+		}
+		return env, nil
+	}
+	env.batch = true
+	if derr := jsonrpc.CheckDepth(body, maxDepth); derr != nil {
+		return nil, derr
+	}
+	elems, derr := jsonrpc.SplitBatch(body)
+	if derr != nil {
+		return nil, derr
+	}
+	for _, e := range elems {
+		m, derr := jsonrpc.Decode(e, maxDepth)
+		if derr != nil {
+			return nil, derr
+		}
+		env.add(&m)
+	}
+	return env, nil
+}
+
+func (e *envelope) add(m *jsonrpc.Message) {
+	switch m.Kind {
+	case jsonrpc.KindRequest:
+		e.requests = append(e.requests, string(m.ID))
+	case jsonrpc.KindResponse:
+		if m.ID != nil && string(m.ID) != "null" {
+			e.responses = append(e.responses, string(m.ID))
+		}
+	case jsonrpc.KindNotification:
+		e.notes++
+		if m.Method == "notifications/cancelled" && m.Params != nil {
+			var p struct {
+				RequestID jsontext.Value `json:"requestId"`
+			}
+			if json.Unmarshal(m.Params, &p) == nil && p.RequestID != nil {
+				e.cancelled = append(e.cancelled, string(p.RequestID))
+			}
+		}
+	}
+}
+
+// outgoing describes a message a server or client writes.
+type outgoing struct {
+	request  bool     // a request (method and id)
+	response bool     // a response or a batch of responses
+	ids      []string // raw ids of the responses, or of the request
+	method   string
+}
+
+var errNotJSONRPC = errors.New("transport: not a JSON-RPC message")
+
+// peekOutgoing reads the envelope members of msg (an object, or an array of
+// objects) without decoding params or results.
+func peekOutgoing(msg []byte) (outgoing, error) {
+	p := peekerPool.Get().(*peeker)
+	p.r.Reset(msg)
+	p.dec.Reset(&p.r)
+	out, err := peekDecode(&p.dec)
+	p.r.Reset(nil)
+	p.dec.Reset(&p.r) // drop the reference to msg
+	peekerPool.Put(p)
+	return out, err
+}
+
+// peeker is a pooled decoder for peekOutgoing.
+type peeker struct {
+	r   bytes.Reader
+	dec jsontext.Decoder
+}
+
+var peekerPool = sync.Pool{New: func() any { return new(peeker) }}
+
+func peekDecode(dec *jsontext.Decoder) (outgoing, error) {
+	var out outgoing
+	switch dec.PeekKind() {
+	case '{':
+		if err := peekObject(dec, &out); err != nil {
+			return out, err
+		}
+	case '[':
+		if _, err := dec.ReadToken(); err != nil {
+			return out, err
+		}
+		for dec.PeekKind() == '{' {
+			var one outgoing
+			if err := peekObject(dec, &one); err != nil {
+				return out, err
+			}
+			out.response = out.response || one.response
+			out.request = out.request || one.request
+			out.ids = append(out.ids, one.ids...)
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return out, err
+		}
+	default:
+		return out, errNotJSONRPC
+	}
+	return out, nil
+}
+
+func peekObject(dec *jsontext.Decoder, out *outgoing) error {
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	var id jsontext.Value
+	hasMethod, hasResult := false, false
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return err
+		}
+		name := tok.String()
+		switch name {
+		case "id":
+			v, err := dec.ReadValue()
+			if err != nil {
+				return err
+			}
+			id = append(jsontext.Value(nil), v...)
+			continue
+		case "method":
+			v, err := dec.ReadValue()
+			if err != nil {
+				return err
+			}
+			hasMethod = true
+			if v.Kind() == '"' {
+				_ = json.Unmarshal(v, &out.method)
+			}
+			continue
+		case "result", "error":
+			hasResult = true
+		}
+		if err := dec.SkipValue(); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	switch {
+	case hasMethod:
+		if id != nil {
+			out.request = true
+			out.ids = append(out.ids, string(id))
+		}
+	case hasResult:
+		out.response = true
+		if id != nil && string(id) != "null" {
+			out.ids = append(out.ids, string(id))
+		}
+	default:
+		return errNotJSONRPC
+	}
+	return nil
+}
+
+// resultProtocolVersion returns result.protocolVersion of an initialize
+// response ("" for an error response or a malformed one).
+func resultProtocolVersion(msg []byte) string {
+	var r struct {
+		Result *struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(msg, &r, json.RejectUnknownMembers(false)) != nil || r.Result == nil {
+		return ""
+	}
+	return r.Result.ProtocolVersion
+}

@@ -1,0 +1,132 @@
+package transport
+
+import "net/http"
+
+// serveGET opens the session's standalone SSE stream (server-initiated
+// messages), or resumes a stream with Last-Event-ID.
+func (h *HTTPHandler) serveGET(w http.ResponseWriter, r *http.Request) {
+	if !accepts(r, "text/event-stream") {
+		writeHTTPError(w, http.StatusNotAcceptable, codeServerError, "Not Acceptable: Accept must include text/event-stream")
+		return
+	}
+	if _, ok := h.checkVersion(w, r); !ok {
+		return
+	}
+	if h.closing.Load() {
+		writeHTTPError(w, http.StatusServiceUnavailable, codeServerError, "Service Unavailable: shutting down")
+		return
+	}
+	s := h.lookup(w, r)
+	if s == nil {
+		return
+	}
+	defer s.end()
+	if last := r.Header.Get(headerLastEventID); last != "" {
+		h.resume(w, r, s, last)
+		return
+	}
+	st := s.standaloneStream()
+	st.mu.Lock()
+	if st.att != nil {
+		st.mu.Unlock()
+		writeHTTPError(w, http.StatusConflict, codeServerError, "Conflict: a GET stream is already open for this session")
+		return
+	}
+	a := st.attachLocked(w)
+	st.writeHeaderLocked(a, true)
+	st.mu.Unlock()
+	st.wait(r, a)
+}
+
+// resume serves GET with Last-Event-ID: the events of that stream after
+// the id are replayed, then, if the stream is still live, it continues on
+// this connection.
+func (h *HTTPHandler) resume(w http.ResponseWriter, r *http.Request, s *httpSession, last string) {
+	sid, seq, ok := parseEventID(last)
+	if !ok || h.store == nil {
+		writeHTTPError(w, http.StatusBadRequest, codeServerError, "Bad Request: unknown Last-Event-ID")
+		return
+	}
+	s.mu.Lock()
+	st := s.streams[sid]
+	s.mu.Unlock()
+	type ev struct {
+		seq  uint64
+		data []byte
+	}
+	var events []ev
+	collect := func(n uint64, data []byte) error {
+		events = append(events, ev{n, data})
+		return nil
+	}
+	write := func(a *attachment) {
+		for _, e := range events {
+			buf := appendSSEEvent(nil, eventID(sid, e.seq), 0, e.data)
+			if _, err := a.w.Write(buf); err != nil {
+				return
+			}
+		}
+		_ = a.rc.Flush()
+	}
+	if st == nil {
+		// A finished stream: replay what is left of it and end.
+		if err := h.store.Replay(r.Context(), s.id, sid, seq, collect); err != nil {
+			writeHTTPError(w, http.StatusBadRequest, codeServerError, "Bad Request: "+err.Error())
+			return
+		}
+		a := &attachment{w: w, rc: http.NewResponseController(w)}
+		hdr := w.Header()
+		hdr.Set("Content-Type", "text/event-stream")
+		hdr.Set("Cache-Control", "no-cache")
+		w.WriteHeader(http.StatusOK)
+		write(a)
+		return
+	}
+	st.mu.Lock()
+	if st.mode == modeJSON {
+		st.mu.Unlock()
+		writeHTTPError(w, http.StatusBadRequest, codeServerError, "Bad Request: unknown Last-Event-ID")
+		return
+	}
+	if err := h.store.Replay(r.Context(), s.id, sid, seq, collect); err != nil {
+		st.mu.Unlock()
+		writeHTTPError(w, http.StatusBadRequest, codeServerError, "Bad Request: "+err.Error())
+		return
+	}
+	if st.att != nil {
+		st.mu.Unlock()
+		writeHTTPError(w, http.StatusConflict, codeServerError, "Conflict: the stream is still connected")
+		return
+	}
+	st.mode = modeSSE
+	a := st.attachLocked(w)
+	a.headerSent = true
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	write(a)
+	if st.finished {
+		st.att = nil
+		st.mu.Unlock()
+		s.forgetStream(st)
+		return
+	}
+	st.mu.Unlock()
+	st.wait(r, a)
+}
+
+// serveDELETE ends the session the client names.
+func (h *HTTPHandler) serveDELETE(w http.ResponseWriter, r *http.Request) {
+	if _, ok := h.checkVersion(w, r); !ok {
+		return
+	}
+	s := h.lookup(w, r)
+	if s == nil {
+		return
+	}
+	s.end()
+	s.close()
+	h.log.Debug("transport: session deleted by the client", "session", s.id)
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,375 @@
+package transport
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// inbound is one POSTed message (or batch) waiting to be read, with the
+// values of its HTTP request and the stream its responses go to.
+type inbound struct {
+	msg    []byte
+	values context.Context
+	stream *stream
+}
+
+// httpSession is one MCP session of an HTTPHandler and the Transport its
+// Serve call reads from and writes to.
+type httpSession struct {
+	h         *HTTPHandler
+	id        string // "" in stateless mode
+	subject   string // authenticated user the session is bound to ("" = none)
+	stateless bool
+
+	ctx    context.Context // Serve's context
+	cancel context.CancelFunc
+
+	in        chan inbound
+	eof       chan struct{} // closed when the input ends (Read returns io.EOF)
+	eofOnce   sync.Once
+	done      chan struct{} // closed when the session ends
+	closeOnce sync.Once
+	cur       inbound // the message Read returned last (reader-owned)
+
+	mu         sync.Mutex
+	closed     bool
+	version    string             // negotiated revision (from the initialize result)
+	initID     string             // raw id of the initialize request in flight
+	pending    map[string]*stream // unanswered request id → stream
+	streams    map[string]*stream // streams that may still be resumed or written
+	standalone *stream
+	nextStream uint64
+	active     int // HTTP requests being served for this session
+	lastActive time.Time
+	idle       *time.Timer
+}
+
+var (
+	_ Transport        = (*httpSession)(nil)
+	_ MessageContexter = (*httpSession)(nil)
+)
+
+func (h *HTTPHandler) newHTTPSession(id, subject string, stateless bool) *httpSession {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &httpSession{
+		h: h, id: id, subject: subject, stateless: stateless,
+		ctx: ctx, cancel: cancel,
+		in:      make(chan inbound, 16),
+		eof:     make(chan struct{}),
+		done:    make(chan struct{}),
+		pending: map[string]*stream{},
+		streams: map[string]*stream{},
+	}
+	s.lastActive = time.Now()
+	if !stateless && h.opts.IdleTimeout > 0 {
+		s.idle = time.AfterFunc(h.opts.IdleTimeout, s.checkIdle)
+	}
+	return s
+}
+
+// Kind returns "http".
+func (s *httpSession) Kind() string { return "http" }
+
+// Read returns the next message POSTed to the session.
+func (s *httpSession) Read(ctx context.Context) ([]byte, error) {
+	s.cur = inbound{}
+	select {
+	case m := <-s.in:
+		s.cur = m
+		return m.msg, nil
+	default:
+	}
+	select {
+	case m := <-s.in:
+		s.cur = m
+		return m.msg, nil
+	case <-s.eof:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// MessageContext implements MessageContexter: parent overlaid with the
+// values of the HTTP request that carried the last message read, and the
+// stream its responses and related messages go to.
+func (s *httpSession) MessageContext(parent context.Context) context.Context {
+	if s.cur.values == nil && s.cur.stream == nil {
+		return parent
+	}
+	return &msgContext{Context: parent, values: s.cur.values, stream: s.cur.stream}
+}
+
+// Write routes msg to exactly one stream: a response to the stream of the
+// POST that carried its request; a request or notification written with a
+// context carrying a request's stream (see MessageContexter) to that
+// stream while it is open; anything else to the standalone (GET) stream.
+func (s *httpSession) Write(ctx context.Context, msg []byte) error {
+	select {
+	case <-s.done:
+		return ErrClosed
+	default:
+	}
+	out, err := peekOutgoing(msg)
+	if err != nil {
+		return err
+	}
+	if out.response {
+		st, n := s.route(out.ids, msg)
+		if st == nil {
+			s.h.log.Debug("transport: response to an unknown or cancelled request dropped", "session", s.id)
+			return nil
+		}
+		return st.send(msg, n)
+	}
+	if st, _ := ctx.Value(streamKey{}).(*stream); st != nil && st.sess == s && !st.standalone {
+		if err := st.send(msg, 0); err != errStreamFinished && err != errNoRelated {
+			return err
+		}
+	}
+	return s.sendStandalone(msg, out.request)
+}
+
+// route finds the stream of the requests that ids answer and forgets them.
+func (s *httpSession) route(ids []string, msg []byte) (*stream, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var st *stream
+	n := 0
+	for _, id := range ids {
+		if p := s.pending[id]; p != nil {
+			if st == nil {
+				st = p
+			}
+			if p == st {
+				delete(s.pending, id)
+				n++
+			}
+		}
+		if id == s.initID && s.initID != "" {
+			s.initID = ""
+			s.version = resultProtocolVersion(msg)
+		}
+	}
+	if n > 0 {
+		s.h.inflight.Add(int64(-n))
+	}
+	return st, n
+}
+
+func (s *httpSession) sendStandalone(msg []byte, request bool) error {
+	s.mu.Lock()
+	st := s.standalone
+	s.mu.Unlock()
+	if st == nil {
+		if request {
+			return ErrNoStream
+		}
+		s.h.log.Debug("transport: notification dropped: no GET stream is open", "session", s.id)
+		return nil
+	}
+	st.mu.Lock()
+	if st.att == nil && !st.useIDs {
+		st.mu.Unlock()
+		if request {
+			return ErrNoStream
+		}
+		s.h.log.Debug("transport: notification dropped: no GET stream is open", "session", s.id)
+		return nil
+	}
+	st.mu.Unlock()
+	return st.send(msg, 0)
+}
+
+// Close ends the session (as DELETE does).
+func (s *httpSession) Close() error {
+	s.close()
+	return nil
+}
+
+// close ends the session: Serve's context is cancelled, Read returns
+// io.EOF, streams end and later requests get 404.
+func (s *httpSession) close() {
+	s.closeOnce.Do(func() {
+		s.h.removeSession(s)
+		s.mu.Lock()
+		s.closed = true
+		n := len(s.pending)
+		s.pending = map[string]*stream{}
+		s.streams = map[string]*stream{}
+		s.standalone = nil
+		if s.idle != nil {
+			s.idle.Stop()
+		}
+		s.mu.Unlock()
+		s.h.inflight.Add(int64(-n))
+		close(s.done)
+		s.endInput()
+		s.cancel()
+		if s.id != "" && s.h.store != nil {
+			_ = s.h.store.SessionClosed(context.Background(), s.id)
+		}
+	})
+}
+
+func (s *httpSession) endInput() { s.eofOnce.Do(func() { close(s.eof) }) }
+
+// resumable reports whether the session's streams carry event ids.
+func (s *httpSession) resumable() bool { return !s.stateless && s.h.store != nil }
+
+// canPrime reports whether the negotiated revision has priming events and
+// stream closing before the response (2025-11-25 and later).
+func (s *httpSession) canPrime() bool {
+	s.mu.Lock()
+	v := s.version
+	s.mu.Unlock()
+	return v != "" && v >= "2025-11-25"
+}
+
+// setInitHeaderLocked sets Mcp-Session-Id on the response of the POST that
+// carried initialize when msg, the first message on it, is the initialize
+// result; after an error response the session, which never started, ends.
+func (s *httpSession) setInitHeaderLocked(st *stream, hdr http.Header, msg []byte) {
+	if !st.initPOST || s.id == "" {
+		return
+	}
+	if out, err := peekOutgoing(msg); err != nil || !out.response {
+		return // something before the result: the header goes with the stream's start
+	}
+	if resultProtocolVersion(msg) == "" {
+		go s.close()
+		return
+	}
+	hdr.Set(headerSessionID, s.id)
+}
+
+// newStream registers a stream for the requests ids (raw); a duplicate of
+// an unanswered request id is refused (its response could not be routed).
+func (s *httpSession) newStream(ids []string) (*stream, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, id := range ids {
+		if s.pending[id] != nil {
+			return nil, id
+		}
+		for _, prev := range ids[:i] {
+			if prev == id {
+				return nil, id
+			}
+		}
+	}
+	s.nextStream++
+	st := newStream(s, strconv.FormatUint(s.nextStream, 10), false)
+	st.pending = len(ids)
+	for _, id := range ids {
+		s.pending[id] = st
+	}
+	s.h.inflight.Add(int64(len(ids)))
+	if st.useIDs {
+		s.streams[st.id] = st
+	}
+	return st, ""
+}
+
+// standaloneStream returns the session's GET stream, creating it.
+func (s *httpSession) standaloneStream() *stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.standalone == nil {
+		s.standalone = newStream(s, "0", true)
+		s.standalone.mode = modeSSE
+		if s.standalone.useIDs {
+			s.streams["0"] = s.standalone
+		}
+	}
+	return s.standalone
+}
+
+// release forgets requests the client cancelled: no response will come.
+func (s *httpSession) release(ids []string) {
+	s.mu.Lock()
+	byStream := map[*stream]int{}
+	for _, id := range ids {
+		if st := s.pending[id]; st != nil {
+			delete(s.pending, id)
+			byStream[st]++
+		}
+	}
+	s.mu.Unlock()
+	for st, n := range byStream {
+		s.h.inflight.Add(int64(-n))
+		st.release(n)
+	}
+}
+
+// forgetStream drops a finished stream that has no connection; its events
+// stay in the event store for replay.
+func (s *httpSession) forgetStream(st *stream) {
+	if st.standalone {
+		return
+	}
+	s.mu.Lock()
+	if s.streams[st.id] == st {
+		delete(s.streams, st.id)
+	}
+	s.mu.Unlock()
+}
+
+// deliver queues a POSTed message for Read.
+func (s *httpSession) deliver(r *http.Request, msg []byte, st *stream) bool {
+	m := inbound{msg: msg, values: context.WithoutCancel(r.Context()), stream: st}
+	select {
+	case s.in <- m:
+		return true
+	case <-s.done:
+	case <-s.eof:
+	case <-r.Context().Done():
+	}
+	return false
+}
+
+// begin and end bracket each HTTP request served for the session.
+func (s *httpSession) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.active++
+	return true
+}
+
+func (s *httpSession) end() {
+	s.mu.Lock()
+	s.active--
+	s.lastActive = time.Now()
+	s.mu.Unlock()
+}
+
+// checkIdle ends a session that has had no HTTP request, open stream or
+// unanswered request for IdleTimeout.
+func (s *httpSession) checkIdle() {
+	timeout := s.h.opts.IdleTimeout
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	if s.active > 0 || len(s.pending) > 0 {
+		s.idle.Reset(timeout)
+		s.mu.Unlock()
+		return
+	}
+	if rest := time.Until(s.lastActive.Add(timeout)); rest > 0 {
+		s.idle.Reset(rest)
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	s.h.log.Info("transport: idle session expired", "session", s.id, "idleTimeout", timeout)
+	s.close()
+}

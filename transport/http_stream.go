@@ -1,0 +1,305 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// streamMode is how a stream answers: undecided until the first message
+// (ResponseAuto), then one JSON body or an SSE stream.
+type streamMode uint8
+
+const (
+	modeUndecided streamMode = iota
+	modeJSON
+	modeSSE
+)
+
+// stream is one logical stream of a session: the response to one POST
+// carrying requests, or the session's standalone stream (GET). Its HTTP
+// connection may come and go (attachment); with event ids, what is sent
+// while no connection is attached is kept in the event store and replayed
+// when the client resumes with Last-Event-ID.
+type stream struct {
+	sess       *httpSession
+	id         string
+	standalone bool
+	useIDs     bool // events carry ids and are stored (resumable)
+
+	mu       sync.Mutex
+	att      *attachment
+	mode     streamMode
+	seq      uint64 // seq of the last event sent
+	pending  int    // requests not yet answered (POST streams)
+	finished bool   // every request answered (or released)
+	done     chan struct{}
+	sseTimer *time.Timer
+	initPOST bool // the POST of an initialize request (session id header)
+}
+
+// attachment is one HTTP connection of a stream.
+type attachment struct {
+	w          http.ResponseWriter
+	rc         *http.ResponseController
+	headerSent bool
+	gone       chan struct{} // closed when the connection is given up
+}
+
+var (
+	errStreamFinished = errors.New("transport: stream finished")
+	errNoRelated      = errors.New("transport: related messages are not sent on JSON responses")
+	// ErrNoStream is returned by the HTTP transport's Write for a request
+	// to the client when no stream can carry it (the client has no GET
+	// stream open and the request is not tied to a client request).
+	ErrNoStream = errors.New("transport: no stream to the client can carry the message")
+)
+
+func newStream(sess *httpSession, id string, standalone bool) *stream {
+	return &stream{sess: sess, id: id, standalone: standalone, useIDs: sess.resumable(), done: make(chan struct{})}
+}
+
+// attach connects w to the stream (the caller holds st.mu).
+func (st *stream) attachLocked(w http.ResponseWriter) *attachment {
+	a := &attachment{w: w, rc: http.NewResponseController(w), gone: make(chan struct{})}
+	st.att = a
+	return a
+}
+
+// detach gives up attachment a if it is still the stream's connection.
+// The stream's handler calls it before returning: nothing is written to w
+// afterwards.
+func (st *stream) detach(a *attachment) {
+	st.mu.Lock()
+	if st.att == a {
+		st.att = nil
+		st.dropAttLocked(a)
+	}
+	gone := st.finished && st.att == nil
+	st.mu.Unlock()
+	if gone {
+		st.sess.forgetStream(st)
+	}
+}
+
+func (st *stream) dropAttLocked(a *attachment) {
+	select {
+	case <-a.gone:
+	default:
+		close(a.gone)
+	}
+}
+
+// send writes one message on the stream. final reports that the message
+// answers requests of this stream (answered of them); the stream finishes
+// when none is left. It returns errStreamFinished for a related message on
+// a finished stream (the caller then uses the standalone stream).
+func (st *stream) send(msg []byte, answered int) error {
+	h := st.sess.h
+	st.mu.Lock()
+	if st.finished {
+		st.mu.Unlock()
+		return errStreamFinished
+	}
+	last := false
+	if answered > 0 {
+		st.pending -= answered
+		last = st.pending <= 0
+	} else if !st.standalone && (h.opts.ResponseMode == ResponseJSON || st.mode == modeJSON) {
+		st.mu.Unlock()
+		return errNoRelated
+	}
+	if st.mode == modeUndecided {
+		if last && h.opts.ResponseMode != ResponseSSE {
+			st.mode = modeJSON
+		} else {
+			st.mode = modeSSE
+		}
+	}
+	var err error
+	if st.mode == modeJSON {
+		err = st.writeJSONLocked(msg)
+	} else {
+		err = st.writeEventLocked(msg)
+	}
+	if last {
+		st.finishLocked()
+	}
+	gone := st.finished && st.att == nil
+	st.mu.Unlock()
+	if gone {
+		st.sess.forgetStream(st)
+	}
+	return err
+}
+
+// finishLocked marks the stream finished: its handler ends the response.
+func (st *stream) finishLocked() {
+	if st.finished {
+		return
+	}
+	st.finished = true
+	close(st.done)
+	if st.sseTimer != nil {
+		st.sseTimer.Stop()
+	}
+}
+
+// release drops n requests that will never be answered (cancelled).
+func (st *stream) release(n int) {
+	st.mu.Lock()
+	st.pending -= n
+	if st.pending <= 0 && !st.finished {
+		if st.mode == modeUndecided {
+			// Nothing was sent: end with an empty SSE stream.
+			st.mode = modeSSE
+			if st.att != nil {
+				st.writeHeaderLocked(st.att, false)
+			}
+		}
+		st.finishLocked()
+	}
+	gone := st.finished && st.att == nil
+	st.mu.Unlock()
+	if gone {
+		st.sess.forgetStream(st)
+	}
+}
+
+func (st *stream) writeJSONLocked(msg []byte) error {
+	a := st.att
+	if a == nil {
+		st.sess.h.log.Debug("transport: response dropped: the client's connection is gone", "session", st.sess.id)
+		return nil
+	}
+	hdr := a.w.Header()
+	hdr.Set("Content-Type", "application/json")
+	st.sess.setInitHeaderLocked(st, hdr, msg)
+	a.w.WriteHeader(http.StatusOK)
+	a.headerSent = true
+	if _, err := a.w.Write(msg); err != nil {
+		st.att = nil
+		st.dropAttLocked(a)
+		return nil // the client went away; a lost response is not the server's error
+	}
+	return nil
+}
+
+// writeHeaderLocked sends the SSE response header and, when the stream is
+// resumable and the revision allows it, the priming event (an id, the
+// retry interval and empty data).
+func (st *stream) writeHeaderLocked(a *attachment, prime bool) {
+	hdr := a.w.Header()
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("X-Accel-Buffering", "no")
+	a.w.WriteHeader(http.StatusOK)
+	a.headerSent = true
+	if prime && st.useIDs && st.sess.canPrime() {
+		buf := appendSSEEvent(nil, eventID(st.id, st.seq), st.sess.h.opts.RetryInterval, nil)
+		if _, err := a.w.Write(buf); err != nil {
+			st.att = nil
+			st.dropAttLocked(a)
+			return
+		}
+	}
+	_ = a.rc.Flush()
+}
+
+func (st *stream) writeEventLocked(msg []byte) error {
+	a := st.att
+	if a != nil && !a.headerSent {
+		st.sess.setInitHeaderLocked(st, a.w.Header(), msg)
+		st.writeHeaderLocked(a, true) // the priming event names the position before msg
+		a = st.att
+	}
+	st.seq++
+	id := ""
+	if st.useIDs {
+		id = eventID(st.id, st.seq)
+		if err := st.sess.h.store.Append(context.Background(), st.sess.id, st.id, st.seq, msg); err != nil {
+			st.sess.h.log.Warn("transport: event store append failed", "error", err)
+		}
+	}
+	if a == nil {
+		if !st.useIDs {
+			st.sess.h.log.Debug("transport: message dropped: the client's connection is gone", "session", st.sess.id)
+		}
+		return nil
+	}
+	bp := eventBufPool.Get().(*[]byte)
+	buf := appendSSEEvent((*bp)[:0], id, 0, msg)
+	_, err := a.w.Write(buf)
+	if err == nil {
+		err = a.rc.Flush()
+	}
+	if cap(buf) <= 64<<10 {
+		*bp = buf[:0]
+		eventBufPool.Put(bp)
+	}
+	if err != nil {
+		st.att = nil
+		st.dropAttLocked(a)
+	}
+	return nil
+}
+
+var eventBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// switchToSSE starts the SSE stream of an unanswered request still waiting
+// on an undecided response (ResponseAuto after SSEAfter): the priming event
+// gives the client an id to resume from.
+func (st *stream) switchToSSE() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.finished || st.mode != modeUndecided || st.att == nil {
+		return
+	}
+	st.mode = modeSSE
+	st.writeHeaderLocked(st.att, true)
+}
+
+// closeForPolling implements CloseSSEStream.
+func (st *stream) closeForPolling() error {
+	if !st.useIDs || !st.sess.canPrime() {
+		return ErrNotResumable
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.finished {
+		return nil
+	}
+	if st.mode == modeJSON {
+		return ErrNotResumable
+	}
+	st.mode = modeSSE
+	a := st.att
+	if a == nil {
+		return nil
+	}
+	if !a.headerSent {
+		st.writeHeaderLocked(a, true)
+	}
+	if st.att == a {
+		st.att = nil
+		st.dropAttLocked(a)
+	}
+	return nil
+}
+
+// wait blocks the HTTP handler of attachment a until the stream is
+// finished, the connection is given up, the client goes away or the
+// session ends; then it detaches a.
+func (st *stream) wait(r *http.Request, a *attachment) (finished bool) {
+	select {
+	case <-st.done:
+		finished = true
+	case <-a.gone:
+	case <-r.Context().Done():
+	case <-st.sess.done:
+	}
+	st.detach(a)
+	return finished
+}
