@@ -1,0 +1,472 @@
+package aacp
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/mcp"
+)
+
+// execution is a REQUEST or EVENT being processed by a local agent: from
+// the deduplication check until its resolution is recorded (retries
+// included). While it exists, duplicates of its request are ignored.
+type execution struct {
+	env          *Envelope
+	deadline     time.Time
+	expiresAt    time.Time // of the request record: its RESPONSE expires with it
+	attempts     int       // attempts started, the current one included
+	due          time.Time // when a scheduled retry is due
+	cancel       context.CancelFunc
+	disconnected atomic.Bool
+}
+
+// attempt is one dispatch of an execution.
+type attempt struct {
+	ctx      context.Context
+	inline   bool
+	finished atomic.Bool
+}
+
+func (n *Node) begin(env *Envelope) (*execution, bool) {
+	n.imu.Lock()
+	defer n.imu.Unlock()
+	if n.inflight[env.RequestID] != nil {
+		return nil, false
+	}
+	ex := &execution{env: env}
+	n.inflight[env.RequestID] = ex
+	return ex, true
+}
+
+func (n *Node) end(ex *execution) {
+	n.imu.Lock()
+	if n.inflight[ex.env.RequestID] == ex {
+		delete(n.inflight, ex.env.RequestID)
+	}
+	c := ex.cancel
+	ex.cancel = nil
+	n.imu.Unlock()
+	if c != nil {
+		c()
+	}
+}
+
+// disconnect marks the running execution of a request as abandoned by its
+// caller and cancels its background context.
+func (n *Node) disconnect(requestID string) {
+	n.imu.Lock()
+	ex := n.inflight[requestID]
+	var c context.CancelFunc
+	if ex != nil {
+		ex.disconnected.Store(true)
+		c = ex.cancel
+	}
+	n.imu.Unlock()
+	if c != nil {
+		c()
+	}
+}
+
+func (n *Node) markReceived(w *window, seq uint64) {
+	if w == nil || seq == 0 {
+		return
+	}
+	w.mu.Lock()
+	w.mark(seq)
+	w.mu.Unlock()
+}
+
+// receive handles one envelope addressed to a local agent or caller. rec,
+// when not nil, is the request record this node stored a moment ago (no
+// need to read the ledger to deduplicate). inline runs the handler on this
+// goroutine.
+func (n *Node) receive(ctx context.Context, env *Envelope, rec *RequestRecord, inline bool) {
+	if env.Ack > 0 {
+		n.notePeerAck(env.TargetAgentID, env.SourceAgentID, env.Ack)
+	}
+	w := n.window(env.SourceAgentID, env.TargetAgentID)
+	w.mu.Lock()
+	if err := w.load(ctx, n.store); err != nil {
+		w.mu.Unlock()
+		n.log.Warn("aacp: cannot read acknowledgment state; message left for redelivery", "err", err)
+		return
+	}
+	switch {
+	case w.seen(env.Seq):
+		// A duplicate messageId, or a retransmission of a seq that
+		// arrived: ignored, and acknowledged again.
+		w.dirty = true
+		w.mu.Unlock()
+		return
+	case !w.fits(env.Seq):
+		w.mu.Unlock() // too far ahead of a gap: refused, redelivered later
+		return
+	case env.MessageType == MessageResponse:
+		w.mark(env.Seq)
+		w.mu.Unlock()
+		n.onResponse(env)
+		return
+	}
+	w.mu.Unlock()
+	n.onRequest(ctx, env, w, rec, inline)
+}
+
+// receiveResponseReceipt records the receipt of a RESPONSE whose
+// resolution was handed to local waiters directly.
+func (n *Node) receiveResponseReceipt(ctx context.Context, env *Envelope) {
+	if env.Ack > 0 {
+		n.notePeerAck(env.TargetAgentID, env.SourceAgentID, env.Ack)
+	}
+	w := n.window(env.SourceAgentID, env.TargetAgentID)
+	w.mu.Lock()
+	if w.load(ctx, n.store) == nil && w.fits(env.Seq) {
+		w.mark(env.Seq)
+	}
+	w.mu.Unlock()
+}
+
+// onRequest runs the seed's processing order for a REQUEST or EVENT:
+// deduplication check, cached result, execution (then the retry decision
+// and backoff in finish).
+func (n *Node) onRequest(ctx context.Context, env *Envelope, w *window, rec *RequestRecord, inline bool) {
+	if env.RequestID == "" { // an EVENT from a sender that gave it no requestId
+		n.run(ctx, &execution{env: env, attempts: 1}, w, inline, false)
+		return
+	}
+	ex, ok := n.begin(env)
+	if !ok { // being processed already
+		n.markReceived(w, env.Seq)
+		return
+	}
+	if rec == nil {
+		r, err := n.store.GetRequestRecord(ctx, env.RequestID)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			n.end(ex)
+			n.markReceived(w, env.Seq)
+			n.log.Warn("aacp: message without request record (expired?) dropped", "requestId", env.RequestID, "messageId", env.MessageID)
+			return
+		case err != nil:
+			n.end(ex)
+			n.log.Warn("aacp: cannot read request record; message left for redelivery", "requestId", env.RequestID, "err", err)
+			return
+		case r.Status.Final():
+			// Resolved already: never run again; callers here get the
+			// recorded result (its RESPONSE is in the ledger already).
+			n.end(ex)
+			n.markReceived(w, env.Seq)
+			n.notify(r.Resolution())
+			return
+		}
+		rec = r
+	}
+	ex.deadline, ex.expiresAt = rec.Deadline, rec.ExpiresAt
+	ex.attempts = rec.Attempts + 1
+	if f := n.opts.OnMessageReceived; f != nil {
+		f(env)
+	}
+	n.run(ctx, ex, w, inline, false)
+}
+
+// run dispatches ex on this goroutine (inline) or on a background one. A
+// background dispatch needs a slot: without one it waits (block) or gives
+// up, leaving the message to the ledger, and reports false.
+func (n *Node) run(ctx context.Context, ex *execution, w *window, inline, block bool) bool {
+	if inline {
+		n.dispatch(ctx, ex, w, true)
+		return true
+	}
+	if block {
+		select {
+		case n.sem <- struct{}{}:
+		case <-ctx.Done():
+			n.end(ex)
+			return false
+		}
+	} else {
+		select {
+		case n.sem <- struct{}{}:
+		default:
+			n.end(ex)
+			return false
+		}
+	}
+	n.bg.Add(1)
+	go func() {
+		defer func() {
+			<-n.sem
+			n.bg.Done()
+		}()
+		n.dispatch(n.ctx, ex, w, false)
+	}()
+	return true
+}
+
+func (n *Node) dispatch(ctx context.Context, ex *execution, w *window, inline bool) {
+	a := &attempt{ctx: ctx, inline: inline}
+	if !inline {
+		var cancel context.CancelFunc
+		if !ex.deadline.IsZero() && ex.deadline.After(time.Now()) {
+			a.ctx, cancel = context.WithDeadline(ctx, ex.deadline)
+		} else {
+			a.ctx, cancel = context.WithCancel(ctx)
+		}
+		n.imu.Lock()
+		ex.cancel = cancel
+		n.imu.Unlock()
+		if ex.disconnected.Load() {
+			cancel()
+		}
+	}
+	err := n.ep.Dispatch(a.ctx, ex.env, func(result any, err error) { n.finish(ex, a, result, err) })
+	if err != nil {
+		if errors.Is(err, ErrUndeliverable) && ex.env.RequestID != "" {
+			n.settle(ex, &Resolution{RequestID: ex.env.RequestID, Outcome: OutcomeFailed, Completion: CompletionProtocolError,
+				Error: protocolError("message cannot be delivered", err), CompletedAt: n.clock.Now(), Attempts: ex.attempts})
+			n.markReceived(w, ex.env.Seq)
+			return
+		}
+		n.end(ex) // not delivered: the ledger delivers it again
+		return
+	}
+	n.markReceived(w, ex.env.Seq)
+}
+
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// finish classifies the outcome of one attempt (seed 000's completion
+// outcomes), then either schedules a retry or records the resolution.
+func (n *Node) finish(ex *execution, a *attempt, result any, err error) {
+	if !a.finished.CompareAndSwap(false, true) {
+		return // the Endpoint called done twice
+	}
+	if ex.env.RequestID == "" {
+		n.end(ex)
+		return
+	}
+	now := n.clock.Now()
+	ctxErr := a.ctx.Err()
+	// Deadlines come from contexts: they are compared with the wall clock.
+	late := (!ex.deadline.IsZero() && time.Now().After(ex.deadline)) || errors.Is(ctxErr, context.DeadlineExceeded)
+	disc := ex.disconnected.Load() || (a.inline && errors.Is(ctxErr, context.Canceled))
+	var raw jsontext.Value
+	if err == nil {
+		if raw, err = encodeValue(result); err != nil {
+			err = &mcp.StructuredError{Code: mcp.ErrInternal, Message: "result is not JSON: " + err.Error()}
+		}
+	}
+	res := &Resolution{RequestID: ex.env.RequestID, CompletedAt: now, Attempts: ex.attempts}
+	switch {
+	case err == nil:
+		res.Outcome, res.Result, res.Completion = OutcomeCompleted, raw, CompletionSuccess
+		if late {
+			res.Completion = CompletionLateCompleted
+		} else if disc {
+			res.Completion = CompletionDisconnectedCompleted
+		}
+	case n.ctx.Err() != nil && !a.inline:
+		n.end(ex) // the node is closing: the request stays pending for recovery
+		return
+	case errors.Is(err, ErrUndeliverable):
+		res.Outcome, res.Completion, res.Error = OutcomeFailed, CompletionProtocolError, protocolError("message cannot be processed", err)
+	case disc && isContextErr(err):
+		res.Outcome, res.Completion = OutcomeFailed, CompletionAborted
+		res.Error = &mcp.StructuredError{Code: CodeAborted, Message: "the caller disconnected and the handler was aborted: " + err.Error()}
+	default:
+		se := toStructured(err)
+		completion := CompletionToolError
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			completion = CompletionTimeout
+			if se.Code == mcp.ErrInternal {
+				se = &mcp.StructuredError{Code: mcp.ErrTimeout, Message: "the handler exceeded its deadline: " + err.Error()}
+			}
+		case late:
+			completion = CompletionLateCompleted
+		}
+		if !disc && !isPermanent(err) && ex.attempts < n.policy.MaxAttempts && n.policy.ShouldRetry(se) {
+			n.scheduleRetry(ex, se, now)
+			return
+		}
+		res.Outcome, res.Completion, res.Error = OutcomeFailed, completion, se
+	}
+	n.settle(ex, res)
+}
+
+// scheduleRetry records the failed attempt and schedules the next one
+// after the policy's backoff. The execution stays in flight meanwhile.
+func (n *Node) scheduleRetry(ex *execution, se *mcp.StructuredError, now time.Time) {
+	ctx := context.Background()
+	if rec, err := n.store.GetRequestRecord(ctx, ex.env.RequestID); err == nil && !rec.Status.Final() {
+		rec.Attempts, rec.Error = ex.attempts, se
+		if err := n.store.PutRequestRecord(ctx, rec); err != nil {
+			n.log.Warn("aacp: cannot record failed attempt", "requestId", ex.env.RequestID, "err", err)
+		}
+	}
+	ex.due = now.Add(n.policy.Backoff(ex.attempts, n.rand()))
+	n.imu.Lock()
+	c := ex.cancel
+	ex.cancel = nil
+	n.imu.Unlock()
+	if c != nil {
+		c()
+	}
+	n.rmu.Lock()
+	n.retries = append(n.retries, ex)
+	n.rmu.Unlock()
+}
+
+// runDueRetries starts the retries whose backoff elapsed.
+func (n *Node) runDueRetries(ctx context.Context) {
+	now := n.clock.Now()
+	n.rmu.Lock()
+	var due []*execution
+	keep := n.retries[:0]
+	for _, ex := range n.retries {
+		if ex.due.After(now) {
+			keep = append(keep, ex)
+		} else {
+			due = append(due, ex)
+		}
+	}
+	clear(n.retries[len(keep):])
+	n.retries = keep
+	n.rmu.Unlock()
+	for i, ex := range due {
+		if !n.runRetry(ex) { // no slot: try again at the next poll
+			n.rmu.Lock()
+			n.retries = append(n.retries, due[i:]...)
+			n.rmu.Unlock()
+			return
+		}
+	}
+}
+
+// runRetry starts a retry on a background goroutine if a slot is free; the
+// execution stays in flight either way.
+func (n *Node) runRetry(ex *execution) bool {
+	select {
+	case n.sem <- struct{}{}:
+	default:
+		return false
+	}
+	ex.attempts++
+	n.bg.Add(1)
+	go func() {
+		defer func() {
+			<-n.sem
+			n.bg.Done()
+		}()
+		n.dispatch(n.ctx, ex, nil, false)
+	}()
+	return true
+}
+
+// settle records res durably (with the RESPONSE of a REQUEST, in the same
+// transaction), then tells local waiters and hooks, then hands the RESPONSE
+// to a local caller.
+func (n *Node) settle(ex *execution, res *Resolution) {
+	ctx := context.Background()
+	env := ex.env
+	var (
+		applied bool
+		err     error
+		resp    *MessageRecord
+		local   bool
+	)
+	if env.MessageType == MessageRequest {
+		local = n.hostsLocally(env.SourceAgentID)
+		now := res.CompletedAt
+		expires := ex.expiresAt
+		if expires.IsZero() {
+			expires = now.Add(n.opts.DefaultTTL)
+		}
+		id := newUUID()
+		resp = &MessageRecord{
+			MessageID: id, RequestID: env.RequestID, Status: OutcomeUnknown, Timestamp: now,
+			ExpiresAt: expires, NextRetryAt: now,
+			Envelope: Envelope{MessageID: id, RequestID: env.RequestID, SourceAgentID: env.TargetAgentID,
+				TargetAgentID: env.SourceAgentID, MessageType: MessageResponse, Timestamp: now, Payload: encodeResponse(res)},
+		}
+		if local {
+			resp.NextRetryAt = now.Add(n.opts.RetransmitTimeout)
+		}
+		applied, err = n.withSeq(ctx, env.TargetAgentID, env.SourceAgentID, &resp.Envelope, seqOp{res: res, msg: resp})
+	} else {
+		applied, err = n.store.Resolve(ctx, res, nil)
+	}
+	n.end(ex)
+	if err != nil {
+		// Not durable, so not reported: local callers learn UNKNOWN.
+		n.log.Warn("aacp: cannot record resolution; the request stays pending", "requestId", env.RequestID, "err", err)
+		n.notify(&Resolution{RequestID: env.RequestID, Outcome: OutcomeUnknown})
+		return
+	}
+	if !applied { // resolved by someone else first: that resolution stands
+		rec, err := n.store.GetRequestRecord(ctx, env.RequestID)
+		if err == nil && rec.Status.Final() {
+			n.notify(rec.Resolution())
+		}
+		return
+	}
+	n.notify(res)
+	n.hookCompleted(env, res)
+	if resp != nil && local {
+		// The local waiters have the resolution: only the RESPONSE's
+		// receipt remains to be acknowledged.
+		n.receiveResponseReceipt(ctx, &resp.Envelope)
+	}
+}
+
+// responsePayload is the payload of a RESPONSE: the resolution of its
+// request.
+type responsePayload struct {
+	Outcome       Outcome              `json:"outcome"`
+	Completion    Completion           `json:"completion,omitempty"`
+	Result        jsontext.Value       `json:"result,omitzero"`
+	Error         *mcp.StructuredError `json:"error,omitempty"`
+	CompletionRef string               `json:"completionRef,omitempty"`
+	Attempts      int                  `json:"attempts,omitzero"`
+}
+
+// encodeResponse returns the RESPONSE payload of res; the common case (a
+// success with an inline result) is assembled without reflection.
+func encodeResponse(res *Resolution) jsontext.Value {
+	if res.Outcome == OutcomeCompleted && res.Error == nil && res.CompletionRef == "" && len(res.Result) > 0 {
+		b := make([]byte, 0, len(res.Result)+96)
+		b = append(b, `{"outcome":"COMPLETED","completion":"`...)
+		b = append(b, res.Completion...)
+		b = append(b, `","result":`...)
+		b = append(b, res.Result...)
+		b = append(b, `,"attempts":`...)
+		b = strconv.AppendInt(b, int64(res.Attempts), 10)
+		return append(b, '}')
+	}
+	b, err := json.Marshal(&responsePayload{Outcome: res.Outcome, Completion: res.Completion, Result: res.Result,
+		Error: res.Error, CompletionRef: res.CompletionRef, Attempts: res.Attempts}, json.Deterministic(true))
+	if err != nil { // details that cannot be encoded
+		b, _ = json.Marshal(&responsePayload{Outcome: res.Outcome, Completion: res.Completion,
+			Error: &mcp.StructuredError{Code: res.Error.Code, Message: res.Error.Message}, Attempts: res.Attempts})
+	}
+	return b
+}
+
+// onResponse hands the resolution a RESPONSE carries to local waiters. It
+// is durable: the RESPONSE was stored with the resolution.
+func (n *Node) onResponse(env *Envelope) {
+	var p responsePayload
+	if err := json.Unmarshal(env.Payload, &p, strictOptions); err != nil || !p.Outcome.Final() {
+		n.log.Warn("aacp: malformed RESPONSE payload ignored", "messageId", env.MessageID, "requestId", env.RequestID)
+		return
+	}
+	n.notify(&Resolution{RequestID: env.RequestID, Outcome: p.Outcome, Completion: p.Completion, Result: p.Result,
+		Error: p.Error, CompletionRef: p.CompletionRef, CompletedAt: env.Timestamp, Attempts: p.Attempts})
+}

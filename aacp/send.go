@@ -1,0 +1,436 @@
+package aacp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// SendOption adjusts one SendRequest, Submit or SendReliable.
+type SendOption func(*sendOptions)
+
+type sendOptions struct {
+	requestID string
+	ttl       time.Duration
+	expiresAt time.Time
+}
+
+// WithRequestID makes the call idempotent under a requestId of the
+// caller's (a UUID v4): when the ledger holds that request already, nothing
+// is sent again: SendRequest returns its recorded result, or waits for it
+// while it is pending. Callers that must survive their own restart save
+// the id before sending and send again with it.
+func WithRequestID(id string) SendOption { return func(o *sendOptions) { o.requestID = id } }
+
+// WithTTL sets how long the records of this message are kept (default
+// Options.DefaultTTL).
+func WithTTL(d time.Duration) SendOption { return func(o *sendOptions) { o.ttl = d } }
+
+// WithExpiresAt sets when the records of this message may be purged.
+func WithExpiresAt(t time.Time) SendOption { return func(o *sendOptions) { o.expiresAt = t } }
+
+// SendRequest sends a REQUEST from source to target and waits for its
+// outcome: the result of a COMPLETED request, a *FailedError for a FAILED
+// one, and an *UnknownOutcomeError when ctx ends first (the request goes
+// on; Await tells its outcome later). An empty source means the node
+// itself (Options.ID). For a target hosted by this node the handler runs at
+// once, on this goroutine when the Endpoint is a Mux.
+func (n *Node) SendRequest(ctx context.Context, source, target string, payload any, opts ...SendOption) (jsontext.Value, error) {
+	c, res, _, err := n.enqueueNew(ctx, MessageRequest, source, target, payload, true, opts, true)
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		if res, err = n.wait(ctx, c, true); err != nil {
+			return nil, err
+		}
+	}
+	if res.Outcome == OutcomeFailed {
+		return nil, res.Err()
+	}
+	return res.Result, nil
+}
+
+// Submit records a REQUEST durably and returns its requestId without
+// waiting; Await returns its outcome. The handler of a local target runs
+// on a background goroutine.
+func (n *Node) Submit(ctx context.Context, source, target string, payload any, opts ...SendOption) (string, error) {
+	_, _, m, err := n.enqueueNew(ctx, MessageRequest, source, target, payload, false, opts, false)
+	if err != nil {
+		return "", err
+	}
+	return m.RequestID, nil
+}
+
+// SendReliable records an EVENT durably and returns its messageId (seed
+// 000's sendReliableMessage). It is delivered until acknowledged and
+// processed once: the node gives it a requestId, deduplicated like a
+// request's, and records its outcome (see Status), but no RESPONSE is
+// sent. The handler of a local target runs on a background goroutine. With
+// WithRequestID of a request the ledger holds already, nothing is sent and
+// the messageId returned is empty.
+func (n *Node) SendReliable(ctx context.Context, source, target string, payload any, opts ...SendOption) (string, error) {
+	_, _, m, err := n.enqueueNew(ctx, MessageEvent, source, target, payload, false, opts, false)
+	if err != nil {
+		return "", err
+	}
+	return m.MessageID, nil
+}
+
+// enqueueNew stores a new message (and its request) and hands it to a
+// local target. With wait, a REQUEST gets a waiter registered first. A
+// request id given by the caller that the ledger holds already is not sent
+// again: its resolution (final) or a waiter (pending) is returned.
+func (n *Node) enqueueNew(ctx context.Context, typ MessageType, source, target string, payload any, inline bool, opts []SendOption, wait bool) (*call, *Resolution, *MessageRecord, error) {
+	if n.closed.Load() {
+		return nil, nil, nil, ErrClosed
+	}
+	if source == "" {
+		source = n.id
+	}
+	if msg := checkAgentID(source); msg != "" {
+		return nil, nil, nil, fmt.Errorf("aacp: source agent id: %s", msg)
+	}
+	if msg := checkAgentID(target); msg != "" {
+		return nil, nil, nil, fmt.Errorf("aacp: target agent id: %s", msg)
+	}
+	var so sendOptions
+	for _, o := range opts {
+		o(&so)
+	}
+	raw, err := encodeValue(payload)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("aacp: payload: %w", err)
+	}
+	reqID := so.requestID
+	if reqID != "" {
+		if !IsUUIDv4(reqID) {
+			return nil, nil, nil, fmt.Errorf("aacp: request id %q is not a UUID v4", reqID)
+		}
+		rec, err := n.store.GetRequestRecord(ctx, reqID)
+		switch {
+		case err == nil:
+			m := &MessageRecord{RequestID: reqID}
+			if rec.Status.Final() {
+				return nil, rec.Resolution(), m, nil
+			}
+			if !wait || typ != MessageRequest {
+				return nil, nil, m, nil
+			}
+			c := n.addCall(reqID, rec.SourceAgentID)
+			if res := n.recheck(ctx, c); res != nil {
+				return nil, res, m, nil
+			}
+			return c, nil, m, nil
+		case !errors.Is(err, ErrNotFound):
+			return nil, nil, nil, err
+		}
+	} else {
+		reqID = newUUID()
+	}
+
+	now := n.clock.Now()
+	expires := so.expiresAt
+	if expires.IsZero() {
+		ttl := so.ttl
+		if ttl <= 0 {
+			ttl = n.opts.DefaultTTL
+		}
+		expires = now.Add(ttl)
+	}
+	deadline, _ := ctx.Deadline()
+	local := n.ep.Hosts(target)
+	rec := &RequestRecord{
+		RequestID: reqID, SourceAgentID: source, TargetAgentID: target, MessageType: typ, Payload: raw,
+		Status: OutcomeUnknown, Deadline: deadline, Timestamp: now, ExpiresAt: expires,
+	}
+	msgID := newUUID()
+	msg := &MessageRecord{
+		MessageID: msgID, RequestID: reqID, Status: OutcomeUnknown, Timestamp: now, ExpiresAt: expires, NextRetryAt: now,
+		Envelope: Envelope{MessageID: msgID, RequestID: reqID, SourceAgentID: source, TargetAgentID: target,
+			MessageType: typ, Timestamp: now, Payload: raw},
+	}
+	if local {
+		msg.NextRetryAt = now.Add(n.opts.RetransmitTimeout)
+	}
+	var c *call
+	if wait && typ == MessageRequest {
+		c = n.addCall(reqID, source)
+	}
+	if _, err := n.withSeq(ctx, source, target, &msg.Envelope, seqOp{rec: rec, msg: msg}); err != nil {
+		if c != nil {
+			n.removeCall(c)
+		}
+		return nil, nil, nil, err
+	}
+
+	if local {
+		n.transmit(ctx, &msg.Envelope, rec, inline)
+	}
+	return c, nil, msg, nil
+}
+
+// seqOp is what withSeq stores: a new message (Enqueue), or a resolution
+// with its RESPONSE (Resolve). A struct rather than a closure: it does not
+// escape to the heap.
+type seqOp struct {
+	rec *RequestRecord
+	msg *MessageRecord
+	res *Resolution
+}
+
+func (o *seqOp) run(ctx context.Context, s Store) (bool, error) {
+	if o.res != nil {
+		return s.Resolve(ctx, o.res, o.msg)
+	}
+	return true, s.Enqueue(ctx, o.rec, o.msg)
+}
+
+// withSeq gives env the next seq of its pair (and the ack of the opposite
+// direction) and runs op, which stores it, under the session's lock; the
+// seq counts as used when op reports it applied. A seq conflict (another
+// process used the seq) reloads the sequence and tries once more.
+func (n *Node) withSeq(ctx context.Context, source, target string, env *Envelope, op seqOp) (bool, error) {
+	s := n.session(source, target)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.load(ctx, n.store); err != nil {
+		return false, err
+	}
+	for try := 0; ; try++ {
+		env.Seq = s.last + 1
+		env.Ack = n.ackFor(target, source)
+		applied, err := op.run(ctx, n.store)
+		if err == nil {
+			if applied {
+				s.last = env.Seq
+			}
+			return applied, nil
+		}
+		if !errors.Is(err, ErrSeqConflict) || try > 0 {
+			return false, err
+		}
+		s.loaded = false
+		if err := s.load(ctx, n.store); err != nil {
+			return false, err
+		}
+	}
+}
+
+// deliverLocal is the default transmit: hand the message to this node's
+// receiver.
+func (n *Node) deliverLocal(ctx context.Context, env *Envelope, rec *RequestRecord, inline bool) {
+	n.receive(ctx, env, rec, inline)
+}
+
+// Await waits for the outcome of a request recorded in the ledger (sent by
+// this node or any other sharing the ledger, before or after a restart).
+// It returns the resolution (COMPLETED or FAILED; see Resolution.Err), an
+// *UnknownOutcomeError when ctx ends first, or an error matching
+// ErrNotFound.
+func (n *Node) Await(ctx context.Context, requestID string) (*Resolution, error) {
+	rec, err := n.store.GetRequestRecord(ctx, requestID)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Status.Final() {
+		return rec.Resolution(), nil
+	}
+	c := n.addCall(requestID, rec.SourceAgentID)
+	if res := n.recheck(ctx, c); res != nil {
+		return res, nil
+	}
+	if !n.ep.Hosts(rec.SourceAgentID) {
+		n.wake() // claim the caller's responses from now on
+	}
+	return n.wait(ctx, c, false)
+}
+
+// recheck looks at the ledger after a waiter was registered (a resolution
+// may have been recorded just before): if the request is final it
+// unregisters c and returns the resolution.
+func (n *Node) recheck(ctx context.Context, c *call) *Resolution {
+	rec, err := n.store.GetRequestRecord(ctx, c.requestID)
+	if err != nil || !rec.Status.Final() {
+		return nil
+	}
+	if n.removeCall(c) {
+		return rec.Resolution()
+	}
+	if res := <-c.ch; res.Outcome.Final() {
+		return res
+	}
+	return rec.Resolution()
+}
+
+// Status returns the status of a message (seed 000's AACPMessageStatus):
+// for a REQUEST or EVENT the outcome of its request, for a RESPONSE the
+// outcome it reports.
+func (n *Node) Status(ctx context.Context, messageID string) (*MessageStatus, error) {
+	m, err := n.store.GetMessageRecord(ctx, messageID)
+	if err != nil {
+		return nil, err
+	}
+	st := &MessageStatus{MessageID: m.MessageID, RequestID: m.RequestID, Outcome: m.Status,
+		Timestamp: m.Timestamp, Delivered: m.Status == OutcomeCompleted}
+	if m.RequestID == "" {
+		return st, nil
+	}
+	rec, err := n.store.GetRequestRecord(ctx, m.RequestID)
+	switch {
+	case err == nil:
+		st.Outcome, st.Completion, st.Error, st.CompletionRef = rec.Status, rec.Completion, rec.Error, rec.CompletionRef
+		if rec.Status.Final() {
+			st.Timestamp = rec.CompletedAt
+		}
+	case errors.Is(err, ErrNotFound):
+		st.Outcome = OutcomeUnknown
+	default:
+		return nil, err
+	}
+	return st, nil
+}
+
+// call is one caller waiting for the resolution of a request.
+type call struct {
+	requestID, source string
+	ch                chan *Resolution // buffered; receives exactly one value
+	next              *call            // other waiters of the same request
+}
+
+// callPool recycles calls (and their channels) once their waiter has its
+// resolution and nobody else refers to them.
+var callPool = sync.Pool{New: func() any { return &call{ch: make(chan *Resolution, 1)} }}
+
+func (n *Node) addCall(requestID, source string) *call {
+	c := callPool.Get().(*call)
+	c.requestID, c.source, c.next = requestID, source, nil
+	n.cmu.Lock()
+	c.next = n.calls[requestID]
+	n.calls[requestID] = c
+	n.callers[source]++
+	n.cmu.Unlock()
+	return c
+}
+
+// removeCall unregisters c and reports whether it was still registered
+// (if not, a resolution is on its way to c.ch).
+func (n *Node) removeCall(c *call) bool {
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	var prev *call
+	for x := n.calls[c.requestID]; x != nil; prev, x = x, x.next {
+		if x != c {
+			continue
+		}
+		switch {
+		case prev != nil:
+			prev.next = x.next
+		case x.next != nil:
+			n.calls[c.requestID] = x.next
+		default:
+			delete(n.calls, c.requestID)
+		}
+		n.dropCaller(c.source)
+		return true
+	}
+	return false
+}
+
+func (n *Node) dropCaller(source string) {
+	if n.callers[source]--; n.callers[source] <= 0 {
+		delete(n.callers, source)
+	}
+}
+
+// notify hands a durable resolution to every local waiter of its request.
+func (n *Node) notify(res *Resolution) {
+	n.cmu.Lock()
+	c := n.calls[res.RequestID]
+	if c != nil {
+		delete(n.calls, res.RequestID)
+		for x := c; x != nil; x = x.next {
+			n.dropCaller(x.source)
+		}
+	}
+	n.cmu.Unlock()
+	for c != nil {
+		next := c.next // read first: once it has its value, c may be reused
+		c.ch <- res
+		c = next
+	}
+}
+
+// wait waits for c's resolution or the end of ctx. A caller that stops
+// waiting gets UNKNOWN, unless the ledger shows a resolution by then. With
+// disconnect, a cancelled (not timed out) caller counts as disconnected,
+// which cancels a handler running in the background of this process.
+func (n *Node) wait(ctx context.Context, c *call, disconnect bool) (*Resolution, error) {
+	select {
+	case res := <-c.ch:
+		releaseCall(c)
+		return checkKnown(res)
+	case <-ctx.Done():
+	}
+	if !n.removeCall(c) {
+		res := <-c.ch
+		releaseCall(c)
+		return checkKnown(res)
+	}
+	defer releaseCall(c)
+	if disconnect && errors.Is(ctx.Err(), context.Canceled) {
+		n.disconnect(c.requestID)
+	}
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	if rec, err := n.store.GetRequestRecord(lctx, c.requestID); err == nil && rec.Status.Final() {
+		return rec.Resolution(), nil
+	}
+	return nil, &UnknownOutcomeError{RequestID: c.requestID, Cause: ctx.Err()}
+}
+
+// releaseCall returns c to the pool: it is out of the waiter map and its
+// channel is empty.
+func releaseCall(c *call) {
+	c.requestID, c.source, c.next = "", "", nil
+	callPool.Put(c)
+}
+
+// checkKnown turns the UNKNOWN resolution waiters get when a resolution
+// could not be recorded, or when the node closes, into an
+// *UnknownOutcomeError.
+func checkKnown(res *Resolution) (*Resolution, error) {
+	if res.Outcome == OutcomeUnknown {
+		var cause error = errors.New("the resolution could not be recorded")
+		if res.Error != nil {
+			cause = res.Error
+		}
+		return nil, &UnknownOutcomeError{RequestID: res.RequestID, Cause: cause}
+	}
+	return res, nil
+}
+
+// encodeValue returns v as JSON: a jsontext.Value as is (it must be valid
+// and must not be modified afterwards), nil as null, anything else
+// marshaled.
+func encodeValue(v any) (jsontext.Value, error) {
+	switch x := v.(type) {
+	case nil:
+		return jsontext.Value("null"), nil
+	case jsontext.Value:
+		if !x.IsValid() {
+			return nil, errors.New("invalid JSON")
+		}
+		return x, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}

@@ -1,0 +1,702 @@
+// Package sqlstore is the durable aacp.Store: one schema on database/sql
+// for SQLite (the embedded default: modernc.org/sqlite, pure Go, so a
+// program needs only a file path) and PostgreSQL (the pgx driver), so that
+// several processes can share one ledger.
+//
+// Open a store with OpenSQLite (a file; WAL journal, a busy timeout,
+// synchronous=FULL, immediate transactions) or OpenPostgres (a DSN); both
+// bring the schema up to date with versioned migrations (table
+// aacp_schema_migrations) before returning. Every operation that must be
+// atomic (Enqueue, Resolve, Acknowledge, ClaimDue) runs in one transaction,
+// so a status is durable before the call returns.
+//
+// Claims: on PostgreSQL, ClaimDue selects due rows with FOR UPDATE SKIP
+// LOCKED, so concurrent pollers never claim the same message and never wait
+// for each other; on SQLite, the claim is one immediate (write-locked)
+// transaction that moves the rows' next_retry_at past the lease and records
+// the owner in claimed_by.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/keelmcp/keel/aacp"
+	"github.com/keelmcp/keel/mcp"
+)
+
+// Store is an aacp.Store on a SQL database. It is safe for concurrent use,
+// also by several processes sharing the database.
+type Store struct {
+	db         *sql.DB
+	d          dialect
+	closeOnce  sync.Once
+	stmts      map[string]*sql.Stmt
+	writes     chan *writeOp
+	stopped    chan struct{} // closed by Close
+	writerDone chan struct{}
+}
+
+var _ aacp.Store = (*Store)(nil)
+
+// Option adjusts OpenSQLite.
+type Option func(*config)
+
+type config struct {
+	synchronous string
+	busyTimeout time.Duration
+}
+
+// WithSynchronous sets SQLite's synchronous pragma: "FULL" (the default:
+// a commit survives a power loss) or "NORMAL" (faster in WAL mode; a
+// commit survives a crash of the process but maybe not of the machine).
+func WithSynchronous(mode string) Option { return func(c *config) { c.synchronous = mode } }
+
+// WithBusyTimeout sets how long a SQLite connection waits for a lock held
+// by another process (default 10s).
+func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busyTimeout = d } }
+
+// OpenSQLite opens (creating it if needed) the SQLite ledger in the file
+// at path and migrates its schema.
+func OpenSQLite(path string, opts ...Option) (*Store, error) {
+	c := config{synchronous: "FULL", busyTimeout: 10 * time.Second}
+	for _, o := range opts {
+		o(&c)
+	}
+	switch strings.ToUpper(c.synchronous) {
+	case "FULL", "NORMAL", "EXTRA":
+	default:
+		return nil, fmt.Errorf("sqlstore: synchronous %q is not FULL, NORMAL or EXTRA", c.synchronous)
+	}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", c.busyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous("+strings.ToUpper(c.synchronous)+")")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: open %s: %w", path, err)
+	}
+	// One connection: SQLite has one writer anyway, and transactions of
+	// this process then never wait for each other's locks.
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	s, err := newStore(db, dialectSQLite)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// OpenPostgres connects to the PostgreSQL database of dsn (a URL or
+// key=value string, as pgx accepts) and migrates its schema.
+func OpenPostgres(dsn string) (*Store, error) {
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: open postgres: %w", err)
+	}
+	db.SetMaxOpenConns(16)
+	db.SetMaxIdleConns(16)
+	s, err := newStore(db, dialectPostgres)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func newStore(db *sql.DB, d dialect) (*Store, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// Connecting runs the SQLite pragmas; switching a new file to WAL needs
+	// an exclusive lock, which several processes opening it at once may
+	// find taken without waiting for it: try again.
+	for attempt := 0; ; attempt++ {
+		err := db.PingContext(ctx)
+		if err == nil {
+			break
+		}
+		if !retryable(err) || attempt >= 200 {
+			return nil, fmt.Errorf("sqlstore: connect: %w", err)
+		}
+		select {
+		case <-time.After(time.Duration(1+attempt%10) * time.Millisecond):
+		case <-ctx.Done():
+			return nil, fmt.Errorf("sqlstore: connect: %w", err)
+		}
+	}
+	if err := migrate(ctx, db, d); err != nil {
+		return nil, err
+	}
+	s := &Store{db: db, d: d, stmts: map[string]*sql.Stmt{}, writes: make(chan *writeOp, maxBatch),
+		stopped: make(chan struct{}), writerDone: make(chan struct{})}
+	for name, q := range queries {
+		stmt, err := db.PrepareContext(ctx, d.rebind(q))
+		if err != nil {
+			s.closeStmts()
+			return nil, fmt.Errorf("sqlstore: prepare %s: %w", name, err)
+		}
+		s.stmts[name] = stmt
+	}
+	go s.writer()
+	return s, nil
+}
+
+// DB returns the underlying database.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Dialect returns "sqlite" or "postgres".
+func (s *Store) Dialect() string { return s.d.String() }
+
+// Close stops the writer (writes still queued fail with ErrClosed) and
+// closes the database.
+func (s *Store) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.stopped)
+		<-s.writerDone
+		s.closeStmts()
+		err = s.db.Close()
+	})
+	return err
+}
+
+func (s *Store) closeStmts() {
+	for _, st := range s.stmts {
+		st.Close()
+	}
+}
+
+const (
+	reqCols = `request_id, source_agent_id, target_agent_id, message_type, payload, status, completion, result, error,
+		completion_ref, attempts, deadline, created_at, completed_at, expires_at`
+	reqVals = `?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`
+	msgCols = `message_id, request_id, source_agent_id, target_agent_id, seq, message_type, envelope, status,
+		created_at, expires_at, retry_count, next_retry_at, claimed_by`
+	msgVals = `?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`
+	// msgScan are the columns scanMessage reads.
+	msgScan = `message_id, request_id, envelope, status, created_at, expires_at, retry_count, next_retry_at, claimed_by`
+)
+
+var queries = map[string]string{
+	"insertRequest": `INSERT INTO aacp_requests (` + reqCols + `) VALUES (` + reqVals + `) ON CONFLICT (request_id) DO NOTHING`,
+	"upsertRequest": `INSERT INTO aacp_requests (` + reqCols + `) VALUES (` + reqVals + `) ON CONFLICT (request_id) DO UPDATE SET
+		source_agent_id = excluded.source_agent_id, target_agent_id = excluded.target_agent_id,
+		message_type = excluded.message_type, payload = excluded.payload, status = excluded.status,
+		completion = excluded.completion, result = excluded.result, error = excluded.error,
+		completion_ref = excluded.completion_ref, attempts = excluded.attempts, deadline = excluded.deadline,
+		created_at = excluded.created_at, completed_at = excluded.completed_at, expires_at = excluded.expires_at`,
+	"insertMessage": `INSERT INTO aacp_messages (` + msgCols + `) VALUES (` + msgVals + `)`,
+	"upsertMessage": `INSERT INTO aacp_messages (` + msgCols + `) VALUES (` + msgVals + `) ON CONFLICT (message_id) DO UPDATE SET
+		request_id = excluded.request_id, source_agent_id = excluded.source_agent_id,
+		target_agent_id = excluded.target_agent_id, seq = excluded.seq, message_type = excluded.message_type,
+		envelope = excluded.envelope, status = excluded.status, created_at = excluded.created_at,
+		expires_at = excluded.expires_at, retry_count = excluded.retry_count,
+		next_retry_at = excluded.next_retry_at, claimed_by = excluded.claimed_by`,
+	"raiseSeq": `INSERT INTO aacp_sequences (source_agent_id, target_agent_id, last_seq, ack) VALUES (?, ?, ?, 0)
+		ON CONFLICT (source_agent_id, target_agent_id) DO UPDATE SET last_seq = excluded.last_seq
+		WHERE aacp_sequences.last_seq < excluded.last_seq`,
+	"raiseAck": `INSERT INTO aacp_sequences (source_agent_id, target_agent_id, last_seq, ack) VALUES (?, ?, 0, ?)
+		ON CONFLICT (source_agent_id, target_agent_id) DO UPDATE SET ack = excluded.ack
+		WHERE aacp_sequences.ack < excluded.ack`,
+	"ackMessages": `UPDATE aacp_messages SET status = 'COMPLETED'
+		WHERE source_agent_id = ? AND target_agent_id = ? AND seq <= ? AND status = 'UNKNOWN'`,
+	"getRequest":    `SELECT ` + reqCols + ` FROM aacp_requests WHERE request_id = ?`,
+	"getMessage":    `SELECT ` + msgScan + ` FROM aacp_messages WHERE message_id = ?`,
+	"requestExists": `SELECT 1 FROM aacp_requests WHERE request_id = ?`,
+	"resolve": `UPDATE aacp_requests SET status = ?, completion = ?, result = ?, error = ?, completion_ref = ?,
+		completed_at = ?, attempts = CASE WHEN CAST(? AS INTEGER) > 0 THEN CAST(? AS INTEGER) ELSE attempts END
+		WHERE request_id = ? AND status = 'UNKNOWN'`,
+	"getLastSeq":    `SELECT last_seq FROM aacp_sequences WHERE source_agent_id = ? AND target_agent_id = ?`,
+	"getAck":        `SELECT ack FROM aacp_sequences WHERE source_agent_id = ? AND target_agent_id = ?`,
+	"unacked":       `SELECT envelope FROM aacp_messages WHERE source_agent_id = ? AND target_agent_id = ? AND status = 'UNKNOWN' ORDER BY seq`,
+	"pending":       `SELECT ` + reqCols + ` FROM aacp_requests WHERE status = 'UNKNOWN' AND (CAST(? AS BIGINT) = 0 OR created_at < ?) ORDER BY created_at, request_id`,
+	"inState":       `SELECT ` + msgScan + ` FROM aacp_messages WHERE status = ? AND (CAST(? AS BIGINT) = 0 OR created_at < ?) ORDER BY created_at, seq`,
+	"purgeRequests": `DELETE FROM aacp_requests WHERE expires_at <> 0 AND expires_at <= ?`,
+	"purgeMessages": `DELETE FROM aacp_messages WHERE expires_at <> 0 AND expires_at <= ?`,
+	"claimUpdate":   `UPDATE aacp_messages SET retry_count = ?, claimed_by = ?, next_retry_at = ? WHERE message_id = ?`,
+}
+
+// retryable reports transient errors: PostgreSQL serialization failures
+// and deadlocks, SQLite busy or locked databases.
+func retryable(err error) bool {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return pg.Code == "40001" || pg.Code == "40P01"
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		c := se.Code() & 0xff
+		return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
+	}
+	return false
+}
+
+func (s *Store) stmt(tx *sql.Tx, ctx context.Context, name string) *sql.Stmt {
+	if tx == nil {
+		return s.stmts[name]
+	}
+	return tx.StmtContext(ctx, s.stmts[name])
+}
+
+// nanos stores a time as Unix nanoseconds; the zero time is 0.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func nullText(v jsontext.Value) any {
+	if len(v) == 0 {
+		return nil
+	}
+	return string(v)
+}
+
+func encodeError(se *mcp.StructuredError) (any, error) {
+	if se == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(se, json.Deterministic(true))
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: encode error: %w", err)
+	}
+	return string(b), nil
+}
+
+func requestArgs(r *aacp.RequestRecord) ([]any, error) {
+	errText, err := encodeError(r.Error)
+	if err != nil {
+		return nil, err
+	}
+	payload := string(r.Payload)
+	if payload == "" {
+		payload = "null"
+	}
+	return []any{r.RequestID, r.SourceAgentID, r.TargetAgentID, string(r.MessageType), payload, string(r.Status),
+		string(r.Completion), nullText(r.Result), errText, r.CompletionRef, r.Attempts, nanos(r.Deadline),
+		nanos(r.Timestamp), nanos(r.CompletedAt), nanos(r.ExpiresAt)}, nil
+}
+
+func messageArgs(m *aacp.MessageRecord) ([]any, error) {
+	env, err := aacp.EncodeEnvelope(&m.Envelope)
+	if err != nil {
+		return nil, err
+	}
+	return []any{m.MessageID, m.RequestID, m.Envelope.SourceAgentID, m.Envelope.TargetAgentID, int64(m.Envelope.Seq),
+		string(m.Envelope.MessageType), string(env), string(m.Status), nanos(m.Timestamp), nanos(m.ExpiresAt),
+		m.RetryCount, nanos(m.NextRetryAt), m.ClaimedBy}, nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRequest(row scanner) (*aacp.RequestRecord, error) {
+	var (
+		r                                              aacp.RequestRecord
+		typ, payload, status, completion               string
+		result, errText                                sql.NullString
+		deadline, created, completed, expires, attempt int64
+	)
+	if err := row.Scan(&r.RequestID, &r.SourceAgentID, &r.TargetAgentID, &typ, &payload, &status, &completion,
+		&result, &errText, &r.CompletionRef, &attempt, &deadline, &created, &completed, &expires); err != nil {
+		return nil, err
+	}
+	r.MessageType, r.Payload, r.Status, r.Completion = aacp.MessageType(typ), jsontext.Value(payload), aacp.Outcome(status), aacp.Completion(completion)
+	if result.Valid {
+		r.Result = jsontext.Value(result.String)
+	}
+	if errText.Valid {
+		r.Error = new(mcp.StructuredError)
+		if err := json.Unmarshal([]byte(errText.String), r.Error); err != nil {
+			return nil, fmt.Errorf("sqlstore: request %s: error column: %w", r.RequestID, err)
+		}
+	}
+	r.Attempts = int(attempt)
+	r.Deadline, r.Timestamp, r.CompletedAt, r.ExpiresAt = fromNanos(deadline), fromNanos(created), fromNanos(completed), fromNanos(expires)
+	return &r, nil
+}
+
+func scanMessage(row scanner) (*aacp.MessageRecord, error) {
+	var (
+		m                      aacp.MessageRecord
+		env, status            string
+		created, expires, next int64
+		retries                int64
+	)
+	if err := row.Scan(&m.MessageID, &m.RequestID, &env, &status, &created, &expires, &retries, &next, &m.ClaimedBy); err != nil {
+		return nil, err
+	}
+	e, err := aacp.DecodeEnvelope([]byte(env))
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: message %s: %w", m.MessageID, err)
+	}
+	m.Envelope, m.Status, m.RetryCount = *e, aacp.Outcome(status), int(retries)
+	m.Timestamp, m.ExpiresAt, m.NextRetryAt = fromNanos(created), fromNanos(expires), fromNanos(next)
+	return &m, nil
+}
+
+// PutRequestRecord implements aacp.Store.
+func (s *Store) PutRequestRecord(ctx context.Context, rec *aacp.RequestRecord) error {
+	args, err := requestArgs(rec)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := s.stmt(tx, ctx, "upsertRequest").ExecContext(ctx, args...)
+		return err
+	})
+}
+
+// PutMessageRecord implements aacp.Store.
+func (s *Store) PutMessageRecord(ctx context.Context, rec *aacp.MessageRecord) error {
+	args, err := messageArgs(rec)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := s.stmt(tx, ctx, "upsertMessage").ExecContext(ctx, args...)
+		return err
+	})
+}
+
+// GetRequestRecord implements aacp.Store.
+func (s *Store) GetRequestRecord(ctx context.Context, requestID string) (*aacp.RequestRecord, error) {
+	r, err := scanRequest(s.stmts["getRequest"].QueryRowContext(ctx, requestID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: request %s", aacp.ErrNotFound, requestID)
+	}
+	return r, err
+}
+
+// GetMessageRecord implements aacp.Store.
+func (s *Store) GetMessageRecord(ctx context.Context, messageID string) (*aacp.MessageRecord, error) {
+	m, err := scanMessage(s.stmts["getMessage"].QueryRowContext(ctx, messageID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: message %s", aacp.ErrNotFound, messageID)
+	}
+	return m, err
+}
+
+// MarkCompleted implements aacp.Store.
+func (s *Store) MarkCompleted(ctx context.Context, requestID string, outcome aacp.Outcome, completionRef string) error {
+	if !outcome.Final() {
+		return fmt.Errorf("sqlstore: MarkCompleted with outcome %q", outcome)
+	}
+	_, err := s.Resolve(ctx, &aacp.Resolution{RequestID: requestID, Outcome: outcome, CompletionRef: completionRef, CompletedAt: time.Now()}, nil)
+	return err
+}
+
+// MarkFailed implements aacp.Store.
+func (s *Store) MarkFailed(ctx context.Context, requestID string, serr *mcp.StructuredError) error {
+	_, err := s.Resolve(ctx, &aacp.Resolution{RequestID: requestID, Outcome: aacp.OutcomeFailed, Error: serr, CompletedAt: time.Now()}, nil)
+	return err
+}
+
+func (s *Store) getCounter(ctx context.Context, name, source, target string) (uint64, error) {
+	var v int64
+	err := s.stmts[name].QueryRowContext(ctx, source, target).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return uint64(v), err
+}
+
+// GetLastSequence implements aacp.Store.
+func (s *Store) GetLastSequence(ctx context.Context, source, target string) (uint64, error) {
+	return s.getCounter(ctx, "getLastSeq", source, target)
+}
+
+// GetAck implements aacp.Store.
+func (s *Store) GetAck(ctx context.Context, source, target string) (uint64, error) {
+	return s.getCounter(ctx, "getAck", source, target)
+}
+
+// UpdateLastSequence implements aacp.Store.
+func (s *Store) UpdateLastSequence(ctx context.Context, source, target string, seq uint64) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := s.stmt(tx, ctx, "raiseSeq").ExecContext(ctx, source, target, int64(seq))
+		return err
+	})
+}
+
+// GetUnacknowledgedMessages implements aacp.Store.
+func (s *Store) GetUnacknowledgedMessages(ctx context.Context, source, target string) ([]*aacp.Envelope, error) {
+	rows, err := s.stmts["unacked"].QueryContext(ctx, source, target)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*aacp.Envelope
+	for rows.Next() {
+		var text string
+		if err := rows.Scan(&text); err != nil {
+			return nil, err
+		}
+		env, err := aacp.DecodeEnvelope([]byte(text))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, env)
+	}
+	return out, rows.Err()
+}
+
+// ListPendingRequests implements aacp.Store.
+func (s *Store) ListPendingRequests(ctx context.Context, olderThan time.Time) ([]*aacp.RequestRecord, error) {
+	t := nanos(olderThan)
+	rows, err := s.stmts["pending"].QueryContext(ctx, t, t)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*aacp.RequestRecord
+	for rows.Next() {
+		r, err := scanRequest(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// ListMessagesInState implements aacp.Store.
+func (s *Store) ListMessagesInState(ctx context.Context, outcome aacp.Outcome, olderThan time.Time) ([]*aacp.MessageRecord, error) {
+	t := nanos(olderThan)
+	rows, err := s.stmts["inState"].QueryContext(ctx, string(outcome), t, t)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*aacp.MessageRecord
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// PurgeExpired implements aacp.Store.
+func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (int, error) {
+	n := int64(0)
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		n = 0
+		for _, q := range []string{"purgeRequests", "purgeMessages"} {
+			r, err := s.stmt(tx, ctx, q).ExecContext(ctx, now.UnixNano())
+			if err != nil {
+				return err
+			}
+			k, err := r.RowsAffected()
+			if err != nil {
+				return err
+			}
+			n += k
+		}
+		return nil
+	})
+	return int(n), err
+}
+
+// enqueue raises the pair's sequence to msg's seq (failing with
+// aacp.ErrSeqConflict if it is not above it) and inserts msg.
+func (s *Store) enqueue(ctx context.Context, tx *sql.Tx, msg *aacp.MessageRecord) error {
+	args, err := messageArgs(msg)
+	if err != nil {
+		return err
+	}
+	env := &msg.Envelope
+	r, err := s.stmt(tx, ctx, "raiseSeq").ExecContext(ctx, env.SourceAgentID, env.TargetAgentID, int64(env.Seq))
+	if err != nil {
+		return err
+	}
+	if k, err := r.RowsAffected(); err != nil {
+		return err
+	} else if k == 0 {
+		return fmt.Errorf("%w: %s→%s seq %d", aacp.ErrSeqConflict, env.SourceAgentID, env.TargetAgentID, env.Seq)
+	}
+	_, err = s.stmt(tx, ctx, "insertMessage").ExecContext(ctx, args...)
+	return err
+}
+
+// Enqueue implements aacp.Store.
+func (s *Store) Enqueue(ctx context.Context, req *aacp.RequestRecord, msg *aacp.MessageRecord) error {
+	var reqArgs []any
+	if req != nil {
+		var err error
+		if reqArgs, err = requestArgs(req); err != nil {
+			return err
+		}
+	}
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if req != nil {
+			if _, err := s.stmt(tx, ctx, "insertRequest").ExecContext(ctx, reqArgs...); err != nil {
+				return err
+			}
+		}
+		return s.enqueue(ctx, tx, msg)
+	})
+}
+
+// Resolve implements aacp.Store.
+func (s *Store) Resolve(ctx context.Context, res *aacp.Resolution, response *aacp.MessageRecord) (bool, error) {
+	errText, err := encodeError(res.Error)
+	if err != nil {
+		return false, err
+	}
+	applied := false
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		applied = false
+		r, err := s.stmt(tx, ctx, "resolve").ExecContext(ctx, string(res.Outcome), string(res.Completion), nullText(res.Result),
+			errText, res.CompletionRef, nanos(res.CompletedAt), res.Attempts, res.Attempts, res.RequestID)
+		if err != nil {
+			return err
+		}
+		k, err := r.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if k == 0 {
+			var one int
+			err := s.stmt(tx, ctx, "requestExists").QueryRowContext(ctx, res.RequestID).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("%w: request %s", aacp.ErrNotFound, res.RequestID)
+			}
+			return err // final already: nothing to do
+		}
+		if response != nil {
+			if err := s.enqueue(ctx, tx, response); err != nil {
+				return err
+			}
+		}
+		applied = true
+		return nil
+	})
+	return applied, err
+}
+
+// Acknowledge implements aacp.Store. The pairs are processed in a fixed
+// order so that concurrent acknowledgments cannot deadlock.
+func (s *Store) Acknowledge(ctx context.Context, acks []aacp.Ack) error {
+	if len(acks) == 0 {
+		return nil
+	}
+	acks = slices.Clone(acks)
+	slices.SortFunc(acks, func(a, b aacp.Ack) int {
+		if c := strings.Compare(a.Source, b.Source); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Target, b.Target)
+	})
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		raise, mark := s.stmt(tx, ctx, "raiseAck"), s.stmt(tx, ctx, "ackMessages")
+		for _, a := range acks {
+			if _, err := raise.ExecContext(ctx, a.Source, a.Target, int64(a.Seq)); err != nil {
+				return err
+			}
+			if _, err := mark.ExecContext(ctx, a.Source, a.Target, int64(a.Seq)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ClaimDue implements aacp.Store.
+func (s *Store) ClaimDue(ctx context.Context, q aacp.ClaimQuery) ([]*aacp.MessageRecord, error) {
+	if len(q.Targets) == 0 {
+		return nil, nil
+	}
+	var where strings.Builder
+	where.WriteString(` FROM aacp_messages WHERE status = 'UNKNOWN' AND target_agent_id IN (`)
+	args := make([]any, 0, len(q.Targets)+2)
+	for i, t := range q.Targets {
+		if i > 0 {
+			where.WriteString(", ")
+		}
+		where.WriteString("?")
+		args = append(args, t)
+	}
+	where.WriteString(")")
+	if !q.IgnoreSchedule {
+		where.WriteString(" AND next_retry_at <= ?")
+		args = append(args, q.Now.UnixNano())
+	}
+	// Most polls find nothing: look first without a transaction, so that
+	// idle pollers never take SQLite's write lock (or PostgreSQL row locks).
+	var one int
+	err := s.db.QueryRowContext(ctx, s.d.rebind(`SELECT 1`+where.String()+` LIMIT 1`), args...).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	query := `SELECT ` + msgScan + where.String() + ` ORDER BY next_retry_at, seq LIMIT ?`
+	args = append(args, q.ClaimLimit())
+	if s.d == dialectPostgres {
+		query += " FOR UPDATE SKIP LOCKED"
+	}
+	query = s.d.rebind(query)
+	var out []*aacp.MessageRecord
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		out = out[:0]
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			m, err := scanMessage(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			out = append(out, m)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		upd := s.stmt(tx, ctx, "claimUpdate")
+		for _, m := range out {
+			m.RetryCount++
+			m.ClaimedBy = q.Owner
+			m.NextRetryAt = q.NextRetry(m.RetryCount).UTC()
+			if _, err := upd.ExecContext(ctx, m.RetryCount, m.ClaimedBy, m.NextRetryAt.UnixNano(), m.MessageID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

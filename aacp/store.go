@@ -1,0 +1,207 @@
+package aacp
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/mcp"
+)
+
+// Store is the ledger behind a Node: seed 000's AACPPersistenceAdapter,
+// plus the few atomic operations a Node needs to keep its promises (a
+// status is durable before it is reported; a sequence number is never
+// handed out twice; several processes poll one ledger safely).
+//
+// Implementations: NewMemoryStore (one process lifetime, for tests) and
+// package aacp/sqlstore (SQLite file or PostgreSQL). Package
+// aacp/storetest holds the conformance suite every implementation passes.
+//
+// Records handed to a Store belong to it from then on; records it returns
+// belong to the caller. Times are compared at microsecond precision or
+// better. All methods are safe for concurrent use.
+type Store interface {
+	// PutRequestRecord inserts or replaces the record of rec.RequestID.
+	PutRequestRecord(ctx context.Context, rec *RequestRecord) error
+	// PutMessageRecord inserts or replaces the record of rec.MessageID.
+	PutMessageRecord(ctx context.Context, rec *MessageRecord) error
+	// GetRequestRecord returns the record, or an error matching ErrNotFound.
+	GetRequestRecord(ctx context.Context, requestID string) (*RequestRecord, error)
+	// GetMessageRecord returns the record, or an error matching ErrNotFound.
+	GetMessageRecord(ctx context.Context, messageID string) (*MessageRecord, error)
+
+	// MarkCompleted records a final outcome (normally COMPLETED) with an
+	// optional reference to the completion payload. A request already
+	// final keeps its outcome (the first resolution wins); a missing one is
+	// ErrNotFound.
+	MarkCompleted(ctx context.Context, requestID string, outcome Outcome, completionRef string) error
+	// MarkFailed records FAILED with the error, under the same rules.
+	MarkFailed(ctx context.Context, requestID string, serr *mcp.StructuredError) error
+
+	// GetLastSequence returns the highest seq used on source→target (0 if
+	// none).
+	GetLastSequence(ctx context.Context, source, target string) (uint64, error)
+	// UpdateLastSequence raises the highest seq of source→target to seq (a
+	// lower value is ignored: sequences never go back).
+	UpdateLastSequence(ctx context.Context, source, target string, seq uint64) error
+
+	// GetUnacknowledgedMessages returns the envelopes of source→target that
+	// are neither acknowledged nor given up, in seq order.
+	GetUnacknowledgedMessages(ctx context.Context, source, target string) ([]*Envelope, error)
+	// ListPendingRequests returns the requests still UNKNOWN, oldest first;
+	// a non-zero olderThan keeps those created before it.
+	ListPendingRequests(ctx context.Context, olderThan time.Time) ([]*RequestRecord, error)
+	// ListMessagesInState returns the messages with the given status,
+	// oldest first; a non-zero olderThan keeps those created before it.
+	ListMessagesInState(ctx context.Context, outcome Outcome, olderThan time.Time) ([]*MessageRecord, error)
+	// PurgeExpired deletes every request and message record whose ExpiresAt
+	// is at or before now and returns how many it deleted. Sequence and
+	// acknowledgment counters are kept.
+	PurgeExpired(ctx context.Context, now time.Time) (int, error)
+
+	// Enqueue atomically stores a message about to be sent: req (may be
+	// nil; kept as it is when its RequestID is recorded already), msg, and
+	// the last sequence of msg's pair raised to msg's seq. A seq already
+	// used on the pair fails with ErrSeqConflict and stores nothing.
+	Enqueue(ctx context.Context, req *RequestRecord, msg *MessageRecord) error
+	// Resolve atomically records res as the final state of its request (if
+	// the request is not final already) and stores response (may be nil) as
+	// Enqueue would. It reports whether res was applied; when it was not,
+	// nothing is stored. A missing request is ErrNotFound.
+	Resolve(ctx context.Context, res *Resolution, response *MessageRecord) (bool, error)
+	// Acknowledge records cumulative acknowledgments: for each Ack the
+	// pair's acknowledged seq is raised to Seq and every UNKNOWN message of
+	// the pair with a seq at or below it becomes COMPLETED (delivered).
+	Acknowledge(ctx context.Context, acks []Ack) error
+	// GetAck returns the acknowledged seq of source→target (0 if none).
+	GetAck(ctx context.Context, source, target string) (uint64, error)
+	// ClaimDue claims up to q.Limit UNKNOWN messages addressed to one of
+	// q.Targets whose NextRetryAt is at or before q.Now (any, with
+	// q.IgnoreSchedule): each one's RetryCount grows by one, ClaimedBy
+	// becomes q.Owner and NextRetryAt moves to q.Now + q.Backoff(RetryCount).
+	// Claimed messages are invisible to other claimers until then, so
+	// several processes may poll one ledger. It returns the updated
+	// records, most overdue first.
+	ClaimDue(ctx context.Context, q ClaimQuery) ([]*MessageRecord, error)
+
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Store errors.
+var (
+	// ErrNotFound: no record with that id.
+	ErrNotFound = errors.New("aacp: record not found")
+	// ErrSeqConflict: the seq is used already on that pair (another
+	// process sends as the same source agent).
+	ErrSeqConflict = errors.New("aacp: sequence number already used")
+)
+
+// RequestRecord is the ledger record of one logical request (seed 000's
+// AACPRequestRecord). keel records EVENTs sent with SendReliable too, so
+// that receivers deduplicate them durably.
+type RequestRecord struct {
+	RequestID     string
+	SourceAgentID string
+	TargetAgentID string
+	// MessageType is REQUEST or EVENT.
+	MessageType MessageType
+	// Payload is the request payload, stored inline.
+	Payload jsontext.Value
+	// Status is UNKNOWN until the request is resolved.
+	Status Outcome
+	// Completion, Result, Error, CompletionRef and CompletedAt describe the
+	// resolution (see Resolution). While a request is retried, Error holds
+	// the error of the last attempt.
+	Completion    Completion
+	Result        jsontext.Value
+	Error         *mcp.StructuredError
+	CompletionRef string
+	CompletedAt   time.Time
+	// Attempts is how many times the handler has run (recorded at each
+	// retry and at resolution).
+	Attempts int
+	// Deadline is the caller's deadline (zero: none); a handler finishing
+	// after it completes late.
+	Deadline time.Time
+	// Timestamp is when the request was created.
+	Timestamp time.Time
+	// ExpiresAt is when the record may be purged.
+	ExpiresAt time.Time
+}
+
+// Resolution returns the record's resolution (meaningful when Status is
+// final).
+func (r *RequestRecord) Resolution() *Resolution {
+	return &Resolution{
+		RequestID: r.RequestID, Outcome: r.Status, Completion: r.Completion, Result: r.Result,
+		Error: r.Error, CompletionRef: r.CompletionRef, CompletedAt: r.CompletedAt, Attempts: r.Attempts,
+	}
+}
+
+// MessageRecord is the ledger record of one message (seed 000's
+// AACPMessageRecord).
+type MessageRecord struct {
+	MessageID string
+	RequestID string
+	Envelope  Envelope
+	// Status is UNKNOWN until the target acknowledges the message
+	// (COMPLETED) or the sender gives up on delivering it (FAILED).
+	Status Outcome
+	// Timestamp is when the message was created.
+	Timestamp time.Time
+	// ExpiresAt is when the record may be purged.
+	ExpiresAt time.Time
+	// RetryCount is how many times the message was claimed for
+	// (re)delivery.
+	RetryCount int
+	// NextRetryAt is when the message is due for (re)delivery unless
+	// acknowledged before.
+	NextRetryAt time.Time
+	// ClaimedBy is the owner of the last claim.
+	ClaimedBy string
+}
+
+// Ack is one cumulative acknowledgment: every message of Source→Target with
+// a seq at or below Seq was received.
+type Ack struct {
+	Source, Target string
+	Seq            uint64
+}
+
+// ClaimQuery says which due messages ClaimDue claims, for whom, and when
+// they are due again if not acknowledged by then.
+type ClaimQuery struct {
+	// Owner names the claimer (a Node's ID).
+	Owner string
+	// Targets are the agents whose messages to claim.
+	Targets []string
+	// Now is the current time.
+	Now time.Time
+	// Limit bounds the number of messages claimed (<= 0: 100).
+	Limit int
+	// Backoff returns how long a message stays claimed after its n-th claim
+	// (nil: one second).
+	Backoff func(n int) time.Duration
+	// IgnoreSchedule claims messages whatever their NextRetryAt (recovery
+	// after a restart).
+	IgnoreSchedule bool
+}
+
+// NextRetry returns when a message claimed for the n-th time is due again.
+func (q *ClaimQuery) NextRetry(n int) time.Time {
+	if q.Backoff == nil {
+		return q.Now.Add(time.Second)
+	}
+	return q.Now.Add(q.Backoff(n))
+}
+
+// ClaimLimit returns q.Limit, or 100 when it is not positive.
+func (q *ClaimQuery) ClaimLimit() int {
+	if q.Limit <= 0 {
+		return 100
+	}
+	return q.Limit
+}
