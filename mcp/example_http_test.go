@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/keelmcp/keel/transport/streamhttp"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -16,7 +17,7 @@ import (
 // A server mounted in a net/http server behind a bearer-token verifier,
 // with its protected resource metadata, called by the Client over the
 // streamable HTTP transport.
-func ExampleServer_HTTPHandler() {
+func Example_streamableHTTP() {
 	type Greeting struct {
 		Text string `json:"text"`
 	}
@@ -29,30 +30,30 @@ func ExampleServer_HTTPHandler() {
 
 	// Tokens are checked by your verifier: JWT validation or introspection
 	// against your authorization server. This one knows a single token.
-	verifier := transport.TokenVerifierFunc(func(_ context.Context, token string, _ *http.Request) (*transport.TokenInfo, error) {
+	verifier := streamhttp.TokenVerifierFunc(func(_ context.Context, token string, _ *http.Request) (*transport.TokenInfo, error) {
 		if token != "s3cret" {
-			return nil, transport.ErrInvalidToken
+			return nil, streamhttp.ErrInvalidToken
 		}
 		return &transport.TokenInfo{Subject: "ada", Scopes: []string{"greet"}}, nil
 	})
 	mux := http.NewServeMux()
 	hs := httptest.NewServer(mux) // your own http.Server in production
 	defer hs.Close()
-	metadataURL := transport.HandleProtectedResourceMetadata(mux, &transport.ProtectedResourceMetadata{
+	metadataURL := streamhttp.HandleProtectedResourceMetadata(mux, &streamhttp.ProtectedResourceMetadata{
 		Resource:             hs.URL + "/mcp",
 		AuthorizationServers: []string{"https://auth.example.com"},
 		ScopesSupported:      []string{"greet"},
 	})
-	h := srv.HTTPHandler(nil) // stateful sessions, SSE when needed, DNS-rebinding protection
+	h := streamhttp.NewServerHandler(srv, nil) // stateful sessions, SSE when needed, DNS-rebinding protection
 	defer h.Shutdown(context.Background())
-	mux.Handle("/mcp", transport.RequireBearer(verifier, &transport.BearerOptions{
+	mux.Handle("/mcp", streamhttp.RequireBearer(verifier, &streamhttp.BearerOptions{
 		ResourceMetadataURL: metadataURL,
 		Scopes:              []string{"greet"},
 	})(h))
 
 	ctx := context.Background()
 	c := mcp.NewClient(nil)
-	err := c.Connect(ctx, transport.NewHTTPClientTransport(hs.URL+"/mcp", &transport.HTTPClientOptions{BearerToken: "s3cret"}))
+	err := c.Connect(ctx, streamhttp.NewHTTPClientTransport(hs.URL+"/mcp", &streamhttp.HTTPClientOptions{BearerToken: "s3cret"}))
 	if err != nil {
 		panic(err)
 	}
@@ -61,8 +62,8 @@ func ExampleServer_HTTPHandler() {
 	c.Close()
 
 	anonymous := mcp.NewClient(nil)
-	err = anonymous.Connect(ctx, transport.NewHTTPClientTransport(hs.URL+"/mcp", nil))
-	var se *transport.HTTPStatusError
+	err = anonymous.Connect(ctx, streamhttp.NewHTTPClientTransport(hs.URL+"/mcp", nil))
+	var se *streamhttp.HTTPStatusError
 	if errors.As(err, &se) {
 		fmt.Println("without a token:", se.StatusCode, se.WWWAuthenticate == `Bearer scope="greet", resource_metadata="`+metadataURL+`"`)
 	}

@@ -6,38 +6,8 @@ import (
 	"github.com/keelmcp/keel/transport"
 )
 
-// HTTPHandler returns a streamable HTTP handler (transport.HTTPHandler)
-// serving s: mount it on your endpoint path ("/mcp") in a net/http server.
-// opts may be nil; its Serve is replaced by s.Run, and SupportedVersions,
-// MaxDepth and Logger default to the server's. In stateless mode
-// (opts.Stateless) each POST is served by a fresh session that is already
-// initialized at the revision of its MCP-Protocol-Version header.
-//
-// Handlers see the values of the HTTP request that carried their request
-// in their context: TokenInfoFromContext returns the caller's verified
-// token when the handler is wrapped in transport.RequireBearer. Messages a
-// handler sends (progress, log messages, requests to the client) travel on
-// its request's SSE stream.
-func (s *Server) HTTPHandler(opts *transport.HTTPOptions) *transport.HTTPHandler {
-	var o transport.HTTPOptions
-	if opts != nil {
-		o = *opts
-	}
-	o.Serve = s.Run
-	if o.SupportedVersions == nil {
-		o.SupportedVersions = SupportedVersions
-	}
-	if o.MaxDepth <= 0 {
-		o.MaxDepth = s.opts.MaxDepth
-	}
-	if o.Logger == nil {
-		o.Logger = s.log
-	}
-	return transport.NewHTTPHandler(&o)
-}
-
 // TokenInfoFromContext returns the verified bearer token of the HTTP
-// request that carried the current MCP request (see transport.RequireBearer),
+// request that carried the current MCP request (see streamhttp.RequireBearer),
 // or nil when there is none (not over HTTP, or no authentication).
 func TokenInfoFromContext(ctx context.Context) *transport.TokenInfo {
 	return transport.TokenInfoFromContext(ctx)

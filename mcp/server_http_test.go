@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"errors"
+	"github.com/keelmcp/keel/transport/streamhttp"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -77,15 +78,15 @@ func httpServer(t *testing.T, reg *registry.Registry) *mcp.Server {
 // stream, and Close ends the session.
 func TestHTTPEndToEnd(t *testing.T) {
 	srv := httpServer(t, httpTools(t))
-	h := srv.HTTPHandler(&transport.HTTPOptions{Logger: slog.New(slog.DiscardHandler)})
-	verifier := transport.TokenVerifierFunc(func(_ context.Context, token string, _ *http.Request) (*transport.TokenInfo, error) {
+	h := streamhttp.NewServerHandler(srv, &streamhttp.HTTPOptions{Logger: slog.New(slog.DiscardHandler)})
+	verifier := streamhttp.TokenVerifierFunc(func(_ context.Context, token string, _ *http.Request) (*transport.TokenInfo, error) {
 		if token != "secret" {
-			return nil, transport.ErrInvalidToken
+			return nil, streamhttp.ErrInvalidToken
 		}
 		return &transport.TokenInfo{Subject: "alice", Scopes: []string{"mcp"}}, nil
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", transport.RequireBearer(verifier, &transport.BearerOptions{Scopes: []string{"mcp"}, Logger: slog.New(slog.DiscardHandler)})(h))
+	mux.Handle("/mcp", streamhttp.RequireBearer(verifier, &streamhttp.BearerOptions{Scopes: []string{"mcp"}, Logger: slog.New(slog.DiscardHandler)})(h))
 	hs := httptest.NewServer(mux)
 	defer hs.Close()
 	defer h.Close()
@@ -109,7 +110,7 @@ func TestHTTPEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	// Without a GET stream, anything not carried by the call's own stream
 	// would be lost.
-	tr := transport.NewHTTPClientTransport(hs.URL+"/mcp", &transport.HTTPClientOptions{BearerToken: "secret",
+	tr := streamhttp.NewHTTPClientTransport(hs.URL+"/mcp", &streamhttp.HTTPClientOptions{BearerToken: "secret",
 		DisableGETStream: true, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, c.Connect(ctx, mcptest.ValidateTransport(t, tr)))
 	assert.Equal(t, mcp.LatestVersion, c.ProtocolVersion())
@@ -136,8 +137,8 @@ func TestHTTPEndToEnd(t *testing.T) {
 
 	// Without the token: 401 naming the resource metadata.
 	bad := mcp.NewClient(&mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
-	err = bad.Connect(ctx, transport.NewHTTPClientTransport(hs.URL+"/mcp", &transport.HTTPClientOptions{Logger: slog.New(slog.DiscardHandler)}))
-	var se *transport.HTTPStatusError
+	err = bad.Connect(ctx, streamhttp.NewHTTPClientTransport(hs.URL+"/mcp", &streamhttp.HTTPClientOptions{Logger: slog.New(slog.DiscardHandler)}))
+	var se *streamhttp.HTTPStatusError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, http.StatusUnauthorized, se.StatusCode)
 	assert.Contains(t, se.WWWAuthenticate, `resource_metadata="`)
@@ -163,13 +164,13 @@ func (a *alternating) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestHTTPStatelessReplicaPair(t *testing.T) {
 	var urls []string
 	for range 2 {
-		h := httpServer(t, httpTools(t)).HTTPHandler(&transport.HTTPOptions{Stateless: true, Logger: slog.New(slog.DiscardHandler)})
+		h := streamhttp.NewServerHandler(httpServer(t, httpTools(t)), &streamhttp.HTTPOptions{Stateless: true, Logger: slog.New(slog.DiscardHandler)})
 		hs := httptest.NewServer(h)
 		t.Cleanup(hs.Close)
 		urls = append(urls, hs.Listener.Addr().String())
 	}
 	lb := &alternating{targets: urls}
-	tr := transport.NewHTTPClientTransport("http://"+urls[0]+"/mcp", &transport.HTTPClientOptions{
+	tr := streamhttp.NewHTTPClientTransport("http://"+urls[0]+"/mcp", &streamhttp.HTTPClientOptions{
 		HTTPClient: &http.Client{Transport: lb}, Logger: slog.New(slog.DiscardHandler)})
 	c := mcp.NewClient(&mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
 	ctx := context.Background()

@@ -81,7 +81,7 @@ type TaskOptions struct {
 	// and they outlive the session that created them (until their ttl).
 	// "" binds tasks to the session: they end with it. Nil means the
 	// subject of the request's verified bearer token (HTTP with
-	// transport.RequireBearer), else the session.
+	// streamhttp.RequireBearer), else the session.
 	Owner func(ctx context.Context) string
 }
 

@@ -57,7 +57,7 @@ func (p AdmissionPhase) String() string {
 }
 
 // AdmissionContext is what a policy knows about the request besides its
-// context (which carries, over HTTP with transport.RequireBearer, the
+// context (which carries, over HTTP with streamhttp.RequireBearer, the
 // verified token: mcp.TokenInfoFromContext).
 type AdmissionContext struct {
 	// Phase is PhaseList or PhaseCall.

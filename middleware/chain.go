@@ -137,15 +137,15 @@ func (ch *Chain) listing() (AdmissionPolicy, *Admin) {
 	return ch.policy, ch.admin
 }
 
-// ListTools implements mcp.ToolSource: it returns the registry's tools
-// (and the administrative tools of a mounted Admin) that the admission
-// policies installed with Admit admit for the request (its session comes
-// from mcp.SessionFromContext), sorted by name.
 // OnChange registers f to run after the registry's set of tools changes, so
 // a Server serving the chain declares tools.listChanged and notifies its
 // sessions (mcp.ChangeNotifier).
 func (ch *Chain) OnChange(f func()) { ch.reg.OnChange(f) }
 
+// ListTools implements mcp.ToolSource: it returns the registry's tools
+// (and the administrative tools of a mounted Admin) that the admission
+// policies installed with Admit admit for the request (its session comes
+// from mcp.SessionFromContext), sorted by name.
 func (ch *Chain) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 	policy, admin := ch.listing()
 	if policy == nil && admin == nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"github.com/keelmcp/keel/transport/streamhttp"
 	"log/slog"
 	"net"
 	"sync"
@@ -376,7 +377,9 @@ func TestHTTP(t *testing.T) {
 	defer cancel()
 	served := make(chan error, 1)
 	srv := newServer(newRegistry(quiet), quiet)
-	go func() { served <- serveHTTP(ctx, srv, ln, &transport.HTTPOptions{RetryInterval: 5 * time.Millisecond}) }()
+	go func() {
+		served <- serveHTTP(ctx, srv, ln, &streamhttp.HTTPOptions{RetryInterval: 5 * time.Millisecond})
+	}()
 
 	var mu sync.Mutex
 	logs := 0
@@ -386,8 +389,8 @@ func TestHTTP(t *testing.T) {
 		},
 		OnLog: func(*mcp.LoggingMessageNotificationParams) { mu.Lock(); logs++; mu.Unlock() },
 	})
-	require.NoError(t, c.Connect(ctx, transport.NewHTTPClientTransport("http://"+ln.Addr().String()+"/mcp",
-		&transport.HTTPClientOptions{Logger: quiet, DisableGETStream: true})))
+	require.NoError(t, c.Connect(ctx, streamhttp.NewHTTPClientTransport("http://"+ln.Addr().String()+"/mcp",
+		&streamhttp.HTTPClientOptions{Logger: quiet, DisableGETStream: true})))
 	_, err = c.CallTool(ctx, "test_tool_with_logging", nil)
 	require.NoError(t, err)
 	mu.Lock()

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/keelmcp/keel/transport/streamhttp"
 	"time"
 
 	"github.com/keelmcp/keel/mcp"
-	"github.com/keelmcp/keel/transport"
 )
 
 // Tools that send the client messages while they run. Over streamable
@@ -58,7 +58,7 @@ func withProgress(ctx context.Context, _ NoArgs) (*mcp.CallToolResult, error) {
 // the session's event store. Where the stream cannot be resumed (stdio, a
 // stateless server, an older revision) the tool simply answers.
 func reconnection(ctx context.Context, _ NoArgs) (*mcp.CallToolResult, error) {
-	if err := transport.CloseSSEStream(ctx); err != nil && !errors.Is(err, transport.ErrNotResumable) {
+	if err := streamhttp.CloseSSEStream(ctx); err != nil && !errors.Is(err, streamhttp.ErrNotResumable) {
 		return nil, err
 	}
 	if err := sleep(ctx, 2*step); err != nil { // the response is sent while the client is away

@@ -222,6 +222,7 @@ type (
 		URI  string `json:"uri"`
 		Text string `json:"text,omitempty"`
 	}
+	// NameArgs are the arguments of the catalog's name-taking test tools.
 	NameArgs struct {
 		Name string `json:"name"`
 	}

@@ -1,8 +1,9 @@
-package transport
+package streamhttp
 
 import (
 	"context"
 	"errors"
+	"github.com/keelmcp/keel/transport"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -10,46 +11,20 @@ import (
 	"time"
 )
 
-// TokenInfo describes a verified access token. RequireBearer stores it in
-// the request's context; over an HTTPHandler it reaches the context of the
-// MCP request handlers (TokenInfoFromContext), and the session is bound to
-// its Subject.
-type TokenInfo struct {
-	// Subject identifies the user (or client) the token was issued to;
-	// sessions are bound to it.
-	Subject string
-	// ClientID is the OAuth client the token was issued to, if known.
-	ClientID string
-	// Scopes are the scopes the token grants.
-	Scopes []string
-	// Audience lists the resources (RFC 8707) the token is valid for.
-	Audience []string
-	// Expiry is when the token expires (zero: not known to expire).
-	Expiry time.Time
-	// Extra carries verifier-specific claims.
-	Extra map[string]any
-}
-
-// HasScope reports whether the token grants scope.
-func (t *TokenInfo) HasScope(scope string) bool {
-	return t != nil && slices.Contains(t.Scopes, scope)
-}
-
-type tokenInfoKey struct{}
+// TokenInfo is what a TokenVerifier learned about a bearer token (defined in
+// package transport so that servers can read it without importing HTTP).
+type TokenInfo = transport.TokenInfo
 
 // WithTokenInfo returns ctx carrying info (RequireBearer does this for each
 // authenticated request).
 func WithTokenInfo(ctx context.Context, info *TokenInfo) context.Context {
-	return context.WithValue(ctx, tokenInfoKey{}, info)
+	return transport.WithTokenInfo(ctx, info)
 }
 
 // TokenInfoFromContext returns the verified token of the request ctx
 // belongs to, or nil when the request was not authenticated by
 // RequireBearer.
-func TokenInfoFromContext(ctx context.Context) *TokenInfo {
-	ti, _ := ctx.Value(tokenInfoKey{}).(*TokenInfo)
-	return ti
-}
+func TokenInfoFromContext(ctx context.Context) *TokenInfo { return transport.TokenInfoFromContext(ctx) }
 
 // TokenVerifier checks a bearer token: signature or introspection,
 // issuer, expiry, and that the token was issued for this server (its

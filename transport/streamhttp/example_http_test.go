@@ -1,39 +1,38 @@
-package transport_test
+package streamhttp_test
 
 import (
 	"context"
 	"fmt"
+	"github.com/keelmcp/keel/transport/streamhttp"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-
-	"github.com/keelmcp/keel/transport"
 )
 
 // An endpoint protected by a bearer verifier, and its protected resource
 // metadata at the well-known path: a client without a token learns where
 // to get one.
 func ExampleRequireBearer() {
-	verifier := transport.TokenVerifierFunc(func(_ context.Context, token string, _ *http.Request) (*transport.TokenInfo, error) {
+	verifier := streamhttp.TokenVerifierFunc(func(_ context.Context, token string, _ *http.Request) (*streamhttp.TokenInfo, error) {
 		if token != "s3cret" {
-			return nil, transport.ErrInvalidToken
+			return nil, streamhttp.ErrInvalidToken
 		}
-		return &transport.TokenInfo{Subject: "ada"}, nil
+		return &streamhttp.TokenInfo{Subject: "ada"}, nil
 	})
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	metadataURL := transport.HandleProtectedResourceMetadata(mux, &transport.ProtectedResourceMetadata{
+	metadataURL := streamhttp.HandleProtectedResourceMetadata(mux, &streamhttp.ProtectedResourceMetadata{
 		Resource:             srv.URL + "/mcp",
 		AuthorizationServers: []string{"https://auth.example.com"},
 	})
 	endpoint := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// An mcp.Server's HTTPHandler goes here; its tool handlers see
 		// the same TokenInfo in their context.
-		fmt.Fprintf(w, "hello, %s", transport.TokenInfoFromContext(r.Context()).Subject)
+		fmt.Fprintf(w, "hello, %s", streamhttp.TokenInfoFromContext(r.Context()).Subject)
 	})
-	mux.Handle("/mcp", transport.RequireBearer(verifier, &transport.BearerOptions{ResourceMetadataURL: metadataURL})(endpoint))
+	mux.Handle("/mcp", streamhttp.RequireBearer(verifier, &streamhttp.BearerOptions{ResourceMetadataURL: metadataURL})(endpoint))
 
 	resp, _ := http.Post(srv.URL+"/mcp", "application/json", nil)
 	resp.Body.Close()

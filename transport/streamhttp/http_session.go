@@ -1,7 +1,8 @@
-package transport
+package streamhttp
 
 import (
 	"context"
+	"github.com/keelmcp/keel/transport"
 	"io"
 	"net/http"
 	"strconv"
@@ -17,7 +18,7 @@ type inbound struct {
 	stream *stream
 }
 
-// httpSession is one MCP session of an HTTPHandler and the Transport its
+// httpSession is one MCP session of an HTTPHandler and the transport.Transport its
 // Serve call reads from and writes to.
 type httpSession struct {
 	h         *HTTPHandler
@@ -49,8 +50,8 @@ type httpSession struct {
 }
 
 var (
-	_ Transport        = (*httpSession)(nil)
-	_ MessageContexter = (*httpSession)(nil)
+	_ transport.Transport        = (*httpSession)(nil)
+	_ transport.MessageContexter = (*httpSession)(nil)
 )
 
 func (h *HTTPHandler) newHTTPSession(id, subject string, stateless bool) *httpSession {
@@ -94,7 +95,7 @@ func (s *httpSession) Read(ctx context.Context) ([]byte, error) {
 	}
 }
 
-// MessageContext implements MessageContexter: parent overlaid with the
+// MessageContext implements transport.MessageContexter: parent overlaid with the
 // values of the HTTP request that carried the last message read, and the
 // stream its responses and related messages go to.
 func (s *httpSession) MessageContext(parent context.Context) context.Context {
@@ -106,12 +107,12 @@ func (s *httpSession) MessageContext(parent context.Context) context.Context {
 
 // Write routes msg to exactly one stream: a response to the stream of the
 // POST that carried its request; a request or notification written with a
-// context carrying a request's stream (see MessageContexter) to that
+// context carrying a request's stream (see transport.MessageContexter) to that
 // stream while it is open; anything else to the standalone (GET) stream.
 func (s *httpSession) Write(ctx context.Context, msg []byte) error {
 	select {
 	case <-s.done:
-		return ErrClosed
+		return transport.ErrClosed
 	default:
 	}
 	out, err := peekOutgoing(msg)

@@ -1,8 +1,9 @@
-package transport_test
+package streamhttp_test
 
 import (
 	"context"
 	"errors"
+	"github.com/keelmcp/keel/transport/streamhttp"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,41 +13,39 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/keelmcp/keel/transport"
 )
 
 // testVerifier accepts "alice-token" (scopes mcp:read mcp:write),
 // "bob-token" (mcp:read), "expired-token" and "other-audience-token";
 // "broken-token" makes it fail.
-var testVerifier = transport.TokenVerifierFunc(func(_ context.Context, token string, _ *http.Request) (*transport.TokenInfo, error) {
+var testVerifier = streamhttp.TokenVerifierFunc(func(_ context.Context, token string, _ *http.Request) (*streamhttp.TokenInfo, error) {
 	const resource = "http://127.0.0.1/mcp"
 	switch token {
 	case "alice-token":
-		return &transport.TokenInfo{Subject: "alice", Scopes: []string{"mcp:read", "mcp:write"}, Audience: []string{resource}}, nil
+		return &streamhttp.TokenInfo{Subject: "alice", Scopes: []string{"mcp:read", "mcp:write"}, Audience: []string{resource}}, nil
 	case "bob-token":
-		return &transport.TokenInfo{Subject: "bob", Scopes: []string{"mcp:read"}, Audience: []string{resource}}, nil
+		return &streamhttp.TokenInfo{Subject: "bob", Scopes: []string{"mcp:read"}, Audience: []string{resource}}, nil
 	case "expired-token":
-		return &transport.TokenInfo{Subject: "carol", Audience: []string{resource}, Expiry: time.Unix(1, 0)}, nil
+		return &streamhttp.TokenInfo{Subject: "carol", Audience: []string{resource}, Expiry: time.Unix(1, 0)}, nil
 	case "other-audience-token":
-		return &transport.TokenInfo{Subject: "dave", Audience: []string{"https://elsewhere.example/mcp"}}, nil
+		return &streamhttp.TokenInfo{Subject: "dave", Audience: []string{"https://elsewhere.example/mcp"}}, nil
 	case "broken-token":
 		return nil, errors.New("introspection endpoint unreachable")
 	}
-	return nil, transport.ErrInvalidToken
+	return nil, streamhttp.ErrInvalidToken
 })
 
 const prmURL = "http://127.0.0.1/.well-known/oauth-protected-resource/mcp"
 
 func TestRequireBearer(t *testing.T) {
-	protect := transport.RequireBearer(testVerifier, &transport.BearerOptions{
+	protect := streamhttp.RequireBearer(testVerifier, &streamhttp.BearerOptions{
 		ResourceMetadataURL: prmURL,
 		Resource:            "http://127.0.0.1/mcp",
 		Logger:              quiet,
 	})
-	var seen *transport.TokenInfo
+	var seen *streamhttp.TokenInfo
 	h := protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		seen = transport.TokenInfoFromContext(r.Context())
+		seen = streamhttp.TokenInfoFromContext(r.Context())
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	cases := []struct {
@@ -91,7 +90,7 @@ func TestRequireBearer(t *testing.T) {
 // Required scopes: a token without one gets 403 insufficient_scope naming
 // the scopes and the metadata; 401 challenges name the scopes too.
 func TestRequireBearerScopes(t *testing.T) {
-	protect := transport.RequireBearer(testVerifier, &transport.BearerOptions{Scopes: []string{"mcp:read", "mcp:write"}, Logger: quiet})
+	protect := streamhttp.RequireBearer(testVerifier, &streamhttp.BearerOptions{Scopes: []string{"mcp:read", "mcp:write"}, Logger: quiet})
 	h := protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	do := func(auth string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(http.MethodPost, "http://localhost:8080/mcp", nil)
@@ -114,7 +113,7 @@ func TestRequireBearerScopes(t *testing.T) {
 
 func TestProtectedResourceMetadata(t *testing.T) {
 	mux := http.NewServeMux()
-	url := transport.HandleProtectedResourceMetadata(mux, &transport.ProtectedResourceMetadata{
+	url := streamhttp.HandleProtectedResourceMetadata(mux, &streamhttp.ProtectedResourceMetadata{
 		Resource:             "https://mcp.example.com/mcp",
 		AuthorizationServers: []string{"https://auth.example.com"},
 		ScopesSupported:      []string{"mcp:read"},
@@ -138,9 +137,9 @@ func TestProtectedResourceMetadata(t *testing.T) {
 	w := httptest.NewRecorder()
 	mux.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/.well-known/oauth-protected-resource", nil))
 	assert.Equal(t, http.StatusMethodNotAllowed, w.Code)
-	assert.Equal(t, []string{"/.well-known/oauth-protected-resource"}, transport.ProtectedResourceMetadataPaths("https://mcp.example.com"))
+	assert.Equal(t, []string{"/.well-known/oauth-protected-resource"}, streamhttp.ProtectedResourceMetadataPaths("https://mcp.example.com"))
 	assert.Panics(t, func() {
-		transport.ProtectedResourceMetadataHandler(&transport.ProtectedResourceMetadata{Resource: "x"})
+		streamhttp.ProtectedResourceMetadataHandler(&streamhttp.ProtectedResourceMetadata{Resource: "x"})
 	})
 }
 
@@ -148,8 +147,8 @@ func TestProtectedResourceMetadata(t *testing.T) {
 // session stays bound to the user who created it.
 func TestHTTPSessionBoundToUser(t *testing.T) {
 	f := newFakeServer()
-	h := transport.NewHTTPHandler(&transport.HTTPOptions{Serve: f.serve, Logger: quiet})
-	srv := newServerHandler(t, h, transport.RequireBearer(testVerifier, &transport.BearerOptions{Logger: quiet})(h))
+	h := streamhttp.NewHTTPHandler(&streamhttp.HTTPOptions{Serve: f.serve, Logger: quiet})
+	srv := newServerHandler(t, h, streamhttp.RequireBearer(testVerifier, &streamhttp.BearerOptions{Logger: quiet})(h))
 	as := func(token string) map[string]string { return map[string]string{"Authorization": "Bearer " + token} }
 
 	resp := do(t, srv, request{body: initBody})
@@ -174,7 +173,7 @@ func TestHTTPSessionBoundToUser(t *testing.T) {
 }
 
 // newServerHandler serves handler (wrapping h) on a test server.
-func newServerHandler(t *testing.T, h *transport.HTTPHandler, handler http.Handler) *httptest.Server {
+func newServerHandler(t *testing.T, h *streamhttp.HTTPHandler, handler http.Handler) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(handler)
 	t.Cleanup(func() {

@@ -1,8 +1,9 @@
-package transport_test
+package streamhttp_test
 
 import (
 	"context"
 	"errors"
+	"github.com/keelmcp/keel/transport/streamhttp"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -70,10 +71,10 @@ func write(t *testing.T, tr transport.Transport, msg string) {
 // stream for unrelated messages, server requests answered, DELETE on Close.
 func TestHTTPClientTransport(t *testing.T) {
 	f := newFakeServer()
-	h := transport.NewHTTPHandler(&transport.HTTPOptions{Serve: f.serve, Logger: quiet})
+	h := streamhttp.NewHTTPHandler(&streamhttp.HTTPOptions{Serve: f.serve, Logger: quiet})
 	var log headerLog
 	srv := newServerHandler(t, h, log.wrap(h))
-	tr := transport.NewHTTPClientTransport(srv.URL+"/mcp", &transport.HTTPClientOptions{BearerToken: "tok", Logger: quiet})
+	tr := streamhttp.NewHTTPClientTransport(srv.URL+"/mcp", &streamhttp.HTTPClientOptions{BearerToken: "tok", Logger: quiet})
 	assert.Equal(t, "http", tr.Kind())
 
 	write(t, tr, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`)
@@ -129,10 +130,10 @@ func TestHTTPClientTransport(t *testing.T) {
 // resumed with GET and Last-Event-ID after the server's retry interval.
 func TestHTTPClientResumesDroppedStream(t *testing.T) {
 	f := newFakeServer()
-	h := transport.NewHTTPHandler(&transport.HTTPOptions{Serve: f.serve, Logger: quiet, RetryInterval: 5 * time.Millisecond})
+	h := streamhttp.NewHTTPHandler(&streamhttp.HTTPOptions{Serve: f.serve, Logger: quiet, RetryInterval: 5 * time.Millisecond})
 	var log headerLog
 	srv := newServerHandler(t, h, log.wrap(h))
-	tr := transport.NewHTTPClientTransport(srv.URL+"/mcp", &transport.HTTPClientOptions{Logger: quiet, DisableGETStream: true})
+	tr := streamhttp.NewHTTPClientTransport(srv.URL+"/mcp", &streamhttp.HTTPClientOptions{Logger: quiet, DisableGETStream: true})
 	defer tr.Close()
 	write(t, tr, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`)
 	readMsg(t, tr)
@@ -149,22 +150,22 @@ func TestHTTPClientResumesDroppedStream(t *testing.T) {
 // Statuses other than 200 and 202 are errors; 404 means the session ended.
 func TestHTTPClientStatusErrors(t *testing.T) {
 	srv, h, _ := startHTTP(t, nil)
-	tr := transport.NewHTTPClientTransport(srv.URL+"/mcp", &transport.HTTPClientOptions{Logger: quiet})
+	tr := streamhttp.NewHTTPClientTransport(srv.URL+"/mcp", &streamhttp.HTTPClientOptions{Logger: quiet})
 	defer tr.Close()
 	write(t, tr, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`)
 	readMsg(t, tr)
 	resp := do(t, srv, request{method: http.MethodDelete, session: tr.SessionID()})
 	readBody(t, resp)
 	err := tr.Write(context.Background(), []byte(`{"jsonrpc":"2.0","id":2,"method":"echo"}`))
-	var se *transport.HTTPStatusError
+	var se *streamhttp.HTTPStatusError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, http.StatusNotFound, se.StatusCode)
 	assert.Contains(t, se.Error(), "Session not found")
 
-	protected := httptest.NewServer(transport.RequireBearer(testVerifier, &transport.BearerOptions{ResourceMetadataURL: prmURL, Logger: quiet})(h))
+	protected := httptest.NewServer(streamhttp.RequireBearer(testVerifier, &streamhttp.BearerOptions{ResourceMetadataURL: prmURL, Logger: quiet})(h))
 	defer protected.Close()
 	calls := 0
-	tr2 := transport.NewHTTPClientTransport(protected.URL, &transport.HTTPClientOptions{Logger: quiet,
+	tr2 := streamhttp.NewHTTPClientTransport(protected.URL, &streamhttp.HTTPClientOptions{Logger: quiet,
 		TokenSource: func(context.Context) (string, error) {
 			calls++
 			if calls > 1 {
@@ -190,7 +191,7 @@ func TestHTTPClientFailsUnresumableStream(t *testing.T) {
 		_, _ = w.Write([]byte("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}\n\n"))
 	}))
 	defer srv.Close()
-	tr := transport.NewHTTPClientTransport(srv.URL, &transport.HTTPClientOptions{Logger: quiet})
+	tr := streamhttp.NewHTTPClientTransport(srv.URL, &streamhttp.HTTPClientOptions{Logger: quiet})
 	defer tr.Close()
 	write(t, tr, `{"jsonrpc":"2.0","id":7,"method":"echo"}`)
 	assert.Equal(t, `{"jsonrpc":"2.0","method":"notifications/x"}`, readMsg(t, tr))

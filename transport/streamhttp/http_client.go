@@ -1,9 +1,10 @@
-package transport
+package streamhttp
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/keelmcp/keel/transport"
 	"io"
 	"log/slog"
 	"mime"
@@ -31,7 +32,7 @@ type HTTPClientOptions struct {
 	// server-initiated messages after initialization.
 	DisableGETStream bool
 	// MaxMessageBytes limits one incoming message (default
-	// DefaultMaxMessageBytes).
+	// transport.DefaultMaxMessageBytes).
 	MaxMessageBytes int
 	// MaxRetries bounds consecutive failed reconnections of a dropped SSE
 	// stream (default 3); RetryDelay is the wait before the first one
@@ -71,7 +72,7 @@ type HTTPClientTransport struct {
 	closed    bool
 }
 
-var _ Transport = (*HTTPClientTransport)(nil)
+var _ transport.Transport = (*HTTPClientTransport)(nil)
 
 // NewHTTPClientTransport returns a transport to the MCP endpoint url (e.g.
 // "http://127.0.0.1:8080/mcp"); opts may be nil. No request is sent before
@@ -82,7 +83,7 @@ func NewHTTPClientTransport(url string, opts *HTTPClientOptions) *HTTPClientTran
 		o = *opts
 	}
 	if o.MaxMessageBytes <= 0 {
-		o.MaxMessageBytes = DefaultMaxMessageBytes
+		o.MaxMessageBytes = transport.DefaultMaxMessageBytes
 	}
 	if o.MaxRetries <= 0 {
 		o.MaxRetries = 3
@@ -132,7 +133,7 @@ func (t *HTTPClientTransport) Read(ctx context.Context) ([]byte, error) {
 func (t *HTTPClientTransport) Write(ctx context.Context, msg []byte) error {
 	select {
 	case <-t.done:
-		return ErrClosed
+		return transport.ErrClosed
 	default:
 	}
 	out, err := peekOutgoing(msg)
@@ -172,7 +173,7 @@ func (t *HTTPClientTransport) Write(ctx context.Context, msg []byte) error {
 			return fmt.Errorf("transport: reading the response: %w", err)
 		}
 		if len(data) > t.opts.MaxMessageBytes {
-			return &MessageTooLargeError{Limit: t.opts.MaxMessageBytes, Size: len(data)}
+			return &transport.MessageTooLargeError{Limit: t.opts.MaxMessageBytes, Size: len(data)}
 		}
 		if len(bytes.TrimSpace(data)) > 0 {
 			t.deliver(data)
@@ -181,7 +182,7 @@ func (t *HTTPClientTransport) Write(ctx context.Context, msg []byte) error {
 	case "text/event-stream":
 		if !t.goBackground(func() { t.readStream(resp, pending) }) {
 			drain(resp)
-			return ErrClosed
+			return transport.ErrClosed
 		}
 		return nil
 	default:

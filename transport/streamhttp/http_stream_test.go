@@ -1,7 +1,8 @@
-package transport_test
+package streamhttp_test
 
 import (
 	"context"
+	"github.com/keelmcp/keel/transport/streamhttp"
 	"io"
 	"net/http"
 	"strings"
@@ -10,8 +11,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/keelmcp/keel/transport"
 )
 
 const noteRelated = `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"related"}}`
@@ -177,17 +176,17 @@ func TestHTTPSSEPollingResumesPOSTStream(t *testing.T) {
 // forbids it, and when resumption is disabled.
 func TestHTTPCloseSSEStreamRefused(t *testing.T) {
 	for name, tc := range map[string]struct {
-		opts    *transport.HTTPOptions
+		opts    *streamhttp.HTTPOptions
 		version string
 	}{
 		"revision before 2025-11-25": {nil, "2025-06-18"},
-		"resumption disabled":        {&transport.HTTPOptions{DisableResumption: true}, "2025-11-25"},
+		"resumption disabled":        {&streamhttp.HTTPOptions{DisableResumption: true}, "2025-11-25"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv, _, f := startHTTP(t, tc.opts)
 			sid := initialize(t, srv, tc.version)
 			resp := do(t, srv, request{body: `{"jsonrpc":"2.0","id":1,"method":"poll"}`, session: sid})
-			assert.Contains(t, readBody(t, resp), transport.ErrNotResumable.Error())
+			assert.Contains(t, readBody(t, resp), streamhttp.ErrNotResumable.Error())
 			_ = f
 		})
 	}
@@ -197,7 +196,7 @@ func TestHTTPCloseSSEStreamRefused(t *testing.T) {
 // one JSON body, related messages then going to the GET stream.
 func TestHTTPResponseModes(t *testing.T) {
 	t.Run("SSE", func(t *testing.T) {
-		srv, _, _ := startHTTP(t, &transport.HTTPOptions{ResponseMode: transport.ResponseSSE})
+		srv, _, _ := startHTTP(t, &streamhttp.HTTPOptions{ResponseMode: streamhttp.ResponseSSE})
 		sid := initialize(t, srv, "2025-11-25")
 		resp := do(t, srv, request{body: `{"jsonrpc":"2.0","id":1,"method":"echo"}`, session: sid})
 		assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
@@ -206,7 +205,7 @@ func TestHTTPResponseModes(t *testing.T) {
 		assert.Equal(t, []event{{id: "2_0", retry: "1000"}, {id: "2_1", data: `{"jsonrpc":"2.0","id":1,"result":{}}`}}, evs)
 	})
 	t.Run("JSON", func(t *testing.T) {
-		srv, _, _ := startHTTP(t, &transport.HTTPOptions{ResponseMode: transport.ResponseJSON, RetryInterval: 250 * time.Millisecond})
+		srv, _, _ := startHTTP(t, &streamhttp.HTTPOptions{ResponseMode: streamhttp.ResponseJSON, RetryInterval: 250 * time.Millisecond})
 		sid := initialize(t, srv, "2025-11-25")
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -220,7 +219,7 @@ func TestHTTPResponseModes(t *testing.T) {
 		assert.Equal(t, event{id: "0_1", data: noteRelated}, evs[1])
 	})
 	t.Run("auto switches a slow call to SSE", func(t *testing.T) {
-		srv, _, f := startHTTP(t, &transport.HTTPOptions{SSEAfter: 5 * time.Millisecond})
+		srv, _, f := startHTTP(t, &streamhttp.HTTPOptions{SSEAfter: 5 * time.Millisecond})
 		sid := initialize(t, srv, "2025-11-25")
 		resp := do(t, srv, request{body: `{"jsonrpc":"2.0","id":1,"method":"slow"}`, session: sid})
 		assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"), "headers arrive before the response")
@@ -235,7 +234,7 @@ func TestHTTPResponseModes(t *testing.T) {
 // A request the client cancels is never answered: its POST ends with an
 // empty stream.
 func TestHTTPCancelledRequestEndsItsStream(t *testing.T) {
-	srv, _, f := startHTTP(t, &transport.HTTPOptions{SSEAfter: -1})
+	srv, _, f := startHTTP(t, &streamhttp.HTTPOptions{SSEAfter: -1})
 	sid := initialize(t, srv, "2025-11-25")
 	type result struct {
 		status int
@@ -259,8 +258,8 @@ func TestHTTPCancelledRequestEndsItsStream(t *testing.T) {
 // The event store is bounded: events evicted are reported as lost (400)
 // rather than replayed with a gap.
 func TestHTTPResumeAfterEviction(t *testing.T) {
-	store := transport.NewMemoryEventStore(&transport.MemoryEventStoreOptions{MaxBytesPerSession: 200})
-	srv, _, _ := startHTTP(t, &transport.HTTPOptions{EventStore: store})
+	store := streamhttp.NewMemoryEventStore(&streamhttp.MemoryEventStoreOptions{MaxBytesPerSession: 200})
+	srv, _, _ := startHTTP(t, &streamhttp.HTTPOptions{EventStore: store})
 	sid := initialize(t, srv, "2025-11-25")
 	ctx, cancel := context.WithCancel(context.Background())
 	get := doCtx(t, ctx, srv, request{method: http.MethodGet, session: sid})
@@ -286,7 +285,7 @@ func TestHTTPResumeAfterEviction(t *testing.T) {
 
 // Host and Origin lists are configurable; "*" admits anything.
 func TestHTTPAllowedHostsAndOrigins(t *testing.T) {
-	srv, _, _ := startHTTP(t, &transport.HTTPOptions{
+	srv, _, _ := startHTTP(t, &streamhttp.HTTPOptions{
 		AllowedHosts:   []string{"mcp.example.com", "127.0.0.1"},
 		AllowedOrigins: []string{"https://app.example.com"},
 	})
@@ -307,7 +306,7 @@ func TestHTTPAllowedHostsAndOrigins(t *testing.T) {
 		resp.Body.Close()
 		assert.Equal(t, c.status, resp.StatusCode, "%s %s: %s", c.host, c.origin, body)
 	}
-	open, _, _ := startHTTP(t, &transport.HTTPOptions{AllowedHosts: []string{"*"}, AllowedOrigins: []string{"*"}})
+	open, _, _ := startHTTP(t, &streamhttp.HTTPOptions{AllowedHosts: []string{"*"}, AllowedOrigins: []string{"*"}})
 	resp := do(t, open, request{body: initBody, header: map[string]string{"Host": "anything.example", "Origin": "https://x.example"}})
 	readBody(t, resp)
 	assert.Equal(t, 200, resp.StatusCode)

@@ -1,9 +1,10 @@
-package transport_test
+package streamhttp_test
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"github.com/keelmcp/keel/transport/streamhttp"
 	"io"
 	"log/slog"
 	"net/http"
@@ -161,7 +162,7 @@ func (f *fakeServer) handle(ctx, mctx context.Context, t transport.Transport, m 
 		case <-ctx.Done():
 		}
 	case "poll":
-		if err := transport.CloseSSEStream(mctx); err != nil {
+		if err := streamhttp.CloseSSEStream(mctx); err != nil {
 			b, _ := json.Marshal(map[string]string{"error": err.Error()})
 			return b
 		}
@@ -173,7 +174,7 @@ func (f *fakeServer) handle(ctx, mctx context.Context, t transport.Transport, m 
 		}
 	case "whoami":
 		subject := ""
-		if ti := transport.TokenInfoFromContext(mctx); ti != nil {
+		if ti := streamhttp.TokenInfoFromContext(mctx); ti != nil {
 			subject = ti.Subject
 		}
 		b, _ := json.Marshal(map[string]string{"subject": subject})
@@ -198,10 +199,10 @@ func (f *fakeServer) counts() (sessions, ended int) {
 var quiet = slog.New(slog.DiscardHandler)
 
 // startHTTP serves a fakeServer with opts (Serve and Logger are filled in).
-func startHTTP(t *testing.T, opts *transport.HTTPOptions) (*httptest.Server, *transport.HTTPHandler, *fakeServer) {
+func startHTTP(t *testing.T, opts *streamhttp.HTTPOptions) (*httptest.Server, *streamhttp.HTTPHandler, *fakeServer) {
 	t.Helper()
 	f := newFakeServer()
-	var o transport.HTTPOptions
+	var o streamhttp.HTTPOptions
 	if opts != nil {
 		o = *opts
 	}
@@ -209,7 +210,7 @@ func startHTTP(t *testing.T, opts *transport.HTTPOptions) (*httptest.Server, *tr
 	if o.Logger == nil {
 		o.Logger = quiet
 	}
-	h := transport.NewHTTPHandler(&o)
+	h := streamhttp.NewHTTPHandler(&o)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		_ = h.Close()
@@ -219,7 +220,7 @@ func startHTTP(t *testing.T, opts *transport.HTTPOptions) (*httptest.Server, *tr
 }
 
 // newServer serves h on a test server closed at the end of the test.
-func newServer(t *testing.T, h *transport.HTTPHandler) *httptest.Server {
+func newServer(t *testing.T, h *streamhttp.HTTPHandler) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {

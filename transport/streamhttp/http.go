@@ -1,10 +1,11 @@
-package transport
+package streamhttp
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"github.com/keelmcp/keel/transport"
 	"io"
 	"log/slog"
 	"mime"
@@ -60,7 +61,7 @@ type HTTPOptions struct {
 	// per session, when the client POSTs initialize; in stateless mode
 	// once per POST carrying requests, with a StatelessRequest in ctx
 	// unless the request is initialize.
-	Serve func(ctx context.Context, t Transport) error
+	Serve func(ctx context.Context, t transport.Transport) error
 
 	// Stateless serves each POST with a fresh session and issues no
 	// Mcp-Session-Id: any replica can serve any request (horizontal
@@ -81,7 +82,7 @@ type HTTPOptions struct {
 	// it gets 503 (default 0: no bound).
 	MaxSessions int
 	// MaxBodyBytes limits a request body; a larger one gets 413 (default
-	// DefaultMaxMessageBytes).
+	// transport.DefaultMaxMessageBytes).
 	MaxBodyBytes int64
 	// MaxDepth bounds the nesting depth of a POSTed message (default
 	// 64, as the mcp Server).
@@ -146,7 +147,7 @@ var defaultLocalHosts = []string{"localhost", "127.0.0.1", "::1"}
 //
 // Each message the server sends goes on exactly one stream: a response on
 // the POST that carried its request; a message written with the context
-// of a request (see MessageContexter) on that request's stream while it is
+// of a request (see transport.MessageContexter) on that request's stream while it is
 // open; anything else on the GET stream (notifications are dropped when
 // none is open; requests fail with ErrNoStream).
 type HTTPHandler struct {
@@ -184,7 +185,7 @@ func NewHTTPHandler(opts *HTTPOptions) *HTTPHandler {
 		o.IdleTimeout = DefaultIdleTimeout
 	}
 	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = DefaultMaxMessageBytes
+		o.MaxBodyBytes = transport.DefaultMaxMessageBytes
 	}
 	if o.MaxDepth <= 0 {
 		o.MaxDepth = jsonrpc.DefaultMaxDepth
@@ -446,7 +447,7 @@ func (h *HTTPHandler) servePOST(w http.ResponseWriter, r *http.Request) {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			writeHTTPError(w, http.StatusRequestEntityTooLarge, jsonrpc.CodeInvalidRequest,
-				(&MessageTooLargeError{Limit: int(h.opts.MaxBodyBytes), Size: int(h.opts.MaxBodyBytes) + 1}).Error())
+				(&transport.MessageTooLargeError{Limit: int(h.opts.MaxBodyBytes), Size: int(h.opts.MaxBodyBytes) + 1}).Error())
 			return
 		}
 		writeHTTPError(w, http.StatusBadRequest, codeServerError, "Bad Request: reading the body failed")
@@ -606,7 +607,7 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, bod
 	}
 	ctx := s.ctx
 	if !env.initialize {
-		ctx = context.WithValue(ctx, statelessKey{}, StatelessRequest{ProtocolVersion: v})
+		ctx = transport.WithStatelessRequest(ctx, StatelessRequest{ProtocolVersion: v})
 	}
 	st.mu.Lock()
 	a := st.attachLocked(w)

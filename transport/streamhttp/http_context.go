@@ -1,27 +1,10 @@
-package transport
+package streamhttp
 
 import (
 	"context"
 	"errors"
+	"github.com/keelmcp/keel/transport"
 )
-
-// MessageContexter is implemented by transports whose incoming messages
-// carry request-scoped values: the per-session Transport of an HTTPHandler
-// attaches to each message the values of the HTTP request that carried it
-// (for example the TokenInfo stored by RequireBearer) and the stream its
-// responses and related messages go to.
-//
-// A server calls MessageContext on the reading goroutine right after Read,
-// and derives the context of the request it is about to handle from the
-// result; it must then Write the messages it sends about that request
-// (progress, log messages, requests to the client) with that context or one
-// derived from it, so that they travel on the request's stream.
-type MessageContexter interface {
-	// MessageContext returns a context with parent's deadline,
-	// cancellation and values, overlaid with the values of the message
-	// most recently returned by Read.
-	MessageContext(parent context.Context) context.Context
-}
 
 // streamKey is the context key of the stream a request arrived on.
 type streamKey struct{}
@@ -51,25 +34,9 @@ func (c *msgContext) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// StatelessRequest is what Serve finds in its context (see
-// StatelessRequestFromContext) when a stateless HTTPHandler asks it to
-// serve one POST with a session that is already initialized: there is no
-// handshake on such a session, the client speaks ProtocolVersion (from the
-// MCP-Protocol-Version header; 2025-03-26 when absent) and has declared no
-// capabilities.
-type StatelessRequest struct {
-	ProtocolVersion string
-}
-
-type statelessKey struct{}
-
-// StatelessRequestFromContext reports whether ctx is the context of a
-// session started by a stateless HTTPHandler for a request other than
-// initialize, and if so the revision the client speaks.
-func StatelessRequestFromContext(ctx context.Context) (StatelessRequest, bool) {
-	sr, ok := ctx.Value(statelessKey{}).(StatelessRequest)
-	return sr, ok
-}
+// StatelessRequest is what Serve finds in its context in stateless mode
+// (see transport.StatelessRequestFromContext).
+type StatelessRequest = transport.StatelessRequest
 
 // ErrNotResumable is returned by CloseSSEStream when the request is not
 // served over a stream the client can resume: not over HTTP, a stateless

@@ -1,0 +1,88 @@
+package transport
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// MessageContexter is implemented by transports whose incoming messages
+// carry request-scoped values: the per-session Transport of the streamable
+// HTTP handler (package streamhttp) attaches to each message the values of
+// the HTTP request that carried it (for example the TokenInfo stored by
+// streamhttp.RequireBearer) and the stream its responses and related
+// messages go to.
+//
+// A server calls MessageContext on the reading goroutine right after Read,
+// and derives the context of the request it is about to handle from the
+// result; it must then Write the messages it sends about that request
+// (progress, log messages, requests to the client) with that context or one
+// derived from it, so that they travel on the request's stream.
+type MessageContexter interface {
+	// MessageContext returns a context with parent's deadline,
+	// cancellation and values, overlaid with the values of the message
+	// most recently returned by Read.
+	MessageContext(parent context.Context) context.Context
+}
+
+// StatelessRequest is what a server finds in its context (see
+// StatelessRequestFromContext) when a stateless HTTP handler asks it to
+// serve one POST with a session that is already initialized: there is no
+// handshake on such a session, the client speaks ProtocolVersion (from the
+// MCP-Protocol-Version header; 2025-03-26 when absent) and has declared no
+// capabilities.
+type StatelessRequest struct {
+	ProtocolVersion string
+}
+
+type statelessKey struct{}
+
+// WithStatelessRequest returns a context carrying sr (used by stateless
+// HTTP handlers when they start a session).
+func WithStatelessRequest(ctx context.Context, sr StatelessRequest) context.Context {
+	return context.WithValue(ctx, statelessKey{}, sr)
+}
+
+// StatelessRequestFromContext reports whether ctx is the context of a
+// session started by a stateless HTTP handler for a request other than
+// initialize, and if so the revision the client speaks.
+func StatelessRequestFromContext(ctx context.Context) (StatelessRequest, bool) {
+	sr, ok := ctx.Value(statelessKey{}).(StatelessRequest)
+	return sr, ok
+}
+
+// TokenInfo is what a token verifier learned about a bearer token: who it
+// was issued to, for which resource and scopes, until when.
+type TokenInfo struct {
+	// Subject identifies the user (or client) the token was issued to;
+	// sessions are bound to it.
+	Subject string
+	// ClientID is the OAuth client the token was issued to, if known.
+	ClientID string
+	// Scopes are the scopes the token grants.
+	Scopes []string
+	// Audience lists the resources (RFC 8707) the token is valid for.
+	Audience []string
+	// Expiry is when the token expires (zero: not known to expire).
+	Expiry time.Time
+	// Extra carries verifier-specific claims.
+	Extra map[string]any
+}
+
+// HasScope reports whether the token grants scope.
+func (t *TokenInfo) HasScope(scope string) bool { return t != nil && slices.Contains(t.Scopes, scope) }
+
+type tokenInfoKey struct{}
+
+// WithTokenInfo returns a context carrying info (used by bearer-token
+// middleware after verification).
+func WithTokenInfo(ctx context.Context, info *TokenInfo) context.Context {
+	return context.WithValue(ctx, tokenInfoKey{}, info)
+}
+
+// TokenInfoFromContext returns the verified token of the HTTP request a
+// context derives from, or nil.
+func TokenInfoFromContext(ctx context.Context) *TokenInfo {
+	info, _ := ctx.Value(tokenInfoKey{}).(*TokenInfo)
+	return info
+}
