@@ -182,24 +182,14 @@ func newPrompt(def *mcp.Prompt, h PromptHandler, opts *PromptOptions) (*prompt, 
 func (r *Registry) addPrompt(p *prompt) error {
 	c := &r.prm
 	c.mu.Lock()
-	if old, ok := c.prompts[p.def.Name]; ok {
-		c.mu.Unlock()
-		if string(old.canonical) == string(p.canonical) {
-			r.log.Debug("registry: identical prompt registered again; keeping the first handler", "prompt", p.def.Name)
-			return nil
-		}
-		return &RegistrationError{Kind: KindPrompt, Tool: p.def.Name, Err: ErrDuplicatePrompt}
+	added, dup := insertUnique(&c.prompts, p.def.Name, p, p.canonical, func(o *prompt) []byte { return o.canonical })
+	var listeners []func()
+	if added {
+		c.snap.Store(nil)
+		listeners = c.onChange
 	}
-	if c.prompts == nil {
-		c.prompts = map[string]*prompt{}
-	}
-	c.prompts[p.def.Name] = p
-	c.snap.Store(nil)
-	listeners := c.onChange
 	c.mu.Unlock()
-	r.log.Debug("registry: prompt registered", "prompt", p.def.Name)
-	notify(listeners)
-	return nil
+	return r.registered(added, dup, listeners, KindPrompt, p.def.Name, ErrDuplicatePrompt, "prompt", "prompt")
 }
 
 // RemovePrompt unregisters the named prompt and reports whether it was

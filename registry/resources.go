@@ -221,45 +221,59 @@ func cloneMeta(m mcp.Meta) mcp.Meta {
 func (r *Registry) addResource(s *staticResource) error {
 	c := &r.res
 	c.mu.Lock()
-	if old, ok := c.static[s.def.URI]; ok {
-		c.mu.Unlock()
-		if string(old.canonical) == string(s.canonical) {
-			r.log.Debug("registry: identical resource registered again; keeping the first handler", "uri", s.def.URI)
-			return nil
-		}
-		return &RegistrationError{Kind: KindResource, Tool: s.def.URI, Err: ErrDuplicateResource}
-	}
-	if c.static == nil {
-		c.static = map[string]*staticResource{}
-	}
-	c.static[s.def.URI] = s
-	c.snap.Store(nil)
-	listeners := c.onChange
+	added, dup := insertUnique(&c.static, s.def.URI, s, s.canonical, func(o *staticResource) []byte { return o.canonical })
+	listeners := c.changed(added)
 	c.mu.Unlock()
-	r.log.Debug("registry: resource registered", "uri", s.def.URI)
-	notify(listeners)
-	return nil
+	return r.registered(added, dup, listeners, KindResource, s.def.URI, ErrDuplicateResource, "resource", "uri")
 }
 
 func (r *Registry) addTemplate(t *resourceTemplate) error {
 	c := &r.res
 	c.mu.Lock()
-	if old, ok := c.templates[t.def.URITemplate]; ok {
-		c.mu.Unlock()
-		if string(old.canonical) == string(t.canonical) {
-			r.log.Debug("registry: identical resource template registered again; keeping the first handler", "uriTemplate", t.def.URITemplate)
-			return nil
-		}
-		return &RegistrationError{Kind: KindResourceTemplate, Tool: t.def.URITemplate, Err: ErrDuplicateResource}
-	}
-	if c.templates == nil {
-		c.templates = map[string]*resourceTemplate{}
-	}
-	c.templates[t.def.URITemplate] = t
-	c.snap.Store(nil)
-	listeners := c.onChange
+	added, dup := insertUnique(&c.templates, t.def.URITemplate, t, t.canonical, func(o *resourceTemplate) []byte { return o.canonical })
+	listeners := c.changed(added)
 	c.mu.Unlock()
-	r.log.Debug("registry: resource template registered", "uriTemplate", t.def.URITemplate)
+	return r.registered(added, dup, listeners, KindResourceTemplate, t.def.URITemplate, ErrDuplicateResource, "resource template", "uriTemplate")
+}
+
+// changed, called with the catalog locked after an insertion, drops the
+// cached snapshot when something was added and returns the listeners to
+// notify once the lock is released (nil when nothing changed).
+func (c *resourceCatalog) changed(added bool) []func() {
+	if !added {
+		return nil
+	}
+	c.snap.Store(nil)
+	return c.onChange
+}
+
+// insertUnique adds v under key in *m (creating the map on first use)
+// unless key is taken: an entry with the same canonical JSON makes the
+// insertion a no-op (added=false), a different one is a duplicate. The
+// caller holds the catalog's lock.
+func insertUnique[T any](m *map[string]T, key string, v T, canonical []byte, canonicalOf func(T) []byte) (added, dup bool) {
+	if old, ok := (*m)[key]; ok {
+		return false, string(canonicalOf(old)) != string(canonical)
+	}
+	if *m == nil {
+		*m = map[string]T{}
+	}
+	(*m)[key] = v
+	return true, false
+}
+
+// registered finishes a registration after the catalog's lock is
+// released: it reports a duplicate as a RegistrationError, logs, and
+// notifies the change listeners.
+func (r *Registry) registered(added, dup bool, listeners []func(), kind string, key string, errDup error, what, keyName string) error {
+	switch {
+	case dup:
+		return &RegistrationError{Kind: kind, Tool: key, Err: errDup}
+	case !added:
+		r.log.Debug("registry: identical "+what+" registered again; keeping the first handler", keyName, key)
+		return nil
+	}
+	r.log.Debug("registry: "+what+" registered", keyName, key)
 	notify(listeners)
 	return nil
 }
