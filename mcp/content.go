@@ -137,23 +137,14 @@ func (c *Content) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	}
 	*c = Content{Type: w.Type, MimeType: w.MimeType, Title: w.Title, Description: w.Description,
 		Size: w.Size, Icons: w.Icons, Resource: w.Resource, Annotations: w.Annotations, Meta: w.Meta}
-	missing := func(member string) error {
-		return fmt.Errorf("mcp: %s content block without %q", w.Type, member)
-	}
+	missing := func(member string) error { return missingMember(w.Type, member) }
 	switch w.Type {
-	case ContentText:
-		if w.Text == nil {
-			return missing("text")
+	case ContentText, ContentImage, ContentAudio:
+		var err error
+		c.Text, c.Data, err = decodeMediaMembers(w.Type, w.Text, w.Data, w.MimeType)
+		if err != nil {
+			return err
 		}
-		c.Text = *w.Text
-	case ContentImage, ContentAudio:
-		if w.Data == nil {
-			return missing("data")
-		}
-		if w.MimeType == "" {
-			return missing("mimeType")
-		}
-		c.Data = *w.Data
 	case ContentResourceLink:
 		if w.URI == nil {
 			return missing("uri")
@@ -174,3 +165,29 @@ func (c *Content) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 // TextContent returns a text content block.
 func TextContent(text string) Content { return Content{Type: ContentText, Text: text} }
+
+// missingMember is the error for a content block of type typ that lacks a
+// member its type requires.
+func missingMember(typ, member string) error {
+	return fmt.Errorf("mcp: %s content block without %q", typ, member)
+}
+
+// decodeMediaMembers checks and returns the members of a text, image or
+// audio block (the types content and sampling blocks share).
+func decodeMediaMembers(typ string, text, data *string, mimeType string) (textOut, dataOut string, err error) {
+	switch typ {
+	case ContentText:
+		if text == nil {
+			return "", "", missingMember(typ, "text")
+		}
+		return *text, "", nil
+	default: // image, audio
+		if data == nil {
+			return "", "", missingMember(typ, "data")
+		}
+		if mimeType == "" {
+			return "", "", missingMember(typ, "mimeType")
+		}
+		return "", *data, nil
+	}
+}

@@ -104,23 +104,14 @@ func (c *SamplingContent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		return err
 	}
 	*c = SamplingContent{Type: w.Type, MimeType: w.MimeType, Annotations: w.Annotations, Meta: w.Meta}
-	missing := func(member string) error {
-		return fmt.Errorf("mcp: %s content block without %q", w.Type, member)
-	}
+	missing := func(member string) error { return missingMember(w.Type, member) }
 	switch w.Type {
-	case ContentText:
-		if w.Text == nil {
-			return missing("text")
+	case ContentText, ContentImage, ContentAudio:
+		var err error
+		c.Text, c.Data, err = decodeMediaMembers(w.Type, w.Text, w.Data, w.MimeType)
+		if err != nil {
+			return err
 		}
-		c.Text = *w.Text
-	case ContentImage, ContentAudio:
-		if w.Data == nil {
-			return missing("data")
-		}
-		if w.MimeType == "" {
-			return missing("mimeType")
-		}
-		c.Data = *w.Data
 	case ContentToolUse:
 		switch {
 		case w.ID == nil:
