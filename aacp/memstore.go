@@ -237,16 +237,7 @@ func (s *MemoryStore) MarkFailed(ctx context.Context, requestID string, serr *mc
 
 // GetLastSequence implements Store.
 func (s *MemoryStore) GetLastSequence(_ context.Context, source, target string) (uint64, error) {
-	if err := s.check(); err != nil {
-		return 0, err
-	}
-	p := s.findPair(source, target)
-	if p == nil {
-		return 0, nil
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.lastSeq, nil
+	return s.pairCounter(source, target, func(p *memPair) uint64 { return p.lastSeq })
 }
 
 // UpdateLastSequence implements Store.
@@ -263,6 +254,12 @@ func (s *MemoryStore) UpdateLastSequence(_ context.Context, source, target strin
 
 // GetAck implements Store.
 func (s *MemoryStore) GetAck(_ context.Context, source, target string) (uint64, error) {
+	return s.pairCounter(source, target, func(p *memPair) uint64 { return p.ack })
+}
+
+// pairCounter reads one counter of the source→target pair under its lock
+// (0 for a pair never seen).
+func (s *MemoryStore) pairCounter(source, target string, get func(*memPair) uint64) (uint64, error) {
 	if err := s.check(); err != nil {
 		return 0, err
 	}
@@ -272,7 +269,7 @@ func (s *MemoryStore) GetAck(_ context.Context, source, target string) (uint64, 
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.ack, nil
+	return get(p), nil
 }
 
 // GetUnacknowledgedMessages implements Store.
