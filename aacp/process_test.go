@@ -3,19 +3,14 @@ package aacp_test
 import (
 	"bufio"
 	"context"
-	"database/sql"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
-	"net/url"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/keelmcp/keel/aacp"
 	"github.com/keelmcp/keel/aacp/sqlstore"
@@ -29,9 +24,6 @@ const (
 	envDir    = "AACP_TEST_DIR"    // directory for the helper's files
 	envCount  = "AACP_TEST_COUNT"  // number of requests
 )
-
-// postgresEnv names the variable that enables the PostgreSQL tests.
-const postgresEnv = "KEEL_TEST_POSTGRES_DSN"
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
@@ -91,37 +83,6 @@ func openStore(spec string) (aacp.Store, error) {
 		return sqlstore.OpenPostgres(arg)
 	}
 	return nil, fmt.Errorf("unknown store %q", spec)
-}
-
-// postgresSchema returns a DSN on a schema of its own for one test (dropped
-// at the end), or skips the test when no database is configured.
-func postgresSchema(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv(postgresEnv)
-	if dsn == "" {
-		t.Skipf("PostgreSQL tests skipped: set %s to a PostgreSQL DSN (for example eval \"$(.ci/postgres.sh)\")", postgresEnv)
-	}
-	schema := fmt.Sprintf("aacp_test_%x", rand.Uint64())
-	db, err := sql.Open("pgx", dsn)
-	require.NoError(t, err)
-	defer db.Close()
-	_, err = db.Exec("CREATE SCHEMA " + schema)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if db, err := sql.Open("pgx", dsn); err == nil {
-			db.Exec("DROP SCHEMA " + schema + " CASCADE") //nolint:errcheck // best effort
-			db.Close()
-		}
-	})
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, err := url.Parse(dsn)
-		require.NoError(t, err)
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		return u.String()
-	}
-	return dsn + " search_path=" + schema
 }
 
 // readLines returns the lines of a file (none if it does not exist).

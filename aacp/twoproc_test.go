@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keelmcp/keel/aacp"
+	"github.com/keelmcp/keel/internal/pgtest"
 )
 
 const peerRequests = 40
@@ -25,7 +26,7 @@ const peerRequests = 40
 // requests and responses through one PostgreSQL ledger (skipped unless
 // KEEL_TEST_POSTGRES_DSN is set).
 func TestTwoProcessesPostgres(t *testing.T) {
-	runTwoProcesses(t, "postgres:"+postgresSchema(t))
+	runTwoProcesses(t, "postgres:"+pgtest.Schema(t))
 }
 
 // TestTwoProcessesSQLite: the same through one SQLite file, which two

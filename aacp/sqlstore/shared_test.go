@@ -14,6 +14,7 @@ import (
 	"github.com/keelmcp/keel/aacp"
 	"github.com/keelmcp/keel/aacp/sqlstore"
 	"github.com/keelmcp/keel/aacp/storetest"
+	"github.com/keelmcp/keel/internal/pgtest"
 )
 
 // Several handles on one database (as several processes would hold):
@@ -76,12 +77,12 @@ func TestSQLiteSharedClaims(t *testing.T) {
 }
 
 func TestPostgresSharedClaims(t *testing.T) {
-	dsn := freshSchema(t, postgresDSN(t))
+	dsn := pgtest.Schema(t)
 	testSharedClaims(t, func() (*sqlstore.Store, error) { return sqlstore.OpenPostgres(dsn) })
 }
 
 func TestPostgresMigrations(t *testing.T) {
-	dsn := freshSchema(t, postgresDSN(t))
+	dsn := pgtest.Schema(t)
 	s, err := sqlstore.OpenPostgres(dsn)
 	require.NoError(t, err)
 	defer s.Close()

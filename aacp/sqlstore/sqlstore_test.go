@@ -9,6 +9,7 @@ import (
 	"github.com/keelmcp/keel/aacp"
 	"github.com/keelmcp/keel/aacp/sqlstore"
 	"github.com/keelmcp/keel/aacp/storetest"
+	"github.com/keelmcp/keel/internal/pgtest"
 )
 
 func openSQLite(t *testing.T) *sqlstore.Store {
@@ -23,9 +24,9 @@ func TestSQLiteConformance(t *testing.T) {
 }
 
 func TestPostgresConformance(t *testing.T) {
-	dsn := postgresDSN(t)
+	pgtest.DSN(t) // skip the whole suite, not each case, without a server
 	storetest.Run(t, func(t *testing.T) aacp.Store {
-		s, err := sqlstore.OpenPostgres(freshSchema(t, dsn))
+		s, err := sqlstore.OpenPostgres(pgtest.Schema(t))
 		require.NoError(t, err)
 		return s
 	})

@@ -13,18 +13,42 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keelmcp/keel/agents"
+	"github.com/keelmcp/keel/internal/pgtest"
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/transport"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
 
-// connect serves a fresh app, on SQLite in a temporary directory, over the
-// in-memory transport and returns a connected Client.
-func connect(t *testing.T) *mcp.Client {
+// eachStore runs body as parallel subtests against a fresh app on each
+// store: "sqlite" (a file in a temporary directory) and "postgres" (a
+// schema of its own on the server named by KEEL_TEST_POSTGRES_DSN, skipped
+// when that is unset).
+func eachStore(t *testing.T, body func(*testing.T, *mcp.Client)) {
+	t.Parallel()
+	stores := []struct {
+		name string
+		open func(t *testing.T) (path, dsn string)
+	}{
+		{"sqlite", func(t *testing.T) (string, string) { return filepath.Join(t.TempDir(), "agentops.db"), "" }},
+		{"postgres", func(t *testing.T) (string, string) { return "", pgtest.Schema(t) }},
+	}
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
+			path, dsn := st.open(t)
+			body(t, connect(t, path, dsn))
+		})
+	}
+}
+
+// connect serves a fresh app on the given store (as run's -db and -dsn
+// flags name it) over the in-memory transport and returns a connected
+// Client.
+func connect(t *testing.T, path, dsn string) *mcp.Client {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	st, err := openStore(ctx, filepath.Join(t.TempDir(), "agentops.db"), "")
+	st, err := openStore(ctx, path, dsn)
 	require.NoError(t, err)
 	a, err := newApp(st, quiet)
 	require.NoError(t, err)
@@ -67,9 +91,9 @@ func callErr(t *testing.T, c *mcp.Client, name string, args any) *mcp.Structured
 
 type obj = map[string]any
 
-func TestCatalogue(t *testing.T) {
-	t.Parallel()
-	c := connect(t)
+func TestCatalogue(t *testing.T) { eachStore(t, testCatalogue) }
+
+func testCatalogue(t *testing.T, c *mcp.Client) {
 	ctx := context.Background()
 	tools, err := c.ListAllTools(ctx)
 	require.NoError(t, err)
@@ -104,9 +128,9 @@ func TestCatalogue(t *testing.T) {
 	assert.ElementsMatch(t, []string{"run_workflow", "analyze_trace", "search_memory", "list_agents", "run_agent"}, pnames)
 }
 
-func TestMemory(t *testing.T) {
-	t.Parallel()
-	c := connect(t)
+func TestMemory(t *testing.T) { eachStore(t, testMemory) }
+
+func testMemory(t *testing.T, c *mcp.Client) {
 	stored := call[MemoryStoreOutput](t, c, "memory_store", obj{"key": "user-context", "value": obj{"lang": "go", "level": 3}})
 	assert.True(t, stored.Success)
 	assert.Equal(t, "default", stored.Namespace)
@@ -166,9 +190,9 @@ func TestMemory(t *testing.T) {
 	assert.Equal(t, mcp.ErrInvalidArgument, callErr(t, c, "memory_store", obj{"key": "k", "value": "text"}).Code)
 }
 
-func TestSessionsAgentsGuards(t *testing.T) {
-	t.Parallel()
-	c := connect(t)
+func TestSessionsAgentsGuards(t *testing.T) { eachStore(t, testSessionsAgentsGuards) }
+
+func testSessionsAgentsGuards(t *testing.T, c *mcp.Client) {
 	s := call[SessionCreateOutput](t, c, "session_create", obj{"initiator": "planner", "task": "refactor the store",
 		"workspace": "/src/app", "metadata": obj{"ticket": 42}})
 	assert.Equal(t, "active", s.Status)
@@ -275,9 +299,9 @@ func TestSessionsAgentsGuards(t *testing.T) {
 	}
 }
 
-func TestWorkflowsAndTraces(t *testing.T) {
-	t.Parallel()
-	c := connect(t)
+func TestWorkflowsAndTraces(t *testing.T) { eachStore(t, testWorkflowsAndTraces) }
+
+func testWorkflowsAndTraces(t *testing.T, c *mcp.Client) {
 	wl := call[WorkflowListOutput](t, c, "workflow_list", obj{"status": "active"})
 	assert.Equal(t, 3, wl.Total)
 	all := call[WorkflowListOutput](t, c, "workflow_list", obj{"limit": 2})
@@ -358,9 +382,9 @@ func TestWorkflowsAndTraces(t *testing.T) {
 	assert.Equal(t, "NOT_FOUND", string(callErr(t, c, "trace_analyze", obj{"traceId": "nope"}).Code))
 }
 
-func TestResourcesAndPrompts(t *testing.T) {
-	t.Parallel()
-	c := connect(t)
+func TestResourcesAndPrompts(t *testing.T) { eachStore(t, testResourcesAndPrompts) }
+
+func testResourcesAndPrompts(t *testing.T, c *mcp.Client) {
 	ctx := context.Background()
 	call[MemoryStoreOutput](t, c, "memory_store", obj{"key": "k1", "value": obj{"a": 1}})
 	s := call[SessionCreateOutput](t, c, "session_create", obj{"initiator": "echo", "task": "t"})
