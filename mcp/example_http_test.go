@@ -53,7 +53,7 @@ func Example_streamableHTTP() {
 
 	ctx := context.Background()
 	c := mcp.NewClient(nil)
-	err := c.Connect(ctx, streamhttp.NewHTTPClientTransport(hs.URL+"/mcp", &streamhttp.HTTPClientOptions{BearerToken: "s3cret"}))
+	err := c.Connect(ctx, streamhttp.NewClientTransport(hs.URL+"/mcp", &streamhttp.ClientOptions{BearerToken: "s3cret"}))
 	if err != nil {
 		panic(err)
 	}
@@ -62,8 +62,8 @@ func Example_streamableHTTP() {
 	c.Close()
 
 	anonymous := mcp.NewClient(nil)
-	err = anonymous.Connect(ctx, streamhttp.NewHTTPClientTransport(hs.URL+"/mcp", nil))
-	var se *streamhttp.HTTPStatusError
+	err = anonymous.Connect(ctx, streamhttp.NewClientTransport(hs.URL+"/mcp", nil))
+	var se *streamhttp.StatusError
 	if errors.As(err, &se) {
 		fmt.Println("without a token:", se.StatusCode, se.WWWAuthenticate == `Bearer scope="greet", resource_metadata="`+metadataURL+`"`)
 	}

@@ -73,12 +73,12 @@ func httpServer(t *testing.T, reg *registry.Registry) *mcp.Server {
 }
 
 // The Client over the streamable HTTP client transport, against a Server's
-// HTTPHandler behind a bearer verifier: token info reaches the handler,
+// Handler behind a bearer verifier: token info reaches the handler,
 // progress and log messages and a sampling request ride the call's SSE
 // stream, and Close ends the session.
 func TestHTTPEndToEnd(t *testing.T) {
 	srv := httpServer(t, httpTools(t))
-	h := streamhttp.NewServerHandler(srv, &streamhttp.HTTPOptions{Logger: slog.New(slog.DiscardHandler)})
+	h := streamhttp.NewServerHandler(srv, &streamhttp.Options{Logger: slog.New(slog.DiscardHandler)})
 	verifier := streamhttp.TokenVerifierFunc(func(_ context.Context, token string, _ *http.Request) (*transport.TokenInfo, error) {
 		if token != "secret" {
 			return nil, streamhttp.ErrInvalidToken
@@ -110,7 +110,7 @@ func TestHTTPEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	// Without a GET stream, anything not carried by the call's own stream
 	// would be lost.
-	tr := streamhttp.NewHTTPClientTransport(hs.URL+"/mcp", &streamhttp.HTTPClientOptions{BearerToken: "secret",
+	tr := streamhttp.NewClientTransport(hs.URL+"/mcp", &streamhttp.ClientOptions{BearerToken: "secret",
 		DisableGETStream: true, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, c.Connect(ctx, mcptest.ValidateTransport(t, tr)))
 	assert.Equal(t, mcp.LatestVersion, c.ProtocolVersion())
@@ -137,8 +137,8 @@ func TestHTTPEndToEnd(t *testing.T) {
 
 	// Without the token: 401 naming the resource metadata.
 	bad := mcp.NewClient(&mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
-	err = bad.Connect(ctx, streamhttp.NewHTTPClientTransport(hs.URL+"/mcp", &streamhttp.HTTPClientOptions{Logger: slog.New(slog.DiscardHandler)}))
-	var se *streamhttp.HTTPStatusError
+	err = bad.Connect(ctx, streamhttp.NewClientTransport(hs.URL+"/mcp", &streamhttp.ClientOptions{Logger: slog.New(slog.DiscardHandler)}))
+	var se *streamhttp.StatusError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, http.StatusUnauthorized, se.StatusCode)
 	assert.Contains(t, se.WWWAuthenticate, `resource_metadata="`)
@@ -164,13 +164,13 @@ func (a *alternating) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestHTTPStatelessReplicaPair(t *testing.T) {
 	var urls []string
 	for range 2 {
-		h := streamhttp.NewServerHandler(httpServer(t, httpTools(t)), &streamhttp.HTTPOptions{Stateless: true, Logger: slog.New(slog.DiscardHandler)})
+		h := streamhttp.NewServerHandler(httpServer(t, httpTools(t)), &streamhttp.Options{Stateless: true, Logger: slog.New(slog.DiscardHandler)})
 		hs := httptest.NewServer(h)
 		t.Cleanup(hs.Close)
 		urls = append(urls, hs.Listener.Addr().String())
 	}
 	lb := &alternating{targets: urls}
-	tr := streamhttp.NewHTTPClientTransport("http://"+urls[0]+"/mcp", &streamhttp.HTTPClientOptions{
+	tr := streamhttp.NewClientTransport("http://"+urls[0]+"/mcp", &streamhttp.ClientOptions{
 		HTTPClient: &http.Client{Transport: lb}, Logger: slog.New(slog.DiscardHandler)})
 	c := mcp.NewClient(&mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
 	ctx := context.Background()

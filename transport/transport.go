@@ -4,11 +4,14 @@
 //
 // keel ships a newline-delimited stdio transport (Stdio) for servers that a
 // client launches as a subprocess, a connected in-memory pair (NewPipe)
-// for tests, and the streamable HTTP transport: HTTPHandler, an
-// http.Handler serving MCP sessions (stateful or stateless) on one
-// endpoint, and HTTPClientTransport, its client side. RequireBearer and
-// ProtectedResourceMetadataHandler make an HTTP server an OAuth resource
-// server, as the MCP authorization specification asks.
+// for tests. The streamable HTTP transport lives in package
+// transport/streamhttp (so that stdio servers do not link net/http):
+// streamhttp.Handler serves MCP sessions, stateful or stateless, on one
+// endpoint; streamhttp.ClientTransport is its client side; RequireBearer
+// and ProtectedResourceMetadataHandler there make an HTTP server an OAuth
+// resource server, as the MCP authorization specification asks. This
+// package keeps what both share: the context helpers for token info and
+// stateless requests.
 package transport
 
 import (

@@ -66,7 +66,7 @@ func main() {
 		var ln net.Listener
 		if ln, err = net.Listen("tcp", *addr); err == nil {
 			logger.Info("everything: serving streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "stateless", *stateless)
-			err = serveHTTP(ctx, srv, ln, &streamhttp.HTTPOptions{Stateless: *stateless})
+			err = serveHTTP(ctx, srv, ln, &streamhttp.Options{Stateless: *stateless})
 		}
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
@@ -109,7 +109,7 @@ func newServer(reg *registry.Registry, logger *slog.Logger) *mcp.Server {
 // configures the handler (nil = defaults). By default it rejects Host and
 // Origin headers other than localhost, 127.0.0.1 and ::1 (DNS rebinding
 // protection): to serve under another name, list it in AllowedHosts.
-func serveHTTP(ctx context.Context, srv *mcp.Server, ln net.Listener, opts *streamhttp.HTTPOptions) error {
+func serveHTTP(ctx context.Context, srv *mcp.Server, ln net.Listener, opts *streamhttp.Options) error {
 	h := streamhttp.NewServerHandler(srv, opts)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)

@@ -378,7 +378,7 @@ func TestHTTP(t *testing.T) {
 	served := make(chan error, 1)
 	srv := newServer(newRegistry(quiet), quiet)
 	go func() {
-		served <- serveHTTP(ctx, srv, ln, &streamhttp.HTTPOptions{RetryInterval: 5 * time.Millisecond})
+		served <- serveHTTP(ctx, srv, ln, &streamhttp.Options{RetryInterval: 5 * time.Millisecond})
 	}()
 
 	var mu sync.Mutex
@@ -389,8 +389,8 @@ func TestHTTP(t *testing.T) {
 		},
 		OnLog: func(*mcp.LoggingMessageNotificationParams) { mu.Lock(); logs++; mu.Unlock() },
 	})
-	require.NoError(t, c.Connect(ctx, streamhttp.NewHTTPClientTransport("http://"+ln.Addr().String()+"/mcp",
-		&streamhttp.HTTPClientOptions{Logger: quiet, DisableGETStream: true})))
+	require.NoError(t, c.Connect(ctx, streamhttp.NewClientTransport("http://"+ln.Addr().String()+"/mcp",
+		&streamhttp.ClientOptions{Logger: quiet, DisableGETStream: true})))
 	_, err = c.CallTool(ctx, "test_tool_with_logging", nil)
 	require.NoError(t, err)
 	mu.Lock()

@@ -147,7 +147,7 @@ func TestProtectedResourceMetadata(t *testing.T) {
 // session stays bound to the user who created it.
 func TestHTTPSessionBoundToUser(t *testing.T) {
 	f := newFakeServer()
-	h := streamhttp.NewHTTPHandler(&streamhttp.HTTPOptions{Serve: f.serve, Logger: quiet})
+	h := streamhttp.NewHandler(&streamhttp.Options{Serve: f.serve, Logger: quiet})
 	srv := newServerHandler(t, h, streamhttp.RequireBearer(testVerifier, &streamhttp.BearerOptions{Logger: quiet})(h))
 	as := func(token string) map[string]string { return map[string]string{"Authorization": "Bearer " + token} }
 
@@ -173,7 +173,7 @@ func TestHTTPSessionBoundToUser(t *testing.T) {
 }
 
 // newServerHandler serves handler (wrapping h) on a test server.
-func newServerHandler(t *testing.T, h *streamhttp.HTTPHandler, handler http.Handler) *httptest.Server {
+func newServerHandler(t *testing.T, h *streamhttp.Handler, handler http.Handler) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(handler)
 	t.Cleanup(func() {

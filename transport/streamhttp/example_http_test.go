@@ -28,7 +28,7 @@ func ExampleRequireBearer() {
 		AuthorizationServers: []string{"https://auth.example.com"},
 	})
 	endpoint := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// An mcp.Server's HTTPHandler goes here; its tool handlers see
+		// An mcp.Server's Handler goes here; its tool handlers see
 		// the same TokenInfo in their context.
 		fmt.Fprintf(w, "hello, %s", streamhttp.TokenInfoFromContext(r.Context()).Subject)
 	})

@@ -27,14 +27,14 @@ const (
 	headerLastEventID     = "Last-Event-Id"
 )
 
-// Defaults of HTTPOptions.
+// Defaults of Options.
 const (
 	DefaultIdleTimeout   = 30 * time.Minute
 	DefaultRetryInterval = time.Second
 	DefaultSSEAfter      = time.Second
 )
 
-// ResponseMode selects how an HTTPHandler answers a POST carrying requests.
+// ResponseMode selects how a Handler answers a POST carrying requests.
 type ResponseMode uint8
 
 const (
@@ -52,12 +52,12 @@ const (
 	ResponseJSON
 )
 
-// HTTPOptions configures NewHTTPHandler. Serve is required; the zero value
+// Options configures NewHandler. Serve is required; the zero value
 // of every other field selects its default.
-type HTTPOptions struct {
+type Options struct {
 	// Serve serves one MCP session over t until t's input ends (io.EOF
 	// from Read) or ctx is cancelled; mcp.Server.Run is such a function
-	// (mcp.Server.HTTPHandler sets it). In stateful mode it is called once
+	// (NewServerHandler sets it). In stateful mode it is called once
 	// per session, when the client POSTs initialize; in stateless mode
 	// once per POST carrying requests, with a StatelessRequest in ctx
 	// unless the request is initialize.
@@ -90,7 +90,7 @@ type HTTPOptions struct {
 	// SupportedVersions are the protocol revisions accepted in the
 	// MCP-Protocol-Version header; another value gets 400. Nil means
 	// 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05
-	// (mcp.Server.HTTPHandler passes mcp.SupportedVersions).
+	// (NewServerHandler passes mcp.SupportedVersions).
 	SupportedVersions []string
 
 	// AllowedHosts lists the Host header values accepted, against DNS
@@ -129,11 +129,11 @@ var defaultVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-1
 
 var defaultLocalHosts = []string{"localhost", "127.0.0.1", "::1"}
 
-// HTTPHandler serves MCP over the streamable HTTP transport on one
+// Handler serves MCP over the streamable HTTP transport on one
 // endpoint: POST carries client messages, GET opens the stream of
 // server-initiated messages, DELETE ends a session. Mount it on the
 // endpoint path of your own net/http server. Create it with
-// NewHTTPHandler (or mcp.Server.HTTPHandler).
+// NewHandler (or NewServerHandler).
 //
 // Status rules: 403 for a Host or Origin not allowed; 405 for other
 // methods; 415 for a POST whose Content-Type is not application/json; 406
@@ -150,8 +150,8 @@ var defaultLocalHosts = []string{"localhost", "127.0.0.1", "::1"}
 // of a request (see transport.MessageContexter) on that request's stream while it is
 // open; anything else on the GET stream (notifications are dropped when
 // none is open; requests fail with ErrNoStream).
-type HTTPHandler struct {
-	opts      HTTPOptions
+type Handler struct {
+	opts      Options
 	log       *slog.Logger
 	store     EventStore // nil: no resumption
 	versions  map[string]bool
@@ -169,13 +169,13 @@ type HTTPHandler struct {
 	serveWG  sync.WaitGroup
 }
 
-var _ http.Handler = (*HTTPHandler)(nil)
+var _ http.Handler = (*Handler)(nil)
 
-// NewHTTPHandler returns a handler configured by opts; opts.Serve is
-// required (NewHTTPHandler panics without it).
-func NewHTTPHandler(opts *HTTPOptions) *HTTPHandler {
+// NewHandler returns a handler configured by opts; opts.Serve is
+// required (NewHandler panics without it).
+func NewHandler(opts *Options) *Handler {
 	if opts == nil || opts.Serve == nil {
-		panic("transport: NewHTTPHandler needs HTTPOptions.Serve")
+		panic("transport: NewHandler needs Options.Serve")
 	}
 	o := *opts
 	if o.SSEAfter == 0 {
@@ -202,7 +202,7 @@ func NewHTTPHandler(opts *HTTPOptions) *HTTPHandler {
 	if o.NewSessionID == nil {
 		o.NewSessionID = randomSessionID
 	}
-	h := &HTTPHandler{opts: o, log: o.Logger, sessions: map[string]*httpSession{},
+	h := &Handler{opts: o, log: o.Logger, sessions: map[string]*httpSession{},
 		stateless: map[*httpSession]struct{}{}, versions: map[string]bool{}}
 	for _, v := range o.SupportedVersions {
 		h.versions[v] = true
@@ -239,7 +239,7 @@ func randomSessionID() string {
 }
 
 // ServeHTTP implements http.Handler.
-func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.hostAllowed(r.Host) {
 		h.log.Warn("transport: request with a Host not allowed refused (DNS rebinding protection)", "host", r.Host)
 		writeHTTPError(w, http.StatusForbidden, codeServerError, "Forbidden: Host not allowed")
@@ -270,7 +270,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (h *HTTPHandler) methodNotAllowed(w http.ResponseWriter) {
+func (h *Handler) methodNotAllowed(w http.ResponseWriter) {
 	if h.opts.Stateless {
 		w.Header().Set("Allow", "POST")
 	} else {
@@ -300,7 +300,7 @@ func writeHTTPErrorID(w http.ResponseWriter, status int, code int64, msg string,
 	_, _ = w.Write(body)
 }
 
-func (h *HTTPHandler) hostAllowed(host string) bool {
+func (h *Handler) hostAllowed(host string) bool {
 	if h.anyHost {
 		return true
 	}
@@ -318,7 +318,7 @@ func (h *HTTPHandler) hostAllowed(host string) bool {
 	return false
 }
 
-func (h *HTTPHandler) originAllowed(origin string) bool {
+func (h *Handler) originAllowed(origin string) bool {
 	if h.anyOrigin {
 		return true
 	}
@@ -357,7 +357,7 @@ func isJSONContentType(ct string) bool {
 }
 
 // checkVersion validates MCP-Protocol-Version; absent means 2025-03-26.
-func (h *HTTPHandler) checkVersion(w http.ResponseWriter, r *http.Request) (string, bool) {
+func (h *Handler) checkVersion(w http.ResponseWriter, r *http.Request) (string, bool) {
 	v := r.Header.Get(headerProtocolVersion)
 	if v == "" {
 		return "2025-03-26", true
@@ -385,7 +385,7 @@ func quoteHeader(v string) string {
 // lookup finds the session a request names: 400 when the header is
 // missing, 404 when the session is unknown, ended, or bound to another
 // user. On success the session counts the request as active (call end).
-func (h *HTTPHandler) lookup(w http.ResponseWriter, r *http.Request) *httpSession {
+func (h *Handler) lookup(w http.ResponseWriter, r *http.Request) *httpSession {
 	id := r.Header.Get(headerSessionID)
 	if id == "" {
 		writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
@@ -412,7 +412,7 @@ func subjectOf(r *http.Request) string {
 	return ""
 }
 
-func (h *HTTPHandler) removeSession(s *httpSession) {
+func (h *Handler) removeSession(s *httpSession) {
 	h.mu.Lock()
 	delete(h.stateless, s)
 	if s.id != "" && h.sessions[s.id] == s {
@@ -422,7 +422,7 @@ func (h *HTTPHandler) removeSession(s *httpSession) {
 }
 
 // startSession runs Serve for s on a new goroutine.
-func (h *HTTPHandler) startSession(s *httpSession, ctx context.Context) {
+func (h *Handler) startSession(s *httpSession, ctx context.Context) {
 	h.serveWG.Add(1)
 	go func() {
 		defer h.serveWG.Done()
@@ -433,7 +433,7 @@ func (h *HTTPHandler) startSession(s *httpSession, ctx context.Context) {
 	}()
 }
 
-func (h *HTTPHandler) servePOST(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 	if !isJSONContentType(r.Header.Get("Content-Type")) {
 		writeHTTPError(w, http.StatusUnsupportedMediaType, codeServerError, "Unsupported Media Type: Content-Type must be application/json")
 		return
@@ -496,7 +496,7 @@ func (h *HTTPHandler) servePOST(w http.ResponseWriter, r *http.Request) {
 }
 
 // createSession starts a stateful session for an initialize request.
-func (h *HTTPHandler) createSession(w http.ResponseWriter, r *http.Request) *httpSession {
+func (h *Handler) createSession(w http.ResponseWriter, r *http.Request) *httpSession {
 	h.mu.Lock()
 	if h.opts.MaxSessions > 0 && len(h.sessions) >= h.opts.MaxSessions {
 		h.mu.Unlock()
@@ -519,7 +519,7 @@ func (h *HTTPHandler) createSession(w http.ResponseWriter, r *http.Request) *htt
 // dispatch hands a POSTed message to session s and answers the POST: 202
 // when it carries no request, else the stream of its responses.
 // created marks the POST of the initialize request that created s.
-func (h *HTTPHandler) dispatch(w http.ResponseWriter, r *http.Request, s *httpSession, body []byte, env *envelope, created bool) {
+func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, s *httpSession, body []byte, env *envelope, created bool) {
 	if !env.hasRequests() {
 		if !s.deliver(r, body, nil) {
 			writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
@@ -576,7 +576,7 @@ func (h *HTTPHandler) dispatch(w http.ResponseWriter, r *http.Request, s *httpSe
 }
 
 // serveStateless serves one POST with a fresh session (Stateless mode).
-func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, body []byte, env *envelope) {
+func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, body []byte, env *envelope) {
 	v := "2025-03-26"
 	if !env.initialize {
 		var ok bool
@@ -629,7 +629,7 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, bod
 }
 
 // SessionCount returns the number of live sessions.
-func (h *HTTPHandler) SessionCount() int {
+func (h *Handler) SessionCount() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.sessions)
@@ -641,7 +641,7 @@ func (h *HTTPHandler) SessionCount() int {
 // Shutdown waits for their Serve calls to return. If ctx ends first, the
 // remaining sessions are closed at once and ctx's error is returned. Call
 // it before http.Server.Shutdown, which waits for open streams.
-func (h *HTTPHandler) Shutdown(ctx context.Context) error {
+func (h *Handler) Shutdown(ctx context.Context) error {
 	h.closing.Store(true)
 	wait := time.Millisecond
 	for h.inflight.Load() > 0 {
@@ -668,7 +668,7 @@ func (h *HTTPHandler) Shutdown(ctx context.Context) error {
 
 // Close ends every session at once (in-flight requests are cancelled) and
 // refuses new requests with 503.
-func (h *HTTPHandler) Close() error {
+func (h *Handler) Close() error {
 	h.closing.Store(true)
 	h.mu.Lock()
 	all := make([]*httpSession, 0, len(h.sessions)+len(h.stateless))

@@ -15,8 +15,8 @@ import (
 	"github.com/keelmcp/keel/internal/jsonrpc"
 )
 
-// HTTPClientOptions configures NewHTTPClientTransport (nil = defaults).
-type HTTPClientOptions struct {
+// ClientOptions configures NewClientTransport (nil = defaults).
+type ClientOptions struct {
 	// HTTPClient sends the requests (nil = http.DefaultClient). Its
 	// Timeout, if any, bounds SSE streams too: leave it zero.
 	HTTPClient *http.Client
@@ -44,17 +44,17 @@ type HTTPClientOptions struct {
 	Logger *slog.Logger
 }
 
-// HTTPClientTransport is the client side of the streamable HTTP transport
+// ClientTransport is the client side of the streamable HTTP transport
 // (Kind "http"): each Write POSTs one message to the endpoint; responses
 // arrive as a JSON body or an SSE stream and are returned by Read, with
 // the messages of the GET stream the transport opens after initialization.
 // It keeps the Mcp-Session-Id the server issues, sends the
 // MCP-Protocol-Version it learns from the initialize result, resumes
 // dropped SSE streams with Last-Event-ID, and ends the session with DELETE
-// on Close. Create it with NewHTTPClientTransport.
-type HTTPClientTransport struct {
+// on Close. Create it with NewClientTransport.
+type ClientTransport struct {
 	url    string
-	opts   HTTPClientOptions
+	opts   ClientOptions
 	client *http.Client
 	log    *slog.Logger
 
@@ -72,13 +72,13 @@ type HTTPClientTransport struct {
 	closed    bool
 }
 
-var _ transport.Transport = (*HTTPClientTransport)(nil)
+var _ transport.Transport = (*ClientTransport)(nil)
 
-// NewHTTPClientTransport returns a transport to the MCP endpoint url (e.g.
+// NewClientTransport returns a transport to the MCP endpoint url (e.g.
 // "http://127.0.0.1:8080/mcp"); opts may be nil. No request is sent before
 // the first Write.
-func NewHTTPClientTransport(url string, opts *HTTPClientOptions) *HTTPClientTransport {
-	var o HTTPClientOptions
+func NewClientTransport(url string, opts *ClientOptions) *ClientTransport {
+	var o ClientOptions
 	if opts != nil {
 		o = *opts
 	}
@@ -99,23 +99,29 @@ func NewHTTPClientTransport(url string, opts *HTTPClientOptions) *HTTPClientTran
 		c = http.DefaultClient
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &HTTPClientTransport{url: url, opts: o, client: c, log: o.Logger,
+	return &ClientTransport{url: url, opts: o, client: c, log: o.Logger,
 		in: make(chan []byte, 16), done: make(chan struct{}), ctx: ctx, stop: stop}
 }
 
 // Kind returns "http".
-func (t *HTTPClientTransport) Kind() string { return "http" }
+func (t *ClientTransport) Kind() string { return "http" }
 
 // SessionID returns the Mcp-Session-Id the server issued ("" if none yet,
 // or for a stateless server).
-func (t *HTTPClientTransport) SessionID() string {
+func (t *ClientTransport) SessionID() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.sessionID
 }
 
 // Read returns the next message from the server.
-func (t *HTTPClientTransport) Read(ctx context.Context) ([]byte, error) {
+func (t *ClientTransport) Read(ctx context.Context) ([]byte, error) {
+	// Closed wins over a queued message, so Read after Close is always EOF.
+	select {
+	case <-t.done:
+		return nil, io.EOF
+	default:
+	}
 	select {
 	case m := <-t.in:
 		return m, nil
@@ -129,8 +135,8 @@ func (t *HTTPClientTransport) Read(ctx context.Context) ([]byte, error) {
 // Write POSTs msg and returns once the server has accepted it (the status
 // line and headers arrived); a JSON or SSE answer is then read in the
 // background and returned by Read. Statuses other than 200 and 202 are
-// returned as *HTTPStatusError (404: the session has ended).
-func (t *HTTPClientTransport) Write(ctx context.Context, msg []byte) error {
+// returned as *StatusError (404: the session has ended).
+func (t *ClientTransport) Write(ctx context.Context, msg []byte) error {
 	select {
 	case <-t.done:
 		return transport.ErrClosed
@@ -175,8 +181,8 @@ func (t *HTTPClientTransport) Write(ctx context.Context, msg []byte) error {
 		if len(data) > t.opts.MaxMessageBytes {
 			return &transport.MessageTooLargeError{Limit: t.opts.MaxMessageBytes, Size: len(data)}
 		}
-		if len(bytes.TrimSpace(data)) > 0 {
-			t.deliver(data)
+		if len(bytes.TrimSpace(data)) > 0 && !t.deliverSoon(data) {
+			return transport.ErrClosed
 		}
 		return nil
 	case "text/event-stream":
@@ -193,7 +199,7 @@ func (t *HTTPClientTransport) Write(ctx context.Context, msg []byte) error {
 
 // do sends one request. ctx bounds the wait for the response headers only;
 // the body is read under the transport's own context (ended by Close).
-func (t *HTTPClientTransport) do(ctx context.Context, method string, body []byte, lastEventID string) (*http.Response, error) {
+func (t *ClientTransport) do(ctx context.Context, method string, body []byte, lastEventID string) (*http.Response, error) {
 	rctx, cancel := context.WithCancel(t.ctx)
 	stop := context.AfterFunc(ctx, cancel)
 	var rd io.Reader
@@ -284,10 +290,10 @@ func mediaType(resp *http.Response) string {
 func statusError(resp *http.Response) error {
 	defer drain(resp)
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	return &HTTPStatusError{StatusCode: resp.StatusCode, WWWAuthenticate: resp.Header.Get("WWW-Authenticate"), Body: string(bytes.TrimSpace(b))}
+	return &StatusError{StatusCode: resp.StatusCode, WWWAuthenticate: resp.Header.Get("WWW-Authenticate"), Body: string(bytes.TrimSpace(b))}
 }
 
-func (t *HTTPClientTransport) noteSession(resp *http.Response) {
+func (t *ClientTransport) noteSession(resp *http.Response) {
 	if id := resp.Header.Get(headerSessionID); id != "" {
 		t.mu.Lock()
 		if t.sessionID == "" {
@@ -297,9 +303,39 @@ func (t *HTTPClientTransport) noteSession(resp *http.Response) {
 	}
 }
 
+// deliverSoon queues a JSON answer for Read without waiting for room: when
+// the queue is full (the GET stream filled it) the answer is queued from a
+// background goroutine, so a caller that writes and reads on one goroutine
+// cannot block on its own answer. It reports false once closed.
+func (t *ClientTransport) deliverSoon(msg []byte) bool {
+	t.learn(msg)
+	select {
+	case t.in <- msg:
+		return true
+	default:
+		return t.goBackground(func() { t.enqueue(msg) })
+	}
+}
+
 // deliver queues one message (or batch) for Read, learning the protocol
-// revision from the initialize result.
-func (t *HTTPClientTransport) deliver(msg []byte) bool {
+// revision from the initialize result; it waits for room in the queue.
+func (t *ClientTransport) deliver(msg []byte) bool {
+	t.learn(msg)
+	return t.enqueue(msg)
+}
+
+// enqueue waits for room in Read's queue, or for Close.
+func (t *ClientTransport) enqueue(msg []byte) bool {
+	select {
+	case t.in <- msg:
+		return true
+	case <-t.done:
+		return false
+	}
+}
+
+// learn records the protocol revision from the answer to initialize.
+func (t *ClientTransport) learn(msg []byte) {
 	t.mu.Lock()
 	initID := t.initID
 	t.mu.Unlock()
@@ -314,18 +350,12 @@ func (t *HTTPClientTransport) deliver(msg []byte) bool {
 			t.mu.Unlock()
 		}
 	}
-	select {
-	case t.in <- msg:
-		return true
-	case <-t.done:
-		return false
-	}
 }
 
 // readStream reads the SSE answer to a POST until the responses to its
 // requests (pending ids) have arrived; if the stream drops before, it
 // resumes with GET and Last-Event-ID.
-func (t *HTTPClientTransport) readStream(resp *http.Response, pending []string) {
+func (t *ClientTransport) readStream(resp *http.Response, pending []string) {
 	want := map[string]bool{}
 	for _, id := range pending {
 		want[id] = true
@@ -365,7 +395,7 @@ func (t *HTTPClientTransport) readStream(resp *http.Response, pending []string) 
 		} else if resp.StatusCode != http.StatusOK || mediaType(resp) != "text/event-stream" {
 			err := statusError(resp)
 			t.log.Debug("transport: resuming an SSE stream refused", "error", err)
-			if se, ok := err.(*HTTPStatusError); ok && se.StatusCode/100 == 4 {
+			if se, ok := err.(*StatusError); ok && se.StatusCode/100 == 4 {
 				t.failPending(want, "resuming the server's SSE stream failed: "+err.Error())
 				return
 			}
@@ -380,7 +410,7 @@ func (t *HTTPClientTransport) readStream(resp *http.Response, pending []string) 
 // consume reads events from resp until it ends or done says stop,
 // delivering messages and tracking the last event id and retry interval.
 // It reports whether any event arrived.
-func (t *HTTPClientTransport) consume(resp *http.Response, lastID *string, retry *time.Duration, done func([]byte) bool) bool {
+func (t *ClientTransport) consume(resp *http.Response, lastID *string, retry *time.Duration, done func([]byte) bool) bool {
 	if resp == nil {
 		return false
 	}
@@ -416,7 +446,7 @@ func (t *HTTPClientTransport) consume(resp *http.Response, lastID *string, retry
 
 // failPending answers requests whose responses can no longer arrive with a
 // JSON-RPC error, so that their callers do not wait forever.
-func (t *HTTPClientTransport) failPending(want map[string]bool, why string) {
+func (t *ClientTransport) failPending(want map[string]bool, why string) {
 	for id := range want {
 		msg, err := jsonrpc.AppendError(nil, []byte(id), codeServerError, "transport: "+why, nil)
 		if err == nil {
@@ -425,7 +455,7 @@ func (t *HTTPClientTransport) failPending(want map[string]bool, why string) {
 	}
 }
 
-func (t *HTTPClientTransport) sleep(d time.Duration) bool {
+func (t *ClientTransport) sleep(d time.Duration) bool {
 	tm := time.NewTimer(d)
 	defer tm.Stop()
 	select {
@@ -437,7 +467,7 @@ func (t *HTTPClientTransport) sleep(d time.Duration) bool {
 }
 
 // startGET opens the GET stream for server-initiated messages (once).
-func (t *HTTPClientTransport) startGET() {
+func (t *ClientTransport) startGET() {
 	if t.opts.DisableGETStream {
 		return
 	}
@@ -453,7 +483,7 @@ func (t *HTTPClientTransport) startGET() {
 
 // goBackground runs fn on a goroutine Close waits for, unless the
 // transport is closed.
-func (t *HTTPClientTransport) goBackground(fn func()) bool {
+func (t *ClientTransport) goBackground(fn func()) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -469,7 +499,7 @@ func (t *HTTPClientTransport) goBackground(fn func()) bool {
 
 // runGET keeps the GET stream open, resuming it after drops, until Close,
 // a 405 (the server offers no GET stream) or a 404 (the session ended).
-func (t *HTTPClientTransport) runGET() {
+func (t *ClientTransport) runGET() {
 	lastID := ""
 	retry := t.opts.RetryDelay
 	failures := 0
@@ -502,7 +532,7 @@ func (t *HTTPClientTransport) runGET() {
 
 // Close ends the session with DELETE (when the server issued one), stops
 // the streams and makes Read return io.EOF.
-func (t *HTTPClientTransport) Close() error {
+func (t *ClientTransport) Close() error {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()

@@ -71,10 +71,10 @@ func write(t *testing.T, tr transport.Transport, msg string) {
 // stream for unrelated messages, server requests answered, DELETE on Close.
 func TestHTTPClientTransport(t *testing.T) {
 	f := newFakeServer()
-	h := streamhttp.NewHTTPHandler(&streamhttp.HTTPOptions{Serve: f.serve, Logger: quiet})
+	h := streamhttp.NewHandler(&streamhttp.Options{Serve: f.serve, Logger: quiet})
 	var log headerLog
 	srv := newServerHandler(t, h, log.wrap(h))
-	tr := streamhttp.NewHTTPClientTransport(srv.URL+"/mcp", &streamhttp.HTTPClientOptions{BearerToken: "tok", Logger: quiet})
+	tr := streamhttp.NewClientTransport(srv.URL+"/mcp", &streamhttp.ClientOptions{BearerToken: "tok", Logger: quiet})
 	assert.Equal(t, "http", tr.Kind())
 
 	write(t, tr, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}`)
@@ -94,24 +94,7 @@ func TestHTTPClientTransport(t *testing.T) {
 	assert.Equal(t, `{"jsonrpc":"2.0","id":"s1","method":"ping"}`, readMsg(t, tr))
 	write(t, tr, `{"jsonrpc":"2.0","id":"s1","result":{"ok":1}}`)
 	assert.Equal(t, `{"jsonrpc":"2.0","id":4,"result":{"ok":1}}`, readMsg(t, tr))
-	// Unrelated notifications arrive on the GET stream once it is open
-	// (before that they are dropped): broadcast until one arrives.
-	unrelated := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"unrelated"}}`
-	got := false
-	for id := 100; !got; id++ {
-		require.Less(t, id, 1000, "no notification on the GET stream")
-		write(t, tr, `{"jsonrpc":"2.0","id":`+strconv.Itoa(id)+`,"method":"broadcast"}`)
-		for answered := false; !answered; {
-			switch msg := readMsg(t, tr); msg {
-			case unrelated:
-				got = true
-			case `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"result":{}}`:
-				answered = true
-			default:
-				t.Fatalf("unexpected message %s", msg)
-			}
-		}
-	}
+	awaitGETStream(t, tr)
 	assert.True(t, slices.ContainsFunc(log.lines(), func(l string) bool { return strings.HasPrefix(l, "GET session=yes version=2025-06-18") }))
 
 	require.NoError(t, tr.Close())
@@ -126,14 +109,91 @@ func TestHTTPClientTransport(t *testing.T) {
 	assert.Equal(t, "DELETE session=yes version=2025-06-18 auth=Bearer tok", lines[len(lines)-1])
 }
 
+// unrelated is the fake server's notification on the GET stream.
+const unrelated = `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"unrelated"}}`
+
+// awaitGETStream returns once the client's GET stream is open: unrelated
+// notifications are dropped before that, so it broadcasts until one
+// arrives, reading every answer.
+func awaitGETStream(t *testing.T, tr transport.Transport) {
+	t.Helper()
+	for id := 100; ; id++ {
+		require.Less(t, id, 1000, "no notification on the GET stream")
+		write(t, tr, `{"jsonrpc":"2.0","id":`+strconv.Itoa(id)+`,"method":"broadcast"}`)
+		got := false
+		for answered := false; !answered; {
+			switch msg := readMsg(t, tr); msg {
+			case unrelated:
+				got = true
+			case `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"result":{}}`:
+				answered = true
+			default:
+				t.Fatalf("unexpected message %s", msg)
+			}
+		}
+		if got {
+			return
+		}
+	}
+}
+
+// A Write whose JSON answer finds Read's queue full (the GET stream filled
+// it) still returns, so a caller that writes and reads on one goroutine
+// does not deadlock; nothing is lost.
+func TestHTTPClientWriteDoesNotWaitForReader(t *testing.T) {
+	f := newFakeServer()
+	h := streamhttp.NewHandler(&streamhttp.Options{Serve: f.serve, Logger: quiet})
+	srv := newServerHandler(t, h, h)
+	tr := streamhttp.NewClientTransport(srv.URL+"/mcp", &streamhttp.ClientOptions{Logger: quiet})
+	defer tr.Close()
+	write(t, tr, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`)
+	readMsg(t, tr)
+	write(t, tr, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	awaitGETStream(t, tr)
+
+	const notes = 40 // more than the queue holds
+	writeSoon := func(msg string) {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- tr.Write(context.Background(), []byte(msg)) }()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Write of %s blocked on the full read queue", msg)
+		}
+	}
+	writeSoon(`{"jsonrpc":"2.0","id":2,"method":"flood","params":{"n":` + strconv.Itoa(notes) + `}}`)
+	time.Sleep(50 * time.Millisecond) // let the GET stream fill the queue
+	writeSoon(`{"jsonrpc":"2.0","id":3,"method":"echo","params":{"x":3}}`)
+
+	// Everything arrives, once: both answers and every flood note (a late
+	// notification of awaitGETStream may come too). readMsg fails the test
+	// after 5 s without a message.
+	flood := strings.Replace(unrelated, "unrelated", "flood", 1)
+	answers := map[string]int{`{"jsonrpc":"2.0","id":2,"result":{}}`: 0, `{"jsonrpc":"2.0","id":3,"result":{"x":3}}`: 0}
+	for n := 0; n < notes || answers[`{"jsonrpc":"2.0","id":2,"result":{}}`] == 0 || answers[`{"jsonrpc":"2.0","id":3,"result":{"x":3}}`] == 0; {
+		switch msg := readMsg(t, tr); msg {
+		case flood:
+			n++
+		case unrelated:
+		default:
+			_, ok := answers[msg]
+			require.True(t, ok, "unexpected message %s", msg)
+			answers[msg]++
+			require.Equal(t, 1, answers[msg], "answer delivered twice: %s", msg)
+		}
+	}
+}
+
 // A POST stream the server closes before the response (SSE polling) is
 // resumed with GET and Last-Event-ID after the server's retry interval.
 func TestHTTPClientResumesDroppedStream(t *testing.T) {
 	f := newFakeServer()
-	h := streamhttp.NewHTTPHandler(&streamhttp.HTTPOptions{Serve: f.serve, Logger: quiet, RetryInterval: 5 * time.Millisecond})
+	h := streamhttp.NewHandler(&streamhttp.Options{Serve: f.serve, Logger: quiet, RetryInterval: 5 * time.Millisecond})
 	var log headerLog
 	srv := newServerHandler(t, h, log.wrap(h))
-	tr := streamhttp.NewHTTPClientTransport(srv.URL+"/mcp", &streamhttp.HTTPClientOptions{Logger: quiet, DisableGETStream: true})
+	tr := streamhttp.NewClientTransport(srv.URL+"/mcp", &streamhttp.ClientOptions{Logger: quiet, DisableGETStream: true})
 	defer tr.Close()
 	write(t, tr, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`)
 	readMsg(t, tr)
@@ -150,14 +210,14 @@ func TestHTTPClientResumesDroppedStream(t *testing.T) {
 // Statuses other than 200 and 202 are errors; 404 means the session ended.
 func TestHTTPClientStatusErrors(t *testing.T) {
 	srv, h, _ := startHTTP(t, nil)
-	tr := streamhttp.NewHTTPClientTransport(srv.URL+"/mcp", &streamhttp.HTTPClientOptions{Logger: quiet})
+	tr := streamhttp.NewClientTransport(srv.URL+"/mcp", &streamhttp.ClientOptions{Logger: quiet})
 	defer tr.Close()
 	write(t, tr, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`)
 	readMsg(t, tr)
 	resp := do(t, srv, request{method: http.MethodDelete, session: tr.SessionID()})
 	readBody(t, resp)
 	err := tr.Write(context.Background(), []byte(`{"jsonrpc":"2.0","id":2,"method":"echo"}`))
-	var se *streamhttp.HTTPStatusError
+	var se *streamhttp.StatusError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, http.StatusNotFound, se.StatusCode)
 	assert.Contains(t, se.Error(), "Session not found")
@@ -165,7 +225,7 @@ func TestHTTPClientStatusErrors(t *testing.T) {
 	protected := httptest.NewServer(streamhttp.RequireBearer(testVerifier, &streamhttp.BearerOptions{ResourceMetadataURL: prmURL, Logger: quiet})(h))
 	defer protected.Close()
 	calls := 0
-	tr2 := streamhttp.NewHTTPClientTransport(protected.URL, &streamhttp.HTTPClientOptions{Logger: quiet,
+	tr2 := streamhttp.NewClientTransport(protected.URL, &streamhttp.ClientOptions{Logger: quiet,
 		TokenSource: func(context.Context) (string, error) {
 			calls++
 			if calls > 1 {
@@ -191,7 +251,7 @@ func TestHTTPClientFailsUnresumableStream(t *testing.T) {
 		_, _ = w.Write([]byte("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}\n\n"))
 	}))
 	defer srv.Close()
-	tr := streamhttp.NewHTTPClientTransport(srv.URL, &streamhttp.HTTPClientOptions{Logger: quiet})
+	tr := streamhttp.NewClientTransport(srv.URL, &streamhttp.ClientOptions{Logger: quiet})
 	defer tr.Close()
 	write(t, tr, `{"jsonrpc":"2.0","id":7,"method":"echo"}`)
 	assert.Equal(t, `{"jsonrpc":"2.0","method":"notifications/x"}`, readMsg(t, tr))

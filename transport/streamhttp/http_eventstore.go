@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// EventStore keeps the SSE events an HTTPHandler sends, so that a client
+// EventStore keeps the SSE events a Handler sends, so that a client
 // whose connection dropped can resume a stream with GET and Last-Event-ID
 // and receive what it missed. Event ids are chosen by the handler; the
 // store sees each stream as a sequence of events numbered 1, 2, 3, ...
@@ -43,7 +43,7 @@ type MemoryEventStoreOptions struct {
 	MaxBytesPerSession int
 }
 
-// MemoryEventStore is the in-memory EventStore an HTTPHandler uses by
+// MemoryEventStore is the in-memory EventStore a Handler uses by
 // default: bounded per session, forgotten when the session ends.
 type MemoryEventStore struct {
 	max      int

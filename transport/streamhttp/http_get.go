@@ -4,7 +4,7 @@ import "net/http"
 
 // serveGET opens the session's standalone SSE stream (server-initiated
 // messages), or resumes a stream with Last-Event-ID.
-func (h *HTTPHandler) serveGET(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) serveGET(w http.ResponseWriter, r *http.Request) {
 	if !accepts(r, "text/event-stream") {
 		writeHTTPError(w, http.StatusNotAcceptable, codeServerError, "Not Acceptable: Accept must include text/event-stream")
 		return
@@ -41,7 +41,7 @@ func (h *HTTPHandler) serveGET(w http.ResponseWriter, r *http.Request) {
 // resume serves GET with Last-Event-ID: the events of that stream after
 // the id are replayed, then, if the stream is still live, it continues on
 // this connection.
-func (h *HTTPHandler) resume(w http.ResponseWriter, r *http.Request, s *httpSession, last string) {
+func (h *Handler) resume(w http.ResponseWriter, r *http.Request, s *httpSession, last string) {
 	sid, seq, ok := parseEventID(last)
 	if !ok || h.store == nil {
 		writeHTTPError(w, http.StatusBadRequest, codeServerError, "Bad Request: unknown Last-Event-ID")
@@ -117,7 +117,7 @@ func (h *HTTPHandler) resume(w http.ResponseWriter, r *http.Request, s *httpSess
 }
 
 // serveDELETE ends the session the client names.
-func (h *HTTPHandler) serveDELETE(w http.ResponseWriter, r *http.Request) {
+func (h *Handler) serveDELETE(w http.ResponseWriter, r *http.Request) {
 	if _, ok := h.checkVersion(w, r); !ok {
 		return
 	}

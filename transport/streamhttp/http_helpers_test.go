@@ -131,7 +131,11 @@ func (f *fakeServer) handle(ctx, mctx context.Context, t transport.Transport, m 
 			ProtocolVersion string `json:"protocolVersion"`
 		}
 		_ = json.Unmarshal(m.Params, &p)
-		b, _ := json.Marshal(map[string]any{"protocolVersion": p.ProtocolVersion, "capabilities": map[string]any{}})
+		// A struct, not a map: json v2 does not order map keys.
+		b, _ := json.Marshal(struct {
+			ProtocolVersion string   `json:"protocolVersion"`
+			Capabilities    struct{} `json:"capabilities"`
+		}{ProtocolVersion: p.ProtocolVersion})
 		return b
 	case "echo":
 		if m.Params != nil {
@@ -141,6 +145,14 @@ func (f *fakeServer) handle(ctx, mctx context.Context, t transport.Transport, m 
 		note(mctx, "related")
 	case "broadcast":
 		note(ctx, "unrelated")
+	case "flood":
+		var p struct {
+			N int `json:"n"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		for range p.N {
+			note(ctx, "flood")
+		}
 	case "ask":
 		ch := make(chan jsontext.Value, 1)
 		f.mu.Lock()
@@ -199,10 +211,10 @@ func (f *fakeServer) counts() (sessions, ended int) {
 var quiet = slog.New(slog.DiscardHandler)
 
 // startHTTP serves a fakeServer with opts (Serve and Logger are filled in).
-func startHTTP(t *testing.T, opts *streamhttp.HTTPOptions) (*httptest.Server, *streamhttp.HTTPHandler, *fakeServer) {
+func startHTTP(t *testing.T, opts *streamhttp.Options) (*httptest.Server, *streamhttp.Handler, *fakeServer) {
 	t.Helper()
 	f := newFakeServer()
-	var o streamhttp.HTTPOptions
+	var o streamhttp.Options
 	if opts != nil {
 		o = *opts
 	}
@@ -210,7 +222,7 @@ func startHTTP(t *testing.T, opts *streamhttp.HTTPOptions) (*httptest.Server, *s
 	if o.Logger == nil {
 		o.Logger = quiet
 	}
-	h := streamhttp.NewHTTPHandler(&o)
+	h := streamhttp.NewHandler(&o)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		_ = h.Close()
@@ -220,7 +232,7 @@ func startHTTP(t *testing.T, opts *streamhttp.HTTPOptions) (*httptest.Server, *s
 }
 
 // newServer serves h on a test server closed at the end of the test.
-func newServer(t *testing.T, h *streamhttp.HTTPHandler) *httptest.Server {
+func newServer(t *testing.T, h *streamhttp.Handler) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {

@@ -18,10 +18,10 @@ type inbound struct {
 	stream *stream
 }
 
-// httpSession is one MCP session of an HTTPHandler and the transport.Transport its
+// httpSession is one MCP session of a Handler and the transport.Transport its
 // Serve call reads from and writes to.
 type httpSession struct {
-	h         *HTTPHandler
+	h         *Handler
 	id        string // "" in stateless mode
 	subject   string // authenticated user the session is bound to ("" = none)
 	stateless bool
@@ -54,7 +54,7 @@ var (
 	_ transport.MessageContexter = (*httpSession)(nil)
 )
 
-func (h *HTTPHandler) newHTTPSession(id, subject string, stateless bool) *httpSession {
+func (h *Handler) newHTTPSession(id, subject string, stateless bool) *httpSession {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &httpSession{
 		h: h, id: id, subject: subject, stateless: stateless,

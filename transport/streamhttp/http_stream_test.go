@@ -176,11 +176,11 @@ func TestHTTPSSEPollingResumesPOSTStream(t *testing.T) {
 // forbids it, and when resumption is disabled.
 func TestHTTPCloseSSEStreamRefused(t *testing.T) {
 	for name, tc := range map[string]struct {
-		opts    *streamhttp.HTTPOptions
+		opts    *streamhttp.Options
 		version string
 	}{
 		"revision before 2025-11-25": {nil, "2025-06-18"},
-		"resumption disabled":        {&streamhttp.HTTPOptions{DisableResumption: true}, "2025-11-25"},
+		"resumption disabled":        {&streamhttp.Options{DisableResumption: true}, "2025-11-25"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv, _, f := startHTTP(t, tc.opts)
@@ -196,7 +196,7 @@ func TestHTTPCloseSSEStreamRefused(t *testing.T) {
 // one JSON body, related messages then going to the GET stream.
 func TestHTTPResponseModes(t *testing.T) {
 	t.Run("SSE", func(t *testing.T) {
-		srv, _, _ := startHTTP(t, &streamhttp.HTTPOptions{ResponseMode: streamhttp.ResponseSSE})
+		srv, _, _ := startHTTP(t, &streamhttp.Options{ResponseMode: streamhttp.ResponseSSE})
 		sid := initialize(t, srv, "2025-11-25")
 		resp := do(t, srv, request{body: `{"jsonrpc":"2.0","id":1,"method":"echo"}`, session: sid})
 		assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
@@ -205,7 +205,7 @@ func TestHTTPResponseModes(t *testing.T) {
 		assert.Equal(t, []event{{id: "2_0", retry: "1000"}, {id: "2_1", data: `{"jsonrpc":"2.0","id":1,"result":{}}`}}, evs)
 	})
 	t.Run("JSON", func(t *testing.T) {
-		srv, _, _ := startHTTP(t, &streamhttp.HTTPOptions{ResponseMode: streamhttp.ResponseJSON, RetryInterval: 250 * time.Millisecond})
+		srv, _, _ := startHTTP(t, &streamhttp.Options{ResponseMode: streamhttp.ResponseJSON, RetryInterval: 250 * time.Millisecond})
 		sid := initialize(t, srv, "2025-11-25")
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -219,7 +219,7 @@ func TestHTTPResponseModes(t *testing.T) {
 		assert.Equal(t, event{id: "0_1", data: noteRelated}, evs[1])
 	})
 	t.Run("auto switches a slow call to SSE", func(t *testing.T) {
-		srv, _, f := startHTTP(t, &streamhttp.HTTPOptions{SSEAfter: 5 * time.Millisecond})
+		srv, _, f := startHTTP(t, &streamhttp.Options{SSEAfter: 5 * time.Millisecond})
 		sid := initialize(t, srv, "2025-11-25")
 		resp := do(t, srv, request{body: `{"jsonrpc":"2.0","id":1,"method":"slow"}`, session: sid})
 		assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"), "headers arrive before the response")
@@ -234,7 +234,7 @@ func TestHTTPResponseModes(t *testing.T) {
 // A request the client cancels is never answered: its POST ends with an
 // empty stream.
 func TestHTTPCancelledRequestEndsItsStream(t *testing.T) {
-	srv, _, f := startHTTP(t, &streamhttp.HTTPOptions{SSEAfter: -1})
+	srv, _, f := startHTTP(t, &streamhttp.Options{SSEAfter: -1})
 	sid := initialize(t, srv, "2025-11-25")
 	type result struct {
 		status int
@@ -259,7 +259,7 @@ func TestHTTPCancelledRequestEndsItsStream(t *testing.T) {
 // rather than replayed with a gap.
 func TestHTTPResumeAfterEviction(t *testing.T) {
 	store := streamhttp.NewMemoryEventStore(&streamhttp.MemoryEventStoreOptions{MaxBytesPerSession: 200})
-	srv, _, _ := startHTTP(t, &streamhttp.HTTPOptions{EventStore: store})
+	srv, _, _ := startHTTP(t, &streamhttp.Options{EventStore: store})
 	sid := initialize(t, srv, "2025-11-25")
 	ctx, cancel := context.WithCancel(context.Background())
 	get := doCtx(t, ctx, srv, request{method: http.MethodGet, session: sid})
@@ -277,7 +277,17 @@ func TestHTTPResumeAfterEviction(t *testing.T) {
 		body := readBody(t, resp)
 		return resp.StatusCode == http.StatusBadRequest && strings.Contains(body, "no longer available")
 	}, 2*time.Second, 2*time.Millisecond)
-	resp := do(t, srv, request{method: http.MethodGet, session: sid, header: map[string]string{"Last-Event-ID": "0_4"}})
+	// The dropped GET is detached a moment after the client went away;
+	// until then resuming its stream is a 409.
+	var resp *http.Response
+	require.Eventually(t, func() bool {
+		resp = do(t, srv, request{method: http.MethodGet, session: sid, header: map[string]string{"Last-Event-ID": "0_4"}})
+		if resp.StatusCode == http.StatusConflict {
+			readBody(t, resp)
+			return false
+		}
+		return true
+	}, 2*time.Second, 2*time.Millisecond)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	defer resp.Body.Close()
 	assert.Equal(t, "0_5", sseEvents(t, resp.Body, 1)[0].id)
@@ -285,7 +295,7 @@ func TestHTTPResumeAfterEviction(t *testing.T) {
 
 // Host and Origin lists are configurable; "*" admits anything.
 func TestHTTPAllowedHostsAndOrigins(t *testing.T) {
-	srv, _, _ := startHTTP(t, &streamhttp.HTTPOptions{
+	srv, _, _ := startHTTP(t, &streamhttp.Options{
 		AllowedHosts:   []string{"mcp.example.com", "127.0.0.1"},
 		AllowedOrigins: []string{"https://app.example.com"},
 	})
@@ -306,7 +316,7 @@ func TestHTTPAllowedHostsAndOrigins(t *testing.T) {
 		resp.Body.Close()
 		assert.Equal(t, c.status, resp.StatusCode, "%s %s: %s", c.host, c.origin, body)
 	}
-	open, _, _ := startHTTP(t, &streamhttp.HTTPOptions{AllowedHosts: []string{"*"}, AllowedOrigins: []string{"*"}})
+	open, _, _ := startHTTP(t, &streamhttp.Options{AllowedHosts: []string{"*"}, AllowedOrigins: []string{"*"}})
 	resp := do(t, open, request{body: initBody, header: map[string]string{"Host": "anything.example", "Origin": "https://x.example"}})
 	readBody(t, resp)
 	assert.Equal(t, 200, resp.StatusCode)

@@ -17,7 +17,7 @@ import (
 
 // Every status rule of the streamable HTTP transport, one request each.
 func TestHTTPStatusRules(t *testing.T) {
-	srv, _, _ := startHTTP(t, &streamhttp.HTTPOptions{MaxBodyBytes: 1024})
+	srv, _, _ := startHTTP(t, &streamhttp.Options{MaxBodyBytes: 1024})
 	sid := initialize(t, srv, "2025-11-25")
 	ping := `{"jsonrpc":"2.0","id":7,"method":"echo","params":{}}`
 	tests := []struct {
@@ -119,7 +119,7 @@ func TestHTTPFailedInitializeNoSession(t *testing.T) {
 		<-ctx.Done()
 		return nil
 	}
-	h2 := streamhttp.NewHTTPHandler(&streamhttp.HTTPOptions{Serve: errServe, Logger: quiet})
+	h2 := streamhttp.NewHandler(&streamhttp.Options{Serve: errServe, Logger: quiet})
 	srv2 := newServer(t, h2)
 	resp := do(t, srv2, request{body: initBody})
 	assert.Contains(t, readBody(t, resp), "bad params")
@@ -130,7 +130,7 @@ func TestHTTPFailedInitializeNoSession(t *testing.T) {
 // Sessions that see no request for IdleTimeout expire; an open GET stream
 // keeps a session alive.
 func TestHTTPIdleExpiry(t *testing.T) {
-	srv, h, _ := startHTTP(t, &streamhttp.HTTPOptions{IdleTimeout: 30 * time.Millisecond})
+	srv, h, _ := startHTTP(t, &streamhttp.Options{IdleTimeout: 30 * time.Millisecond})
 	idle := initialize(t, srv, "2025-11-25")
 	kept := initialize(t, srv, "2025-11-25")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -152,8 +152,8 @@ func TestHTTPIdleExpiry(t *testing.T) {
 // request's session is already initialized at the header's revision; no
 // GET stream, no DELETE.
 func TestHTTPStatelessReplicasShareNothing(t *testing.T) {
-	a, _, fa := startHTTP(t, &streamhttp.HTTPOptions{Stateless: true})
-	b, _, fb := startHTTP(t, &streamhttp.HTTPOptions{Stateless: true})
+	a, _, fa := startHTTP(t, &streamhttp.Options{Stateless: true})
+	b, _, fb := startHTTP(t, &streamhttp.Options{Stateless: true})
 	replicas := []*httptest.Server{a, b}
 
 	resp := do(t, a, request{body: initBody})

@@ -19,8 +19,8 @@ import (
 //
 // The HTTP transport lives in its own package so that stdio-only servers do
 // not link net/http (about 1.3 MiB of resident memory and part of start-up).
-func NewServerHandler(srv *mcp.Server, opts *HTTPOptions) *HTTPHandler {
-	var o HTTPOptions
+func NewServerHandler(srv *mcp.Server, opts *Options) *Handler {
+	var o Options
 	if opts != nil {
 		o = *opts
 	}
@@ -35,5 +35,5 @@ func NewServerHandler(srv *mcp.Server, opts *HTTPOptions) *HTTPHandler {
 	if o.Logger == nil {
 		o.Logger = so.Logger
 	}
-	return NewHTTPHandler(&o)
+	return NewHandler(&o)
 }

@@ -163,10 +163,10 @@ func (r *sseReader) readLine() ([]byte, error) {
 	}
 }
 
-// HTTPStatusError is returned by the HTTP client transport for a response
+// StatusError is returned by the HTTP client transport for a response
 // with an unexpected status: 401 and 403 (with the WWW-Authenticate header
 // of the challenge), 404 (session not found), 4xx and 5xx.
-type HTTPStatusError struct {
+type StatusError struct {
 	StatusCode int
 	// WWWAuthenticate is the challenge of a 401 or 403 response.
 	WWWAuthenticate string
@@ -175,7 +175,7 @@ type HTTPStatusError struct {
 }
 
 // Error implements error.
-func (e *HTTPStatusError) Error() string {
+func (e *StatusError) Error() string {
 	msg := fmt.Sprintf("transport: HTTP %d", e.StatusCode)
 	if e.WWWAuthenticate != "" {
 		msg += " (WWW-Authenticate: " + e.WWWAuthenticate + ")"
