@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -70,6 +71,18 @@ type ClientOptions struct {
 	// before OnNotification sees it. It runs on the client's read
 	// goroutine: return quickly.
 	OnTaskStatus func(*TaskStatusNotificationParams)
+
+	// When the server no longer knows the session (a Write fails with
+	// transport.ErrSessionNotFound: HTTP 404 on streamable HTTP), the
+	// client starts a new one, as the specification asks: it repeats the
+	// initialize handshake and then sends the failed message once more.
+	// What the old session held on the server (log level, resource
+	// subscriptions, tasks) is not restored; OnReinitialized, if set, is
+	// called with the new result after each such handshake (on the
+	// goroutine of the call that found the session gone) to restore it.
+	// DisableReinitialize returns the error to the caller instead.
+	DisableReinitialize bool
+	OnReinitialized     func(ctx context.Context, res *InitializeResult)
 }
 
 // Client is an MCP client: it connects to a server over any Transport,
@@ -80,7 +93,8 @@ type Client struct {
 	log  *slog.Logger
 
 	conn     *conn
-	init     *InitializeResult
+	init     atomic.Pointer[InitializeResult]
+	reinitMu sync.Mutex // one re-initialization at a time
 	readDone chan struct{}
 	closeMu  sync.Mutex
 	readErr  error
@@ -122,6 +136,18 @@ func (c *Client) Connect(ctx context.Context, t transport.Transport) error {
 	c.conn = newConn(t, c.opts.MaxDepth, c.log)
 	c.readDone = make(chan struct{})
 	go c.readLoop()
+	res, err := c.handshake(ctx)
+	if err != nil {
+		c.Close()
+		return err
+	}
+	c.init.Store(res)
+	return nil
+}
+
+// handshake sends initialize and, once the server has answered with a
+// revision this client supports, notifications/initialized.
+func (c *Client) handshake(ctx context.Context) (*InitializeResult, error) {
 	var res InitializeResult
 	err := c.conn.call(ctx, MethodInitialize, &InitializeParams{
 		ProtocolVersion: c.opts.ProtocolVersion,
@@ -135,11 +161,35 @@ func (c *Client) Connect(ctx context.Context, t transport.Transport) error {
 		err = c.conn.notify(ctx, NotificationInitialized, nil)
 	}
 	if err != nil {
-		c.Close()
-		return err
+		return nil, err
 	}
-	c.init = &res
-	return nil
+	return &res, nil
+}
+
+// renewed handles err, the failure of a message sent within the session
+// whose initialize result was old: when the server no longer knows that
+// session, it starts a new one (unless another call did already) and
+// reports true, meaning "send the message again". A failed handshake is
+// returned, joined to err.
+func (c *Client) renewed(ctx context.Context, old *InitializeResult, err error) (bool, error) {
+	if err == nil || old == nil || c.opts.DisableReinitialize || !errors.Is(err, transport.ErrSessionNotFound) {
+		return false, err
+	}
+	c.reinitMu.Lock()
+	defer c.reinitMu.Unlock()
+	if c.init.Load() != old { // another call started the new session
+		return true, nil
+	}
+	c.log.Info("mcp: the server ended the session; initializing a new one", "error", err)
+	res, herr := c.handshake(ctx)
+	if herr != nil {
+		return false, fmt.Errorf("mcp: the server ended the session and a new one could not start: %w", errors.Join(err, herr))
+	}
+	c.init.Store(res)
+	if c.opts.OnReinitialized != nil {
+		c.opts.OnReinitialized(ctx, res)
+	}
+	return true, nil
 }
 
 func (c *Client) readLoop() {
@@ -206,21 +256,29 @@ func (c *Client) handle(raw []byte) {
 }
 
 // InitializeResult returns the server's answer to initialize (nil before Connect).
-func (c *Client) InitializeResult() *InitializeResult { return c.init }
+// It is the newest result after a re-initialization (ClientOptions).
+func (c *Client) InitializeResult() *InitializeResult { return c.init.Load() }
 
 // ProtocolVersion returns the negotiated revision ("" before Connect).
 func (c *Client) ProtocolVersion() string {
-	if c.init == nil {
-		return ""
+	if res := c.init.Load(); res != nil {
+		return res.ProtocolVersion
 	}
-	return c.init.ProtocolVersion
+	return ""
 }
 
 // Call sends any request and decodes its result into result (may be nil).
-// When ctx ends first, the client sends notifications/cancelled.
+// When ctx ends first, the client sends notifications/cancelled. If the
+// server no longer knows the session, Call starts a new one and sends the
+// request again, once (see ClientOptions.DisableReinitialize).
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
 	if c.conn == nil {
 		return errors.New("mcp: client not connected")
+	}
+	old := c.init.Load()
+	err := c.conn.call(ctx, method, params, result, c.sendCancelled)
+	if again, err2 := c.renewed(ctx, old, err); !again {
+		return err2
 	}
 	return c.conn.call(ctx, method, params, result, c.sendCancelled)
 }
@@ -230,10 +288,16 @@ func (c *Client) sendCancelled(id int64, reason string) {
 	_ = c.conn.notify(context.Background(), NotificationCancelled, &CancelledParams{RequestID: raw, Reason: reason})
 }
 
-// Notify sends a notification.
+// Notify sends a notification; like Call, it starts a new session and
+// sends again if the server no longer knows the session.
 func (c *Client) Notify(ctx context.Context, method string, params any) error {
 	if c.conn == nil {
 		return errors.New("mcp: client not connected")
+	}
+	old := c.init.Load()
+	err := c.conn.notify(ctx, method, params)
+	if again, err2 := c.renewed(ctx, old, err); !again {
+		return err2
 	}
 	return c.conn.notify(ctx, method, params)
 }

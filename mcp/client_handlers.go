@@ -250,10 +250,10 @@ func (c *Client) SetRoots(ctx context.Context, roots []Root) error {
 	c.side.mu.Lock()
 	c.side.roots, c.side.rootsSet = slices.Clone(roots), true
 	c.side.mu.Unlock()
-	if c.conn == nil || c.init == nil || !rc.ListChanged {
+	if c.conn == nil || c.init.Load() == nil || !rc.ListChanged {
 		return nil
 	}
-	return c.conn.notify(ctx, NotificationRootsListChanged, nil)
+	return c.Notify(ctx, NotificationRootsListChanged, nil)
 }
 
 // SetLoggingLevel asks the server to send log messages of level and more

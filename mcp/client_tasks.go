@@ -61,10 +61,10 @@ func (c *Client) CallToolAsTask(ctx context.Context, name string, args any, ttl 
 
 // serverTasks returns the server's tasks capability (nil if none).
 func (c *Client) serverTasks() *ServerTasksCapability {
-	if c.init == nil {
-		return nil
+	if res := c.init.Load(); res != nil {
+		return res.Capabilities.Tasks
 	}
-	return c.init.Capabilities.Tasks
+	return nil
 }
 
 // GetTask returns the current state of a task (tasks/get). An unknown or

@@ -46,6 +46,13 @@ type Transport interface {
 // ErrClosed is returned by operations on a closed transport.
 var ErrClosed = errors.New("transport: closed")
 
+// ErrSessionNotFound is matched (errors.Is) by a Write error meaning the
+// server no longer knows the transport's session (it expired or was
+// terminated; HTTP 404 on the streamable HTTP transport). The transport has
+// forgotten the session: the next initialize request starts a new one,
+// which is what mcp.Client does unless told not to.
+var ErrSessionNotFound = errors.New("transport: session not found")
+
 // DefaultMaxMessageBytes is the default limit on one incoming message: 4 MiB.
 const DefaultMaxMessageBytes = 4 << 20
 

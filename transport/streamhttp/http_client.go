@@ -68,7 +68,8 @@ type ClientTransport struct {
 	sessionID string
 	version   string
 	initID    string // raw id of the initialize request awaiting its response
-	getOpen   bool
+	getFor    string // the session the GET stream runs for ("" = none)
+	ended     bool   // the server ended the session: only the handshake of a new one may be sent
 	closed    bool
 }
 
@@ -135,7 +136,10 @@ func (t *ClientTransport) Read(ctx context.Context) ([]byte, error) {
 // Write POSTs msg and returns once the server has accepted it (the status
 // line and headers arrived); a JSON or SSE answer is then read in the
 // background and returned by Read. Statuses other than 200 and 202 are
-// returned as *StatusError (404: the session has ended).
+// returned as *StatusError. A 404 for the session matches
+// transport.ErrSessionNotFound: the transport forgets the session, and
+// until a new handshake (initialize, then notifications/initialized)
+// completes, Write refuses other messages with that error, unsent.
 func (t *ClientTransport) Write(ctx context.Context, msg []byte) error {
 	select {
 	case <-t.done:
@@ -146,11 +150,14 @@ func (t *ClientTransport) Write(ctx context.Context, msg []byte) error {
 	if err != nil {
 		return err
 	}
+	t.mu.Lock()
 	if out.request && out.method == "initialize" {
-		t.mu.Lock()
 		t.initID = out.ids[0]
+	} else if t.ended && out.method != "notifications/initialized" {
 		t.mu.Unlock()
+		return errSessionEnded
 	}
+	t.mu.Unlock()
 	body := bytes.Clone(msg)
 	resp, err := t.do(ctx, http.MethodPost, body, "")
 	if err != nil {
@@ -161,9 +168,17 @@ func (t *ClientTransport) Write(ctx context.Context, msg []byte) error {
 	case resp.StatusCode == http.StatusAccepted:
 		drain(resp)
 		if out.method == "notifications/initialized" {
+			t.mu.Lock()
+			t.ended = false // the new session is ready
+			t.mu.Unlock()
 			t.startGET()
 		}
 		return nil
+	case resp.StatusCode == http.StatusNotFound && resp.Request.Header.Get(headerSessionID) != "":
+		err := statusError(resp)
+		err.sessionEnded = true
+		t.forgetSession(resp.Request.Header.Get(headerSessionID))
+		return err
 	case resp.StatusCode != http.StatusOK:
 		return statusError(resp)
 	}
@@ -200,6 +215,15 @@ func (t *ClientTransport) Write(ctx context.Context, msg []byte) error {
 // do sends one request. ctx bounds the wait for the response headers only;
 // the body is read under the transport's own context (ended by Close).
 func (t *ClientTransport) do(ctx context.Context, method string, body []byte, lastEventID string) (*http.Response, error) {
+	t.mu.Lock()
+	sid, v := t.sessionID, t.version
+	t.mu.Unlock()
+	return t.doIn(ctx, sid, v, method, body, lastEventID)
+}
+
+// doIn is do within the given session id and protocol version (either ""
+// for none).
+func (t *ClientTransport) doIn(ctx context.Context, sid, v, method string, body []byte, lastEventID string) (*http.Response, error) {
 	rctx, cancel := context.WithCancel(t.ctx)
 	stop := context.AfterFunc(ctx, cancel)
 	var rd io.Reader
@@ -224,9 +248,6 @@ func (t *ClientTransport) do(ctx context.Context, method string, body []byte, la
 	case http.MethodGet:
 		req.Header.Set("Accept", "text/event-stream")
 	}
-	t.mu.Lock()
-	sid, v := t.sessionID, t.version
-	t.mu.Unlock()
 	if sid != "" {
 		req.Header.Set(headerSessionID, sid)
 	}
@@ -287,7 +308,42 @@ func mediaType(resp *http.Response) string {
 	return mt
 }
 
-func statusError(resp *http.Response) error {
+// StatusError is returned by the HTTP client transport for a response
+// with an unexpected status: 401 and 403 (with the WWW-Authenticate header
+// of the challenge), 404 (session not found), 4xx and 5xx.
+type StatusError struct {
+	StatusCode int
+	// WWWAuthenticate is the challenge of a 401 or 403 response.
+	WWWAuthenticate string
+	// Body is the start of the response body (at most 4 KiB).
+	Body string
+
+	sessionEnded bool // a 404 to a request that carried a session id
+}
+
+// Unwrap returns transport.ErrSessionNotFound for a 404 answering a request
+// that carried a session id (the session expired or was terminated), and
+// nil otherwise.
+func (e *StatusError) Unwrap() error {
+	if e.sessionEnded {
+		return transport.ErrSessionNotFound
+	}
+	return nil
+}
+
+// Error implements error.
+func (e *StatusError) Error() string {
+	msg := fmt.Sprintf("transport: HTTP %d", e.StatusCode)
+	if e.WWWAuthenticate != "" {
+		msg += " (WWW-Authenticate: " + e.WWWAuthenticate + ")"
+	}
+	if e.Body != "" {
+		msg += ": " + e.Body
+	}
+	return msg
+}
+
+func statusError(resp *http.Response) *StatusError {
 	defer drain(resp)
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	return &StatusError{StatusCode: resp.StatusCode, WWWAuthenticate: resp.Header.Get("WWW-Authenticate"), Body: string(bytes.TrimSpace(b))}
@@ -301,6 +357,25 @@ func (t *ClientTransport) noteSession(resp *http.Response) {
 		}
 		t.mu.Unlock()
 	}
+}
+
+// errSessionEnded is what Write returns, without sending, between a 404
+// for the session and the end of a new session's handshake (initialize,
+// then notifications/initialized).
+var errSessionEnded = fmt.Errorf("%w: the server ended it; send initialize to start a new one", transport.ErrSessionNotFound)
+
+// forgetSession drops the session sid after the server answered 404 for
+// it, unless a newer one replaced it already: the next initialize starts
+// afresh (no session id, no protocol version) and its
+// notifications/initialized opens a new GET stream.
+func (t *ClientTransport) forgetSession(sid string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.sessionID != sid {
+		return
+	}
+	t.sessionID, t.version, t.ended = "", "", true
+	t.log.Debug("transport: the server ended the session", "session", sid)
 }
 
 // deliverSoon queues a JSON answer for Read without waiting for room: when
@@ -395,7 +470,7 @@ func (t *ClientTransport) readStream(resp *http.Response, pending []string) {
 		} else if resp.StatusCode != http.StatusOK || mediaType(resp) != "text/event-stream" {
 			err := statusError(resp)
 			t.log.Debug("transport: resuming an SSE stream refused", "error", err)
-			if se, ok := err.(*StatusError); ok && se.StatusCode/100 == 4 {
+			if err.StatusCode/100 == 4 {
 				t.failPending(want, "resuming the server's SSE stream failed: "+err.Error())
 				return
 			}
@@ -466,19 +541,21 @@ func (t *ClientTransport) sleep(d time.Duration) bool {
 	}
 }
 
-// startGET opens the GET stream for server-initiated messages (once).
+// startGET opens the GET stream for server-initiated messages, once per
+// session.
 func (t *ClientTransport) startGET() {
 	if t.opts.DisableGETStream {
 		return
 	}
 	t.mu.Lock()
-	if t.getOpen || t.closed || t.sessionID == "" {
+	sid, v := t.sessionID, t.version
+	if t.getFor == sid || t.closed || sid == "" {
 		t.mu.Unlock()
 		return
 	}
-	t.getOpen = true
+	t.getFor = sid
 	t.mu.Unlock()
-	t.goBackground(t.runGET)
+	t.goBackground(func() { t.runGET(sid, v) })
 }
 
 // goBackground runs fn on a goroutine Close waits for, unless the
@@ -497,14 +574,22 @@ func (t *ClientTransport) goBackground(fn func()) bool {
 	return true
 }
 
-// runGET keeps the GET stream open, resuming it after drops, until Close,
-// a 405 (the server offers no GET stream) or a 404 (the session ended).
-func (t *ClientTransport) runGET() {
+// runGET keeps the GET stream of session sid open, resuming it after
+// drops, until Close, a 405 (the server offers no GET stream), a 404 (the
+// session ended) or a newer session.
+func (t *ClientTransport) runGET(sid, v string) {
+	defer func() {
+		t.mu.Lock()
+		if t.getFor == sid {
+			t.getFor = ""
+		}
+		t.mu.Unlock()
+	}()
 	lastID := ""
 	retry := t.opts.RetryDelay
 	failures := 0
-	for t.ctx.Err() == nil {
-		resp, err := t.do(t.ctx, http.MethodGet, nil, lastID)
+	for t.ctx.Err() == nil && t.SessionID() == sid {
+		resp, err := t.doIn(t.ctx, sid, v, http.MethodGet, nil, lastID)
 		switch {
 		case err != nil:
 			t.log.Debug("transport: GET stream failed", "error", err)

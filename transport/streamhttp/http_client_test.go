@@ -242,6 +242,56 @@ func TestHTTPClientStatusErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "no refresh token")
 }
 
+// A 404 for the session: the error matches transport.ErrSessionNotFound,
+// the transport forgets the session and refuses everything but a new
+// handshake (without sending it), which starts a new session with its own
+// GET stream. A 404 to a request without a session is only a status.
+func TestHTTPClientSessionEnded(t *testing.T) {
+	f := newFakeServer()
+	h := streamhttp.NewHandler(&streamhttp.Options{Serve: f.serve, Logger: quiet})
+	var log headerLog
+	srv := newServerHandler(t, h, log.wrap(h))
+	tr := streamhttp.NewClientTransport(srv.URL+"/mcp", &streamhttp.ClientOptions{Logger: quiet})
+	defer tr.Close()
+	handshake := func() {
+		write(t, tr, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`)
+		readMsg(t, tr)
+		write(t, tr, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	}
+	handshake()
+	awaitGETStream(t, tr)
+	old := tr.SessionID()
+	readBody(t, do(t, srv, request{method: http.MethodDelete, session: old}))
+
+	err := tr.Write(context.Background(), []byte(`{"jsonrpc":"2.0","id":2,"method":"echo"}`))
+	require.ErrorIs(t, err, transport.ErrSessionNotFound)
+	var se *streamhttp.StatusError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, http.StatusNotFound, se.StatusCode)
+	assert.Empty(t, tr.SessionID())
+	sent := len(log.lines())
+	err = tr.Write(context.Background(), []byte(`{"jsonrpc":"2.0","id":3,"method":"echo"}`))
+	require.ErrorIs(t, err, transport.ErrSessionNotFound)
+	assert.False(t, errors.As(err, &se), "refused locally, not by the server")
+	assert.Len(t, log.lines(), sent, "nothing sent")
+
+	handshake()
+	assert.NotEmpty(t, tr.SessionID())
+	assert.NotEqual(t, old, tr.SessionID())
+	awaitGETStream(t, tr)
+	write(t, tr, `{"jsonrpc":"2.0","id":4,"method":"echo","params":{"x":4}}`)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":4,"result":{"x":4}}`, readMsg(t, tr))
+
+	nowhere := httptest.NewServer(http.NotFoundHandler())
+	defer nowhere.Close()
+	stray := streamhttp.NewClientTransport(nowhere.URL, &streamhttp.ClientOptions{Logger: quiet})
+	defer stray.Close()
+	err = stray.Write(context.Background(), []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`))
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, http.StatusNotFound, se.StatusCode)
+	assert.NotErrorIs(t, err, transport.ErrSessionNotFound)
+}
+
 // A request whose stream ends without a response and cannot be resumed is
 // answered with a JSON-RPC error, so that its caller does not wait forever.
 func TestHTTPClientFailsUnresumableStream(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -161,27 +160,4 @@ func (r *sseReader) readLine() ([]byte, error) {
 		frag = frag[:len(frag)-1]
 		return bytes.TrimSuffix(frag, []byte{'\r'}), nil
 	}
-}
-
-// StatusError is returned by the HTTP client transport for a response
-// with an unexpected status: 401 and 403 (with the WWW-Authenticate header
-// of the challenge), 404 (session not found), 4xx and 5xx.
-type StatusError struct {
-	StatusCode int
-	// WWWAuthenticate is the challenge of a 401 or 403 response.
-	WWWAuthenticate string
-	// Body is the start of the response body (at most 4 KiB).
-	Body string
-}
-
-// Error implements error.
-func (e *StatusError) Error() string {
-	msg := fmt.Sprintf("transport: HTTP %d", e.StatusCode)
-	if e.WWWAuthenticate != "" {
-		msg += " (WWW-Authenticate: " + e.WWWAuthenticate + ")"
-	}
-	if e.Body != "" {
-		msg += ": " + e.Body
-	}
-	return msg
 }
