@@ -316,19 +316,13 @@ func (c *Client) ListTools(ctx context.Context, cursor string) (*ListToolsResult
 
 // ListAllTools follows nextCursor until the last page.
 func (c *Client) ListAllTools(ctx context.Context) ([]*Tool, error) {
-	var all []*Tool
-	cursor := ""
-	for {
-		page, err := c.ListTools(ctx, cursor)
+	return listAll(ctx, func(ctx context.Context, cursor string) ([]*Tool, string, error) {
+		res, err := c.ListTools(ctx, cursor)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		all = append(all, page.Tools...)
-		if page.NextCursor == "" {
-			return all, nil
-		}
-		cursor = page.NextCursor
-	}
+		return res.Tools, res.NextCursor, nil
+	})
 }
 
 // CallTool calls a tool with args (any JSON-encodable value, a

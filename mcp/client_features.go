@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/go-json-experiment/json"
 
@@ -43,6 +44,9 @@ func listAll[T any](ctx context.Context, page func(ctx context.Context, cursor s
 		all = append(all, items...)
 		if next == "" {
 			return all, nil
+		}
+		if next == cursor { // the server would lead the loop in circles
+			return nil, fmt.Errorf("mcp: the server answered cursor %q with the same nextCursor", cursor)
 		}
 		cursor = next
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -285,4 +286,47 @@ func TestFeatureRequestCancelled(t *testing.T) {
 	}
 	require.NoError(t, c.Ping(context.Background()), "the connection lives on")
 	require.NoError(t, end())
+}
+
+// A server that answers every page with the cursor it was given would keep
+// ListAll* looping forever: the client stops with an error instead.
+func TestClientListAllStopsOnRepeatedCursor(t *testing.T) {
+	ct, st := transport.NewPipe(nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // a hand-written server: every list page points to "again"
+		for {
+			raw, err := st.Read(ctx)
+			if err != nil {
+				return
+			}
+			var m struct {
+				ID     jsontext.Value `json:"id"`
+				Method string         `json:"method"`
+			}
+			if json.Unmarshal(raw, &m) != nil || m.ID == nil {
+				continue
+			}
+			result := `{"tools":[],"resources":[],"prompts":[],"resourceTemplates":[],"tasks":[],"nextCursor":"again"}`
+			if m.Method == mcp.MethodInitialize {
+				result = `{"protocolVersion":"` + mcp.LatestVersion + `","capabilities":{"tools":{},"resources":{},"prompts":{},"tasks":{"list":{}}},"serverInfo":{"name":"loop","version":"1"}}`
+			}
+			_ = st.Write(ctx, []byte(`{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":`+result+`}`))
+		}
+	}()
+	c := mcp.NewClient(quietClient)
+	require.NoError(t, c.Connect(ctx, ct))
+	defer c.Close()
+	lists := map[string]func() error{
+		"tools":     func() error { _, err := c.ListAllTools(ctx); return err },
+		"resources": func() error { _, err := c.ListAllResources(ctx); return err },
+		"templates": func() error { _, err := c.ListAllResourceTemplates(ctx); return err },
+		"prompts":   func() error { _, err := c.ListAllPrompts(ctx); return err },
+		"tasks":     func() error { _, err := c.ListAllTasks(ctx); return err },
+	}
+	for name, list := range lists {
+		err := list()
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), `cursor "again" with the same nextCursor`, name)
+	}
 }
