@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
+	"os"
+	"os/exec"
 	"strings"
+	"time"
 
 	"github.com/keelmcp/keel/transport"
 )
@@ -57,4 +61,24 @@ func ExampleNewStdioStreams() {
 	// skipped a line of 17 bytes
 	// {"id":1}
 	// {"id":2}
+}
+
+// A client runs an MCP server binary as a subprocess and talks to it over
+// its stdin and stdout; Close closes the server's stdin and waits for it to
+// exit (SIGTERM, then SIGKILL, if it lingers). With keel's Client:
+//
+//	c := mcp.NewClient(nil)
+//	err = c.Connect(ctx, tr)
+func ExampleNewCommand() {
+	cmd := exec.Command("my-mcp-server", "--flag")
+	cmd.Stderr = os.Stderr // the server's logs
+	tr, err := transport.NewCommand(cmd, &transport.CommandOptions{TerminateTimeout: 2 * time.Second})
+	if err != nil {
+		log.Fatal(err) // the server did not start
+	}
+	defer tr.Close()
+	ctx := context.Background()
+	_ = tr.Write(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"me","version":"1"}}}`))
+	resp, _ := tr.Read(ctx)
+	fmt.Printf("%s\n", resp)
 }

@@ -3,8 +3,9 @@
 // framing, buffering and backpressure are its business, meaning is not.
 //
 // keel ships a newline-delimited stdio transport (Stdio) for servers that a
-// client launches as a subprocess, a connected in-memory pair (NewPipe)
-// for tests. The streamable HTTP transport lives in package
+// client launches as a subprocess, its client side (NewCommand: start the
+// server process, talk to it, stop it), and a connected in-memory pair
+// (NewPipe) for tests. The streamable HTTP transport lives in package
 // transport/streamhttp (so that stdio servers do not link net/http):
 // streamhttp.Handler serves MCP sessions, stateful or stateless, on one
 // endpoint; streamhttp.ClientTransport is its client side; RequireBearer

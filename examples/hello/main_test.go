@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/keelmcp/keel/internal/mcptest"
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/middleware"
 	"github.com/keelmcp/keel/transport"
@@ -65,4 +69,40 @@ func TestHelloErrors(t *testing.T) {
 
 	require.NoError(t, c.Close())
 	require.NoError(t, <-done)
+}
+
+// envServe makes the test binary run main, the real stdio server, for
+// TestOverStdio.
+const envServe = "KEEL_HELLO_SERVE"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envServe) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// The real server process over stdio, driven by keel's Client through
+// transport.NewCommand (every message checked against the schema); closing
+// the Client closes the server's stdin and the server exits cleanly.
+func TestOverStdio(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envServe+"=1")
+	tr, err := transport.NewCommand(cmd, nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := mcp.NewClient(nil)
+	require.NoError(t, c.Connect(ctx, mcptest.ValidateTransport(t, tr)))
+	require.Equal(t, "hello", c.InitializeResult().ServerInfo.Name)
+
+	res, err := c.CallTool(ctx, "greet", map[string]any{"name": "Ada"})
+	require.NoError(t, err)
+	out, err := mcp.DecodeStructured[GreetOutput](res)
+	require.NoError(t, err)
+	require.Equal(t, "Hello, Ada!", out.Greeting)
+
+	require.NoError(t, c.Close())
+	require.NoError(t, tr.Close(), "the server exited with status 0")
 }
