@@ -11,7 +11,6 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -151,14 +150,13 @@ var defaultLocalHosts = []string{"localhost", "127.0.0.1", "::1"}
 // open; anything else on the GET stream (notifications are dropped when
 // none is open; requests fail with ErrNoStream).
 type Handler struct {
-	opts      Options
-	log       *slog.Logger
-	store     EventStore // nil: no resumption
-	versions  map[string]bool
-	hosts     []string
-	origins   []string
-	anyHost   bool
-	anyOrigin bool
+	opts     Options
+	log      *slog.Logger
+	store    EventStore // nil: no resumption
+	versions map[string]bool
+	hosts    []string
+	anyHost  bool
+	origins  originList
 
 	mu        sync.Mutex
 	sessions  map[string]*httpSession
@@ -214,7 +212,7 @@ func NewHandler(opts *Options) *Handler {
 		}
 	}
 	h.hosts, h.anyHost = normalizeList(o.AllowedHosts, defaultLocalHosts)
-	h.origins, h.anyOrigin = normalizeList(o.AllowedOrigins, defaultLocalHosts)
+	h.origins = newOriginList(o.AllowedOrigins)
 	return h
 }
 
@@ -245,7 +243,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusForbidden, codeServerError, "Forbidden: Host not allowed")
 		return
 	}
-	if o := r.Header.Get("Origin"); o != "" && !h.originAllowed(o) {
+	if o := r.Header.Get("Origin"); o != "" && !h.origins.allows(o) {
 		h.log.Warn("transport: request with an Origin not allowed refused", "origin", o)
 		writeHTTPError(w, http.StatusForbidden, codeServerError, "Forbidden: Origin not allowed")
 		return
@@ -312,24 +310,6 @@ func (h *Handler) hostAllowed(host string) bool {
 	name = strings.Trim(name, "[]")
 	for _, a := range h.hosts {
 		if a == name || a == host {
-			return true
-		}
-	}
-	return false
-}
-
-func (h *Handler) originAllowed(origin string) bool {
-	if h.anyOrigin {
-		return true
-	}
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" {
-		return false
-	}
-	o := strings.ToLower(origin)
-	name := strings.ToLower(u.Hostname())
-	for _, a := range h.origins {
-		if a == o || (!strings.Contains(a, "://") && a == name) {
 			return true
 		}
 	}
