@@ -166,6 +166,17 @@ func (c *Client) handshake(ctx context.Context) (*InitializeResult, error) {
 	return &res, nil
 }
 
+// inSession runs send; if it fails because the server no longer knows the
+// session, it starts a new session (see renewed) and runs send once more.
+func (c *Client) inSession(ctx context.Context, send func() error) error {
+	old := c.init.Load()
+	err := send()
+	if again, err := c.renewed(ctx, old, err); !again {
+		return err
+	}
+	return send()
+}
+
 // renewed handles err, the failure of a message sent within the session
 // whose initialize result was old: when the server no longer knows that
 // session, it starts a new one (unless another call did already) and
@@ -275,12 +286,7 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	if c.conn == nil {
 		return errors.New("mcp: client not connected")
 	}
-	old := c.init.Load()
-	err := c.conn.call(ctx, method, params, result, c.sendCancelled)
-	if again, err2 := c.renewed(ctx, old, err); !again {
-		return err2
-	}
-	return c.conn.call(ctx, method, params, result, c.sendCancelled)
+	return c.inSession(ctx, func() error { return c.conn.call(ctx, method, params, result, c.sendCancelled) })
 }
 
 func (c *Client) sendCancelled(id int64, reason string) {
@@ -294,12 +300,7 @@ func (c *Client) Notify(ctx context.Context, method string, params any) error {
 	if c.conn == nil {
 		return errors.New("mcp: client not connected")
 	}
-	old := c.init.Load()
-	err := c.conn.notify(ctx, method, params)
-	if again, err2 := c.renewed(ctx, old, err); !again {
-		return err2
-	}
-	return c.conn.notify(ctx, method, params)
+	return c.inSession(ctx, func() error { return c.conn.notify(ctx, method, params) })
 }
 
 // Ping sends ping and waits for the answer.
@@ -307,11 +308,7 @@ func (c *Client) Ping(ctx context.Context) error { return c.Call(ctx, MethodPing
 
 // ListTools fetches one page of tools ("" = the first page).
 func (c *Client) ListTools(ctx context.Context, cursor string) (*ListToolsResult, error) {
-	var res ListToolsResult
-	if err := c.Call(ctx, MethodToolsList, &PaginatedParams{Cursor: cursor}, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return fetchPage[ListToolsResult](ctx, c, MethodToolsList, cursor)
 }
 
 // ListAllTools follows nextCursor until the last page.

@@ -31,6 +31,16 @@ func (c *Client) featureNotification(m *jsonrpc.Message) {
 	}
 }
 
+// fetchPage calls a paginated list method for the page at cursor ("" =
+// the first) and decodes its result into a new R.
+func fetchPage[R any](ctx context.Context, c *Client, method, cursor string) (*R, error) {
+	var res R
+	if err := c.Call(ctx, method, &PaginatedParams{Cursor: cursor}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
 // listAll follows nextCursor from the first page to the last, collecting
 // the items of every page.
 func listAll[T any](ctx context.Context, page func(ctx context.Context, cursor string) ([]T, string, error)) ([]T, error) {
@@ -54,11 +64,7 @@ func listAll[T any](ctx context.Context, page func(ctx context.Context, cursor s
 
 // ListResources fetches one page of resources ("" = the first page).
 func (c *Client) ListResources(ctx context.Context, cursor string) (*ListResourcesResult, error) {
-	var res ListResourcesResult
-	if err := c.Call(ctx, MethodResourcesList, &PaginatedParams{Cursor: cursor}, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return fetchPage[ListResourcesResult](ctx, c, MethodResourcesList, cursor)
 }
 
 // ListAllResources follows nextCursor until the last page.
@@ -75,11 +81,7 @@ func (c *Client) ListAllResources(ctx context.Context) ([]*Resource, error) {
 // ListResourceTemplates fetches one page of resource templates ("" = the
 // first page).
 func (c *Client) ListResourceTemplates(ctx context.Context, cursor string) (*ListResourceTemplatesResult, error) {
-	var res ListResourceTemplatesResult
-	if err := c.Call(ctx, MethodResourcesTemplatesList, &PaginatedParams{Cursor: cursor}, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return fetchPage[ListResourceTemplatesResult](ctx, c, MethodResourcesTemplatesList, cursor)
 }
 
 // ListAllResourceTemplates follows nextCursor until the last page.
@@ -117,11 +119,7 @@ func (c *Client) Unsubscribe(ctx context.Context, uri string) error {
 
 // ListPrompts fetches one page of prompts ("" = the first page).
 func (c *Client) ListPrompts(ctx context.Context, cursor string) (*ListPromptsResult, error) {
-	var res ListPromptsResult
-	if err := c.Call(ctx, MethodPromptsList, &PaginatedParams{Cursor: cursor}, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return fetchPage[ListPromptsResult](ctx, c, MethodPromptsList, cursor)
 }
 
 // ListAllPrompts follows nextCursor until the last page.

@@ -105,11 +105,7 @@ func (c *Client) CancelTask(ctx context.Context, taskID string) (*Task, error) {
 
 // ListTasks fetches one page of the caller's tasks ("" = the first page).
 func (c *Client) ListTasks(ctx context.Context, cursor string) (*ListTasksResult, error) {
-	var res ListTasksResult
-	if err := c.Call(ctx, MethodTasksList, &PaginatedParams{Cursor: cursor}, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return fetchPage[ListTasksResult](ctx, c, MethodTasksList, cursor)
 }
 
 // ListAllTasks follows nextCursor until the last page.
