@@ -59,6 +59,13 @@ func Timeout(def time.Duration) Middleware {
 			if !expired || (pending && !isContextError(err)) {
 				return res, err
 			}
+			if pending {
+				// The handler saw the deadline and returned before the
+				// callback was started (cancellation reaches the handler's
+				// context and the callback in no fixed order): answer here,
+				// as the callback would have.
+				respondTimeout(dctx, c, d, at)
+			}
 			c.timedOut = true
 			c.lateRes, c.lateErr = res, err
 			args := []any{"tool", c.Name, "timeout", d, "overrun", time.Since(at)}
