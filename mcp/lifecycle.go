@@ -43,6 +43,9 @@ type ClientCapabilities struct {
 	Sampling     *SamplingCapability    `json:"sampling,omitzero"`
 	Elicitation  *ElicitationCapability `json:"elicitation,omitzero"`
 	Tasks        *ClientTasksCapability `json:"tasks,omitzero"`
+	// Extensions lists the MCP extensions the client supports, by
+	// identifier (2026-07-28; e.g. ExtensionTasks).
+	Extensions map[string]any `json:"extensions,omitempty"`
 }
 
 // RootsCapability is the client's roots capability.
@@ -90,6 +93,9 @@ type ServerCapabilities struct {
 	Resources    *ResourcesCapability   `json:"resources,omitzero"`
 	Tools        *ListChangedCapability `json:"tools,omitzero"`
 	Tasks        *ServerTasksCapability `json:"tasks,omitzero"` // 2025-11-25
+	// Extensions lists the MCP extensions the server supports, by
+	// identifier (2026-07-28; e.g. ExtensionTasks).
+	Extensions map[string]any `json:"extensions,omitempty"`
 }
 
 // ListChangedCapability declares whether list_changed notifications are sent.

@@ -1,5 +1,7 @@
 package mcp
 
+import "github.com/go-json-experiment/json/jsontext"
+
 // Role is the sender or recipient of a message in a conversation.
 type Role string
 
@@ -47,7 +49,11 @@ type ListPromptsResult struct {
 type GetPromptParams struct {
 	Name      string            `json:"name"`
 	Arguments map[string]string `json:"arguments,omitempty"`
-	Meta      Meta              `json:"_meta,omitempty"`
+	// InputResponses and RequestState answer an input-required result
+	// (2026-07-28; see InputRequiredError).
+	InputResponses map[string]jsontext.Value `json:"inputResponses,omitempty"`
+	RequestState   string                    `json:"requestState,omitempty"`
+	Meta           Meta                      `json:"_meta,omitempty"`
 }
 
 // GetPromptResult is the result of prompts/get. Messages is always written

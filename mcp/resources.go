@@ -1,5 +1,7 @@
 package mcp
 
+import "github.com/go-json-experiment/json/jsontext"
+
 // Resource is a resource a server can read, as listed by resources/list.
 type Resource struct {
 	URI         string       `json:"uri"`
@@ -44,8 +46,12 @@ type ListResourceTemplatesResult struct {
 
 // ReadResourceParams are the params of resources/read.
 type ReadResourceParams struct {
-	URI  string `json:"uri"`
-	Meta Meta   `json:"_meta,omitempty"`
+	URI string `json:"uri"`
+	// InputResponses and RequestState answer an input-required result
+	// (2026-07-28; see InputRequiredError).
+	InputResponses map[string]jsontext.Value `json:"inputResponses,omitempty"`
+	RequestState   string                    `json:"requestState,omitempty"`
+	Meta           Meta                      `json:"_meta,omitempty"`
 }
 
 // ReadResourceResult is the result of resources/read: the contents of the

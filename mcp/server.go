@@ -84,6 +84,26 @@ type ServerOptions struct {
 	// that revision: tools/call of tools whose execution.taskSupport allows
 	// it may run in the background (server_tasks.go). It is copied.
 	Tasks *TaskOptions
+
+	// StateKey is the HMAC-SHA-256 key that seals the requestState of
+	// input-required results (2026-07-28; input.go). Give every replica
+	// of a stateless deployment the same secret (32 random bytes or more)
+	// so that any of them can verify a state another one issued. Nil
+	// means a random key per Server: states verify only on this process.
+	StateKey []byte
+	// StateTTL is how long a sealed requestState stays valid (default
+	// 10 minutes).
+	StateTTL time.Duration
+	// MaxInputRounds bounds the rounds of input one request may take
+	// (default 8): the retry after that many gets -32602.
+	MaxInputRounds int
+	// CacheTTL and CacheScope are the caching hints of modern results
+	// of server/discover, the four lists and resources/read (ttlMs and
+	// cacheScope). The default TTL is 0 (immediately stale); the default
+	// scope is CacheScopePrivate, right whenever lists or contents
+	// depend on the caller.
+	CacheTTL   time.Duration
+	CacheScope string
 }
 
 // Server serves MCP over any number of connections. Create it with
@@ -136,6 +156,23 @@ func NewServer(opts *ServerOptions) *Server {
 	}
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = 60 * time.Second
+	}
+	if o.StateKey == nil {
+		o.StateKey = newStateKey()
+	} else {
+		o.StateKey = append([]byte(nil), o.StateKey...)
+	}
+	if o.StateTTL <= 0 {
+		o.StateTTL = 10 * time.Minute
+	}
+	if o.MaxInputRounds <= 0 {
+		o.MaxInputRounds = 8
+	}
+	if o.CacheScope != CacheScopePublic {
+		o.CacheScope = CacheScopePrivate
+	}
+	if o.CacheTTL < 0 {
+		o.CacheTTL = 0
 	}
 	o.Icons = append([]Icon(nil), o.Icons...)
 	s := &Server{opts: o, log: o.Logger}

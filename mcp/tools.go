@@ -48,7 +48,11 @@ type CallToolParams struct {
 	Name      string         `json:"name"`
 	Arguments jsontext.Value `json:"arguments,omitzero"`
 	Task      *TaskMetadata  `json:"task,omitzero"` // 2025-11-25
-	Meta      Meta           `json:"_meta,omitempty"`
+	// InputResponses and RequestState answer an input-required result
+	// (2026-07-28; see InputRequiredError).
+	InputResponses map[string]jsontext.Value `json:"inputResponses,omitempty"`
+	RequestState   string                    `json:"requestState,omitempty"`
+	Meta           Meta                      `json:"_meta,omitempty"`
 }
 
 // TaskMetadata asks for a request to run as a task (2025-11-25).
