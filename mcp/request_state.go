@@ -97,4 +97,3 @@ func (s *Server) openState(wire, method, target, digest, subject string) (*seale
 	}
 	return st, nil
 }
-
