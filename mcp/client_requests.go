@@ -69,6 +69,9 @@ func (ss *Session) need(method, capability, min string, declared bool) error {
 // RequestTimeout; when it stops waiting (timeout, ctx) it sends
 // notifications/cancelled for the request.
 func (ss *Session) call(ctx context.Context, method string, params, result any) error {
+	if ss.modernOnly || modernFromContext(ctx) != nil {
+		return fmt.Errorf("%s not sent: %w", method, errModernNoRequests)
+	}
 	if ss.State() != StateRunning {
 		return fmt.Errorf("mcp: %s not sent: the session is %s, not RUNNING", method, ss.State())
 	}
@@ -275,27 +278,26 @@ func (ss *Session) Ping(ctx context.Context) error {
 	return ss.call(ctx, MethodPing, nil, nil)
 }
 
-func init() {
-	notificationHandlers[NotificationRootsListChanged] = func(ss *Session, _ *jsonrpc.Message) {
-		f := ss.server.opts.OnRootsListChanged
-		if f == nil {
-			return
-		}
-		if caps := ss.ClientCapabilities(); caps.Roots == nil || ss.State() != StateRunning {
-			ss.log.Warn("mcp: notifications/roots/list_changed ignored (roots not declared, or not RUNNING)")
-			return
-		}
-		fs := &ss.feat
-		fs.rootsMu.Lock()
-		if fs.rootsRunning {
-			fs.rootsPending = true
-			fs.rootsMu.Unlock()
-			return
-		}
-		fs.rootsRunning = true
-		fs.rootsMu.Unlock()
-		go ss.runRootsChanged(f)
+// handleRootsListChanged serves notifications/roots/list_changed.
+func (ss *Session) handleRootsListChanged(_ *jsonrpc.Message) {
+	f := ss.server.opts.OnRootsListChanged
+	if f == nil {
+		return
 	}
+	if caps := ss.ClientCapabilities(); caps.Roots == nil || ss.State() != StateRunning {
+		ss.log.Warn("mcp: notifications/roots/list_changed ignored (roots not declared, or not RUNNING)")
+		return
+	}
+	fs := &ss.feat
+	fs.rootsMu.Lock()
+	if fs.rootsRunning {
+		fs.rootsPending = true
+		fs.rootsMu.Unlock()
+		return
+	}
+	fs.rootsRunning = true
+	fs.rootsMu.Unlock()
+	go ss.runRootsChanged(f)
 }
 
 // runRootsChanged calls f until no notification arrived during the last call.

@@ -2,60 +2,44 @@ package mcp
 
 import (
 	"context"
-	"fmt"
-	"runtime/debug"
+	"errors"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
 )
 
 // featureJob registers a request that runs user code (resources/read,
-// prompts/get, completion/complete) as in flight — cancellable by
-// notifications/cancelled, waited for by the shutdown drain — and returns
-// the job that runs fn and answers. A cancelled request is not answered; a
-// panic in fn becomes -32603 and the server lives on.
-func (ss *Session) featureJob(m *jsonrpc.Message, r responder, fn func(ctx context.Context) (any, *Error)) func() {
-	key := idKey(m.ID)
-	ctx, cancel := context.WithCancel(ss.requestContext(ss.messageContext()))
-	ctx, prog := ss.withProgress(ctx, m.Params) // ReportProgress works in fn (progress_helper.go)
-	ss.mu.Lock()
-	if _, dup := ss.cancels[key]; dup {
-		ss.mu.Unlock()
-		cancel()
-		r.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: id is already in use by an in-flight request"})
+// prompts/get, completion/complete, tasks/result) as in flight (see
+// inflight) and returns the job that runs fn and answers. A cancelled
+// request is not answered; a panic in fn becomes -32603 and the server
+// lives on. fn may return an *InputRequiredError (input.go).
+func (ss *Session) featureJob(m *jsonrpc.Message, r responder, fn func(ctx context.Context) (any, error)) func() {
+	ctx, prog := ss.withProgress(r.context(ss.messageContext()), m.Params) // ReportProgress works in fn (progress_helper.go)
+	f := ss.begin(m, r, ctx, nil, func(res any, err error) {
+		prog.finish() // no progress notification follows the response
+		r.answer(res, err)
+	})
+	if f == nil {
 		return nil
 	}
-	ss.cancels[key] = cancel
-	ss.mu.Unlock()
-	ss.inflightWG.Add(1)
-	return func() {
-		defer ss.inflightWG.Done()
-		var res any
-		var e *Error
-		func() {
-			defer func() {
-				if p := recover(); p != nil {
-					ss.log.Error("mcp: request handler panicked", "method", m.Method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-					res, e = nil, &Error{Code: CodeInternalError, Message: "Internal error: the handler panicked"}
-				}
-			}()
-			res, e = fn(ctx)
-		}()
-		cancelled := ctx.Err() != nil
-		cancel()
-		ss.mu.Lock()
-		delete(ss.cancels, key)
-		ss.mu.Unlock()
-		prog.finish() // no progress notification follows the response
-		switch {
-		case cancelled:
-			ss.log.Debug("mcp: response suppressed (request cancelled)", "method", m.Method)
-			if r.batch != nil {
-				r.batch.skip()
-			}
-		case e != nil:
-			r.error(e)
-		default:
-			r.result(res)
-		}
+	return func() { f.run(fn) }
+}
+
+// answer sends the outcome of a request other than tools/call: an *Error
+// as it is, an input-required answer (input.go), a panic as -32603.
+func (r responder) answer(res any, err error) {
+	var ir *InputRequiredError
+	var e *Error
+	var p *errPanic
+	switch {
+	case err == nil:
+		r.result(res)
+	case errors.As(err, &ir):
+		r.inputRequired(ir)
+	case errors.As(err, &e):
+		r.error(e)
+	case errors.As(err, &p):
+		r.error(&Error{Code: CodeInternalError, Message: "Internal error: the handler panicked"})
+	default:
+		r.error(r.ss.featureError(err))
 	}
 }

@@ -83,6 +83,8 @@ type changeHub struct {
 	mu       sync.Mutex
 	sessions map[*Session]struct{}
 	subs     map[string]map[*Session]struct{} // resource URI → subscribers
+	// listeners are the open subscriptions/listen requests (listen.go).
+	listeners map[*listener]struct{}
 }
 
 // watchSources registers the server with the sources that report changes.
@@ -134,7 +136,14 @@ func (h *changeHub) changed(k listKind) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for ss := range h.sessions {
-		ss.markNotes(k, "")
+		if !ss.modernOnly {
+			ss.markNotes(k, "")
+		}
+	}
+	for l := range h.listeners {
+		if l.wants(k) {
+			l.mark(k, "")
+		}
 	}
 }
 
@@ -144,6 +153,11 @@ func (h *changeHub) changed(k listKind) {
 func (h *changeHub) updated(uri string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	for l := range h.listeners {
+		if l.covers(uri) {
+			l.mark(0, uri)
+		}
+	}
 	if len(h.subs) == 0 {
 		return
 	}

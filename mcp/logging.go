@@ -57,6 +57,20 @@ func (ss *Session) logEnabled(l LoggingLevel) bool {
 	return ss.server.opts.Logging && l.AtLeast(ss.LogLevel())
 }
 
+// logEnabledFor reports whether a message of level l about the request
+// ctx belongs to reaches the client: a 2026-07-28 request gets messages
+// only at or above the logLevel of its own _meta (none without one), a
+// legacy request those at or above the session's level.
+func (ss *Session) logEnabledFor(ctx context.Context, l LoggingLevel) bool {
+	if m := modernFromContext(ctx); m != nil {
+		return ss.server.opts.Logging && m.meta.LogLevel != "" && l.AtLeast(m.meta.LogLevel)
+	}
+	if ss.modernOnly {
+		return false
+	}
+	return ss.logEnabled(l)
+}
+
 // Log sends the client a notifications/message of the given level, logger
 // name (may be empty) and data (any JSON-encodable value: a string, a map,
 // a struct). It sends nothing, and returns nil, when the server does not
@@ -67,7 +81,7 @@ func (ss *Session) Log(ctx context.Context, level LoggingLevel, logger string, d
 	if !level.Valid() {
 		return errors.New("mcp: unknown logging level " + quote(string(level)))
 	}
-	if !ss.logEnabled(level) {
+	if !ss.logEnabledFor(ctx, level) {
 		return nil
 	}
 	return ss.sendLog(ctx, &LoggingMessageNotificationParams{Level: level, Logger: logger, Data: data})
@@ -82,15 +96,6 @@ func (ss *Session) sendLog(ctx context.Context, p *LoggingMessageNotificationPar
 	return ss.conn.notify(ctx, NotificationMessage, p)
 }
 
-func init() {
-	requestHandlers[MethodLoggingSetLevel] = func(ss *Session, m *jsonrpc.Message, r responder) (func(), bool) {
-		if !ss.server.opts.Logging {
-			return nil, false
-		}
-		ss.handleSetLevel(m, r)
-		return nil, true
-	}
-}
 
 func (ss *Session) handleSetLevel(m *jsonrpc.Message, r responder) {
 	if m.Params == nil || m.Params.Kind() != '{' {
@@ -168,7 +173,17 @@ type clientLogHandler struct {
 }
 
 func (h *clientLogHandler) Enabled(_ context.Context, l slog.Level) bool {
-	return h.ss.logEnabled(LoggingLevelForSlog(l))
+	return h.ss.logEnabledFor(h.levelContext(), LoggingLevelForSlog(l))
+}
+
+// levelContext is the context whose request decides the level: the one
+// ClientLogger was given (a handler from LogHandler has none: the
+// session's level applies).
+func (h *clientLogHandler) levelContext() context.Context {
+	if h.ctx != nil {
+		return h.ctx
+	}
+	return context.Background()
 }
 
 func (h *clientLogHandler) WithAttrs(as []slog.Attr) slog.Handler {
@@ -193,7 +208,7 @@ func (h *clientLogHandler) with(g groupOrAttrs) *clientLogHandler {
 
 func (h *clientLogHandler) Handle(ctx context.Context, r slog.Record) error {
 	level := LoggingLevelForSlog(r.Level)
-	if !h.ss.logEnabled(level) {
+	if !h.ss.logEnabledFor(h.levelContext(), level) {
 		return nil
 	}
 	data, err := h.encode(&r)

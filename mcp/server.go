@@ -284,8 +284,16 @@ func (ss *Session) takeOverReading() {
 	}
 }
 
-// drain waits for in-flight requests, up to ShutdownTimeout.
+// drain waits for in-flight requests, up to ShutdownTimeout. Open
+// subscriptions end at once: they would never finish by themselves.
 func (ss *Session) drain(ctx context.Context) {
+	ss.mu.Lock()
+	for _, f := range ss.reqs {
+		if f.keepAlive {
+			f.cancel()
+		}
+	}
+	ss.mu.Unlock()
 	done := make(chan struct{})
 	go func() { ss.inflightWG.Wait(); close(done) }()
 	t := time.NewTimer(ss.server.opts.ShutdownTimeout)

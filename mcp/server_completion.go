@@ -24,14 +24,6 @@ type CompletionSource interface {
 	Complete(ctx context.Context, p *CompleteParams) (*CompleteResult, error)
 }
 
-func init() {
-	requestHandlers[MethodCompletionComplete] = func(ss *Session, m *jsonrpc.Message, r responder) (func(), bool) {
-		if ss.server.opts.Completions == nil {
-			return nil, false
-		}
-		return ss.handleComplete(m, r), true
-	}
-}
 
 func (ss *Session) handleComplete(m *jsonrpc.Message, r responder) func() {
 	if m.Params == nil || m.Params.Kind() != '{' {
@@ -51,11 +43,11 @@ func (ss *Session) handleComplete(m *jsonrpc.Message, r responder) func() {
 		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: argument.name is required"})
 		return nil
 	}
-	if !VersionAtLeast(ss.ProtocolVersion(), Version20250618) {
+	if !VersionAtLeast(r.version(), Version20250618) {
 		p.Context = nil // completion context arrived in 2025-06-18
 	}
 	src := ss.server.opts.Completions
-	return ss.featureJob(m, r, func(ctx context.Context) (any, *Error) {
+	return ss.featureJob(m, r, func(ctx context.Context) (any, error) {
 		res, err := src.Complete(ctx, p)
 		if err != nil {
 			return nil, ss.featureError(err)

@@ -22,6 +22,10 @@ func (ss *Session) applyTransportContext(ctx context.Context) {
 		return
 	}
 	v := sr.ProtocolVersion
+	if v >= Version20260728 {
+		ss.modernOnly = true // every request carries its own revision
+		return
+	}
 	if !IsSupportedVersion(v) {
 		v = LatestVersion
 	}

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 
 	"github.com/go-json-experiment/json"
 
@@ -22,28 +23,13 @@ type PromptSource interface {
 	GetPrompt(ctx context.Context, p *GetPromptParams) (*GetPromptResult, error)
 }
 
-func init() {
-	requestHandlers[MethodPromptsList] = func(ss *Session, m *jsonrpc.Message, r responder) (func(), bool) {
-		if ss.server.opts.Prompts == nil {
-			return nil, false
-		}
-		ss.handlePromptsList(m, r)
-		return nil, true
-	}
-	requestHandlers[MethodPromptsGet] = func(ss *Session, m *jsonrpc.Message, r responder) (func(), bool) {
-		if ss.server.opts.Prompts == nil {
-			return nil, false
-		}
-		return ss.handlePromptsGet(m, r), true
-	}
-}
 
 func (ss *Session) handlePromptsList(m *jsonrpc.Message, r responder) {
 	p, ok := decodePaginated(m, r)
 	if !ok {
 		return
 	}
-	list, err := ss.server.opts.Prompts.ListPrompts(ss.requestContext(ss.messageContext()))
+	list, err := ss.server.opts.Prompts.ListPrompts(r.context(ss.messageContext()))
 	if err != nil {
 		r.error(ss.featureError(err))
 		return
@@ -53,7 +39,7 @@ func (ss *Session) handlePromptsList(m *jsonrpc.Message, r responder) {
 		r.error(perr)
 		return
 	}
-	r.result(&ListPromptsResult{Prompts: downgradePrompts(page, ss.ProtocolVersion()), NextCursor: next})
+	r.result(&ListPromptsResult{Prompts: downgradePrompts(page, r.version()), NextCursor: next})
 }
 
 func (ss *Session) handlePromptsGet(m *jsonrpc.Message, r responder) func() {
@@ -70,15 +56,30 @@ func (ss *Session) handlePromptsGet(m *jsonrpc.Message, r responder) func() {
 		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: name is required"})
 		return nil
 	}
-	src, v := ss.server.opts.Prompts, ss.ProtocolVersion()
-	return ss.featureJob(m, r, func(ctx context.Context) (any, *Error) {
-		res, err := src.GetPrompt(ctx, p)
-		if err != nil {
-			return nil, ss.featureError(err)
-		}
-		if res == nil {
-			return nil, &Error{Code: CodeInternalError, Message: "Internal error: prompt source returned no result"}
-		}
-		return downgradePromptResult(res, v), nil
+	src, v := ss.server.opts.Prompts, r.version()
+	args, err := json.Marshal(p.Arguments, json.Deterministic(true))
+	if err != nil {
+		r.error(invalidParams(err))
+		return nil
+	}
+	in, ok := r.inputFor(r.context(ss.messageContext()), MethodPromptsGet, p.Name, args, p.InputResponses, p.RequestState)
+	if !ok {
+		return nil
+	}
+	p.InputResponses, p.RequestState = nil, ""
+	return ss.featureJob(m, r, func(ctx context.Context) (any, error) {
+		return r.withInput(ctx, in, func(ctx context.Context) (any, error) {
+			res, err := src.GetPrompt(ctx, p)
+			var ir *InputRequiredError
+			switch {
+			case errors.As(err, &ir):
+				return nil, ir
+			case err != nil:
+				return nil, ss.featureError(err)
+			case res == nil:
+				return nil, &Error{Code: CodeInternalError, Message: "Internal error: prompt source returned no result"}
+			}
+			return downgradePromptResult(res, v), nil
+		})
 	})
 }

@@ -40,42 +40,6 @@ type resourceErrData struct {
 	URI string `json:"uri"`
 }
 
-func init() {
-	requestHandlers[MethodResourcesList] = func(ss *Session, m *jsonrpc.Message, r responder) (func(), bool) {
-		if ss.server.opts.Resources == nil {
-			return nil, false
-		}
-		ss.handleResourcesList(m, r)
-		return nil, true
-	}
-	requestHandlers[MethodResourcesTemplatesList] = func(ss *Session, m *jsonrpc.Message, r responder) (func(), bool) {
-		if ss.server.opts.Resources == nil {
-			return nil, false
-		}
-		ss.handleResourceTemplatesList(m, r)
-		return nil, true
-	}
-	requestHandlers[MethodResourcesRead] = func(ss *Session, m *jsonrpc.Message, r responder) (func(), bool) {
-		if ss.server.opts.Resources == nil {
-			return nil, false
-		}
-		return ss.handleResourcesRead(m, r), true
-	}
-	requestHandlers[MethodResourcesSubscribe] = func(ss *Session, m *jsonrpc.Message, r responder) (func(), bool) {
-		if ss.server.opts.Resources == nil || !ss.server.hub.updates {
-			return nil, false
-		}
-		ss.handleSubscribe(m, r, true)
-		return nil, true
-	}
-	requestHandlers[MethodResourcesUnsubscribe] = func(ss *Session, m *jsonrpc.Message, r responder) (func(), bool) {
-		if ss.server.opts.Resources == nil || !ss.server.hub.updates {
-			return nil, false
-		}
-		ss.handleSubscribe(m, r, false)
-		return nil, true
-	}
-}
 
 // declareFeatures adds the capabilities of resources, prompts and
 // completion to an initialize result for revision v.
@@ -110,7 +74,7 @@ func (ss *Session) handleResourcesList(m *jsonrpc.Message, r responder) {
 	if !ok {
 		return
 	}
-	list, err := ss.server.opts.Resources.ListResources(ss.requestContext(ss.messageContext()))
+	list, err := ss.server.opts.Resources.ListResources(r.context(ss.messageContext()))
 	if err != nil {
 		r.error(ss.featureError(err))
 		return
@@ -120,7 +84,7 @@ func (ss *Session) handleResourcesList(m *jsonrpc.Message, r responder) {
 		r.error(perr)
 		return
 	}
-	r.result(&ListResourcesResult{Resources: downgradeResources(page, ss.ProtocolVersion()), NextCursor: next})
+	r.result(&ListResourcesResult{Resources: downgradeResources(page, r.version()), NextCursor: next})
 }
 
 func (ss *Session) handleResourceTemplatesList(m *jsonrpc.Message, r responder) {
@@ -128,7 +92,7 @@ func (ss *Session) handleResourceTemplatesList(m *jsonrpc.Message, r responder) 
 	if !ok {
 		return
 	}
-	list, err := ss.server.opts.Resources.ListResourceTemplates(ss.requestContext(ss.messageContext()))
+	list, err := ss.server.opts.Resources.ListResourceTemplates(r.context(ss.messageContext()))
 	if err != nil {
 		r.error(ss.featureError(err))
 		return
@@ -138,7 +102,7 @@ func (ss *Session) handleResourceTemplatesList(m *jsonrpc.Message, r responder) 
 		r.error(perr)
 		return
 	}
-	r.result(&ListResourceTemplatesResult{ResourceTemplates: downgradeTemplates(page, ss.ProtocolVersion()), NextCursor: next})
+	r.result(&ListResourceTemplatesResult{ResourceTemplates: downgradeTemplates(page, r.version()), NextCursor: next})
 }
 
 // decodeURIParams decodes params holding a required absolute "uri"; on
@@ -164,28 +128,46 @@ func (ss *Session) handleResourcesRead(m *jsonrpc.Message, r responder) func() {
 	if !decodeURIParams(m, r, p) {
 		return nil
 	}
-	src, v := ss.server.opts.Resources, ss.ProtocolVersion()
-	return ss.featureJob(m, r, func(ctx context.Context) (any, *Error) {
-		res, err := src.ReadResource(ctx, p)
-		if err != nil {
-			return nil, ss.resourceError(err, p.URI)
-		}
-		if res == nil {
-			return nil, &Error{Code: CodeInternalError, Message: "Internal error: resource source returned no result"}
-		}
-		return downgradeReadResult(res, v), nil
+	src, v := ss.server.opts.Resources, r.version()
+	in, ok := r.inputFor(r.context(ss.messageContext()), MethodResourcesRead, p.URI, nil, p.InputResponses, p.RequestState)
+	if !ok {
+		return nil
+	}
+	p.InputResponses, p.RequestState = nil, ""
+	return ss.featureJob(m, r, func(ctx context.Context) (any, error) {
+		return r.withInput(ctx, in, func(ctx context.Context) (any, error) {
+			res, err := src.ReadResource(ctx, p)
+			var ir *InputRequiredError
+			switch {
+			case errors.As(err, &ir):
+				return nil, ir
+			case err != nil:
+				return nil, ss.resourceError(err, p.URI, r.mod != nil)
+			case res == nil:
+				return nil, &Error{Code: CodeInternalError, Message: "Internal error: resource source returned no result"}
+			}
+			return downgradeReadResult(res, v), nil
+		})
 	})
 }
 
 // resourceError maps a read error to its JSON-RPC error: not found (a
 // NOT_FOUND StructuredError or fs.ErrNotExist) is -32002 with the uri.
-func (ss *Session) resourceError(err error, uri string) *Error {
+func (ss *Session) resourceError(err error, uri string, modern bool) *Error {
 	var se *StructuredError
 	var rpc *Error
 	switch {
 	case errors.As(err, &rpc):
+		if modern && rpc.Code == CodeResourceNotFound {
+			e := *rpc
+			e.Code = CodeInvalidParams
+			return &e
+		}
 		return ss.featureError(err)
 	case errors.As(err, &se) && se.Code == ErrNotFound, errors.Is(err, fs.ErrNotExist):
+		if modern { // 2026-07-28: -32602 (-32002 must not be used)
+			return &Error{Code: CodeInvalidParams, Message: "Resource not found", Data: resourceErrData{URI: uri}}
+		}
 		return ResourceNotFoundError(uri)
 	}
 	return ss.featureError(err)

@@ -468,83 +468,76 @@ func (ss *Session) lookupTask(m *jsonrpc.Message, r responder) *taskEntry {
 	return e
 }
 
-func init() {
-	tasks := func(h func(ss *Session, m *jsonrpc.Message, r responder) func()) requestHandler {
-		return func(ss *Session, m *jsonrpc.Message, r responder) (func(), bool) {
-			if !ss.tasksOn() {
-				return nil, false
-			}
-			return h(ss, m, r), true
+func (ss *Session) handleTasksGet(m *jsonrpc.Message, r responder) func() {
+	if e := ss.lookupTask(m, r); e != nil {
+		r.result(&GetTaskResult{Task: ss.server.tasks.snapshot(e)})
+	}
+	return nil
+}
+
+func (ss *Session) handleTasksResult(m *jsonrpc.Message, r responder) func() {
+	e := ss.lookupTask(m, r)
+	if e == nil {
+		return nil
+	}
+	return ss.featureJob(m, r, func(ctx context.Context) (any, error) {
+		select {
+		case <-e.done:
+		case <-ctx.Done():
+			return nil, nil // not answered
+		}
+		res, rpcErr := ss.server.tasks.outcome(e)
+		if rpcErr != nil {
+			return nil, rpcErr
+		}
+		c := *res
+		c.Meta = make(Meta, len(res.Meta)+1)
+		for k, v := range res.Meta {
+			c.Meta[k] = v
+		}
+		c.Meta[MetaRelatedTask] = RelatedTaskMetadata{TaskID: e.id}
+		return &c, nil
+	})
+}
+
+func (ss *Session) handleTasksCancel(m *jsonrpc.Message, r responder) func() {
+	e := ss.lookupTask(m, r)
+	if e == nil {
+		return nil
+	}
+	st := ss.server.tasks
+	call := e.call
+	res := ToolErrorResult(&StructuredError{Code: ErrInternal, Message: "the task was cancelled",
+		Details: map[string]any{"reason": "cancelled", "taskId": e.id}, CorrelationID: call.CorrelationID, RunID: call.RunID})
+	if !st.finish(e, TaskStatusCancelled, "The task was cancelled by request.", res, nil) {
+		r.error(&Error{Code: CodeInvalidParams,
+			Message: "Cannot cancel task: already in terminal status '" + string(st.snapshot(e).Status) + "'",
+			Data:    map[string]any{"taskId": e.id}})
+		return nil
+	}
+	call.responded.Store(true) // a late result is dropped
+	call.progress.finish()
+	st.cancelRun(e)
+	call.Logger.Debug("mcp: task cancelled by the client", "tool", call.Name, "taskId", e.id)
+	r.result(&CancelTaskResult{Task: st.snapshot(e)})
+	st.notifyStatus(e)
+	return nil
+}
+
+func (ss *Session) handleTasksList(m *jsonrpc.Message, r responder) func() {
+	var p PaginatedParams
+	if m.Params != nil {
+		if err := json.Unmarshal(m.Params, &p); err != nil {
+			r.error(invalidParams(err))
+			return nil
 		}
 	}
-	requestHandlers[MethodTasksGet] = tasks(func(ss *Session, m *jsonrpc.Message, r responder) func() {
-		if e := ss.lookupTask(m, r); e != nil {
-			r.result(&GetTaskResult{Task: ss.server.tasks.snapshot(e)})
-		}
+	st := ss.server.tasks
+	page, next, perr := paginate(st.list(ss.taskOwner()), func(e *taskEntry) string { return e.key }, p.Cursor, ss.server.opts.PageSize)
+	if perr != nil {
+		r.error(perr)
 		return nil
-	})
-	requestHandlers[MethodTasksResult] = tasks(func(ss *Session, m *jsonrpc.Message, r responder) func() {
-		e := ss.lookupTask(m, r)
-		if e == nil {
-			return nil
-		}
-		return ss.featureJob(m, r, func(ctx context.Context) (any, *Error) {
-			select {
-			case <-e.done:
-			case <-ctx.Done():
-				return nil, nil // not answered
-			}
-			res, rpcErr := ss.server.tasks.outcome(e)
-			if rpcErr != nil {
-				return nil, rpcErr
-			}
-			c := *res
-			c.Meta = make(Meta, len(res.Meta)+1)
-			for k, v := range res.Meta {
-				c.Meta[k] = v
-			}
-			c.Meta[MetaRelatedTask] = RelatedTaskMetadata{TaskID: e.id}
-			return &c, nil
-		})
-	})
-	requestHandlers[MethodTasksCancel] = tasks(func(ss *Session, m *jsonrpc.Message, r responder) func() {
-		e := ss.lookupTask(m, r)
-		if e == nil {
-			return nil
-		}
-		st := ss.server.tasks
-		call := e.call
-		res := ToolErrorResult(&StructuredError{Code: ErrInternal, Message: "the task was cancelled",
-			Details: map[string]any{"reason": "cancelled", "taskId": e.id}, CorrelationID: call.CorrelationID, RunID: call.RunID})
-		if !st.finish(e, TaskStatusCancelled, "The task was cancelled by request.", res, nil) {
-			r.error(&Error{Code: CodeInvalidParams,
-				Message: "Cannot cancel task: already in terminal status '" + string(st.snapshot(e).Status) + "'",
-				Data:    map[string]any{"taskId": e.id}})
-			return nil
-		}
-		call.responded.Store(true) // a late result is dropped
-		call.progress.finish()
-		st.cancelRun(e)
-		call.Logger.Debug("mcp: task cancelled by the client", "tool", call.Name, "taskId", e.id)
-		r.result(&CancelTaskResult{Task: st.snapshot(e)})
-		st.notifyStatus(e)
-		return nil
-	})
-	requestHandlers[MethodTasksList] = tasks(func(ss *Session, m *jsonrpc.Message, r responder) func() {
-		var p PaginatedParams
-		if m.Params != nil {
-			if err := json.Unmarshal(m.Params, &p); err != nil {
-				r.error(invalidParams(err))
-				return nil
-			}
-		}
-		st := ss.server.tasks
-		page, next, perr := paginate(st.list(ss.taskOwner()), func(e *taskEntry) string { return e.key }, p.Cursor, ss.server.opts.PageSize)
-		if perr != nil {
-			r.error(perr)
-			return nil
-		}
-		r.result(&ListTasksResult{Tasks: st.states(page), NextCursor: next})
-		return nil
-	})
+	}
+	r.result(&ListTasksResult{Tasks: st.states(page), NextCursor: next})
+	return nil
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sort"
 	"strings"
 
@@ -69,7 +67,7 @@ func (ss *Session) handleToolsList(m *jsonrpc.Message, r responder) {
 			return
 		}
 	}
-	tools, err := ss.server.opts.Tools.ListTools(ss.requestContext(ss.messageContext()))
+	tools, err := ss.server.opts.Tools.ListTools(r.context(ss.messageContext()))
 	if err != nil {
 		r.error(asProtocolError(err))
 		return
@@ -79,7 +77,7 @@ func (ss *Session) handleToolsList(m *jsonrpc.Message, r responder) {
 		r.error(perr)
 		return
 	}
-	r.result(&ListToolsResult{Tools: downgradeTools(page, ss.ProtocolVersion()), NextCursor: next})
+	r.result(&ListToolsResult{Tools: downgradeTools(page, r.version()), NextCursor: next})
 }
 
 func asProtocolError(err error) *Error {
@@ -118,64 +116,44 @@ func (ss *Session) handleToolsCall(m *jsonrpc.Message, r responder) func() {
 	if corr == "" {
 		corr = opts.NewID()
 	}
+	if r.mod != nil {
+		p.Task = nil // tasks are an extension in 2026-07-28: params.task is ignored
+	}
 	call := &ToolCall{Name: p.Name, Arguments: p.Arguments, Meta: p.Meta, Task: p.Task,
 		CorrelationID: corr, RunID: opts.NewID(), Session: ss}
 	call.Logger = slog.New(&callHandler{next: ss.log.Handler(), corr: corr, run: call.RunID})
-	if (p.Task != nil || ss.server.tasks != nil) && ss.taskCall(r, call) { // server_tasks.go
+	if r.mod == nil && (p.Task != nil || ss.server.tasks != nil) && ss.taskCall(r, call) { // server_tasks.go
 		return nil
 	}
-	key := idKey(m.ID)
-	ctx, cancel := context.WithCancel(WithToolCall(ss.requestContext(ss.messageContext()), call))
-	ss.mu.Lock()
-	if _, dup := ss.cancels[key]; dup {
-		ss.mu.Unlock()
-		cancel()
-		r.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: id is already in use by an in-flight request"})
+	parent := r.context(ss.messageContext())
+	in, ok := r.inputFor(parent, MethodToolsCall, p.Name, p.Arguments, p.InputResponses, p.RequestState) // input_serve.go
+	if !ok {
 		return nil
 	}
-	ss.inflight[key] = call
-	ss.cancels[key] = cancel
-	ss.mu.Unlock()
 	r.call = call
+	f := ss.begin(m, r, WithToolCall(parent, call), &call.responded, func(res any, err error) {
+		tr, _ := res.(*CallToolResult)
+		ss.sendToolResponse(r, call, tr, err)
+	})
+	if f == nil {
+		return nil
+	}
+	f.early = &call.earlyResponse
 	call.respond = func(res *CallToolResult, err error) bool {
 		ss.sendToolResponse(r, call, res, err)
 		return true
 	}
-	ss.inflightWG.Add(1)
-	return func() { ss.runToolCall(ctx, cancel, key, call, r) }
-}
-
-func (ss *Session) runToolCall(ctx context.Context, cancel context.CancelFunc, key string, call *ToolCall, r responder) {
-	defer ss.inflightWG.Done()
-	var res *CallToolResult
-	var err error
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				call.Logger.Error("mcp: tool call panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-				res, err = nil, &StructuredError{Code: ErrInternal, Message: "internal error", Details: map[string]any{"reason": "panic"}}
-			}
-		}()
-		res, err = ss.server.opts.Tools.CallTool(ctx, call)
-	}()
-	cancelled := ctx.Err() != nil
-	cancel()
-	ss.mu.Lock()
-	delete(ss.inflight, key)
-	delete(ss.cancels, key)
-	ss.mu.Unlock()
-	if call.responded.CompareAndSwap(false, true) {
-		ss.sendToolResponse(r, call, res, err)
-		return
-	}
-	switch {
-	case cancelled && !call.earlyResponse.Load():
-		call.Logger.Debug("mcp: response suppressed (request cancelled)", "tool", call.Name)
-		if r.batch != nil {
-			r.batch.skip()
-		}
-	default:
-		call.Logger.Warn("mcp: late result dropped (already answered)", "tool", call.Name, "outcome", "late_completed", "isError", err != nil || (res != nil && res.IsError))
+	src := opts.Tools
+	return func() {
+		f.run(func(ctx context.Context) (any, error) {
+			return r.withInput(ctx, in, func(ctx context.Context) (any, error) {
+				res, err := src.CallTool(ctx, call)
+				if res == nil {
+					return nil, err // not a typed nil in an interface
+				}
+				return res, err
+			})
+		})
 	}
 }
 
@@ -183,13 +161,22 @@ func (ss *Session) sendToolResponse(r responder, call *ToolCall, res *CallToolRe
 	call.progress.finish() // no progress notification follows the response
 	if err != nil {
 		var rpcErr *Error
-		if errors.As(err, &rpcErr) {
+		var ir *InputRequiredError
+		var p *errPanic
+		switch {
+		case errors.As(err, &ir):
+			r.inputRequired(ir)
+			return
+		case errors.As(err, &rpcErr):
 			e := *rpcErr
 			if se, ok := rpcErr.Data.(*StructuredError); ok {
 				e.Data = withIDs(se, call)
 			}
 			r.error(&e)
 			return
+		case errors.As(err, &p):
+			call.Logger.Error("mcp: tool call panicked", "tool", call.Name)
+			err = &StructuredError{Code: ErrInternal, Message: "internal error", Details: map[string]any{"reason": "panic"}}
 		}
 		var se *StructuredError
 		if !errors.As(err, &se) {
@@ -200,7 +187,7 @@ func (ss *Session) sendToolResponse(r responder, call *ToolCall, res *CallToolRe
 	if res == nil {
 		res = &CallToolResult{}
 	}
-	r.result(downgradeResult(res, ss.ProtocolVersion()))
+	r.result(downgradeResult(res, r.version()))
 }
 
 // withIDs returns se with the call's correlation and run ids filled in.

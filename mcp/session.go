@@ -56,8 +56,10 @@ type Session struct {
 	version    string
 	clientInfo Implementation
 	clientCaps ClientCapabilities
-	inflight   map[string]*ToolCall
-	cancels    map[string]context.CancelFunc
+	reqs       map[string]*inflight // requests in flight, by idKey (request.go)
+	// modernOnly: every request on this session is of revision 2026-07-28
+	// (a session a stateless HTTP handler started for a modern POST).
+	modernOnly bool
 
 	inflightWG sync.WaitGroup
 	workers    *workers
@@ -89,8 +91,7 @@ func (s *Server) newSession(t transport.Transport) *Session {
 		server:            s,
 		log:               log,
 		connCorrelationID: connID,
-		inflight:          map[string]*ToolCall{},
-		cancels:           map[string]context.CancelFunc{},
+		reqs:              map[string]*inflight{},
 		ctx:               context.Background(),
 	}
 	ss.conn = newConn(t, s.opts.MaxDepth, log)
@@ -131,11 +132,7 @@ func (ss *Session) TransportKind() string { return ss.conn.t.Kind() }
 func (ss *Session) close() {
 	ss.state.Store(int32(StateClosed))
 	ss.conn.close()
-	ss.mu.Lock()
-	for _, cancel := range ss.cancels {
-		cancel()
-	}
-	ss.mu.Unlock()
+	ss.cancelAll()
 }
 
 // responder answers one request, directly or as part of a batch.
@@ -143,10 +140,20 @@ type responder struct {
 	ss    *Session
 	id    jsontext.Value
 	batch *batch
-	call  *ToolCall // the tools/call answered, if any
+	call  *ToolCall   // the tools/call answered, if any
+	mod   *modernReq  // the request's scope if it is of revision 2026-07-28 (modern_serve.go)
 }
 
 func (r responder) result(v any) {
+	if r.mod != nil {
+		b, err := r.stamp(v)
+		if err != nil {
+			r.ss.log.Error("mcp: result not serializable", "error", err)
+			r.error(r.notSerializable())
+			return
+		}
+		v = b
+	}
 	if r.batch != nil {
 		b, err := jsonrpc.AppendResponse(nil, r.id, v)
 		if err != nil {
@@ -341,7 +348,7 @@ func (ss *Session) handleNotification(m *jsonrpc.Message) {
 		}
 		ss.cancelRequest(idKey(p.RequestID), p.Reason)
 	default:
-		if h := notificationHandlers[m.Method]; h != nil {
+		if h := lookupNotification(m.Method); h != nil {
 			h(ss, m)
 			return
 		}
@@ -357,6 +364,9 @@ type CancelledParams struct {
 }
 
 func (ss *Session) handleRequest(m *jsonrpc.Message, r responder) func() {
+	if ss.modernOnly || isModernRequest(m.Params) {
+		return ss.handleModern(m, r) // modern_serve.go
+	}
 	switch m.Method {
 	case MethodInitialize:
 		ss.handleInitialize(m, r)
@@ -372,45 +382,12 @@ func (ss *Session) handleRequest(m *jsonrpc.Message, r responder) func() {
 				CorrelationID: ss.connCorrelationID}})
 		return nil
 	}
-	if h := requestHandlers[m.Method]; h != nil {
-		if job, ok := h(ss, m, r); ok {
-			return job
-		}
+	md, ok := lookupMethod(m.Method)
+	if !ok || md.eras&eraLegacy == 0 || (md.offered != nil && !md.offered(ss)) {
+		r.error(methodNotFound(m.Method))
+		return nil
 	}
-	r.error(&Error{Code: CodeMethodNotFound, Message: "Method not found: " + quote(m.Method)})
-	return nil
-}
-
-// requestHandler serves one request method in the RUNNING state. It returns
-// ok=false when the server does not offer the feature (the caller then
-// answers -32601), and optionally a job that runs the request (see
-// runInline); otherwise it answers through r itself. Feature files register
-// their methods in requestHandlers from an init function.
-type requestHandler func(ss *Session, m *jsonrpc.Message, r responder) (job func(), ok bool)
-
-// notificationHandler serves one notification method (any state after
-// initialize unless it checks itself).
-type notificationHandler func(ss *Session, m *jsonrpc.Message)
-
-var (
-	requestHandlers      = map[string]requestHandler{}
-	notificationHandlers = map[string]notificationHandler{}
-)
-
-func init() {
-	requestHandlers[MethodToolsList] = func(ss *Session, m *jsonrpc.Message, r responder) (func(), bool) {
-		if ss.server.opts.Tools == nil {
-			return nil, false
-		}
-		ss.handleToolsList(m, r)
-		return nil, true
-	}
-	requestHandlers[MethodToolsCall] = func(ss *Session, m *jsonrpc.Message, r responder) (func(), bool) {
-		if ss.server.opts.Tools == nil {
-			return nil, false
-		}
-		return ss.handleToolsCall(m, r), true
-	}
+	return md.serve(ss, m, r)
 }
 
 func (ss *Session) handleInitialize(m *jsonrpc.Message, r responder) {
@@ -475,22 +452,6 @@ func idKey(id jsontext.Value) string {
 	return "n" + string(id)
 }
 
-// cancelRequest cancels an in-flight request and suppresses its response.
-func (ss *Session) cancelRequest(key, reason string) {
-	ss.mu.Lock()
-	call := ss.inflight[key]
-	cancel := ss.cancels[key]
-	ss.mu.Unlock()
-	if cancel == nil {
-		ss.log.Debug("mcp: cancellation for an unknown or finished request", "requestId", key[1:])
-		return
-	}
-	if call != nil {
-		call.responded.Store(true) // no response is sent for a cancelled request
-	}
-	ss.log.Info("mcp: request cancelled by the client", "requestId", key[1:], "reason", reason)
-	cancel()
-}
 
 func quote(s string) string {
 	b, err := jsontext.AppendQuote(nil, s)

@@ -1,0 +1,294 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// inputFor prepares the Input of a request that may answer input_required
+// (tools/call, prompts/get, resources/read) of the tool, prompt or resource
+// target with arguments args. For a modern request it verifies the
+// requestState (a state that does not verify is refused with -32602, and
+// false is returned), checks the inputResponses against the methods of the
+// requests they answer, and records what the next state is bound to. A
+// legacy request has no Input from its params: the server asks the client
+// itself (withInput).
+func (r responder) inputFor(ctx context.Context, method, target string, args jsontext.Value, responses map[string]jsontext.Value, state string) (*Input, bool) {
+	if r.mod == nil {
+		return nil, true
+	}
+	s := r.ss.server
+	subject := ""
+	if ti := TokenInfoFromContext(ctx); ti != nil {
+		subject = ti.Subject
+	}
+	r.mod.bind = &sealedState{Method: method, Target: target, Digest: argsDigest(args), Subject: subject}
+	if state == "" && responses == nil {
+		return nil, true
+	}
+	in := &Input{Responses: map[string]jsontext.Value{}}
+	var keys map[string]string
+	if state != "" {
+		st, e := s.openState(state, method, target, r.mod.bind.Digest, subject)
+		if e != nil {
+			r.error(e)
+			return nil, false
+		}
+		if st.Round+1 >= s.opts.MaxInputRounds {
+			r.error(&Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: too many rounds of input (MaxInputRounds is %d)", s.opts.MaxInputRounds)})
+			return nil, false
+		}
+		in.State, in.Round, keys = st.State, st.Round+1, st.Keys
+		r.mod.bind.Round = in.Round
+	}
+	for k, raw := range responses {
+		if raw.Kind() != '{' {
+			r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: inputResponses[" + quote(k) + "] must be an object"})
+			return nil, false
+		}
+		if m, asked := keys[k]; asked && !inputResultValid(m, raw) {
+			r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: inputResponses[" + quote(k) + "] is not a result of " + m})
+			return nil, false
+		}
+		in.Responses[k] = raw
+	}
+	return in, true
+}
+
+// withInput runs call with in in its context. For a legacy request whose
+// handler answers *InputRequiredError, it makes the requests to the client
+// (elicitation, sampling, roots: each needs the client's capability) and
+// runs call again with the answers, up to MaxInputRounds times. A modern
+// request's *InputRequiredError is returned as it is: the answer becomes
+// an input_required result (inputRequired).
+func (r responder) withInput(ctx context.Context, in *Input, call func(ctx context.Context) (any, error)) (any, error) {
+	for {
+		res, err := call(withInput(ctx, in))
+		var ir *InputRequiredError
+		if err == nil || r.mod != nil || !errors.As(err, &ir) {
+			return res, err
+		}
+		round := 0
+		if in != nil {
+			round = in.Round + 1
+		}
+		if round+1 >= r.ss.server.opts.MaxInputRounds {
+			return nil, &Error{Code: CodeInternalError, Message: fmt.Sprintf("Internal error: the handler asked for input more than MaxInputRounds (%d) times", r.ss.server.opts.MaxInputRounds)}
+		}
+		responses, ferr := r.ss.fulfil(ctx, ir)
+		if ferr != nil {
+			return nil, ferr
+		}
+		in = &Input{Responses: responses, State: ir.State, Round: round}
+	}
+}
+
+// fulfil makes the requests of ir to the client of a legacy session and
+// returns their results by key.
+func (ss *Session) fulfil(ctx context.Context, ir *InputRequiredError) (map[string]jsontext.Value, error) {
+	out := make(map[string]jsontext.Value, len(ir.Requests))
+	for _, k := range sortedKeys(ir.Requests) {
+		req := ir.Requests[k]
+		var res any
+		var err error
+		switch req.Method {
+		case MethodElicitationCreate:
+			var p ElicitParams
+			if err = convertParams(req.Params, &p); err == nil {
+				res, err = ss.Elicit(ctx, &p)
+			}
+		case MethodSamplingCreateMessage:
+			var p CreateMessageParams
+			if err = convertParams(req.Params, &p); err == nil {
+				res, err = ss.CreateMessage(ctx, &p)
+			}
+		case MethodRootsList:
+			var roots []Root
+			if roots, err = ss.ListRoots(ctx); err == nil {
+				if roots == nil {
+					roots = []Root{}
+				}
+				res = &ListRootsResult{Roots: roots}
+			}
+		default:
+			err = fmt.Errorf("mcp: input request %q: unknown method %q", k, req.Method)
+		}
+		if err != nil {
+			var ce *CapabilityError
+			if errors.As(err, &ce) {
+				return nil, MissingCapabilityError(requiredFor(req), err.Error())
+			}
+			return nil, err
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = b
+	}
+	return out, nil
+}
+
+// convertParams copies params (a typed value or raw JSON) into dst.
+func convertParams(params, dst any) error {
+	switch p := params.(type) {
+	case ElicitParams:
+		if d, ok := dst.(*ElicitParams); ok {
+			*d = p
+			return nil
+		}
+	case *ElicitParams:
+		if d, ok := dst.(*ElicitParams); ok && p != nil {
+			*d = *p
+			return nil
+		}
+	case *CreateMessageParams:
+		if d, ok := dst.(*CreateMessageParams); ok && p != nil {
+			*d = *p
+			return nil
+		}
+	}
+	b, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, dst)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// requiredFor returns the client capabilities an input request needs.
+func requiredFor(req InputRequest) ClientCapabilities {
+	var c ClientCapabilities
+	switch req.Method {
+	case MethodElicitationCreate:
+		c.Elicitation = &ElicitationCapability{}
+		var p ElicitParams
+		if convertParams(req.Params, &p) == nil && p.Mode == ElicitModeURL {
+			c.Elicitation.URL = &struct{}{}
+		}
+	case MethodSamplingCreateMessage:
+		c.Sampling = &SamplingCapability{}
+		var p CreateMessageParams
+		if convertParams(req.Params, &p) == nil {
+			if p.Tools != nil || p.ToolChoice != nil {
+				c.Sampling.Tools = &struct{}{}
+			}
+			if p.IncludeContext != "" && p.IncludeContext != IncludeContextNone {
+				c.Sampling.Context = &struct{}{}
+			}
+		}
+	case MethodRootsList:
+		c.Roots = &RootsCapability{}
+	}
+	return c
+}
+
+// missingFor returns what of need the declared capabilities lack, and
+// whether anything is missing.
+func missingFor(need, have ClientCapabilities) (ClientCapabilities, bool) {
+	var miss ClientCapabilities
+	any := false
+	if need.Elicitation != nil {
+		switch {
+		case have.Elicitation == nil:
+			miss.Elicitation, any = need.Elicitation, true
+		case need.Elicitation.URL != nil && have.Elicitation.URL == nil:
+			miss.Elicitation, any = &ElicitationCapability{URL: &struct{}{}}, true
+		}
+	}
+	if need.Sampling != nil {
+		switch {
+		case have.Sampling == nil:
+			miss.Sampling, any = need.Sampling, true
+		case need.Sampling.Tools != nil && have.Sampling.Tools == nil, need.Sampling.Context != nil && have.Sampling.Context == nil:
+			miss.Sampling, any = need.Sampling, true
+		}
+	}
+	if need.Roots != nil && have.Roots == nil {
+		miss.Roots, any = need.Roots, true
+	}
+	return miss, any
+}
+
+// inputRequired answers a modern request with an input_required result:
+// the requests (each checked against the capabilities the request
+// declared: one it lacks is refused with -32021) and the handler's state,
+// sealed. A legacy request never gets here (withInput asked the client).
+func (r responder) inputRequired(ir *InputRequiredError) {
+	if r.mod == nil || r.mod.bind == nil {
+		r.error(&Error{Code: CodeInternalError, Message: "Internal error: the handler needs input from the client, which this request cannot ask for"})
+		return
+	}
+	if len(ir.Requests) == 0 && ir.State == nil {
+		r.error(&Error{Code: CodeInternalError, Message: "Internal error: the handler asked for input without requests or state"})
+		return
+	}
+	var need ClientCapabilities
+	keys := make(map[string]string, len(ir.Requests))
+	for k, req := range ir.Requests {
+		switch req.Method {
+		case MethodElicitationCreate, MethodSamplingCreateMessage, MethodRootsList:
+		default:
+			r.error(&Error{Code: CodeInternalError, Message: "Internal error: input request " + quote(k) + " has method " + quote(req.Method) +
+				" (want elicitation/create, sampling/createMessage or roots/list)"})
+			return
+		}
+		mergeCaps(&need, requiredFor(req))
+		keys[k] = req.Method
+	}
+	if miss, ok := missingFor(need, r.mod.meta.ClientCapabilities); ok {
+		r.error(MissingCapabilityError(miss, "Missing required client capability: the request needs input the client did not declare it can give"))
+		return
+	}
+	st := *r.mod.bind
+	st.Keys, st.State = keys, ir.State
+	reqs := ir.Requests
+	if reqs != nil {
+		reqs = make(map[string]InputRequest, len(ir.Requests))
+		for k, q := range ir.Requests {
+			if q.Params == nil {
+				q.Params = struct{}{}
+			}
+			reqs[k] = q
+		}
+	}
+	r.result(&InputRequiredResult{ResultType: ResultTypeInputRequired, InputRequests: reqs, RequestState: r.ss.server.sealState(&st)})
+}
+
+func mergeCaps(dst *ClientCapabilities, c ClientCapabilities) {
+	if c.Elicitation != nil {
+		if dst.Elicitation == nil {
+			dst.Elicitation = &ElicitationCapability{}
+		}
+		if c.Elicitation.URL != nil {
+			dst.Elicitation.URL = c.Elicitation.URL
+		}
+	}
+	if c.Sampling != nil {
+		if dst.Sampling == nil {
+			dst.Sampling = &SamplingCapability{}
+		}
+		if c.Sampling.Tools != nil {
+			dst.Sampling.Tools = c.Sampling.Tools
+		}
+		if c.Sampling.Context != nil {
+			dst.Sampling.Context = c.Sampling.Context
+		}
+	}
+	if c.Roots != nil {
+		dst.Roots = c.Roots
+	}
+}

@@ -1,0 +1,168 @@
+package mcp
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+)
+
+// subscriptions/listen (2026-07-28) replaces the GET stream and
+// resources/subscribe: the request stays open, and the server sends on it
+// the change notifications the client opted in to, each tagged with the
+// request's id as _meta.subscriptionId. The first message is
+// notifications/subscriptions/acknowledged with the subset of the filter
+// the server honours. The subscription ends when the client cancels it
+// (notifications/cancelled on stdio, closing the stream over HTTP) or the
+// connection ends; the server then answers the request with an empty
+// complete result naming the subscription, and on stdio also sends
+// notifications/cancelled for it.
+
+// listener is one open subscription. The hub marks it from whatever
+// goroutine a change happens on; its request's goroutine sends.
+type listener struct {
+	filter SubscriptionFilter
+	mu     sync.Mutex
+	dirty  listKind
+	uris   []string
+	wake   chan struct{} // capacity 1: a send is pending
+}
+
+func (l *listener) mark(k listKind, uri string) {
+	l.mu.Lock()
+	l.dirty |= k
+	if uri != "" && len(l.uris) < maxPendingUpdates {
+		l.uris = append(l.uris, uri)
+	}
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// wants reports whether the subscription covers list k.
+func (l *listener) wants(k listKind) bool {
+	f := &l.filter
+	return (k == listTools && f.ToolsListChanged) || (k == listPrompts && f.PromptsListChanged) ||
+		(k == listResources && f.ResourcesListChanged)
+}
+
+// covers reports whether one of the subscription's resources is uri or a
+// resource it is below (as resources/subscribe: "file:///dir" covers
+// "file:///dir/a.txt").
+func (l *listener) covers(uri string) bool {
+	for _, s := range l.filter.ResourceSubscriptions {
+		if s == uri || (strings.HasPrefix(uri, s) && (strings.HasSuffix(s, "/") || uri[len(s)] == '/')) {
+			return true
+		}
+	}
+	return false
+}
+
+func (ss *Session) handleListen(m *jsonrpc.Message, r responder) func() {
+	var p ListenParams
+	var probe struct {
+		Notifications *SubscriptionFilter `json:"notifications"`
+	}
+	if err := json.Unmarshal(m.Params, &probe); err != nil {
+		r.error(invalidParams(err))
+		return nil
+	}
+	if probe.Notifications == nil {
+		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: subscriptions/listen requires params.notifications"})
+		return nil
+	}
+	p.Notifications = *probe.Notifications
+	h := &ss.server.hub
+	var ok SubscriptionFilter // what this server honours
+	ok.ToolsListChanged = p.Notifications.ToolsListChanged && h.watch&listTools != 0
+	ok.PromptsListChanged = p.Notifications.PromptsListChanged && h.watch&listPrompts != 0
+	ok.ResourcesListChanged = p.Notifications.ResourcesListChanged && h.watch&listResources != 0
+	if h.updates {
+		ok.ResourceSubscriptions = p.Notifications.ResourceSubscriptions
+	}
+	for _, uri := range ok.ResourceSubscriptions {
+		if err := CheckResourceURI(uri); err != nil {
+			r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: resourceSubscriptions: " + err.Error()})
+			return nil
+		}
+	}
+	if len(ok.ResourceSubscriptions) > maxSubscriptions {
+		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: more than maxSubscriptions resourceSubscriptions"})
+		return nil
+	}
+	r.mod.subscriptionID = m.ID
+	f := ss.begin(m, r, r.context(ss.messageContext()), nil, func(res any, err error) { r.answer(res, err) })
+	if f == nil {
+		return nil
+	}
+	f.keepAlive = true
+	l := &listener{filter: ok, wake: make(chan struct{}, 1)}
+	id := m.ID
+	ss.workers.run(func() { // it lasts: never on the reading goroutine
+		f.run(func(ctx context.Context) (any, error) {
+			ss.listen(ctx, id, l)
+			return EmptyResult{}, nil
+		})
+		if ss.conn.t.Kind() != "http" { // stdio and memory: the channel is shared
+			nctx, cancel := context.WithTimeout(context.WithoutCancel(f.ctx), logSendTimeout)
+			defer cancel()
+			_ = ss.conn.notify(nctx, NotificationCancelled, &CancelledParams{RequestID: id, Reason: "subscription ended"})
+		}
+	})
+	return nil
+}
+
+// listen acknowledges the subscription and sends its notifications until
+// ctx ends.
+func (ss *Session) listen(ctx context.Context, id jsontext.Value, l *listener) {
+	meta := Meta{MetaSubscriptionID: id}
+	if err := ss.conn.notify(ctx, NotificationSubscriptionsAcknowledged,
+		&SubscriptionAcknowledgedParams{Notifications: l.filter, Meta: meta}); err != nil {
+		return
+	}
+	h := &ss.server.hub
+	h.mu.Lock()
+	if h.listeners == nil {
+		h.listeners = map[*listener]struct{}{}
+	}
+	h.listeners[l] = struct{}{}
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.listeners, l)
+		h.mu.Unlock()
+	}()
+	type tagged struct {
+		URI  string `json:"uri,omitempty"`
+		Meta Meta   `json:"_meta"`
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.wake:
+		}
+		l.mu.Lock()
+		dirty, uris := l.dirty, l.uris
+		l.dirty, l.uris = 0, nil
+		l.mu.Unlock()
+		for _, lk := range listKinds {
+			if dirty&lk.kind != 0 {
+				if ss.conn.notify(ctx, lk.method, &tagged{Meta: meta}) != nil {
+					return
+				}
+			}
+		}
+		for _, uri := range uris {
+			if ss.conn.notify(ctx, NotificationResourceUpdated, &tagged{URI: uri, Meta: meta}) != nil {
+				return
+			}
+		}
+	}
+}
