@@ -96,7 +96,6 @@ func (ss *Session) sendLog(ctx context.Context, p *LoggingMessageNotificationPar
 	return ss.conn.notify(ctx, NotificationMessage, p)
 }
 
-
 func (ss *Session) handleSetLevel(m *jsonrpc.Message, r responder) {
 	if m.Params == nil || m.Params.Kind() != '{' {
 		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: logging/setLevel requires params {level}"})

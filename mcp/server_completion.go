@@ -24,7 +24,6 @@ type CompletionSource interface {
 	Complete(ctx context.Context, p *CompleteParams) (*CompleteResult, error)
 }
 
-
 func (ss *Session) handleComplete(m *jsonrpc.Message, r responder) func() {
 	if m.Params == nil || m.Params.Kind() != '{' {
 		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: completion/complete requires params {ref, argument}"})

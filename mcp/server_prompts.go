@@ -23,7 +23,6 @@ type PromptSource interface {
 	GetPrompt(ctx context.Context, p *GetPromptParams) (*GetPromptResult, error)
 }
 
-
 func (ss *Session) handlePromptsList(m *jsonrpc.Message, r responder) {
 	p, ok := decodePaginated(m, r)
 	if !ok {

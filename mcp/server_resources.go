@@ -40,7 +40,6 @@ type resourceErrData struct {
 	URI string `json:"uri"`
 }
 
-
 // declareFeatures adds the capabilities of resources, prompts and
 // completion to an initialize result for revision v.
 func (s *Server) declareFeatures(v string, caps *ServerCapabilities) {

@@ -140,8 +140,8 @@ type responder struct {
 	ss    *Session
 	id    jsontext.Value
 	batch *batch
-	call  *ToolCall   // the tools/call answered, if any
-	mod   *modernReq  // the request's scope if it is of revision 2026-07-28 (modern_serve.go)
+	call  *ToolCall  // the tools/call answered, if any
+	mod   *modernReq // the request's scope if it is of revision 2026-07-28 (modern_serve.go)
 }
 
 func (r responder) result(v any) {
@@ -451,7 +451,6 @@ func idKey(id jsontext.Value) string {
 	}
 	return "n" + string(id)
 }
-
 
 func quote(s string) string {
 	b, err := jsontext.AppendQuote(nil, s)
