@@ -1,0 +1,323 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keelmcp/keel/internal/mcptest"
+	"github.com/keelmcp/keel/mcp"
+	"github.com/keelmcp/keel/transport"
+)
+
+// modernTools is a ToolSource for the 2026-07-28 tests: "hello" returns
+// text; "ask" needs an elicitation (and, with {"roots":true}, the client's
+// roots) and answers with what it got; "twice" asks in two rounds.
+type modernTools struct{ onChange func() }
+
+func (modernTools) ListTools(context.Context) ([]*mcp.Tool, error) {
+	schema := jsontext.Value(`{"type":"object"}`)
+	return []*mcp.Tool{{Name: "ask", InputSchema: schema}, {Name: "hello", InputSchema: schema}, {Name: "twice", InputSchema: schema}}, nil
+}
+
+func (t *modernTools) OnChange(f func()) { t.onChange = f }
+
+var askName = mcp.ElicitInput(mcp.ElicitParams{Message: "What is your name?",
+	RequestedSchema: jsontext.Value(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)})
+
+func (modernTools) CallTool(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
+	in := mcp.InputFromContext(ctx)
+	switch call.Name {
+	case "hello":
+		mcp.ClientLogger(ctx).Info("saying hello")
+		return mcp.TextResult("hello"), nil
+	case "ask":
+		reqs := map[string]mcp.InputRequest{}
+		if !in.Has("name") {
+			reqs["name"] = askName
+		}
+		if strings.Contains(string(call.Arguments), `"roots":true`) && !in.Has("roots") {
+			reqs["roots"] = mcp.RootsInput()
+		}
+		if len(reqs) > 0 {
+			return nil, mcp.InputRequired(reqs, []byte("asked"))
+		}
+		er, ok := in.Elicit("name")
+		if !ok {
+			return nil, errors.New("no elicitation result")
+		}
+		return mcp.TextResult("Hello, " + er.Content["name"].(string) + "! state=" + string(in.State)), nil
+	case "twice":
+		switch {
+		case in == nil:
+			return nil, mcp.InputRequired(map[string]mcp.InputRequest{"a": askName}, []byte("round-1"))
+		case string(in.State) == "round-1":
+			return nil, mcp.InputRequired(map[string]mcp.InputRequest{"b": askName}, []byte("round-2"))
+		}
+		return mcp.TextResult("done after " + string(in.State)), nil
+	}
+	return nil, &mcp.Error{Code: mcp.CodeInvalidParams, Message: "unknown tool"}
+}
+
+// rawConn speaks raw JSON lines to a server over a pipe.
+type rawConn struct {
+	t  *testing.T
+	tr transport.Transport
+}
+
+func startRaw(t *testing.T, opts *mcp.ServerOptions) *rawConn {
+	t.Helper()
+	ct, wait := mcptest.StartServer(t, opts, nil)
+	t.Cleanup(func() { ct.Close(); _ = wait() })
+	return &rawConn{t: t, tr: ct}
+}
+
+func (c *rawConn) send(line string) {
+	c.t.Helper()
+	require.NoError(c.t, c.tr.Write(context.Background(), []byte(line)))
+}
+
+// recv reads the next message as a generic JSON value.
+func (c *rawConn) recv() map[string]any {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	b, err := c.tr.Read(ctx)
+	require.NoError(c.t, err)
+	var m map[string]any
+	require.NoError(c.t, json.Unmarshal(b, &m), string(b))
+	return m
+}
+
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{},"roots":{}}}`
+
+func modernOptions(tools *modernTools) *mcp.ServerOptions {
+	o := mcptest.ServerOptions(tools)
+	o.Logging = true
+	o.StateKey = []byte("0123456789abcdef0123456789abcdef")
+	return o
+}
+
+func TestModernErrorsAndRemovedMethods(t *testing.T) {
+	c := startRaw(t, modernOptions(&modernTools{}))
+	tests := []struct {
+		name, line string
+		code       float64
+		msg        string
+	}{
+		{"no _meta", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, -32602, "clientCapabilities"},
+		{"unsupported version", `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`, -32022, "2099-01-01"},
+		{"bad logLevel", `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"loud"}}}`, -32602, "loud"},
+		{"initialize removed", `{"jsonrpc":"2.0","id":4,"method":"initialize","params":{` + modernMeta + `}}`, -32601, "initialize"},
+		{"ping removed", `{"jsonrpc":"2.0","id":5,"method":"ping","params":{` + modernMeta + `}}`, -32601, "ping"},
+		{"setLevel removed", `{"jsonrpc":"2.0","id":6,"method":"logging/setLevel","params":{"level":"debug",` + modernMeta + `}}`, -32601, "setLevel"},
+		{"subscribe removed", `{"jsonrpc":"2.0","id":7,"method":"resources/subscribe","params":{"uri":"test://x",` + modernMeta + `}}`, -32601, "subscribe"},
+		{"tasks/list removed", `{"jsonrpc":"2.0","id":8,"method":"tasks/list","params":{` + modernMeta + `}}`, -32601, "tasks/list"},
+		{"not offered", `{"jsonrpc":"2.0","id":9,"method":"prompts/list","params":{` + modernMeta + `}}`, -32601, "prompts/list"},
+		{"tampered state", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"ask","requestState":"eyJ4IjoxfQ.AAAA",` + modernMeta + `}}`, -32602, "integrity"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c.send(tt.line)
+			m := c.recv()
+			e, ok := m["error"].(map[string]any)
+			require.True(t, ok, "want an error, got %v", m)
+			assert.Equal(t, tt.code, e["code"])
+			assert.Contains(t, e["message"], tt.msg)
+			var req map[string]any
+			require.NoError(t, json.Unmarshal([]byte(tt.line), &req))
+			assert.Equal(t, req["id"], m["id"], "the error echoes the id")
+		})
+	}
+	c.send(`{"jsonrpc":"2.0","id":11,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	data := c.recv()["error"].(map[string]any)["data"].(map[string]any)
+	assert.Equal(t, "2099-01-01", data["requested"])
+	assert.Equal(t, []any{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}, data["supported"])
+}
+
+func TestModernDiscoverAndResults(t *testing.T) {
+	c := startRaw(t, modernOptions(&modernTools{}))
+	c.send(`{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{` + modernMeta + `}}`)
+	res := c.recv()["result"].(map[string]any)
+	assert.Equal(t, "complete", res["resultType"])
+	assert.Equal(t, []any{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}, res["supportedVersions"])
+	assert.Equal(t, float64(0), res["ttlMs"])
+	assert.Equal(t, "private", res["cacheScope"])
+	caps := res["capabilities"].(map[string]any)
+	assert.Contains(t, caps, "tools")
+	assert.Contains(t, caps, "logging")
+	assert.NotContains(t, caps, "prompts", "only what the server serves")
+	info := res["_meta"].(map[string]any)["io.modelcontextprotocol/serverInfo"].(map[string]any)
+	assert.Equal(t, "keel-test", info["name"])
+
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{` + modernMeta + `}}`)
+	res = c.recv()["result"].(map[string]any)
+	assert.Equal(t, "complete", res["resultType"])
+	assert.Contains(t, res, "ttlMs")
+	assert.Len(t, res["tools"], 3)
+
+	// No logLevel: no notifications/message, only the result.
+	c.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"hello",` + modernMeta + `}}`)
+	m := c.recv()
+	assert.Equal(t, float64(3), m["id"], "no log message before the result: %v", m)
+	res = m["result"].(map[string]any)
+	assert.Equal(t, "complete", res["resultType"])
+	assert.NotContains(t, res, "ttlMs", "tools/call results are not cacheable")
+
+	// With logLevel info: the log message comes first, on this request.
+	c.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"hello","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"info"}}}`)
+	m = c.recv()
+	assert.Equal(t, "notifications/message", m["method"])
+	assert.Equal(t, float64(4), c.recv()["id"])
+}
+
+func TestModernInputRequiredRounds(t *testing.T) {
+	c := startRaw(t, modernOptions(&modernTools{}))
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{"roots":true},` + modernMeta + `}}`)
+	res := c.recv()["result"].(map[string]any)
+	assert.Equal(t, "input_required", res["resultType"])
+	reqs := res["inputRequests"].(map[string]any)
+	assert.Equal(t, "elicitation/create", reqs["name"].(map[string]any)["method"])
+	assert.Equal(t, "roots/list", reqs["roots"].(map[string]any)["method"])
+	state := res["requestState"].(string)
+	require.NotEmpty(t, state)
+	assert.NotContains(t, res, "ttlMs")
+
+	answers := `"inputResponses":{"name":{"action":"accept","content":{"name":"Ada"}},"roots":{"roots":[]},"extra":{"ignored":true}}`
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask","arguments":{"roots":true},` + answers + `,"requestState":"` + state + `",` + modernMeta + `}}`)
+	res = c.recv()["result"].(map[string]any)
+	assert.Equal(t, "complete", res["resultType"])
+	assert.Equal(t, "Hello, Ada! state=asked", res["content"].([]any)[0].(map[string]any)["text"])
+
+	// The state is bound to the request: other arguments, another tool, a changed byte.
+	for i, line := range []string{
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ask","arguments":{"roots":false},"requestState":"` + state + `",` + modernMeta + `}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"twice","arguments":{"roots":true},"requestState":"` + state + `",` + modernMeta + `}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ask","arguments":{"roots":true},"requestState":"x` + state[1:] + `",` + modernMeta + `}}`,
+	} {
+		c.send(line)
+		e, ok := c.recv()["error"].(map[string]any)
+		require.True(t, ok, "case %d", i)
+		assert.Equal(t, float64(-32602), e["code"], "case %d", i)
+	}
+
+	// A malformed answer to a known key is refused.
+	c.send(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"ask","arguments":{"roots":true},"inputResponses":{"name":{"roots":[]}},"requestState":"` + state + `",` + modernMeta + `}}`)
+	assert.Equal(t, float64(-32602), c.recv()["error"].(map[string]any)["code"])
+
+	// Two rounds, each with its own state.
+	c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"twice",` + modernMeta + `}}`)
+	s1 := c.recv()["result"].(map[string]any)["requestState"].(string)
+	c.send(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"twice","inputResponses":{"a":{"action":"decline"}},"requestState":"` + s1 + `",` + modernMeta + `}}`)
+	r2 := c.recv()["result"].(map[string]any)
+	assert.Contains(t, r2["inputRequests"], "b")
+	s2 := r2["requestState"].(string)
+	c.send(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"twice","inputResponses":{"b":{"action":"decline"}},"requestState":"` + s2 + `",` + modernMeta + `}}`)
+	assert.Equal(t, "done after round-2", c.recv()["result"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"])
+
+	// The request did not declare roots: -32021 names what is missing.
+	c.send(`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"ask","arguments":{"roots":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`)
+	e := c.recv()["error"].(map[string]any)
+	assert.Equal(t, float64(-32021), e["code"])
+	assert.Equal(t, map[string]any{"roots": map[string]any{}}, e["data"].(map[string]any)["requiredCapabilities"])
+}
+
+// A legacy session is served the same handler: the server asks the client
+// itself and runs the handler again.
+func TestLegacyBridgeAsksTheClient(t *testing.T) {
+	copts := *quietClient
+	copts.OnElicitation = func(_ context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: mcp.ElicitAccept, Content: map[string]any{"name": "Grace"}}, nil
+	}
+	c, _ := connect(t, modernOptions(&modernTools{}), &copts)
+	res, err := c.CallTool(context.Background(), "ask", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "Hello, Grace! state=asked", res.Content[0].Text)
+
+	// Roots were not declared by this client: the tool error names the capability.
+	_, err = c.CallTool(context.Background(), "ask", map[string]any{"roots": true})
+	var e *mcp.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, int64(mcp.CodeMissingClientCapability), e.Code)
+}
+
+func TestModernListen(t *testing.T) {
+	tools := &modernTools{}
+	c := startRaw(t, modernOptions(tools))
+	c.send(`{"jsonrpc":"2.0","id":"sub","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"promptsListChanged":true},` + modernMeta + `}}`)
+	ack := c.recv()
+	assert.Equal(t, "notifications/subscriptions/acknowledged", ack["method"])
+	p := ack["params"].(map[string]any)
+	assert.Equal(t, map[string]any{"toolsListChanged": true}, p["notifications"], "prompts are not served: not honoured")
+	assert.Equal(t, "sub", p["_meta"].(map[string]any)["io.modelcontextprotocol/subscriptionId"])
+
+	tools.onChange()
+	n := c.recv()
+	assert.Equal(t, "notifications/tools/list_changed", n["method"])
+	assert.Equal(t, "sub", n["params"].(map[string]any)["_meta"].(map[string]any)["io.modelcontextprotocol/subscriptionId"])
+
+	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"sub"}}`)
+	end := c.recv()
+	assert.Equal(t, "sub", end["id"])
+	res := end["result"].(map[string]any)
+	assert.Equal(t, "complete", res["resultType"])
+	assert.Equal(t, "sub", res["_meta"].(map[string]any)["io.modelcontextprotocol/subscriptionId"])
+	assert.Equal(t, "notifications/cancelled", c.recv()["method"])
+}
+
+// A modern request on a session initialized at a legacy revision is served
+// from its own _meta: the session's capabilities do not leak into it.
+func TestModernOnLegacySession(t *testing.T) {
+	c := startRaw(t, modernOptions(&modernTools{}))
+	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{},"roots":{}},"clientInfo":{"name":"x","version":"1"}}}`)
+	c.recv()
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	assert.Equal(t, float64(-32021), c.recv()["error"].(map[string]any)["code"])
+	// A legacy request on it still gets a legacy result (no resultType).
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hello"}}`)
+	m := c.recv()
+	for m["id"] == nil { // a log message (the session's level is info)
+		m = c.recv()
+	}
+	assert.NotContains(t, m["result"], "resultType")
+	// server/discover in legacy form is not a legacy method.
+	c.send(`{"jsonrpc":"2.0","id":3,"method":"server/discover"}`)
+	assert.Equal(t, float64(-32601), c.recv()["error"].(map[string]any)["code"])
+}
+
+func TestInputAccessors(t *testing.T) {
+	var none *mcp.Input
+	assert.False(t, none.Has("x"))
+	_, ok := none.Elicit("x")
+	assert.False(t, ok)
+	in := &mcp.Input{Responses: map[string]jsontext.Value{
+		"e": jsontext.Value(`{"action":"accept","content":{"a":1}}`),
+		"s": jsontext.Value(`{"role":"assistant","content":{"type":"text","text":"Paris"},"model":"m"}`),
+		"r": jsontext.Value(`{"roots":[{"uri":"file:///a"}]}`),
+	}}
+	er, ok := in.Elicit("e")
+	require.True(t, ok)
+	assert.Equal(t, "accept", er.Action)
+	sr, ok := in.Sample("s")
+	require.True(t, ok)
+	assert.Equal(t, "Paris", sr.Content[0].Text)
+	rr, ok := in.Roots("r")
+	require.True(t, ok)
+	assert.Equal(t, "file:///a", rr.Roots[0].URI)
+	_, ok = in.Roots("e")
+	assert.False(t, ok, "an elicitation result is not a roots result")
+	_, ok = in.Sample("r")
+	assert.False(t, ok)
+	b, err := jsonv2.Marshal(mcp.InputRequired(map[string]mcp.InputRequest{"r": mcp.RootsInput()}, nil).Requests)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"r":{"method":"roots/list","params":{}}}`, string(b))
+}
