@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"errors"
+	"time"
 	"log/slog"
 	"sync/atomic"
 
@@ -69,6 +71,46 @@ func (c *ToolCall) SetResponder(respond func(*CallToolResult, error) bool) { c.r
 
 // Responded reports whether RespondEarly already answered this call.
 func (c *ToolCall) Responded() bool { return c.responded.Load() }
+
+// AnswerAtDeadline gives the call a response deadline. dctx is the
+// handler's context, derived by the caller with deadline at. When dctx
+// ends by that deadline (not because the caller went away, nor by an
+// earlier deadline of an outer caller), the call is answered at once with
+// answer() through RespondEarly, after the cancellation reached the
+// handler; the handler keeps running and the Server drops what it returns
+// later as late. disarm must be called once the handler has returned, with
+// its error; it reports whether the deadline answered the call — also when
+// the handler saw the deadline and returned before the deadline's callback
+// started, in which case disarm answers itself. No goroutine is started
+// per call: dctx's own timer drives the deadline.
+func (c *ToolCall) AnswerAtDeadline(dctx context.Context, at time.Time, answer func() error) (disarm func(handlerErr error) bool) {
+	expired := func() bool {
+		return dctx.Err() == context.DeadlineExceeded && !time.Now().Before(at)
+	}
+	respond := func() {
+		if c.RespondEarly(nil, answer()) && c.Logger != nil {
+			c.Logger.Debug("mcp: answered at the response deadline; the handler is still running", "tool", c.Name)
+		}
+	}
+	stop := context.AfterFunc(dctx, func() {
+		if expired() {
+			respond()
+		}
+	})
+	return func(handlerErr error) bool {
+		pending := stop() // true: the callback never started
+		if !expired() {
+			return false
+		}
+		if pending {
+			if handlerErr == nil || (!errors.Is(handlerErr, context.DeadlineExceeded) && !errors.Is(handlerErr, context.Canceled)) {
+				return false // finished at the very edge: its own result stands
+			}
+			respond()
+		}
+		return true
+	}
+}
 
 type toolCallKey struct{}
 

@@ -214,7 +214,7 @@ func TestTimeoutAnswersAtOnce(t *testing.T) {
 	<-done
 	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, lateErr).Code)
 	assert.Contains(t, logs.String(), "returned after its deadline")
-	assert.Eventually(t, func() bool { return strings.Contains(logs.String(), "answered TIMEOUT") }, 5*time.Second, time.Millisecond)
+	assert.Eventually(t, func() bool { return strings.Contains(logs.String(), "answered at the response deadline") }, 5*time.Second, time.Millisecond)
 }
 
 func TestTimeoutWithoutServerReturnsWhenHandlerReturns(t *testing.T) {

@@ -26,9 +26,11 @@ import (
 // returned when the handler returns. A handler that finishes at the very
 // edge, before the early answer went out, keeps its own result.
 //
-// The stage starts no goroutine per call: the handler context's own timer
-// drives the deadline, and only a call that actually times out runs a
-// short-lived callback (context.AfterFunc) to send its answer.
+// The stage is a plain wrapper: it derives the handler's context and
+// leaves answering to the owner of the request's life
+// (mcp.ToolCall.AnswerAtDeadline), which answers exactly once whatever
+// races the deadline. No goroutine is started per call: the handler
+// context's own timer drives the deadline.
 //
 // A call the Server runs as a task (mcp.ToolCall.Task set, 2025-11-25) has
 // no response waiting for it: def does not apply, its task's ttl and
@@ -51,20 +53,11 @@ func Timeout(def time.Duration) Middleware {
 			}
 			at := time.Now().Add(d)
 			dctx, cancel := context.WithDeadline(ctx, at)
-			stop := context.AfterFunc(dctx, func() { respondTimeout(dctx, c, d, at) })
+			defer cancel()
+			disarm := c.AnswerAtDeadline(dctx, at, func() error { return timeoutError(c, d) })
 			res, err := next(dctx, c)
-			pending := stop() // true: the deadline callback never started
-			expired := dctx.Err() == context.DeadlineExceeded && !time.Now().Before(at)
-			cancel()
-			if !expired || (pending && !isContextError(err)) {
+			if !disarm(err) {
 				return res, err
-			}
-			if pending {
-				// The handler saw the deadline and returned before the
-				// callback was started (cancellation reaches the handler's
-				// context and the callback in no fixed order): answer here,
-				// as the callback would have.
-				respondTimeout(dctx, c, d, at)
 			}
 			c.timedOut = true
 			c.lateRes, c.lateErr = res, err
@@ -77,20 +70,6 @@ func Timeout(def time.Duration) Middleware {
 			c.Log().Warn("middleware: tool returned after its deadline; its result is not sent", args...)
 			return nil, timeoutError(c, d)
 		}
-	}
-}
-
-// respondTimeout runs (through context.AfterFunc) once the handler's
-// context is done, so cancellation always precedes the TIMEOUT answer. It
-// answers only if the context ended by this stage's own deadline (not
-// because the caller went away or a shorter deadline of an outer stage
-// passed: that stage answers).
-func respondTimeout(dctx context.Context, c *Call, d time.Duration, at time.Time) {
-	if dctx.Err() != context.DeadlineExceeded || time.Now().Before(at) {
-		return // the caller went away, or an outer stage's shorter deadline passed
-	}
-	if c.RespondEarly(nil, timeoutError(c, d)) {
-		c.Log().Debug("middleware: answered TIMEOUT; the handler is still running", "tool", c.Name, "timeout", d)
 	}
 }
 
