@@ -462,7 +462,9 @@ func TestModernClientListenEnds(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("closed by the client", func(t *testing.T) {
-		listen := async(func() (*mcp.Subscription, error) { return c.Listen(ctx, mcp.SubscriptionFilter{ResourceSubscriptions: []string{"file:///a"}}) })
+		listen := async(func() (*mcp.Subscription, error) {
+			return c.Listen(ctx, mcp.SubscriptionFilter{ResourceSubscriptions: []string{"file:///a"}})
+		})
 		m := s.expect(mcp.MethodSubscriptionsListen)
 		assert.JSONEq(t, `{"resourceSubscriptions":["file:///a"]}`, m.param(t, "notifications"))
 		s.notify(mcp.NotificationSubscriptionsAcknowledged, fmt.Sprintf(`{"notifications":{"resourceSubscriptions":["file:///a"]},"_meta":{"io.modelcontextprotocol/subscriptionId":%s}}`, m.ID))
@@ -473,7 +475,9 @@ func TestModernClientListenEnds(t *testing.T) {
 		assert.Equal(t, string(m.ID), n.param(t, "requestId"))
 	})
 	t.Run("ended by the server", func(t *testing.T) {
-		listen := async(func() (*mcp.Subscription, error) { return c.Listen(ctx, mcp.SubscriptionFilter{ToolsListChanged: true}) })
+		listen := async(func() (*mcp.Subscription, error) {
+			return c.Listen(ctx, mcp.SubscriptionFilter{ToolsListChanged: true})
+		})
 		m := s.expect(mcp.MethodSubscriptionsListen)
 		s.notify(mcp.NotificationSubscriptionsAcknowledged, fmt.Sprintf(`{"notifications":{},"_meta":{"io.modelcontextprotocol/subscriptionId":%s}}`, m.ID))
 		sub, err := listen(t)
