@@ -28,7 +28,21 @@ type ClientOptions struct {
 	Version string
 	Title   string
 	// ProtocolVersion is the revision requested (default LatestVersion).
+	// A modern revision (Version20260728) makes the client stateless
+	// (client_modern.go): Connect calls server/discover instead of
+	// initialize, and every request carries the revision, Capabilities
+	// and clientInfo in params._meta.
 	ProtocolVersion string
+	// LogLevel, at a modern revision, asks the server for
+	// notifications/message at this level and above on every request
+	// (_meta MetaLogLevel; "" = no log messages). It replaces
+	// SetLoggingLevel, which modern servers no longer offer; a request's
+	// own _meta may set another level.
+	LogLevel LoggingLevel
+	// MaxInputRounds bounds how many times a modern request answered with
+	// input_required is sent again with the answers (0 =
+	// DefaultMaxInputRounds).
+	MaxInputRounds int
 	// Capabilities are declared to the server.
 	Capabilities ClientCapabilities
 	// Logger receives diagnostics (nil = slog.Default()).
@@ -98,7 +112,8 @@ type Client struct {
 	readDone chan struct{}
 	closeMu  sync.Mutex
 	readErr  error
-	side     clientSide // server-to-client requests (client_handlers.go)
+	side     clientSide  // server-to-client requests (client_handlers.go)
+	mod      modernState // revision 2026-07-28 (client_modern.go)
 }
 
 // NewClient returns an unconnected Client configured by opts.
@@ -122,12 +137,20 @@ func NewClient(opts *ClientOptions) *Client {
 	if o.MaxDepth <= 0 {
 		o.MaxDepth = jsonrpc.DefaultMaxDepth
 	}
+	if o.MaxInputRounds <= 0 {
+		o.MaxInputRounds = DefaultMaxInputRounds
+	}
 	declareHandlerCapabilities(&o)
-	return &Client{opts: o, log: o.Logger}
+	c := &Client{opts: o, log: o.Logger}
+	c.setupModern()
+	return c
 }
 
 // Connect starts reading from t, sends initialize and, once the server has
 // answered with a revision this client supports, notifications/initialized.
+// At a modern revision (ClientOptions.ProtocolVersion) it sends
+// server/discover instead and fails unless the server lists the revision
+// among its supportedVersions; a -32022 answer is returned as *Error.
 // On failure the transport is closed. Close ends the connection.
 func (c *Client) Connect(ctx context.Context, t transport.Transport) error {
 	if c.conn != nil {
@@ -136,6 +159,13 @@ func (c *Client) Connect(ctx context.Context, t transport.Transport) error {
 	c.conn = newConn(t, c.opts.MaxDepth, c.log)
 	c.readDone = make(chan struct{})
 	go c.readLoop()
+	if c.mod.on {
+		if err := c.discover(ctx); err != nil {
+			c.Close()
+			return err
+		}
+		return nil
+	}
 	res, err := c.handshake(ctx)
 	if err != nil {
 		c.Close()
@@ -183,7 +213,7 @@ func (c *Client) inSession(ctx context.Context, send func() error) error {
 // reports true, meaning "send the message again". A failed handshake is
 // returned, joined to err.
 func (c *Client) renewed(ctx context.Context, old *InitializeResult, err error) (bool, error) {
-	if err == nil || old == nil || c.opts.DisableReinitialize || !errors.Is(err, transport.ErrSessionNotFound) {
+	if err == nil || old == nil || c.mod.on || c.opts.DisableReinitialize || !errors.Is(err, transport.ErrSessionNotFound) {
 		return false, err
 	}
 	c.reinitMu.Lock()
@@ -251,6 +281,7 @@ func (c *Client) handle(raw []byte) {
 			c.conn.deliver(&m)
 		}
 	case jsonrpc.KindNotification:
+		c.listenNotification(&m)  // subscriptions/listen acknowledgements (client_modern_listen.go)
 		c.featureNotification(&m) // resources and list_changed (client_features.go)
 		c.handleNotification(&m)
 	case jsonrpc.KindRequest:
@@ -267,7 +298,8 @@ func (c *Client) handle(raw []byte) {
 }
 
 // InitializeResult returns the server's answer to initialize (nil before Connect).
-// It is the newest result after a re-initialization (ClientOptions).
+// It is the newest result after a re-initialization (ClientOptions). On a
+// modern connection it is built from the DiscoverResult.
 func (c *Client) InitializeResult() *InitializeResult { return c.init.Load() }
 
 // ProtocolVersion returns the negotiated revision ("" before Connect).
@@ -282,9 +314,23 @@ func (c *Client) ProtocolVersion() string {
 // When ctx ends first, the client sends notifications/cancelled. If the
 // server no longer knows the session, Call starts a new one and sends the
 // request again, once (see ClientOptions.DisableReinitialize).
+//
+// On a modern connection params must encode as a JSON object (or be nil):
+// Call adds the client's _meta keys (MetaProtocolVersion,
+// MetaClientCapabilities, MetaClientInfo, MetaLogLevel) to its _meta,
+// keeping those the caller set; removes resultType from the result; and
+// answers an input_required result of tools/call, prompts/get or
+// resources/read with the client's handlers (OnElicitation, OnSampling,
+// Roots or OnListRoots), sending the request again with a new id,
+// inputResponses and the server's requestState, at most
+// ClientOptions.MaxInputRounds times. An input request the client has no
+// handler for, or whose handler fails, ends the call with an error.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
 	if c.conn == nil {
 		return errors.New("mcp: client not connected")
+	}
+	if c.mod.on {
+		return c.modernCall(ctx, method, params, result)
 	}
 	return c.inSession(ctx, func() error { return c.conn.call(ctx, method, params, result, c.sendCancelled) })
 }
@@ -303,8 +349,14 @@ func (c *Client) Notify(ctx context.Context, method string, params any) error {
 	return c.inSession(ctx, func() error { return c.conn.notify(ctx, method, params) })
 }
 
-// Ping sends ping and waits for the answer.
-func (c *Client) Ping(ctx context.Context) error { return c.Call(ctx, MethodPing, nil, nil) }
+// Ping sends ping and waits for the answer. A modern client has no ping:
+// the error wraps ErrMethodRemoved.
+func (c *Client) Ping(ctx context.Context) error {
+	if err := c.removed(MethodPing, ""); err != nil {
+		return err
+	}
+	return c.Call(ctx, MethodPing, nil, nil)
+}
 
 // ListTools fetches one page of tools ("" = the first page).
 func (c *Client) ListTools(ctx context.Context, cursor string) (*ListToolsResult, error) {

@@ -107,13 +107,20 @@ func (c *Client) ReadResource(ctx context.Context, uri string) (*ReadResourceRes
 
 // Subscribe asks for notifications/resources/updated about uri (see
 // ClientOptions.OnResourceUpdated). The server must declare
-// resources.subscribe; otherwise the error is -32601.
+// resources.subscribe; otherwise the error is -32601. A modern client
+// subscribes with Listen instead: the error wraps ErrMethodRemoved.
 func (c *Client) Subscribe(ctx context.Context, uri string) error {
+	if err := c.removed(MethodResourcesSubscribe, "use Client.Listen with SubscriptionFilter.ResourceSubscriptions"); err != nil {
+		return err
+	}
 	return c.Call(ctx, MethodResourcesSubscribe, &SubscribeParams{URI: uri}, nil)
 }
 
 // Unsubscribe ends a subscription made with Subscribe.
 func (c *Client) Unsubscribe(ctx context.Context, uri string) error {
+	if err := c.removed(MethodResourcesUnsubscribe, "end the Subscription of Client.Listen"); err != nil {
+		return err
+	}
 	return c.Call(ctx, MethodResourcesUnsubscribe, &UnsubscribeParams{URI: uri}, nil)
 }
 

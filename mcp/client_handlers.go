@@ -237,7 +237,8 @@ func (c *Client) Roots() []Root {
 
 // SetRoots replaces the roots the client exposes and, when connected, tells
 // the server with notifications/roots/list_changed (if the client declared
-// roots with listChanged). It returns a *CapabilityError when the client
+// roots with listChanged; a modern client tells nothing, the server asks
+// for roots with each request that needs them). It returns a *CapabilityError when the client
 // did not declare roots at all (see ClientOptions.Roots).
 func (c *Client) SetRoots(ctx context.Context, roots []Root) error {
 	rc := c.opts.Capabilities.Roots
@@ -250,14 +251,19 @@ func (c *Client) SetRoots(ctx context.Context, roots []Root) error {
 	c.side.mu.Lock()
 	c.side.roots, c.side.rootsSet = slices.Clone(roots), true
 	c.side.mu.Unlock()
-	if c.conn == nil || c.init.Load() == nil || !rc.ListChanged {
+	if c.conn == nil || c.init.Load() == nil || !rc.ListChanged || c.mod.on {
 		return nil
 	}
 	return c.Notify(ctx, NotificationRootsListChanged, nil)
 }
 
 // SetLoggingLevel asks the server to send log messages of level and more
-// severe (logging/setLevel); they arrive at ClientOptions.OnLog.
+// severe (logging/setLevel); they arrive at ClientOptions.OnLog. A modern
+// client sends its level with each request instead (ClientOptions.LogLevel):
+// the error wraps ErrMethodRemoved.
 func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel) error {
+	if err := c.removed(MethodLoggingSetLevel, "set ClientOptions.LogLevel instead"); err != nil {
+		return err
+	}
 	return c.Call(ctx, MethodLoggingSetLevel, &SetLevelParams{Level: level}, nil)
 }

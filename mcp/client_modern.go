@@ -1,0 +1,317 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// The Client at revision 2026-07-28 ("modern"): with
+// ClientOptions.ProtocolVersion set to Version20260728, Connect calls
+// server/discover instead of the initialize handshake, and every request
+// carries the revision, the client's capabilities and clientInfo (and
+// ClientOptions.LogLevel, when set) in params._meta. Results lose their
+// resultType; an input-required result of tools/call, prompts/get or
+// resources/read is fulfilled with the client's handlers (OnElicitation,
+// OnSampling, Roots or OnListRoots) and the request is sent again with the
+// answers, until the server completes it. Subscriptions replace
+// resources/subscribe and the GET stream: see Client.Listen.
+
+// DefaultMaxInputRounds is how many times a modern request is sent again
+// with inputResponses before the client gives up (ClientOptions.MaxInputRounds).
+const DefaultMaxInputRounds = 8
+
+// ErrMethodRemoved is matched (errors.Is) by the error of a Client method
+// whose protocol method revision 2026-07-28 removed (Ping,
+// SetLoggingLevel, Subscribe, Unsubscribe); nothing is sent.
+var ErrMethodRemoved = errors.New("mcp: method removed in protocol revision " + Version20260728)
+
+// ErrNotModern is matched (errors.Is) by the error of a Client method that
+// exists only at revision 2026-07-28 (Listen) when the connection is legacy.
+var ErrNotModern = errors.New("mcp: method requires protocol revision " + Version20260728)
+
+// modernState is the Client's state for revision 2026-07-28.
+type modernState struct {
+	on   bool                              // ClientOptions.ProtocolVersion is modern
+	meta map[string]jsontext.Value         // the _meta every request carries
+	disc atomic.Pointer[DiscoverResult]    // the server/discover result
+	mu   sync.Mutex                        // guards acks
+	acks map[int64]chan *listenAcknowledge // listen requests awaiting their ack
+}
+
+// inputMethods are the methods whose results may be input_required.
+var inputMethods = map[string]bool{MethodToolsCall: true, MethodPromptsGet: true, MethodResourcesRead: true}
+
+// setupModern prepares the per-request _meta of a modern client (opts are
+// final: handler capabilities are declared).
+func (c *Client) setupModern() {
+	o := &c.opts
+	if !IsModernVersion(o.ProtocolVersion) {
+		return
+	}
+	c.mod.on = true
+	caps := o.Capabilities
+	caps.Tasks = nil // no core tasks at 2026-07-28 (see ExtensionTasks)
+	if caps.Roots != nil {
+		caps.Roots = &RootsCapability{} // roots list_changed is gone
+	}
+	c.mod.meta = map[string]jsontext.Value{}
+	put := func(k string, v any) {
+		b, err := json.Marshal(v, json.Deterministic(true))
+		if err != nil { // only a user's Experimental or Extensions value can fail
+			c.log.Error("mcp: encoding request _meta", "key", k, "error", err)
+			b = []byte("{}")
+		}
+		c.mod.meta[k] = b
+	}
+	put(MetaProtocolVersion, o.ProtocolVersion)
+	put(MetaClientCapabilities, caps)
+	put(MetaClientInfo, Implementation{Name: o.Name, Version: o.Version, Title: o.Title})
+	if o.LogLevel != "" {
+		put(MetaLogLevel, o.LogLevel)
+	}
+}
+
+// discover sends server/discover and checks that the server supports the
+// client's revision. A -32022 answer is returned as *Error.
+func (c *Client) discover(ctx context.Context) error {
+	var res DiscoverResult
+	if err := c.modernCall(ctx, MethodServerDiscover, nil, &res); err != nil {
+		return err
+	}
+	v := c.opts.ProtocolVersion
+	if !slices.Contains(res.SupportedVersions, v) {
+		return fmt.Errorf("mcp: the server does not support protocol revision %s (it supports: %s)", v, strings.Join(res.SupportedVersions, ", "))
+	}
+	init := &InitializeResult{ProtocolVersion: v, Capabilities: res.Capabilities, Instructions: res.Instructions, Meta: res.Meta}
+	if info, ok := res.Meta[MetaServerInfo]; ok {
+		if b, err := json.Marshal(info); err == nil {
+			_ = json.Unmarshal(b, &init.ServerInfo)
+		}
+	}
+	c.mod.disc.Store(&res)
+	c.init.Store(init)
+	return nil
+}
+
+// DiscoverResult returns the server's answer to server/discover (nil before
+// Connect, and on a legacy connection). A modern connection also has an
+// InitializeResult, built from it: ProtocolVersion is the client's
+// revision, ServerInfo comes from _meta[MetaServerInfo].
+func (c *Client) DiscoverResult() *DiscoverResult { return c.mod.disc.Load() }
+
+// withRequestMeta returns params as a JSON object whose _meta holds the
+// client's per-request keys; those the caller's _meta already has are kept.
+func (c *Client) withRequestMeta(method string, params any) (map[string]jsontext.Value, error) {
+	obj := map[string]jsontext.Value{}
+	if params != nil {
+		b, err := json.Marshal(params)
+		if err != nil {
+			return nil, fmt.Errorf("mcp: encoding %s params: %w", method, err)
+		}
+		if v := jsontext.Value(b); v.Kind() != 'n' {
+			if v.Kind() != '{' {
+				return nil, fmt.Errorf("mcp: %s params must be a JSON object", method)
+			}
+			if err := json.Unmarshal(b, &obj); err != nil {
+				return nil, fmt.Errorf("mcp: encoding %s params: %w", method, err)
+			}
+		}
+	}
+	meta := map[string]jsontext.Value{}
+	if raw, ok := obj["_meta"]; ok && raw.Kind() != 'n' {
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return nil, fmt.Errorf("mcp: %s params: _meta must be a JSON object: %w", method, err)
+		}
+	}
+	for k, v := range c.mod.meta {
+		if _, ok := meta[k]; !ok {
+			meta[k] = v
+		}
+	}
+	b, err := json.Marshal(meta, json.Deterministic(true))
+	if err != nil {
+		return nil, err
+	}
+	obj["_meta"] = b
+	return obj, nil
+}
+
+// modernCall sends a modern request and decodes its result into result
+// (may be nil), fulfilling input-required results on the way.
+func (c *Client) modernCall(ctx context.Context, method string, params, result any) error {
+	obj, err := c.withRequestMeta(method, params)
+	if err != nil {
+		return err
+	}
+	rounds := c.opts.MaxInputRounds
+	for round := 0; ; round++ {
+		wire, err := json.Marshal(obj, json.Deterministic(true))
+		if err != nil {
+			return fmt.Errorf("mcp: encoding %s params: %w", method, err)
+		}
+		var raw jsontext.Value
+		if err := c.conn.call(ctx, method, jsontext.Value(wire), &raw, c.sendCancelled); err != nil {
+			return err
+		}
+		rt, body, err := splitResultType(raw)
+		if err != nil {
+			return fmt.Errorf("mcp: %s result: %w", method, err)
+		}
+		switch rt {
+		case "", ResultTypeComplete: // absent: a server of an earlier revision
+		case ResultTypeInputRequired:
+			if !inputMethods[method] {
+				return fmt.Errorf("mcp: %s: the server answered input_required, which only tools/call, prompts/get and resources/read may", method)
+			}
+			if round >= rounds {
+				return fmt.Errorf("mcp: %s: the server still asks for input after %d rounds", method, rounds)
+			}
+			responses, state, err := c.fulfilInput(ctx, method, body)
+			if err != nil {
+				return err
+			}
+			delete(obj, "inputResponses")
+			delete(obj, "requestState")
+			if len(responses) > 0 {
+				b, err := json.Marshal(responses, json.Deterministic(true))
+				if err != nil {
+					return fmt.Errorf("mcp: %s: encoding inputResponses: %w", method, err)
+				}
+				obj["inputResponses"] = b
+			}
+			if state != nil {
+				obj["requestState"] = state
+			}
+			continue
+		case ResultTypeTask:
+			if _, ok := c.opts.Capabilities.Extensions[ExtensionTasks]; !ok {
+				return fmt.Errorf("mcp: %s: the server answered with a task, but the client did not declare the %s extension", method, ExtensionTasks)
+			}
+			body = raw // the caller needs resultType to tell a task from a result
+		default:
+			return fmt.Errorf("mcp: %s: unknown resultType %q", method, rt)
+		}
+		if result == nil {
+			return nil
+		}
+		if err := json.Unmarshal(body, result); err != nil {
+			return fmt.Errorf("mcp: decoding %s result: %w", method, err)
+		}
+		return nil
+	}
+}
+
+// splitResultType returns the resultType of a result object ("" when
+// absent) and the result without it.
+func splitResultType(raw jsontext.Value) (string, jsontext.Value, error) {
+	if raw.Kind() != '{' {
+		return "", nil, errors.New("not a JSON object")
+	}
+	var obj map[string]jsontext.Value
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return "", nil, err
+	}
+	rt, ok := obj["resultType"]
+	if !ok {
+		return "", raw, nil
+	}
+	var s string
+	if err := json.Unmarshal(rt, &s); err != nil {
+		return "", nil, fmt.Errorf("resultType is not a string: %s", rt)
+	}
+	delete(obj, "resultType")
+	b, err := json.Marshal(obj, json.Deterministic(true))
+	return s, b, err
+}
+
+// fulfilInput answers the inputRequests of an input_required result with
+// the client's handlers, in key order. It returns the answers by key and
+// the raw requestState (nil when absent).
+func (c *Client) fulfilInput(ctx context.Context, method string, body jsontext.Value) (map[string]jsontext.Value, jsontext.Value, error) {
+	var ir struct {
+		InputRequests map[string]struct {
+			Method string         `json:"method"`
+			Params jsontext.Value `json:"params"`
+		} `json:"inputRequests"`
+		RequestState jsontext.Value `json:"requestState"`
+	}
+	if err := json.Unmarshal(body, &ir); err != nil {
+		return nil, nil, fmt.Errorf("mcp: %s: malformed input_required result: %w", method, err)
+	}
+	if ir.RequestState != nil && ir.RequestState.Kind() != '"' {
+		return nil, nil, fmt.Errorf("mcp: %s: malformed input_required result: requestState is not a string", method)
+	}
+	if len(ir.InputRequests) == 0 && ir.RequestState == nil {
+		return nil, nil, fmt.Errorf("mcp: %s: input_required result has neither inputRequests nor requestState", method)
+	}
+	keys := make([]string, 0, len(ir.InputRequests))
+	for k := range ir.InputRequests {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make(map[string]jsontext.Value, len(keys))
+	for _, k := range keys {
+		req := ir.InputRequests[k]
+		res, err := c.answerInput(ctx, req.Method, req.Params)
+		if err != nil {
+			return nil, nil, fmt.Errorf("mcp: %s: input request %q (%s): %w", method, k, req.Method, err)
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			return nil, nil, fmt.Errorf("mcp: %s: encoding the answer to input request %q: %w", method, k, err)
+		}
+		out[k] = b
+	}
+	return out, ir.RequestState, nil
+}
+
+// answerInput runs the client's handler of an input request (the same one
+// that answers a legacy server's request of that method).
+func (c *Client) answerInput(ctx context.Context, method string, params jsontext.Value) (res any, err error) {
+	mk := clientRequestHandlers[method]
+	if mk == nil {
+		return nil, fmt.Errorf("the client cannot answer method %q", method)
+	}
+	h, ok := mk(c)
+	if !ok {
+		return nil, fmt.Errorf("the client has no handler for %s (see ClientOptions: %s)", method, inputHandlerOption[method])
+	}
+	if params == nil && method == MethodRootsList {
+		params = jsontext.Value("{}")
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("mcp: client handler panicked", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			res, err = nil, fmt.Errorf("the handler of %s panicked", method)
+		}
+	}()
+	return h(c, ctx, params)
+}
+
+// inputHandlerOption names the ClientOptions field that answers each input method.
+var inputHandlerOption = map[string]string{
+	MethodSamplingCreateMessage: "OnSampling",
+	MethodElicitationCreate:     "OnElicitation",
+	MethodRootsList:             "Roots or OnListRoots",
+}
+
+// removed returns an error wrapping ErrMethodRemoved for method on a
+// modern client (hint, if any, says what to do instead); nil otherwise.
+func (c *Client) removed(method, hint string) error {
+	if !c.mod.on {
+		return nil
+	}
+	if hint != "" {
+		return fmt.Errorf("%w: %s (%s)", ErrMethodRemoved, method, hint)
+	}
+	return fmt.Errorf("%w: %s", ErrMethodRemoved, method)
+}
