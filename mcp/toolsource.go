@@ -3,9 +3,9 @@ package mcp
 import (
 	"context"
 	"errors"
-	"time"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
