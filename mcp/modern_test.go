@@ -321,3 +321,43 @@ func TestInputAccessors(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"r":{"method":"roots/list","params":{}}}`, string(b))
 }
+
+// The modern Client drives the modern server end to end over the in-memory
+// transport: discover, an input-required round answered by the Client's
+// handlers, the removed ping, and a subscription.
+func TestModernClientAgainstServer(t *testing.T) {
+	tools := &modernTools{}
+	copts := *quietClient
+	copts.ProtocolVersion = mcp.Version20260728
+	copts.OnElicitation = func(_ context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: mcp.ElicitAccept, Content: map[string]any{"name": "Lin"}}, nil
+	}
+	copts.Roots = []mcp.Root{{URI: "file:///tmp"}}
+	changed := make(chan string, 4)
+	copts.OnListChanged = func(method string) { changed <- method }
+	ct, wait := mcptest.StartServer(t, modernOptions(tools), nil)
+	c := mcp.NewClient(&copts)
+	ctx := context.Background()
+	require.NoError(t, c.Connect(ctx, ct))
+	t.Cleanup(func() { c.Close(); _ = wait() })
+
+	assert.Equal(t, mcp.Version20260728, c.ProtocolVersion())
+	require.NotNil(t, c.DiscoverResult())
+	assert.Equal(t, "keel-test", c.InitializeResult().ServerInfo.Name)
+
+	res, err := c.CallTool(ctx, "ask", map[string]any{"roots": true})
+	require.NoError(t, err)
+	assert.Equal(t, "Hello, Lin! state=asked", res.Content[0].Text)
+	res, err = c.CallTool(ctx, "twice", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "done after round-2", res.Content[0].Text)
+
+	require.ErrorIs(t, c.Ping(ctx), mcp.ErrMethodRemoved)
+
+	sub, err := c.Listen(ctx, mcp.SubscriptionFilter{ToolsListChanged: true})
+	require.NoError(t, err)
+	assert.True(t, sub.Honoured().ToolsListChanged)
+	tools.onChange()
+	assert.Equal(t, mcp.NotificationToolsListChanged, recv(t, changed, "the tagged list_changed"))
+	require.NoError(t, sub.Close())
+}
