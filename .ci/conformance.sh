@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite against examples/everything over
-# streamable HTTP, the two invocations issue 4 requires:
+# streamable HTTP, in three invocations:
 #
-#   0.1.16          --suite all                     (every server scenario)
+#   0.1.16          --suite all                        (every server scenario)
 #   0.2.0-alpha.12  --alpha --requirements 2025-11-25  (the frozen 2025-11-25 set)
+#   0.2.0-alpha.12  --alpha --requirements 2026-07-28  (the stateless revision,
+#                                                       against everything -stateless)
 #
-# and exits non-zero unless both print "N passed, 0 failed".
+# and exits non-zero unless all three print "N passed, 0 failed".
 #
 # The suite lives in ../shared/tools/conformance (read-only); it is copied
 # to a temporary directory, where run-conformance.sh installs its pinned npm
@@ -49,16 +51,21 @@ free_port() {
 }
 
 status=0
-# run LABEL SUITE-OPTIONS...: one suite invocation against a fresh server.
+# run LABEL SUITE-OPTIONS... [-- SERVER-OPTIONS...]: one suite invocation
+# against a fresh server; options after -- go to examples/everything.
 run() {
   local label=$1; shift
+  local suite_args=() server_args=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do suite_args+=("$1"); shift; done
+  [ $# -gt 0 ] && shift # the --
+  server_args=("$@")
   local port log rc=0
   port=$(free_port)
   log=$work/$(echo "$label" | tr -c 'a-zA-Z0-9\n' '_').log
   echo "== conformance $label (port $port)"
   # run-conformance.sh reads CONFORMANCE_HOME as the package folder: keep ours from it.
-  env -u CONFORMANCE_HOME "$suite/run-conformance.sh" "$@" "http://127.0.0.1:$port/mcp" \
-    -- "$work/everything" -http "127.0.0.1:$port" >"$log" 2>&1 || rc=$?
+  env -u CONFORMANCE_HOME "$suite/run-conformance.sh" "${suite_args[@]}" "http://127.0.0.1:$port/mcp" \
+    -- "$work/everything" -http "127.0.0.1:$port" ${server_args[@]+"${server_args[@]}"} >"$log" 2>&1 || rc=$?
   if [ $rc -ne 0 ] || [ "${VERBOSE:-0}" = 1 ]; then
     cat "$log"
   else
@@ -73,4 +80,5 @@ run() {
 
 run "0.1.16 --suite all" --suite all
 run "alpha --requirements 2025-11-25" --alpha --requirements 2025-11-25
+run "alpha --requirements 2026-07-28 (stateless)" --alpha --requirements 2026-07-28 -- -stateless
 exit $status

@@ -11,7 +11,10 @@
 // progress, SSE polling), clientrequests.go (sampling, elicitation),
 // schema.go (a tool from a raw JSON Schema), resources.go (resources, a
 // template, subscriptions), prompts.go (prompts, completions), media.go
-// (the binary fixtures).
+// (the binary fixtures), inputrequired.go (input-required results of
+// revision 2026-07-28: a handler asks the client for input by returning
+// mcp.InputRequired), stateless.go (the diagnostics of revision
+// 2026-07-28: a missing client capability, logging, list changes).
 //
 //	go run ./examples/everything                             # MCP over stdio
 //	go run ./examples/everything -http 127.0.0.1:3001        # streamable HTTP at /mcp
@@ -80,8 +83,11 @@ func main() {
 func newRegistry(logger *slog.Logger) *registry.Registry {
 	reg := registry.New(&registry.Options{Logger: logger})
 	registerTools(reg)
+	registerInputRequiredTools(reg)
+	registerStatelessTools(reg)
 	registerResources(reg)
 	registerPrompts(reg)
+	registerInputRequiredPrompts(reg)
 	return reg
 }
 

@@ -311,14 +311,17 @@ func TestPrompts(t *testing.T) {
 	prompts, err := c.ListAllPrompts(ctx)
 	require.NoError(t, err)
 	var names []string
+	byName := map[string]*mcp.Prompt{}
 	for _, p := range prompts {
 		names = append(names, p.Name)
+		byName[p.Name] = p
 	}
-	assert.Equal(t, []string{"test_prompt_with_arguments", "test_prompt_with_embedded_resource", "test_prompt_with_image", "test_simple_prompt"}, names)
+	assert.Equal(t, []string{"test_input_required_result_prompt", "test_prompt_with_arguments", "test_prompt_with_embedded_resource", "test_prompt_with_image", "test_simple_prompt"}, names)
+	require.NotNil(t, byName["test_prompt_with_arguments"])
 	assert.Equal(t, []mcp.PromptArgument{
 		{Name: "arg1", Description: "First test argument", Required: true},
 		{Name: "arg2", Description: "Second test argument", Required: true},
-	}, prompts[0].Arguments)
+	}, byName["test_prompt_with_arguments"].Arguments)
 
 	simple, err := c.GetPrompt(ctx, "test_simple_prompt", nil)
 	require.NoError(t, err)

@@ -25,13 +25,18 @@ var schemaFS embed.FS
 const LatestRevision = "2025-11-25"
 
 // Revisions lists the protocol revisions whose schemas are embedded, oldest
-// first.
-var Revisions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+// first. The last, 2026-07-28, is stateless ("modern"): it is never
+// negotiated by initialize, and its messages get the extra checks of
+// schema_modern.go.
+var Revisions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", RevisionModern}
 
 // ResultDefinitions maps each request method a server answers to the schema
 // definition of its result. A tools/call result holding "task" is checked
-// against CreateTaskResult instead (2025-11-25 task-augmented calls).
+// against CreateTaskResult instead (2025-11-25 task-augmented calls); in
+// 2026-07-28 a result is checked by its resultType (see schema_modern.go).
 var ResultDefinitions = map[string]string{
+	"server/discover":          "DiscoverResult",
+	"subscriptions/listen":     "SubscriptionsListenResult",
 	"initialize":               "InitializeResult",
 	"ping":                     "EmptyResult",
 	"tools/list":               "ListToolsResult",
@@ -73,6 +78,9 @@ type revision struct {
 	// bareBodies: the request and notification definitions (PingRequest,
 	// ...) lack the envelope members jsonrpc and id (before 2025-11-25).
 	bareBodies bool
+	// modern: a stateless revision (2026-07-28), which has resultType,
+	// input-required results and no server-to-client requests.
+	modern bool
 }
 
 var revisions = func() map[string]*revision {
@@ -106,6 +114,7 @@ func (r *revision) compile() {
 		r.err = err
 		return
 	}
+	r.modern = r.name == RevisionModern
 	r.plain, r.bareBodies, r.err = compileDefs(r.name, raw, false)
 	if r.err == nil {
 		r.strict, _, r.err = compileDefs(r.name, raw, true)
@@ -123,9 +132,10 @@ func compileDefs(rev string, raw []byte, strict bool) (_ map[string]*jsonschema.
 		defsKey = "$defs"
 	}
 	defs := root[defsKey].(map[string]any)
-	ping, _ := defs["PingRequest"].(map[string]any)
-	pingProps, _ := ping["properties"].(map[string]any)
-	_, hasEnvelope := pingProps["jsonrpc"]
+	// Every revision has ToolListChangedNotification (2026-07-28 has no PingRequest).
+	probe, _ := defs["ToolListChangedNotification"].(map[string]any)
+	probeProps, _ := probe["properties"].(map[string]any)
+	_, hasEnvelope := probeProps["jsonrpc"]
 	if strict {
 		strictify(root, defsKey)
 	}
@@ -141,6 +151,9 @@ func compileDefs(rev string, raw []byte, strict bool) (_ map[string]*jsonschema.
 		locs[name] = name
 	}
 	for _, name := range ResultDefinitions {
+		locs[name] = name
+	}
+	for _, name := range modernDefs {
 		locs[name] = name
 	}
 	locs["CreateTaskResult"] = "CreateTaskResult"
@@ -192,13 +205,39 @@ var openMembers = map[string]bool{"inputSchema": true, "outputSchema": true, "re
 func strictify(root map[string]any, defsKey string) {
 	draft2020 := defsKey == "$defs"
 	defs := root[defsKey].(map[string]any)
-	allOfTargets := map[string]bool{}
+	allOfTargets, openDefs := map[string]bool{}, map[string]bool{}
 	for _, d := range defs {
 		collectAllOfTargets(d, defsKey, allOfTargets)
+		collectOpenDefs(d, defsKey, openDefs)
 	}
 	for name, d := range defs {
-		if m, ok := d.(map[string]any); ok {
+		if m, ok := d.(map[string]any); ok && !openDefs[name] {
 			closeSchema(m, draft2020, !allOfTargets[name])
+		}
+	}
+}
+
+// collectOpenDefs records the definitions that open members refer to
+// (2026-07-28: "_meta": {"$ref": "#/$defs/ResultMetaObject"}): they hold
+// anything, like the members themselves.
+func collectOpenDefs(n any, defsKey string, out map[string]bool) {
+	switch v := n.(type) {
+	case map[string]any:
+		if props, ok := v["properties"].(map[string]any); ok {
+			for name, p := range props {
+				if m, ok := p.(map[string]any); ok && openMembers[name] {
+					if ref, ok := m["$ref"].(string); ok {
+						out[strings.TrimPrefix(ref, "#/"+defsKey+"/")] = true
+					}
+				}
+			}
+		}
+		for _, c := range v {
+			collectOpenDefs(c, defsKey, out)
+		}
+	case []any:
+		for _, c := range v {
+			collectOpenDefs(c, defsKey, out)
 		}
 	}
 }
@@ -316,6 +355,9 @@ func (r *revision) checkResult(method string, inst any) error {
 	if method == "" {
 		return r.validate("Result", inst)
 	}
+	if r.modern {
+		return r.checkModernResult(method, inst)
+	}
 	def, ok := ResultDefinitions[method]
 	if !ok {
 		return fmt.Errorf("no result definition known for method %q", method)
@@ -401,6 +443,10 @@ func instanceIDKey(v any) string {
 //   - a batch (array) is allowed only in revisions that define
 //     JSONRPCBatchResponse (2025-03-26); each element is checked as above.
 //
+// In revision 2026-07-28 (RevisionModern) results are checked by their
+// resultType, server requests are errors, and error codes are checked too
+// (see schema_modern.go).
+//
 // Beyond the official schemas, every object must hold only members the
 // revision defines (schemas with undeclared members closed), except where
 // the schema allows any object (_meta, error data, structuredContent, JSON
@@ -446,6 +492,8 @@ func (r *revision) checkOne(lookup MethodLookup, inst any) error {
 	errObj, hasError := m["error"]
 	_, hasResult := m["result"]
 	switch {
+	case hasMethod && hasID && r.modern:
+		return fmt.Errorf("a request to the client (%v), but in revision %s servers send none (input-required results replace them)", m["method"], r.name)
 	case hasMethod && hasID:
 		if err := r.validate("JSONRPCRequest", inst); err != nil {
 			return err
@@ -465,9 +513,15 @@ func (r *revision) checkOne(lookup MethodLookup, inst any) error {
 		if m["jsonrpc"] != "2.0" {
 			return fmt.Errorf(`error response with id null: jsonrpc is %v, want "2.0"`, m["jsonrpc"])
 		}
-		return r.validate(defErrorObject, errObj)
+		if err := r.validate(defErrorObject, errObj); err != nil {
+			return err
+		}
+		return r.checkModernError(inst, errObj)
 	case hasError:
-		return r.validate(defErrorResponse, inst)
+		if err := r.validate(defErrorResponse, inst); err != nil {
+			return err
+		}
+		return r.checkModernError(inst, errObj)
 	case hasResult:
 		if err := r.validate(defResultResponse, inst); err != nil {
 			return err

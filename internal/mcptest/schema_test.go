@@ -12,10 +12,17 @@ func TestEverySchemaCompiles(t *testing.T) {
 	for _, rev := range Revisions {
 		r, err := loadRevision(rev)
 		require.NoError(t, err, rev)
-		for _, def := range []string{defResultResponse, defErrorResponse, defErrorObject, "JSONRPCNotification", "ServerNotification", "JSONRPCRequest", "ServerRequest", "Result", "InitializeResult", "CallToolResult", "ListToolsResult", "EmptyResult"} {
+		for _, def := range []string{defResultResponse, defErrorResponse, defErrorObject, "JSONRPCNotification", "ServerNotification", "JSONRPCRequest", "Result", "CallToolResult", "ListToolsResult", "EmptyResult"} {
 			assert.NotNil(t, r.plain[def], "%s: %s", rev, def)
 			assert.NotNil(t, r.strict[def], "%s: %s", rev, def)
 		}
+		modern := rev == RevisionModern
+		assert.Equal(t, modern, r.modern, rev)
+		assert.False(t, r.bareBodies && rev >= "2025-11-25", "%s: envelope members in the definitions", rev)
+		assert.Equal(t, !modern, r.plain["InitializeResult"] != nil, "%s: initialize", rev)
+		assert.Equal(t, !modern, r.plain["ServerRequest"] != nil, "%s: server requests", rev)
+		assert.Equal(t, modern, r.plain["DiscoverResult"] != nil, "%s: discover", rev)
+		assert.Equal(t, modern, r.plain["InputRequiredResult"] != nil, "%s: input-required results", rev)
 		assert.Equal(t, rev == "2025-03-26", r.plain["JSONRPCBatchResponse"] != nil, "%s: batches", rev)
 		assert.Equal(t, rev == "2025-11-25", r.plain["GetTaskResult"] != nil, "%s: tasks", rev)
 	}
@@ -141,7 +148,11 @@ func TestStrictifyLeavesOpenMembersOpen(t *testing.T) {
 	for _, rev := range Revisions {
 		// error.data, _meta and structuredContent (where it exists) hold anything.
 		require.NoError(t, CheckServerMessage(rev, nil, []byte(`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","data":{"any":{"thing":[1]}}}}`)), rev)
-		require.NoError(t, CheckResult(rev, "ping", []byte(`{"_meta":{"a/b":{"c":1}}}`)), rev)
-		require.NoError(t, CheckResult(rev, "ping", []byte(`{"extra":1}`)), "%s: EmptyResult is Result, which is open", rev)
+		method, rt := "ping", ""
+		if rev == RevisionModern { // no ping; resultType everywhere
+			method, rt = "", `"resultType":"complete",`
+		}
+		require.NoError(t, CheckResult(rev, method, []byte(`{`+rt+`"_meta":{"a/b":{"c":1}}}`)), rev)
+		require.NoError(t, CheckResult(rev, method, []byte(`{`+rt+`"extra":1}`)), "%s: EmptyResult is Result, which is open", rev)
 	}
 }
