@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"github.com/go-json-experiment/json"
 
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/registry"
@@ -47,22 +46,10 @@ func registerStatelessTools(reg *registry.Registry) {
 }
 
 // requestCapabilities returns the client capabilities of the request being
-// served: those of its _meta on a modern (2026-07-28) tools/call, else
-// those the session's client declared at initialize.
+// served: those of its _meta on a modern (2026-07-28) request, else those
+// the session's client declared at initialize.
 func requestCapabilities(ctx context.Context) mcp.ClientCapabilities {
-	var caps mcp.ClientCapabilities
-	if call := mcp.ToolCallFromContext(ctx); call != nil {
-		if raw, ok := call.Meta[mcp.MetaClientCapabilities]; ok {
-			if b, err := json.Marshal(raw); err == nil && json.Unmarshal(b, &caps) == nil {
-				return caps
-			}
-			return mcp.ClientCapabilities{}
-		}
-	}
-	if s := mcp.SessionFromContext(ctx); s != nil {
-		return s.ClientCapabilities()
-	}
-	return caps
+	return mcp.ClientCapabilitiesFromContext(ctx)
 }
 
 // needSampling refuses a request that did not declare sampling with
