@@ -262,18 +262,6 @@ func TestCapabilityFixtures(t *testing.T) {
 	}
 }
 
-func TestRequestCapabilities(t *testing.T) {
-	assert.Equal(t, mcp.ClientCapabilities{}, requestCapabilities(context.Background()), "outside a server")
-
-	call := &mcp.ToolCall{Meta: mcp.Meta{mcp.MetaClientCapabilities: map[string]any{"sampling": map[string]any{}}}}
-	caps := requestCapabilities(mcp.WithToolCall(context.Background(), call))
-	assert.NotNil(t, caps.Sampling)
-	assert.Nil(t, caps.Elicitation)
-
-	call = &mcp.ToolCall{Meta: mcp.Meta{mcp.MetaClientCapabilities: "not an object"}}
-	assert.Equal(t, mcp.ClientCapabilities{}, requestCapabilities(mcp.WithToolCall(context.Background(), call)))
-}
-
 func TestStreamingElicitation(t *testing.T) {
 	_, err := streamingElicitation(nil)
 	var ire *mcp.InputRequiredError

@@ -26,7 +26,7 @@ func registerStatelessTools(reg *registry.Registry) {
 	registry.MustRegister(reg, "test_missing_capability",
 		"Needs the client's sampling capability: without it the call is refused with -32021 (MissingRequiredClientCapability)",
 		func(ctx context.Context, _ NoArgs) (*mcp.CallToolResult, error) {
-			return needSampling(requestCapabilities(ctx), mcp.InputFromContext(ctx))
+			return needSampling(mcp.ClientCapabilitiesFromContext(ctx), mcp.InputFromContext(ctx))
 		}, readOnly)
 	registry.MustRegister(reg, "test_streaming_elicitation",
 		"Asks the user for a confirmation on the call's own response (an input-required result, never a request to the client)",
@@ -43,13 +43,6 @@ func registerStatelessTools(reg *registry.Registry) {
 	registry.MustRegister(reg, "test_trigger_prompt_change",
 		"Adds the prompt "+dynamicPrompt+", or removes it when present: the prompt list changes",
 		func(context.Context, NoArgs) (*mcp.CallToolResult, error) { return t.togglePrompt() }, nil)
-}
-
-// requestCapabilities returns the client capabilities of the request being
-// served: those of its _meta on a modern (2026-07-28) request, else those
-// the session's client declared at initialize.
-func requestCapabilities(ctx context.Context) mcp.ClientCapabilities {
-	return mcp.ClientCapabilitiesFromContext(ctx)
 }
 
 // needSampling refuses a request that did not declare sampling with
