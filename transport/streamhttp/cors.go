@@ -32,7 +32,7 @@ type CORSOptions struct {
 // of a 401 or 403).
 const (
 	corsAllowMethods  = "GET, POST, DELETE"
-	corsAllowHeaders  = "Accept, Authorization, Content-Type, Last-Event-ID, Mcp-Protocol-Version, Mcp-Session-Id"
+	corsAllowHeaders  = "Accept, Authorization, Content-Type, Last-Event-ID, Mcp-Method, Mcp-Name, Mcp-Protocol-Version, Mcp-Session-Id"
 	corsExposeHeaders = "Mcp-Session-Id, WWW-Authenticate"
 )
 

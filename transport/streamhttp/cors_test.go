@@ -52,7 +52,7 @@ func TestCORS(t *testing.T) {
 		{name: "preflight, allowed origin", method: http.MethodOptions, origin: "https://app.example.com", header: preflight,
 			status: 204, allowOrigin: "https://app.example.com", check: func(t *testing.T, resp *http.Response) {
 				assert.Equal(t, "GET, POST, DELETE", resp.Header.Get("Access-Control-Allow-Methods"))
-				for _, hdr := range []string{"Authorization", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version", "Last-Event-ID"} {
+				for _, hdr := range []string{"Authorization", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version", "Last-Event-ID", "Mcp-Method", "Mcp-Name"} {
 					assert.Contains(t, resp.Header.Get("Access-Control-Allow-Headers"), hdr)
 				}
 				assert.Equal(t, "600", resp.Header.Get("Access-Control-Max-Age"))

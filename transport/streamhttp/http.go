@@ -44,10 +44,13 @@ const (
 	// after SSEAfter on a resumable session of 2025-11-25 or later (the
 	// priming event then lets the client resume a long call).
 	ResponseAuto ResponseMode = iota
-	// ResponseSSE always answers with an SSE stream.
+	// ResponseSSE always answers with an SSE stream, except that an error
+	// response to a modern (2026-07-28) request that comes first goes as
+	// JSON, with its HTTP status.
 	ResponseSSE
 	// ResponseJSON always answers with one JSON body; messages related to
-	// the request go to the session's GET stream instead.
+	// the request go to the session's GET stream instead. A modern
+	// subscriptions/listen request is always answered with SSE.
 	ResponseJSON
 )
 
@@ -89,7 +92,10 @@ type Options struct {
 	// SupportedVersions are the protocol revisions accepted in the
 	// MCP-Protocol-Version header; another value gets 400. Nil means
 	// 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05
-	// (NewServerHandler passes mcp.SupportedVersions).
+	// (NewServerHandler passes mcp.AllVersions()). Listing 2026-07-28
+	// turns on the modern, sessionless revision (see Handler): Serve must
+	// then serve it; a modern request for a revision not listed gets 400
+	// with error -32022, whose data lists these versions.
 	SupportedVersions []string
 
 	// AllowedHosts lists the Host header values accepted, against DNS
@@ -149,6 +155,28 @@ var defaultLocalHosts = []string{"localhost", "127.0.0.1", "::1"}
 // of a request (see transport.MessageContexter) on that request's stream while it is
 // open; anything else on the GET stream (notifications are dropped when
 // none is open; requests fail with ErrNoStream).
+//
+// Two eras on one endpoint: a POST is modern (revision 2026-07-28, which
+// has no sessions) when its params._meta carries
+// "io.modelcontextprotocol/protocolVersion" or its MCP-Protocol-Version
+// header names 2026-07-28 or later; otherwise it is served as above. In
+// stateful and stateless mode alike, a modern request is served by a fresh
+// session that ends with the POST (Serve finds a StatelessRequest with the
+// revision in its context); no Mcp-Session-Id is issued, and one sent is
+// ignored. Before Serve sees it, the handler answers 400 with a JSON-RPC
+// error echoing the request id when _meta lacks protocolVersion or
+// clientCapabilities (-32602), when MCP-Protocol-Version is missing or
+// differs from _meta (-32020), when the revision is not in
+// SupportedVersions (-32022, data {supported, requested}), and when the
+// Mcp-Method header differs from the method or Mcp-Name from the name
+// (params.name of tools/call and prompts/get, params.uri of
+// resources/read, params.taskId of tasks/get, tasks/update and
+// tasks/cancel; values may be encoded as =?base64?...?=). A modern error
+// answered as JSON gets 404 for -32601 and 400 for -32020, -32021 and
+// -32022; a batch gets 400; notifications get 202. A subscriptions/listen
+// request keeps its SSE stream open until the server answers it or the
+// client goes away (which cancels it). GET and DELETE with a modern
+// MCP-Protocol-Version get 405.
 type Handler struct {
 	opts     Options
 	log      *slog.Logger
@@ -247,6 +275,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.log.Warn("transport: request with an Origin not allowed refused", "origin", o)
 		writeHTTPError(w, http.StatusForbidden, codeServerError, "Forbidden: Origin not allowed")
 		return
+	}
+	if r.Method == http.MethodGet || r.Method == http.MethodDelete {
+		if v, _ := headerField(r, headerProtocolVersion); isModernHeader(v) {
+			// Revision 2026-07-28 has no GET stream and no sessions.
+			w.Header().Set("Allow", "POST")
+			writeHTTPError(w, http.StatusMethodNotAllowed, codeServerError, "Method Not Allowed: protocol revision "+quoteHeader(v)+" has no GET stream and no sessions")
+			return
+		}
 	}
 	switch r.Method {
 	case http.MethodPost:
@@ -442,6 +478,10 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusServiceUnavailable, codeServerError, "Service Unavailable: shutting down")
 		return
 	}
+	if isModernPOST(r, env) {
+		h.serveModern(w, r, body, env)
+		return
+	}
 	if h.opts.Stateless {
 		h.serveStateless(w, r, body, env)
 		return
@@ -574,8 +614,18 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, body []
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
+	h.serveEphemeral(w, r, body, env, v, false)
+}
+
+// serveEphemeral serves the requests of one POST with a fresh session that
+// ends with the POST: the session of a stateless handler, or of a modern
+// request (modern) in either mode. Unless the request is a legacy
+// initialize, the session's context carries a StatelessRequest for
+// revision v. A client that goes away cancels the requests.
+func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []byte, env *envelope, v string, modern bool) {
 	s := h.newHTTPSession("", subjectOf(r), true)
 	s.version = v
+	s.listen = modern && env.method == methodListen
 	h.mu.Lock()
 	h.stateless[s] = struct{}{}
 	h.mu.Unlock()
@@ -585,13 +635,16 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, body []
 		writeHTTPErrorID(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid Request: duplicate id in batch", []byte(dup))
 		return
 	}
+	st.modern, st.listen = modern, s.listen
 	ctx := s.ctx
-	if !env.initialize {
+	if modern || !env.initialize {
 		ctx = transport.WithStatelessRequest(ctx, StatelessRequest{ProtocolVersion: v})
 	}
 	st.mu.Lock()
 	a := st.attachLocked(w)
-	if h.opts.ResponseMode == ResponseSSE {
+	if h.opts.ResponseMode == ResponseSSE && !modern {
+		// (A modern stream waits for its first message: an error
+		// response then goes as JSON, with its HTTP status.)
 		st.mode = modeSSE
 		st.writeHeaderLocked(a, true)
 	}
@@ -623,6 +676,7 @@ func (h *Handler) SessionCount() int {
 // it before http.Server.Shutdown, which waits for open streams.
 func (h *Handler) Shutdown(ctx context.Context) error {
 	h.closing.Store(true)
+	h.endListens()
 	wait := time.Millisecond
 	for h.inflight.Load() > 0 {
 		t := time.NewTimer(wait)
@@ -643,6 +697,23 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// endListens ends the subscriptions/listen requests in progress: they are
+// answered only when the client goes away, so Shutdown does not wait for
+// them.
+func (h *Handler) endListens() {
+	h.mu.Lock()
+	var listens []*httpSession
+	for s := range h.stateless {
+		if s.listen {
+			listens = append(listens, s)
+		}
+	}
+	h.mu.Unlock()
+	for _, s := range listens {
+		s.close()
 	}
 }
 

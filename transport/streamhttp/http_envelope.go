@@ -22,6 +22,15 @@ type envelope struct {
 	initialize bool     // a single initialize request
 	cancelled  []string // raw requestIds of notifications/cancelled
 	initParams jsontext.Value
+
+	// metaVersion reports that a request or notification carries
+	// params._meta["io.modelcontextprotocol/protocolVersion"]: the mark of
+	// a modern (2026-07-28) message.
+	metaVersion bool
+	// The single message of a body that is not a batch.
+	id     jsontext.Value // raw id (nil for a notification)
+	method string
+	params jsontext.Value
 }
 
 // hasRequests reports whether the message carries at least one request.
@@ -38,6 +47,7 @@ func parseIncoming(body []byte, maxDepth int) (*envelope, *jsonrpc.DecodeError) 
 			return nil, derr
 		}
 		env.add(&m)
+		env.id, env.method, env.params = m.ID, m.Method, m.Params
 		env.initialize = m.Kind == jsonrpc.KindRequest && m.Method == "initialize"
 		if env.initialize {
 			env.initParams = m.Params
@@ -63,6 +73,9 @@ func parseIncoming(body []byte, maxDepth int) (*envelope, *jsonrpc.DecodeError) 
 }
 
 func (e *envelope) add(m *jsonrpc.Message) {
+	if m.Kind != jsonrpc.KindResponse && !e.metaVersion {
+		e.metaVersion = hasMetaVersion(m.Params)
+	}
 	switch m.Kind {
 	case jsonrpc.KindRequest:
 		e.requests = append(e.requests, string(m.ID))

@@ -34,18 +34,24 @@ import (
 //	poll         → CloseSSEStream, a tied notification, waits for the gate, {}
 //	whoami       → {"subject": the TokenInfo's subject}
 //	stateless    → {"stateless": bool, "version": the StatelessRequest's}
+//	fail         → an error response with code params.code
+//	subscriptions/listen → a notifications/subscriptions/acknowledged tied
+//	               to the request, then waits for the gate ({}) or for the
+//	               session's end (reported on listenEnded)
 type fakeServer struct {
-	gate     chan struct{}
-	started  chan string // the method of each slow or poll call, when it starts
-	mu       sync.Mutex
-	sessions int
-	ended    int
-	waiters  map[string]chan jsontext.Value
-	ctxs     []context.Context
+	gate        chan struct{}
+	started     chan string // the method of each slow or poll call, when it starts
+	listenEnded chan struct{}
+	mu          sync.Mutex
+	sessions    int
+	ended       int
+	waiters     map[string]chan jsontext.Value
+	ctxs        []context.Context
 }
 
 func newFakeServer() *fakeServer {
-	return &fakeServer{gate: make(chan struct{}), started: make(chan string, 16), waiters: map[string]chan jsontext.Value{}}
+	return &fakeServer{gate: make(chan struct{}), started: make(chan string, 16), listenEnded: make(chan struct{}, 16),
+		waiters: map[string]chan jsontext.Value{}}
 }
 
 type rpcMsg struct {
@@ -116,6 +122,17 @@ func (f *fakeServer) serve(ctx context.Context, t transport.Transport) error {
 			defer wg.Done()
 			res := f.handle(ctx, mctx, t, &m)
 			b, _ := json.Marshal(rpcMsg{JSONRPC: "2.0", ID: m.ID, Result: res})
+			if m.Method == "fail" {
+				var p struct {
+					Code int64 `json:"code"`
+				}
+				_ = json.Unmarshal(m.Params, &p)
+				b, _ = json.Marshal(struct {
+					JSONRPC string         `json:"jsonrpc"`
+					ID      jsontext.Value `json:"id"`
+					Error   any            `json:"error"`
+				}{"2.0", m.ID, map[string]any{"code": p.Code, "message": "failed"}})
+			}
 			_ = t.Write(ctx, b) // responses are routed by id, whatever the context
 		}()
 	}
@@ -166,6 +183,14 @@ func (f *fakeServer) handle(ctx, mctx context.Context, t transport.Transport, m 
 		case r := <-ch:
 			return r
 		case <-ctx.Done():
+		}
+	case "subscriptions/listen":
+		_ = t.Write(mctx, []byte(`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":{}}}`))
+		f.started <- "listen"
+		select {
+		case <-f.gate:
+		case <-ctx.Done():
+			f.listenEnded <- struct{}{}
 		}
 	case "slow":
 		f.started <- "slow"

@@ -25,6 +25,7 @@ type httpSession struct {
 	id        string // "" in stateless mode
 	subject   string // authenticated user the session is bound to ("" = none)
 	stateless bool
+	listen    bool // serves one modern subscriptions/listen request
 
 	ctx    context.Context // Serve's context
 	cancel context.CancelFunc

@@ -38,6 +38,8 @@ type stream struct {
 	done     chan struct{}
 	sseTimer *time.Timer
 	initPOST bool // the POST of an initialize request (session id header)
+	modern   bool // answers a request of revision 2026-07-28 or later
+	listen   bool // answers a modern subscriptions/listen (always SSE)
 }
 
 // attachment is one HTTP connection of a stream.
@@ -107,12 +109,14 @@ func (st *stream) send(msg []byte, answered int) error {
 	if answered > 0 {
 		st.pending -= answered
 		last = st.pending <= 0
-	} else if !st.standalone && (h.opts.ResponseMode == ResponseJSON || st.mode == modeJSON) {
+	} else if !st.standalone && ((h.opts.ResponseMode == ResponseJSON && !st.listen) || st.mode == modeJSON) {
 		st.mu.Unlock()
 		return errNoRelated
 	}
 	if st.mode == modeUndecided {
-		if last && h.opts.ResponseMode != ResponseSSE {
+		// A modern error response goes as JSON even in ResponseSSE mode:
+		// its HTTP status (404, 400) is part of the answer.
+		if last && (h.opts.ResponseMode != ResponseSSE || st.modern && modernErrorStatus(msg) != http.StatusOK) {
 			st.mode = modeJSON
 		} else {
 			st.mode = modeSSE
@@ -177,7 +181,11 @@ func (st *stream) writeJSONLocked(msg []byte) error {
 	hdr := a.w.Header()
 	hdr.Set("Content-Type", "application/json")
 	st.sess.setInitHeaderLocked(st, hdr, msg)
-	a.w.WriteHeader(http.StatusOK)
+	status := http.StatusOK
+	if st.modern {
+		status = modernErrorStatus(msg)
+	}
+	a.w.WriteHeader(status)
 	a.headerSent = true
 	if _, err := a.w.Write(msg); err != nil {
 		st.att = nil

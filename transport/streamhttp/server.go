@@ -6,10 +6,16 @@ import (
 
 // NewServerHandler returns a streamable HTTP handler serving srv: mount it
 // on your endpoint path ("/mcp") in a net/http server. opts may be nil; its
-// Serve is replaced by srv.Run, and SupportedVersions, MaxDepth and Logger
-// default to the server's. In stateless mode (opts.Stateless) each POST is
-// served by a fresh session that is already initialized at the revision of
-// its MCP-Protocol-Version header.
+// Serve is replaced by srv.Run, SupportedVersions defaults to
+// mcp.AllVersions(), and MaxDepth and Logger to the server's. In stateless
+// mode (opts.Stateless) each POST is served by a fresh session that is
+// already initialized at the revision of its MCP-Protocol-Version header.
+//
+// The endpoint serves both eras: clients of the 2025 revisions initialize
+// (a session in stateful mode), while each request of revision 2026-07-28
+// (mcp.Version20260728) is served on its own, in either mode, from the
+// version and capabilities in its params._meta (see Handler for the checks
+// the transport makes first and the HTTP statuses of modern errors).
 //
 // Handlers see the values of the HTTP request that carried their request in
 // their context: mcp.TokenInfoFromContext returns the caller's verified
@@ -27,7 +33,7 @@ func NewServerHandler(srv *mcp.Server, opts *Options) *Handler {
 	so := srv.Options()
 	o.Serve = srv.Run
 	if o.SupportedVersions == nil {
-		o.SupportedVersions = mcp.SupportedVersions
+		o.SupportedVersions = mcp.AllVersions()
 	}
 	if o.MaxDepth <= 0 {
 		o.MaxDepth = so.MaxDepth

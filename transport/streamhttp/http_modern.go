@@ -1,0 +1,284 @@
+package streamhttp
+
+import (
+	"bytes"
+	"encoding/base64"
+	"math/big"
+	"net/http"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+)
+
+// Vocabulary of revision 2026-07-28 ("modern", stateless), duplicated from
+// package mcp (mcp.Version20260728, mcp.MetaProtocolVersion, ...): this
+// file must not import mcp, so that the transport stays below it.
+const (
+	modernVersion          = "2026-07-28"
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+
+	codeHeaderMismatch             = -32020
+	codeMissingClientCapability    = -32021
+	codeUnsupportedProtocolVersion = -32022
+
+	headerMethod = "Mcp-Method"
+	headerName   = "Mcp-Name"
+
+	methodListen = "subscriptions/listen"
+)
+
+// isModernHeader reports whether an MCP-Protocol-Version header value
+// names a modern revision: 2026-07-28 or later (dates compare as strings;
+// an unknown value that sorts after them counts as modern, and then gets
+// -32022).
+func isModernHeader(v string) bool { return v >= modernVersion }
+
+// hasMetaVersion reports whether params (a request's or notification's)
+// carry _meta["io.modelcontextprotocol/protocolVersion"].
+func hasMetaVersion(params jsontext.Value) bool {
+	if len(params) == 0 || !bytes.Contains(params, []byte(metaProtocolVersion)) {
+		return false // cheap test first: legacy traffic never pays for a parse
+	}
+	var p struct {
+		Meta map[string]jsontext.Value `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return false
+	}
+	_, ok := p.Meta[metaProtocolVersion]
+	return ok
+}
+
+// isModernPOST applies the era test to a POST: modern when a message
+// carries _meta.protocolVersion or when MCP-Protocol-Version names a
+// modern revision.
+func isModernPOST(r *http.Request, env *envelope) bool {
+	if env.metaVersion {
+		return true
+	}
+	v, _ := headerField(r, headerProtocolVersion)
+	return isModernHeader(v)
+}
+
+// modernParams are the members of a modern request's params the HTTP
+// layer checks.
+type modernParams struct {
+	Meta   map[string]jsontext.Value `json:"_meta"`
+	Name   jsontext.Value            `json:"name"`
+	URI    jsontext.Value            `json:"uri"`
+	TaskID jsontext.Value            `json:"taskId"`
+}
+
+// rpcError is a JSON-RPC error the handler answers itself.
+type rpcError struct {
+	code    int64
+	message string
+	data    any
+}
+
+// unsupportedVersionData is error.data of -32022.
+type unsupportedVersionData struct {
+	Supported []string `json:"supported"`
+	Requested string   `json:"requested"`
+}
+
+// checkModern validates a modern request before it is dispatched, in the
+// order the official conformance suite accepts: the required _meta keys
+// (-32602), MCP-Protocol-Version against _meta (-32020), the revision
+// (-32022), then the Mcp-Method and Mcp-Name headers against the body
+// (-32020). It returns the request's revision, or the error to answer.
+func (h *Handler) checkModern(r *http.Request, env *envelope) (string, *rpcError) {
+	var p modernParams
+	if len(env.params) == 0 || env.params.Kind() != '{' || json.Unmarshal(env.params, &p) != nil {
+		return "", &rpcError{code: jsonrpc.CodeInvalidParams,
+			message: "Invalid params: params._meta must carry " + metaProtocolVersion + " and " + metaClientCapabilities}
+	}
+	var missing []string
+	rawVersion, hasVersion := p.Meta[metaProtocolVersion]
+	var version string
+	if !hasVersion || rawVersion.Kind() != '"' || json.Unmarshal(rawVersion, &version) != nil {
+		missing = append(missing, metaProtocolVersion)
+	}
+	if caps, ok := p.Meta[metaClientCapabilities]; !ok || caps.Kind() != '{' {
+		missing = append(missing, metaClientCapabilities)
+	}
+	if len(missing) > 0 {
+		return "", &rpcError{code: jsonrpc.CodeInvalidParams,
+			message: "Invalid params: _meta is missing (or has a malformed) " + strings.Join(missing, " and ")}
+	}
+	hv, hasHeader := headerField(r, headerProtocolVersion)
+	switch {
+	case !hasHeader:
+		return "", &rpcError{code: codeHeaderMismatch,
+			message: "Header mismatch: the MCP-Protocol-Version header is required and must equal _meta." + metaProtocolVersion}
+	case hv != version:
+		return "", &rpcError{code: codeHeaderMismatch,
+			message: "Header mismatch: MCP-Protocol-Version " + quoteHeader(hv) + " differs from _meta." + metaProtocolVersion + " " + quoteHeader(version)}
+	}
+	if !h.versions[version] || !isModernHeader(version) {
+		// A legacy revision is negotiated with initialize, never named per
+		// request: it is not served in this form.
+		return "", &rpcError{code: codeUnsupportedProtocolVersion,
+			message: "Unsupported protocol version: " + quoteHeader(version),
+			data:    unsupportedVersionData{Supported: h.opts.SupportedVersions, Requested: version}}
+	}
+	if err := checkRoutingHeaders(r, env.method, &p); err != nil {
+		return "", err
+	}
+	return version, nil
+}
+
+// checkRoutingHeaders checks Mcp-Method against the body's method and,
+// for the methods that name something, Mcp-Name against that name.
+func checkRoutingHeaders(r *http.Request, method string, p *modernParams) *rpcError {
+	mismatch := func(msg string) *rpcError {
+		return &rpcError{code: codeHeaderMismatch, message: "Header mismatch: " + msg}
+	}
+	hm, ok := headerField(r, headerMethod)
+	if !ok {
+		return mismatch("the Mcp-Method header is required")
+	}
+	if v, ok := decodeHeaderValue(hm); !ok || v != method {
+		return mismatch("Mcp-Method " + quoteHeader(hm) + " differs from the method " + quoteHeader(method))
+	}
+	var body jsontext.Value
+	var field string
+	switch method {
+	case "tools/call", "prompts/get":
+		body, field = p.Name, "params.name"
+	case "resources/read":
+		body, field = p.URI, "params.uri"
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		body, field = p.TaskID, "params.taskId"
+	default:
+		return nil
+	}
+	hn, hasName := headerField(r, headerName)
+	switch {
+	case body == nil && !hasName:
+		return nil // the body names nothing: the server answers -32602
+	case body == nil:
+		return mismatch("Mcp-Name is set but the body has no " + field)
+	case !hasName:
+		return mismatch("the Mcp-Name header is required for " + method + " (" + field + ")")
+	}
+	if !headerMatches(hn, body) {
+		return mismatch("Mcp-Name " + quoteHeader(hn) + " differs from " + field)
+	}
+	return nil
+}
+
+// headerField returns the value of header name (case-insensitive; the
+// values of repeated fields are joined with ", " as HTTP prescribes),
+// with optional whitespace around it removed.
+func headerField(r *http.Request, name string) (string, bool) {
+	vs := r.Header.Values(name)
+	if len(vs) == 0 {
+		return "", false
+	}
+	return strings.Trim(strings.Join(vs, ", "), " \t"), true
+}
+
+// decodeHeaderValue decodes a header value of the form =?base64?...?=
+// (standard alphabet, padding required); any other value is literal. ok
+// is false for a malformed encoded value.
+func decodeHeaderValue(v string) (string, bool) {
+	inner, found := strings.CutPrefix(v, "=?base64?")
+	if !found {
+		return v, true
+	}
+	inner, found = strings.CutSuffix(inner, "?=")
+	if !found {
+		return v, true
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(inner)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+// headerMatches reports whether header value hv (trimmed) stands for the
+// JSON value body: a string equals the decoded value, a number compares
+// numerically, a boolean as "true" or "false".
+func headerMatches(hv string, body jsontext.Value) bool {
+	v, ok := decodeHeaderValue(hv)
+	if !ok {
+		return false
+	}
+	switch body.Kind() {
+	case '"':
+		var s string
+		return json.Unmarshal(body, &s) == nil && s == v
+	case '0':
+		a, okA := new(big.Int).SetString(v, 10)
+		b, okB := new(big.Int).SetString(string(body), 10)
+		if okA && okB {
+			return a.Cmp(b) == 0
+		}
+		return v == string(body)
+	case 't':
+		return v == "true"
+	case 'f':
+		return v == "false"
+	}
+	return false
+}
+
+// serveModern serves a POST of revision 2026-07-28 or later, in stateful
+// and stateless mode alike: no session, no Mcp-Session-Id (one is ignored),
+// one fresh session per request that knows the revision from its
+// StatelessRequest.
+func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, body []byte, env *envelope) {
+	if env.batch {
+		writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
+			"Invalid Request: batches are not accepted in protocol revision "+modernVersion+" and later")
+		return
+	}
+	if !env.hasRequests() {
+		// Notifications and responses have nothing to act on: no session
+		// outlives a request (cancellation is a closed connection).
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	v, rerr := h.checkModern(r, env)
+	if rerr != nil {
+		body, err := jsonrpc.AppendError(nil, env.id, rerr.code, rerr.message, rerr.data)
+		if err != nil {
+			body, _ = jsonrpc.AppendError(nil, env.id, rerr.code, rerr.message, nil)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write(body)
+		return
+	}
+	h.serveEphemeral(w, r, body, env, v, true)
+}
+
+// modernErrorStatus returns the HTTP status of a JSON answer to a modern
+// request: 404 for an error -32601 (method not found), 400 for -32020,
+// -32021 and -32022, 200 otherwise.
+func modernErrorStatus(msg []byte) int {
+	if !bytes.Contains(msg, []byte(`"error"`)) {
+		return http.StatusOK
+	}
+	var m struct {
+		Error *struct {
+			Code int64 `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(msg, &m, json.RejectUnknownMembers(false)) != nil || m.Error == nil {
+		return http.StatusOK
+	}
+	switch m.Error.Code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case codeHeaderMismatch, codeMissingClientCapability, codeUnsupportedProtocolVersion:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
