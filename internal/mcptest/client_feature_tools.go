@@ -40,10 +40,17 @@ const (
 	// ToolRoots asks the client for its roots; its text result is them as
 	// JSON.
 	ToolRoots = "roots"
+	// ToolAsk needs input (mcp.InputRequired): the user's name by
+	// elicitation (key "name", a form with a required string "name") and,
+	// with {"roots": true}, the client's roots (key "roots"); its state is
+	// "asked". Once answered, its text result is "Hello, <name>!" (with
+	// " (<n> roots)" when it asked for roots). A 2026-07-28 request gets an
+	// input-required result; a legacy session is asked by the server.
+	ToolAsk = "ask"
 )
 
 // ClientFeatureTools lists the tools above, sorted.
-var ClientFeatureTools = []string{ToolElicit, ToolLog, ToolProgress, ToolRoots, ToolSample}
+var ClientFeatureTools = []string{ToolAsk, ToolElicit, ToolLog, ToolProgress, ToolRoots, ToolSample}
 
 type clientFeatureTool struct {
 	def  *mcp.Tool
@@ -61,6 +68,36 @@ var clientFeatureTools = map[string]clientFeatureTool{
 		InputSchema: jsontext.Value(`{"type":"object","properties":{"mode":{"type":"string"},"message":{"type":"string"},"url":{"type":"string"},"elicitationId":{"type":"string"}}}`)}, callElicit},
 	ToolRoots: {&mcp.Tool{Name: ToolRoots, Description: "Lists the client's roots.",
 		InputSchema: jsontext.Value(`{"type":"object"}`)}, callRoots},
+	ToolAsk: {&mcp.Tool{Name: ToolAsk, Description: "Asks for the user's name (and the client's roots) through input-required results.",
+		InputSchema: jsontext.Value(`{"type":"object","properties":{"roots":{"type":"boolean"}}}`)}, callAsk},
+}
+
+func callAsk(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
+	var args struct {
+		Roots bool `json:"roots"`
+	}
+	if err := json.Unmarshal(call.Arguments, &args); err != nil {
+		return nil, mcp.NewToolError(mcp.ErrInvalidArgument, err.Error(), nil)
+	}
+	in := mcp.InputFromContext(ctx)
+	need := map[string]mcp.InputRequest{}
+	name, ok := in.Elicit("name")
+	if !ok || name.Action != mcp.ElicitAccept {
+		need["name"] = mcp.ElicitInput(mcp.ElicitParams{Message: "What is your name?",
+			RequestedSchema: jsontext.Value(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)})
+	}
+	roots, rok := in.Roots("roots")
+	if args.Roots && !rok {
+		need["roots"] = mcp.RootsInput()
+	}
+	if len(need) > 0 {
+		return nil, mcp.InputRequired(need, []byte("asked"))
+	}
+	text := fmt.Sprintf("Hello, %v!", name.Content["name"])
+	if args.Roots {
+		text += fmt.Sprintf(" (%d roots)", len(roots.Roots))
+	}
+	return mcp.TextResult(text), nil
 }
 
 func sessionOf(ctx context.Context) (*mcp.Session, error) {

@@ -41,6 +41,7 @@ func ServerOptions(tools mcp.ToolSource) *mcp.ServerOptions {
 		Now:             func() time.Time { return FixedTime },
 		NewID:           SequentialIDs("id-"),
 		ShutdownTimeout: 100 * time.Millisecond,
+		StateKey:        []byte("mcptest: a fixed requestState key"),
 	}
 }
 
@@ -75,14 +76,36 @@ type Tracker struct {
 	mu      sync.Mutex
 	rev     string
 	methods map[string]string
+	// modern holds the revision of each request that named one in its
+	// _meta (2026-07-28); lastModern is the latest, used for
+	// notifications on a connection that never initialized.
+	modern      map[string]string
+	lastModern  string
+	initialized bool
 }
 
 // NewTracker returns a Tracker for a new connection.
-func NewTracker() *Tracker { return &Tracker{rev: LatestRevision, methods: map[string]string{}} }
+func NewTracker() *Tracker {
+	return &Tracker{rev: LatestRevision, methods: map[string]string{}, modern: map[string]string{}}
+}
 
 type idMethod struct {
 	ID     jsontext.Value `json:"id"`
 	Method string         `json:"method"`
+	Params jsontext.Value `json:"params"`
+}
+
+// requestRevision returns the revision a request's params._meta names, or "".
+func requestRevision(params jsontext.Value) string {
+	var p struct {
+		Meta struct {
+			Version string `json:"io.modelcontextprotocol/protocolVersion"`
+		} `json:"_meta"`
+	}
+	if params.Kind() != '{' || json.Unmarshal(params, &p) != nil {
+		return ""
+	}
+	return p.Meta.Version
 }
 
 // Sent records the requests in msg (one message or a batch) the client
@@ -102,8 +125,31 @@ func (tr *Tracker) Sent(msg []byte) {
 	for _, m := range many {
 		if m.ID != nil && m.Method != "" {
 			tr.methods[IDKey(m.ID)] = m.Method
+			if rev := requestRevision(m.Params); slices.Contains(Revisions, rev) {
+				tr.modern[IDKey(m.ID)], tr.lastModern = rev, rev
+			}
 		}
 	}
+}
+
+// revisionOf returns the revision a server message is checked against: a
+// response to a request that named its revision (2026-07-28) is checked
+// against that one; a notification on a connection that never initialized
+// but sent such requests, against the latest of them; anything else
+// against the negotiated revision.
+func (tr *Tracker) revisionOf(id jsontext.Value) string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if id != nil {
+		if rev, ok := tr.modern[IDKey(id)]; ok {
+			return rev
+		}
+		return tr.rev
+	}
+	if !tr.initialized && tr.lastModern != "" {
+		return tr.lastModern
+	}
+	return tr.rev
 }
 
 // Revision returns the revision messages are currently checked against.
@@ -154,11 +200,15 @@ func (tr *Tracker) Received(msg []byte) error {
 				return fmt.Errorf("initialize result names protocol revision %q, which is not one of %v", r.ProtocolVersion, Revisions)
 			}
 			tr.mu.Lock()
-			tr.rev = r.ProtocolVersion
+			tr.rev, tr.initialized = r.ProtocolVersion, true
 			tr.mu.Unlock()
 		}
 	}
-	return CheckServerMessage(tr.Revision(), tr.Lookup, msg)
+	var id jsontext.Value
+	if len(shapes) > 0 {
+		id = shapes[0].ID
+	}
+	return CheckServerMessage(tr.revisionOf(id), tr.Lookup, msg)
 }
 
 // ValidateTransport wraps the client end of a connection to a server under
