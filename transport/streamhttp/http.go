@@ -131,6 +131,13 @@ type Options struct {
 	// DefaultKeepAlive; negative: never).
 	KeepAlive time.Duration
 
+	// ToolParamHeaders, when set, returns the x-mcp-header annotated input
+	// properties of a tool (nil for none, or an unknown tool); the Handler
+	// then checks the Mcp-Param-{Name} headers of each modern tools/call
+	// against its arguments (400, -32020 when one is missing, malformed or
+	// different). NewServerHandler sets it from the server's tools.
+	ToolParamHeaders func(ctx context.Context, tool string) []ParamHeader
+
 	// Logger receives diagnostics (nil = slog.Default()).
 	Logger *slog.Logger
 	// NewSessionID generates session ids (nil: 128 random bits from
