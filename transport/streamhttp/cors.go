@@ -79,7 +79,7 @@ func CORS(opts *CORSOptions) func(http.Handler) http.Handler {
 				h.Add("Vary", "Access-Control-Request-Method")
 				h.Add("Vary", "Access-Control-Request-Headers")
 				h.Set("Access-Control-Allow-Methods", corsAllowMethods)
-				h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+				h.Set("Access-Control-Allow-Headers", corsAllowHeaders+paramHeadersRequested(r))
 				h.Set("Access-Control-Max-Age", maxAge)
 				w.WriteHeader(http.StatusNoContent)
 				return
@@ -88,6 +88,36 @@ func CORS(opts *CORSOptions) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// paramHeadersRequested returns ", " and the Mcp-Param-* headers (SEP-2243
+// x-mcp-header) a preflight asks for, or "": their names depend on the
+// tools, so they are allowed as requested when they are well-formed.
+func paramHeadersRequested(r *http.Request) string {
+	var b strings.Builder
+	for _, v := range r.Header.Values("Access-Control-Request-Headers") {
+		for name := range strings.SplitSeq(v, ",") {
+			name = strings.TrimSpace(name)
+			if len(name) > len("mcp-param-") && len(name) <= 128 &&
+				strings.EqualFold(name[:len("mcp-param-")], "mcp-param-") && isToken(name) {
+				b.WriteString(", ")
+				b.WriteString(name)
+			}
+		}
+	}
+	return b.String()
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110 tchar).
+func isToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return false
+	}
+	return true
 }
 
 // originList matches Origin header values against a list in the form of

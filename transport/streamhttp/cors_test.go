@@ -58,6 +58,14 @@ func TestCORS(t *testing.T) {
 				assert.Equal(t, "600", resp.Header.Get("Access-Control-Max-Age"))
 				assert.Contains(t, resp.Header.Values("Vary"), "Origin")
 			}},
+		{name: "preflight allows the Mcp-Param headers asked for", method: http.MethodOptions, origin: "https://app.example.com",
+			header: map[string]string{"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type, mcp-param-region, mcp-param-bad header, x-other"},
+			status: 204, allowOrigin: "https://app.example.com", check: func(t *testing.T, resp *http.Response) {
+				allow := resp.Header.Get("Access-Control-Allow-Headers")
+				assert.Contains(t, allow, "mcp-param-region")
+				assert.NotContains(t, allow, "bad header")
+				assert.NotContains(t, allow, "x-other")
+			}},
 		{name: "preflight, bare host name matches any port", method: http.MethodOptions, origin: "http://localhost:5173", header: preflight,
 			status: 204, allowOrigin: "http://localhost:5173"},
 		{name: "preflight, other origin", method: http.MethodOptions, origin: "https://evil.example.com", header: preflight, status: 403},

@@ -31,6 +31,7 @@ const (
 	DefaultIdleTimeout   = 30 * time.Minute
 	DefaultRetryInterval = time.Second
 	DefaultSSEAfter      = time.Second
+	DefaultKeepAlive     = 25 * time.Second
 )
 
 // ResponseMode selects how a Handler answers a POST carrying requests.
@@ -62,7 +63,9 @@ type Options struct {
 	// (NewServerHandler sets it). In stateful mode it is called once
 	// per session, when the client POSTs initialize; in stateless mode
 	// once per POST carrying requests, with a StatelessRequest in ctx
-	// unless the request is initialize.
+	// unless the request is initialize. In both modes it is called once
+	// per modern (2026-07-28) request, with a StatelessRequest naming that
+	// revision (see Handler).
 	Serve func(ctx context.Context, t transport.Transport) error
 
 	// Stateless serves each POST with a fresh session and issues no
@@ -122,6 +125,18 @@ type Options struct {
 	// long a client waits before reconnecting (default
 	// DefaultRetryInterval).
 	RetryInterval time.Duration
+	// KeepAlive is how often an SSE comment is sent on the open stream of
+	// a modern subscriptions/listen request, which may stay silent for
+	// long, so that proxies do not close it as idle (default
+	// DefaultKeepAlive; negative: never).
+	KeepAlive time.Duration
+
+	// ToolParamHeaders, when set, returns the x-mcp-header annotated input
+	// properties of a tool (nil for none, or an unknown tool); the Handler
+	// then checks the Mcp-Param-{Name} headers of each modern tools/call
+	// against its arguments (400, -32020 when one is missing, malformed or
+	// different). NewServerHandler sets it from the server's tools.
+	ToolParamHeaders func(ctx context.Context, tool string) []ParamHeader
 
 	// Logger receives diagnostics (nil = slog.Default()).
 	Logger *slog.Logger
@@ -218,6 +233,9 @@ func NewHandler(opts *Options) *Handler {
 	}
 	if o.SupportedVersions == nil {
 		o.SupportedVersions = defaultVersions
+	}
+	if o.KeepAlive == 0 {
+		o.KeepAlive = DefaultKeepAlive
 	}
 	if o.RetryInterval <= 0 {
 		o.RetryInterval = DefaultRetryInterval
@@ -653,6 +671,9 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 	if !s.deliver(r, body, st) {
 		s.close()
 		return
+	}
+	if s.listen && h.opts.KeepAlive > 0 {
+		go st.keepAlive(a, h.opts.KeepAlive)
 	}
 	finished := st.wait(r, a)
 	s.endInput()

@@ -3,8 +3,10 @@ package streamhttp
 import (
 	"bytes"
 	"encoding/base64"
+	"maps"
 	"math/big"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -67,10 +69,23 @@ func isModernPOST(r *http.Request, env *envelope) bool {
 // modernParams are the members of a modern request's params the HTTP
 // layer checks.
 type modernParams struct {
-	Meta   map[string]jsontext.Value `json:"_meta"`
-	Name   jsontext.Value            `json:"name"`
-	URI    jsontext.Value            `json:"uri"`
-	TaskID jsontext.Value            `json:"taskId"`
+	Meta      map[string]jsontext.Value `json:"_meta"`
+	Name      jsontext.Value            `json:"name"`
+	URI       jsontext.Value            `json:"uri"`
+	TaskID    jsontext.Value            `json:"taskId"`
+	Arguments jsontext.Value            `json:"arguments"`
+}
+
+// ParamHeader is a tool input property annotated with x-mcp-header
+// (SEP-2243): clients of revision 2026-07-28 mirror its argument into the
+// request header Mcp-Param-{Name}, so that intermediaries can route on it
+// without reading the body.
+type ParamHeader struct {
+	// Name is the annotation's value, the suffix of the header name.
+	Name string
+	// Path names the property from the arguments object down (through
+	// nested "properties").
+	Path []string
 }
 
 // rpcError is a JSON-RPC error the handler answers itself.
@@ -129,7 +144,86 @@ func (h *Handler) checkModern(r *http.Request, env *envelope) (string, *rpcError
 	if err := checkRoutingHeaders(r, env.method, &p); err != nil {
 		return "", err
 	}
+	if env.method == "tools/call" && h.opts.ToolParamHeaders != nil && p.Name.Kind() == '"' {
+		var tool string
+		if json.Unmarshal(p.Name, &tool) == nil {
+			if err := checkParamHeaders(r, h.opts.ToolParamHeaders(r.Context(), tool), p.Arguments); err != nil {
+				return "", err
+			}
+		}
+	}
 	return version, nil
+}
+
+// checkParamHeaders checks the Mcp-Param-* header of each annotated
+// property against its argument: the header must be present exactly when
+// the argument is (null counts as absent) and stand for the same value.
+func checkParamHeaders(r *http.Request, params []ParamHeader, args jsontext.Value) *rpcError {
+	for _, ph := range params {
+		name := "Mcp-Param-" + ph.Name
+		hv, hasHeader := headerField(r, name)
+		arg := argumentAt(args, ph.Path)
+		switch {
+		case arg == nil && !hasHeader:
+			continue
+		case arg == nil:
+			return &rpcError{code: codeHeaderMismatch, message: "Header mismatch: " + name + " is set but the argument " + quoteHeader(strings.Join(ph.Path, ".")) + " is absent"}
+		case !hasHeader:
+			return &rpcError{code: codeHeaderMismatch, message: "Header mismatch: the " + name + " header is required (the argument " + quoteHeader(strings.Join(ph.Path, ".")) + " is present)"}
+		case !headerMatches(hv, arg):
+			return &rpcError{code: codeHeaderMismatch, message: "Header mismatch: " + name + " " + quoteHeader(hv) + " differs from the argument " + quoteHeader(strings.Join(ph.Path, "."))}
+		}
+	}
+	return nil
+}
+
+// argumentAt returns the value at path in the arguments object, or nil
+// when it is absent or null.
+func argumentAt(args jsontext.Value, path []string) jsontext.Value {
+	v := args
+	for _, name := range path {
+		if v.Kind() != '{' {
+			return nil
+		}
+		var obj map[string]jsontext.Value
+		if json.Unmarshal(v, &obj) != nil {
+			return nil
+		}
+		v = obj[name]
+	}
+	if len(v) == 0 || v.Kind() == 'n' {
+		return nil
+	}
+	return v
+}
+
+// paramHeadersOf returns the properties of a tool's input schema that
+// carry the x-mcp-header annotation, following "properties" from the root
+// down (NewServerHandler uses it to fill Options.ToolParamHeaders). An
+// annotation that is not a non-empty string is ignored.
+func paramHeadersOf(inputSchema []byte) []ParamHeader {
+	var out []ParamHeader
+	var walk func(schema jsontext.Value, path []string)
+	walk = func(schema jsontext.Value, path []string) {
+		var s struct {
+			Header     *string                   `json:"x-mcp-header"`
+			Properties map[string]jsontext.Value `json:"properties"`
+		}
+		if len(path) > 32 || json.Unmarshal(schema, &s, json.RejectUnknownMembers(false)) != nil {
+			return
+		}
+		if s.Header != nil && *s.Header != "" && len(path) > 0 {
+			out = append(out, ParamHeader{Name: *s.Header, Path: slices.Clone(path)})
+		}
+		names := slices.Sorted(maps.Keys(s.Properties))
+		for _, name := range names {
+			walk(s.Properties[name], append(path, name))
+		}
+	}
+	if bytes.Contains(inputSchema, []byte("x-mcp-header")) {
+		walk(inputSchema, nil)
+	}
+	return out
 }
 
 // checkRoutingHeaders checks Mcp-Method against the body's method and,

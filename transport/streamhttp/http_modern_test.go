@@ -1,6 +1,7 @@
 package streamhttp_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"net/http"
@@ -371,6 +372,40 @@ func TestHTTPModernListen(t *testing.T) {
 			})
 		}
 	}
+}
+
+// A silent listen stream carries keep-alive comments.
+func TestHTTPModernListenKeepAlive(t *testing.T) {
+	srv, _, f := startHTTP(t, &streamhttp.Options{SupportedVersions: modernVersions, KeepAlive: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp := doCtx(t, ctx, srv, request{body: modernRequest(`1`, "subscriptions/listen", "", ""), version: modern,
+		header: modernHeaders("subscriptions/listen", "", nil)})
+	defer resp.Body.Close()
+	require.Equal(t, "listen", <-f.started)
+	lines := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var seen []string
+	deadline := time.After(5 * time.Second)
+	for keepAlives := 0; keepAlives < 2; {
+		select {
+		case l, ok := <-lines:
+			require.True(t, ok, "the stream ended: %q", seen)
+			seen = append(seen, l)
+			if l == ": keep-alive" {
+				keepAlives++
+			}
+		case <-deadline:
+			t.Fatalf("no keep-alive comments: %q", seen)
+		}
+	}
+	assert.Contains(t, seen[0], "notifications/subscriptions/acknowledged", "the acknowledgement comes first")
 }
 
 // Shutdown does not wait for listen requests, which only the client ends.

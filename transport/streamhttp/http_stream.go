@@ -269,6 +269,36 @@ func (st *stream) switchToSSE() {
 	st.writeHeaderLocked(st.att, true)
 }
 
+// keepAlive sends an SSE comment every interval while attachment a is the
+// stream's SSE connection, until the stream finishes or a is given up.
+func (st *stream) keepAlive(a *attachment, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-st.done:
+			return
+		case <-a.gone:
+			return
+		case <-st.sess.done:
+			return
+		}
+		st.mu.Lock()
+		if st.att == a && a.headerSent && st.mode == modeSSE && !st.finished {
+			_, err := a.w.Write([]byte(": keep-alive\n\n"))
+			if err == nil {
+				err = a.rc.Flush()
+			}
+			if err != nil {
+				st.att = nil
+				st.dropAttLocked(a)
+			}
+		}
+		st.mu.Unlock()
+	}
+}
+
 // closeForPolling implements CloseSSEStream.
 func (st *stream) closeForPolling() error {
 	if !st.useIDs || !st.sess.canPrime() {

@@ -1,6 +1,11 @@
 package streamhttp
 
 import (
+	"bytes"
+	"context"
+	"slices"
+	"sync"
+
 	"github.com/keelmcp/keel/mcp"
 )
 
@@ -15,7 +20,10 @@ import (
 // (a session in stateful mode), while each request of revision 2026-07-28
 // (mcp.Version20260728) is served on its own, in either mode, from the
 // version and capabilities in its params._meta (see Handler for the checks
-// the transport makes first and the HTTP statuses of modern errors).
+// the transport makes first and the HTTP statuses of modern errors). Unless
+// opts sets ToolParamHeaders, the Mcp-Param-* headers of a modern tools/call
+// are checked against the x-mcp-header annotations of the tool's input
+// schema, as the server's ToolSource lists it.
 //
 // Handlers see the values of the HTTP request that carried their request in
 // their context: mcp.TokenInfoFromContext returns the caller's verified
@@ -41,5 +49,42 @@ func NewServerHandler(srv *mcp.Server, opts *Options) *Handler {
 	if o.Logger == nil {
 		o.Logger = so.Logger
 	}
+	if o.ToolParamHeaders == nil && so.Tools != nil {
+		o.ToolParamHeaders = toolParamHeaders(so.Tools)
+	}
 	return NewHandler(&o)
+}
+
+// toolParamHeaders looks a tool up in src and returns its x-mcp-header
+// annotations; the annotations of each tool are parsed again only when its
+// input schema changes.
+func toolParamHeaders(src mcp.ToolSource) func(ctx context.Context, tool string) []ParamHeader {
+	type entry struct {
+		schema  []byte
+		headers []ParamHeader
+	}
+	var mu sync.Mutex
+	cache := map[string]entry{}
+	return func(ctx context.Context, name string) []ParamHeader {
+		tools, err := src.ListTools(ctx)
+		if err != nil {
+			return nil
+		}
+		i := slices.IndexFunc(tools, func(t *mcp.Tool) bool { return t != nil && t.Name == name })
+		if i < 0 {
+			return nil
+		}
+		schema := tools[i].InputSchema
+		mu.Lock()
+		defer mu.Unlock()
+		if e, ok := cache[name]; ok && bytes.Equal(e.schema, schema) {
+			return e.headers
+		}
+		e := entry{schema: bytes.Clone(schema), headers: paramHeadersOf(schema)}
+		if len(cache) >= 4096 {
+			clear(cache) // a bound for tool sources that invent names
+		}
+		cache[name] = e
+		return e.headers
+	}
 }
