@@ -26,11 +26,14 @@ type MessageContexter interface {
 }
 
 // StatelessRequest is what a server finds in its context (see
-// StatelessRequestFromContext) when a stateless HTTP handler asks it to
-// serve one POST with a session that is already initialized: there is no
-// handshake on such a session, the client speaks ProtocolVersion (from the
+// StatelessRequestFromContext) when an HTTP handler asks it to serve one
+// POST with a session that lives only as long as the POST. For a legacy
+// request (stateless mode) the session is already initialized: there is no
+// handshake, the client speaks ProtocolVersion (from the
 // MCP-Protocol-Version header; 2025-03-26 when absent) and has declared no
-// capabilities.
+// capabilities. For a request of revision 2026-07-28 (in either mode)
+// ProtocolVersion is the revision its params._meta names, and every request
+// on the session carries its own capabilities.
 type StatelessRequest struct {
 	ProtocolVersion string
 }
