@@ -14,13 +14,11 @@ import (
 // lives on. fn may return an *InputRequiredError (input.go).
 func (ss *Session) featureJob(m *jsonrpc.Message, r responder, fn func(ctx context.Context) (any, error)) func() {
 	ctx, prog := ss.withProgress(r.context(ss.messageContext()), m.Params) // ReportProgress works in fn (progress_helper.go)
-	f := ss.begin(m, r, ctx, nil, func(res any, err error) {
-		prog.finish() // no progress notification follows the response
-		r.answer(res, err)
-	})
+	f := ss.begin(m, r, ctx, nil)
 	if f == nil {
 		return nil
 	}
+	f.prog = prog
 	return func() { f.run(fn) }
 }
 

@@ -67,12 +67,19 @@ func (r responder) inputFor(ctx context.Context, method, target string, args jso
 // request's *InputRequiredError is returned as it is: the answer becomes
 // an input_required result (inputRequired).
 func (r responder) withInput(ctx context.Context, in *Input, call func(ctx context.Context) (any, error)) (any, error) {
+	res, err := call(withInput(ctx, in))
+	var ir *InputRequiredError
+	if err == nil || r.mod != nil || !errors.As(err, &ir) {
+		return res, err
+	}
+	return r.bridge(ctx, in, ir, call)
+}
+
+// bridge serves a legacy request whose handler answered ir (after being
+// run with in): it asks the client and runs call again with the answers,
+// until the handler completes or MaxInputRounds is reached.
+func (r responder) bridge(ctx context.Context, in *Input, ir *InputRequiredError, call func(ctx context.Context) (any, error)) (any, error) {
 	for {
-		res, err := call(withInput(ctx, in))
-		var ir *InputRequiredError
-		if err == nil || r.mod != nil || !errors.As(err, &ir) {
-			return res, err
-		}
 		round := 0
 		if in != nil {
 			round = in.Round + 1
@@ -85,6 +92,10 @@ func (r responder) withInput(ctx context.Context, in *Input, call func(ctx conte
 			return nil, ferr
 		}
 		in = &Input{Responses: responses, State: ir.State, Round: round}
+		res, err := call(withInput(ctx, in))
+		if err == nil || !errors.As(err, &ir) {
+			return res, err
+		}
 	}
 }
 

@@ -97,7 +97,7 @@ func (ss *Session) handleListen(m *jsonrpc.Message, r responder) func() {
 		return nil
 	}
 	r.mod.subscriptionID = m.ID
-	f := ss.begin(m, r, r.context(ss.messageContext()), nil, func(res any, err error) { r.answer(res, err) })
+	f := ss.begin(m, r, r.context(ss.messageContext()), nil)
 	if f == nil {
 		return nil
 	}

@@ -37,8 +37,10 @@ type inflight struct {
 	done      *atomic.Bool
 	ownDone   atomic.Bool
 	early     *atomic.Bool // nil, or the ToolCall's earlyResponse
-	send      func(res any, err error)
-	keepAlive bool // a cancellation ends the request with an answer (subscriptions/listen)
+	call      *ToolCall    // a tools/call: answered by sendToolResponse
+	prog      *Progress    // finished before the answer (requests other than tools/call)
+	keepAlive bool         // a cancellation ends the request with an answer (subscriptions/listen)
+	in        *Input       // a tools/call's input from its params (2026-07-28)
 }
 
 // errPanic is what a handler "returned" when it panicked; send maps it to
@@ -49,12 +51,13 @@ func (e *errPanic) Error() string { return fmt.Sprint("panic: ", e.value) }
 
 // begin registers request m (answered through r) as in flight, with a
 // context derived from parent. On a duplicate id it answers -32600 and
-// returns nil. send maps the handler's outcome to the wire; done may be
-// nil (the request's own flag is used).
-func (ss *Session) begin(m *jsonrpc.Message, r responder, parent context.Context, done *atomic.Bool, send func(any, error)) *inflight {
-	f := &inflight{ss: ss, r: r, key: idKey(m.ID), method: m.Method, done: done, send: send}
-	if f.done == nil {
-		f.done = &f.ownDone
+// returns nil. For a tools/call (call != nil) the call's own flags are the
+// request's, and its outcome is answered as a tool result.
+func (ss *Session) begin(m *jsonrpc.Message, r responder, parent context.Context, call *ToolCall) *inflight {
+	f := &inflight{ss: ss, r: r, key: idKey(m.ID), method: m.Method, call: call}
+	f.done = &f.ownDone
+	if call != nil {
+		f.done, f.early = &call.responded, &call.earlyResponse
 	}
 	f.ctx, f.cancel = context.WithCancel(parent)
 	ss.mu.Lock()
@@ -100,6 +103,19 @@ func (f *inflight) run(fn func(ctx context.Context) (any, error)) {
 	default:
 		f.ss.log.Warn("mcp: late result dropped (already answered)", "method", f.method, "outcome", "late_completed")
 	}
+}
+
+// send answers with the handler's outcome.
+func (f *inflight) send(res any, err error) {
+	if f.call != nil {
+		tr, _ := res.(*CallToolResult)
+		f.ss.sendToolResponse(f.r, f.call, tr, err)
+		return
+	}
+	if f.prog != nil {
+		f.prog.finish() // no progress notification follows the response
+	}
+	f.r.answer(res, err)
 }
 
 // end cancels the request's context and removes it from the table.

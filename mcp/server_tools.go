@@ -131,30 +131,36 @@ func (ss *Session) handleToolsCall(m *jsonrpc.Message, r responder) func() {
 		return nil
 	}
 	r.call = call
-	f := ss.begin(m, r, WithToolCall(parent, call), &call.responded, func(res any, err error) {
-		tr, _ := res.(*CallToolResult)
-		ss.sendToolResponse(r, call, tr, err)
-	})
+	f := ss.begin(m, r, WithToolCall(parent, call), call)
 	if f == nil {
 		return nil
 	}
-	f.early = &call.earlyResponse
 	call.respond = func(res *CallToolResult, err error) bool {
 		ss.sendToolResponse(r, call, res, err)
 		return true
 	}
-	src := opts.Tools
-	return func() {
-		f.run(func(ctx context.Context) (any, error) {
-			return r.withInput(ctx, in, func(ctx context.Context) (any, error) {
-				res, err := src.CallTool(ctx, call)
-				if res == nil {
-					return nil, err // not a typed nil in an interface
-				}
-				return res, err
-			})
-		})
+	f.in = in
+	return f.runTool
+}
+
+// runTool runs the tools/call f owns: the ToolSource, then (legacy
+// sessions) as many rounds of client input as the handler asks for.
+func (f *inflight) runTool() { f.run(f.callTool) }
+
+func (f *inflight) callTool(ctx context.Context) (any, error) {
+	src, call := f.ss.server.opts.Tools, f.call
+	if f.in != nil {
+		ctx = withInput(ctx, f.in)
 	}
+	res, err := src.CallTool(ctx, call)
+	var ir *InputRequiredError
+	if err != nil && f.r.mod == nil && errors.As(err, &ir) {
+		return f.r.bridge(ctx, f.in, ir, func(ctx context.Context) (any, error) { return src.CallTool(ctx, call) })
+	}
+	if res == nil {
+		return nil, err // not a typed nil in an interface
+	}
+	return res, err
 }
 
 func (ss *Session) sendToolResponse(r responder, call *ToolCall, res *CallToolResult, err error) {

@@ -45,10 +45,11 @@ type ToolCall struct {
 
 	// respond sends the response before CallTool returns; nil outside a Server.
 	respond       func(*CallToolResult, error) bool
-	responded     atomic.Bool // a response was sent or suppressed
-	earlyResponse atomic.Bool // RespondEarly sent the response
-	progress      Progress    // see ProgressFromContext (progress_helper.go)
-	task          *taskEntry  // the task the call runs as (server_tasks.go)
+	responded     atomic.Bool      // a response was sent or suppressed
+	earlyResponse atomic.Bool      // RespondEarly sent the response
+	progress      Progress         // see ProgressFromContext (progress_helper.go)
+	task          *taskEntry       // the task the call runs as (server_tasks.go)
+	deadline      ResponseDeadline // the first deadline armed (AnswerAtDeadline), never reused
 }
 
 // RespondEarly sends res (or err) as the response to this call at once,
@@ -78,37 +79,59 @@ func (c *ToolCall) Responded() bool { return c.responded.Load() }
 // earlier deadline of an outer caller), the call is answered at once with
 // answer() through RespondEarly, after the cancellation reached the
 // handler; the handler keeps running and the Server drops what it returns
-// later as late. disarm must be called once the handler has returned, with
-// its error; it reports whether the deadline answered the call — also when
-// the handler saw the deadline and returned before the deadline's callback
-// started, in which case disarm answers itself. No goroutine is started
-// per call: dctx's own timer drives the deadline.
-func (c *ToolCall) AnswerAtDeadline(dctx context.Context, at time.Time, answer func() error) (disarm func(handlerErr error) bool) {
-	expired := func() bool {
-		return dctx.Err() == context.DeadlineExceeded && !time.Now().Before(at)
+// later as late. Call Disarm on the result once the handler has returned.
+// No goroutine is started per call: dctx's own timer drives the deadline.
+// Deadlines nest (an inner stage may arm a shorter one).
+func (c *ToolCall) AnswerAtDeadline(dctx context.Context, at time.Time, answer func() error) *ResponseDeadline {
+	d := &c.deadline
+	if d.call != nil { // armed before (nested stages): its callback may still run
+		d = new(ResponseDeadline)
 	}
-	respond := func() {
-		if c.RespondEarly(nil, answer()) && c.Logger != nil {
-			c.Logger.Debug("mcp: answered at the response deadline; the handler is still running", "tool", c.Name)
-		}
+	*d = ResponseDeadline{call: c, ctx: dctx, at: at, answer: answer}
+	d.stop = context.AfterFunc(dctx, d.fire)
+	return d
+}
+
+// ResponseDeadline is a deadline armed by ToolCall.AnswerAtDeadline.
+type ResponseDeadline struct {
+	call   *ToolCall
+	ctx    context.Context
+	at     time.Time
+	answer func() error
+	stop   func() bool
+}
+
+// Disarm ends the deadline, given the handler's error, and reports whether
+// the deadline answered the call — also when the handler saw the deadline
+// and returned before the deadline's callback started, in which case it
+// answers now. A handler that finished at the very edge with its own
+// result keeps it.
+func (d *ResponseDeadline) Disarm(handlerErr error) (answered bool) {
+	pending := d.stop() // true: the callback never started
+	expired := d.expired()
+	answered = expired && !pending
+	if pending && expired && handlerErr != nil &&
+		(errors.Is(handlerErr, context.DeadlineExceeded) || errors.Is(handlerErr, context.Canceled)) {
+		d.respond()
+		answered = true
 	}
-	stop := context.AfterFunc(dctx, func() {
-		if expired() {
-			respond()
-		}
-	})
-	return func(handlerErr error) bool {
-		pending := stop() // true: the callback never started
-		if !expired() {
-			return false
-		}
-		if pending {
-			if handlerErr == nil || (!errors.Is(handlerErr, context.DeadlineExceeded) && !errors.Is(handlerErr, context.Canceled)) {
-				return false // finished at the very edge: its own result stands
-			}
-			respond()
-		}
-		return true
+	return answered
+}
+
+func (d *ResponseDeadline) expired() bool {
+	return d.ctx.Err() == context.DeadlineExceeded && !time.Now().Before(d.at)
+}
+
+func (d *ResponseDeadline) fire() {
+	if d.expired() {
+		d.respond()
+	}
+}
+
+func (d *ResponseDeadline) respond() {
+	c := d.call
+	if c.RespondEarly(nil, d.answer()) && c.Logger != nil {
+		c.Logger.Debug("mcp: answered at the response deadline; the handler is still running", "tool", c.Name)
 	}
 }
 

@@ -54,9 +54,9 @@ func Timeout(def time.Duration) Middleware {
 			at := time.Now().Add(d)
 			dctx, cancel := context.WithDeadline(ctx, at)
 			defer cancel()
-			disarm := c.AnswerAtDeadline(dctx, at, func() error { return timeoutError(c, d) })
+			dl := c.AnswerAtDeadline(dctx, at, func() error { return timeoutError(c, d) })
 			res, err := next(dctx, c)
-			if !disarm(err) {
+			if !dl.Disarm(err) {
 				return res, err
 			}
 			c.timedOut = true
