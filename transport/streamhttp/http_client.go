@@ -159,9 +159,21 @@ func (t *ClientTransport) Write(ctx context.Context, msg []byte) error {
 	}
 	t.mu.Unlock()
 	body := bytes.Clone(msg)
-	resp, err := t.do(ctx, http.MethodPost, body, "")
+	var resp *http.Response
+	mod, modern := modernOutgoing(msg)
+	if modern { // 2026-07-28: no session; the routing headers name the request
+		resp, err = t.doIn(ctx, "", mod.version, http.MethodPost, body, "", mod.headers()...)
+	} else {
+		resp, err = t.do(ctx, http.MethodPost, body, "")
+	}
 	if err != nil {
 		return err
+	}
+	if modern && (resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusNotFound) &&
+		mediaType(resp) == "application/json" {
+		// A modern request's JSON-RPC error travels with its HTTP status:
+		// hand the error response to the reader like any other.
+		resp.StatusCode = http.StatusOK
 	}
 	t.noteSession(resp)
 	switch {
@@ -223,7 +235,7 @@ func (t *ClientTransport) do(ctx context.Context, method string, body []byte, la
 
 // doIn is do within the given session id and protocol version (either ""
 // for none).
-func (t *ClientTransport) doIn(ctx context.Context, sid, v, method string, body []byte, lastEventID string) (*http.Response, error) {
+func (t *ClientTransport) doIn(ctx context.Context, sid, v, method string, body []byte, lastEventID string, extra ...string) (*http.Response, error) {
 	rctx, cancel := context.WithCancel(t.ctx)
 	stop := context.AfterFunc(ctx, cancel)
 	var rd io.Reader
@@ -256,6 +268,9 @@ func (t *ClientTransport) doIn(ctx context.Context, sid, v, method string, body 
 	}
 	if lastEventID != "" {
 		req.Header.Set(headerLastEventID, lastEventID)
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		req.Header.Set(extra[i], extra[i+1])
 	}
 	token := t.opts.BearerToken
 	if t.opts.TokenSource != nil {

@@ -376,3 +376,63 @@ func modernErrorStatus(msg []byte) int {
 	}
 	return http.StatusOK
 }
+
+// modernRequest is what a client sends in the headers of a modern request.
+type modernRequest struct {
+	version, method, name string
+}
+
+// modernOutgoing reports whether msg, a message a client is about to POST,
+// is a modern (2026-07-28) request or notification, and what its headers
+// carry: MCP-Protocol-Version from _meta, Mcp-Method, and Mcp-Name for
+// tools/call, prompts/get, resources/read and the tasks methods.
+func modernOutgoing(msg []byte) (modernRequest, bool) {
+	var m modernRequest
+	if !bytes.Contains(msg, []byte(metaProtocolVersion)) {
+		return m, false
+	}
+	var w struct {
+		Method string         `json:"method"`
+		Params jsontext.Value `json:"params"`
+	}
+	if json.Unmarshal(msg, &w) != nil || w.Method == "" || !hasMetaVersion(w.Params) {
+		return m, false
+	}
+	var p modernParams
+	if json.Unmarshal(w.Params, &p) != nil {
+		return m, false
+	}
+	_ = json.Unmarshal(p.Meta[metaProtocolVersion], &m.version)
+	m.method = w.Method
+	for _, v := range []jsontext.Value{p.Name, p.URI, p.TaskID} {
+		var s string
+		if v.Kind() == '"' && json.Unmarshal(v, &s) == nil {
+			m.name = s
+			break
+		}
+	}
+	return m, true
+}
+
+// headers returns the routing headers as name, value pairs.
+func (m modernRequest) headers() []string {
+	h := []string{headerMethod, m.method}
+	if m.name != "" {
+		h = append(h, headerName, encodeHeaderValue(m.name))
+	}
+	return h
+}
+
+// encodeHeaderValue returns v as a header value: as it is when it is
+// visible ASCII without surrounding spaces, else =?base64?...?=.
+func encodeHeaderValue(v string) string {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c > 0x7e {
+			return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
+		}
+	}
+	if strings.TrimSpace(v) != v {
+		return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
+	}
+	return v
+}
