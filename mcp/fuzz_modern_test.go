@@ -1,0 +1,63 @@
+package mcp
+
+import (
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// FuzzParseRequestMeta: any params either decode into a RequestMeta that
+// has the two required keys, or are refused with -32602; never a panic.
+func FuzzParseRequestMeta(f *testing.F) {
+	for _, s := range []string{
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"url":{}}},"io.modelcontextprotocol/logLevel":"debug","progressToken":7}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":1}}`, `{"_meta":null}`, `[]`, `null`, `{}`, `{"_meta":{"io.modelcontextprotocol/logLevel":"x"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rm, e := ParseRequestMeta(jsontext.Value(b))
+		if e != nil {
+			if e.Code != CodeInvalidParams {
+				t.Fatalf("code %d, want -32602", e.Code)
+			}
+			return
+		}
+		if rm.LogLevel != "" && !rm.LogLevel.Valid() {
+			t.Fatalf("accepted an unknown logLevel %q", rm.LogLevel)
+		}
+		if !isModernRequest(jsontext.Value(b)) {
+			t.Fatalf("accepted params the era test calls legacy: %s", b)
+		}
+	})
+}
+
+// FuzzOpenState: a requestState verifies only if it is exactly the one the
+// server sealed for this request; anything else is refused with -32602,
+// never a panic.
+func FuzzOpenState(f *testing.F) {
+	s := NewServer(&ServerOptions{StateKey: []byte("fuzz key"), Now: func() time.Time { return time.Unix(1e9, 0) }})
+	sealed := s.sealState(&sealedState{Method: MethodToolsCall, Target: "t", Digest: "d", Keys: map[string]string{"k": MethodRootsList}, State: []byte("s")})
+	f.Add(sealed)
+	f.Add("x" + sealed[1:])
+	f.Add("")
+	f.Add(".")
+	f.Add("e30.e30")
+	f.Fuzz(func(t *testing.T, wire string) {
+		st, e := s.openState(wire, MethodToolsCall, "t", "d", "")
+		if wire == sealed {
+			if e != nil || string(st.State) != "s" {
+				t.Fatalf("the sealed state did not verify: %v", e)
+			}
+			return
+		}
+		if e == nil {
+			t.Fatalf("accepted a state the server did not seal: %q", wire)
+		}
+		if e.Code != CodeInvalidParams {
+			t.Fatalf("code %d, want -32602", e.Code)
+		}
+	})
+}
