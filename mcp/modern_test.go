@@ -15,6 +15,7 @@ import (
 
 	"github.com/keelmcp/keel/internal/mcptest"
 	"github.com/keelmcp/keel/mcp"
+	"github.com/keelmcp/keel/registry"
 	"github.com/keelmcp/keel/transport"
 )
 
@@ -360,4 +361,54 @@ func TestModernClientAgainstServer(t *testing.T) {
 	tools.onChange()
 	assert.Equal(t, mcp.NotificationToolsListChanged, recv(t, changed, "the tagged list_changed"))
 	require.NoError(t, sub.Close())
+}
+
+// prompts/get and resources/read answer input_required too, with a state
+// bound to the prompt's arguments and to the resource's URI.
+func TestModernInputRequiredPromptAndResource(t *testing.T) {
+	reg := registry.New(nil)
+	registry.MustRegisterPrompt(reg, "greeting", "Greets whoever answers",
+		func(ctx context.Context, args struct {
+			Style string `json:"style"`
+		}) (*mcp.GetPromptResult, error) {
+			er, ok := mcp.InputFromContext(ctx).Elicit("who")
+			if !ok {
+				return nil, mcp.InputRequired(map[string]mcp.InputRequest{"who": askName}, nil)
+			}
+			return &mcp.GetPromptResult{Messages: []mcp.PromptMessage{{Role: mcp.RoleUser,
+				Content: mcp.Content{Type: mcp.ContentText, Text: args.Style + " " + er.Content["name"].(string)}}}}, nil
+		}, nil)
+	require.NoError(t, reg.AddResource(&mcp.Resource{URI: "test://secret", Name: "secret"},
+		func(ctx context.Context, uri string) ([]mcp.ResourceContents, error) {
+			if _, ok := mcp.InputFromContext(ctx).Roots("roots"); !ok {
+				return nil, mcp.InputRequired(map[string]mcp.InputRequest{"roots": mcp.RootsInput()}, []byte("r"))
+			}
+			text := "42"
+			return []mcp.ResourceContents{{URI: uri, Text: &text}}, nil
+		}))
+	o := modernOptions(&modernTools{})
+	o.Prompts, o.Resources = reg, reg
+	c := startRaw(t, o)
+
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"greeting","arguments":{"style":"Hi"},` + modernMeta + `}}`)
+	res := c.recv()["result"].(map[string]any)
+	require.Equal(t, "input_required", res["resultType"])
+	state := res["requestState"].(string)
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"greeting","arguments":{"style":"Yo"},"inputResponses":{"who":{"action":"accept","content":{"name":"Bo"}}},"requestState":"` + state + `",` + modernMeta + `}}`)
+	assert.Equal(t, float64(-32602), c.recv()["error"].(map[string]any)["code"], "the state is bound to the arguments")
+	c.send(`{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"greeting","arguments":{"style":"Hi"},"inputResponses":{"who":{"action":"accept","content":{"name":"Bo"}}},"requestState":"` + state + `",` + modernMeta + `}}`)
+	res = c.recv()["result"].(map[string]any)
+	assert.Equal(t, "complete", res["resultType"])
+	assert.Equal(t, "Hi Bo", res["messages"].([]any)[0].(map[string]any)["content"].(map[string]any)["text"])
+
+	c.send(`{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"test://secret",` + modernMeta + `}}`)
+	res = c.recv()["result"].(map[string]any)
+	require.Equal(t, "input_required", res["resultType"])
+	assert.NotContains(t, res, "ttlMs", "no caching hints on an input-required result")
+	state = res["requestState"].(string)
+	c.send(`{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"test://secret","inputResponses":{"roots":{"roots":[]}},"requestState":"` + state + `",` + modernMeta + `}}`)
+	res = c.recv()["result"].(map[string]any)
+	assert.Equal(t, "complete", res["resultType"])
+	assert.Contains(t, res, "ttlMs")
+	assert.Equal(t, "42", res["contents"].([]any)[0].(map[string]any)["text"])
 }
