@@ -52,6 +52,9 @@ const (
 	DefaultTaskPollInterval = time.Second
 	// DefaultMaxTasks bounds the tasks in progress per owner.
 	DefaultMaxTasks = 100
+	// DefaultTaskImmediateWait is how long a 2026-07-28 tools/call that
+	// may become a task waits for its handler before answering with a task.
+	DefaultTaskImmediateWait = 50 * time.Millisecond
 )
 
 // TaskOptions configure tasks (ServerOptions.Tasks). The zero value gives
@@ -83,6 +86,13 @@ type TaskOptions struct {
 	// subject of the request's verified bearer token (HTTP with
 	// streamhttp.RequireBearer), else the session.
 	Owner func(ctx context.Context) string
+	// ImmediateWait is how long a 2026-07-28 tools/call that may become a
+	// task waits for its handler before it answers with a task (the
+	// immediate-result shortcut: a handler that returns, or asks for
+	// input, within it is answered directly). 0 = DefaultTaskImmediateWait;
+	// negative = no wait: such calls become tasks before their handler
+	// starts. A handler may also become a task at once with StartTask.
+	ImmediateWait time.Duration
 }
 
 // withDefaults returns o with its defaults filled in.
@@ -101,6 +111,9 @@ func (o TaskOptions) withDefaults() TaskOptions {
 	}
 	if o.NewID == nil {
 		o.NewID = ids.NewUUID
+	}
+	if o.ImmediateWait == 0 {
+		o.ImmediateWait = DefaultTaskImmediateWait
 	}
 	return o
 }
@@ -242,7 +255,15 @@ func (ss *Session) startTask(reqCtx context.Context, r responder, call *ToolCall
 	}
 	call.Logger.Debug("mcp: task created", "tool", call.Name, "taskId", e.id)
 	r.result(&CreateTaskResult{Task: st.snapshot(e)})
-	go ss.runTask(ctx, cancel, e)
+	if !st.track() { // the server stopped its tasks (Server.StopTasks)
+		cancel()
+		ss.finishTask(e, nil, &Error{Code: CodeInternalError, Message: "Internal error: the server is stopping its tasks"})
+		return
+	}
+	go func() {
+		defer st.running.Done()
+		ss.runTask(ctx, cancel, e)
+	}()
 }
 
 // runTask runs the task's call to completion.
