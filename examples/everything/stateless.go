@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 
-
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/registry"
 )
