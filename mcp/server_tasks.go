@@ -19,7 +19,8 @@ import (
 // it with tasks/cancel or list its tasks with tasks/list. The server offers
 // tasks when ServerOptions.Tasks is set, to sessions of 2025-11-25 only;
 // other sessions see no tasks capability, their "task" params are ignored
-// and the tasks/* methods get -32601.
+// and the tasks/* methods get -32601. (Revision 2026-07-28 has tasks as an
+// extension instead, with other rules: tasks_modern.go.)
 //
 // Which tools may run as tasks is each tool's execution.taskSupport
 // (registry.ToolOptions.TaskSupport): "task" sent for a tool whose support

@@ -263,11 +263,11 @@ func (run *modernRun) settleTask(e *taskEntry, res *CallToolResult, err error) {
 	call, st := run.call, run.st
 	var ir *InputRequiredError
 	if errors.As(err, &ir) {
-		if perr := run.park(e, ir); perr == nil {
+		perr := run.park(e, ir)
+		if perr == nil {
 			return
-		} else {
-			res, err = nil, perr
 		}
+		res, err = nil, perr
 	}
 	status, msg := TaskStatusCompleted, ""
 	var rpcErr *Error

@@ -384,6 +384,42 @@ func TestModernTaskDiscoverAndList(t *testing.T) {
 	assert.NotContains(t, plain.recv()["result"].(map[string]any)["capabilities"], "extensions", "no tasks, no extension")
 }
 
+// Tasks belong to their caller (TaskOptions.Owner, by default the bearer
+// token's subject), not to a connection: another caller's task is unknown.
+func TestModernTaskOwners(t *testing.T) {
+	c := startTaskServer(t, &mcp.TaskOptions{Owner: func(ctx context.Context) string {
+		who, _ := mcp.ClientCapabilitiesFromContext(ctx).Experimental["who"].(string) // a stand-in for a token subject
+		return who
+	}})
+	as := func(who string) string {
+		if who == "" {
+			return taskCaps
+		}
+		return `{"experimental":{"who":"` + who + `"},"extensions":{"io.modelcontextprotocol/tasks":{}}}`
+	}
+	id := c.result("tools/call", `"name":"required"`, as("alice"))["taskId"].(string)
+	tests := []struct {
+		who  string
+		code float64 // 0: found
+	}{
+		{"alice", 0},
+		{"bob", -32602},
+		{"", -32602},
+	}
+	for _, tt := range tests {
+		t.Run("as "+tt.who, func(t *testing.T) {
+			m := c.call("tasks/get", `"taskId":"`+id+`"`, as(tt.who))
+			if tt.code == 0 {
+				assert.Equal(t, id, m["result"].(map[string]any)["taskId"])
+				return
+			}
+			assert.Equal(t, tt.code, m["error"].(map[string]any)["code"])
+			m = c.call("tasks/cancel", `"taskId":"`+id+`"`, as(tt.who))
+			assert.Equal(t, tt.code, m["error"].(map[string]any)["code"], "nor can it be cancelled")
+		})
+	}
+}
+
 func TestStopTasks(t *testing.T) {
 	c := startTaskServer(t, &mcp.TaskOptions{ImmediateWait: 10 * time.Millisecond})
 	res := c.result("tools/call", `"name":"slow"`, taskCaps)

@@ -74,6 +74,11 @@ func main() {
 			err = serveHTTP(ctx, srv, ln, &streamhttp.Options{Stateless: *stateless})
 		}
 	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if serr := srv.StopTasks(sctx); serr != nil { // task handlers end with the server
+		logger.Warn("everything: task handlers still running at exit", "error", serr)
+	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		logger.Error("everything: server failed", "error", err)
 		os.Exit(1)
