@@ -63,6 +63,9 @@ func (ss *Session) logEnabled(l LoggingLevel) bool {
 // legacy request those at or above the session's level.
 func (ss *Session) logEnabledFor(ctx context.Context, l LoggingLevel) bool {
 	if m := modernFromContext(ctx); m != nil {
+		if c := ToolCallFromContext(ctx); c != nil && c.run.isTask() {
+			return false // the request was answered with a task: nothing to send on
+		}
 		return ss.server.opts.Logging && m.meta.LogLevel != "" && l.AtLeast(m.meta.LogLevel)
 	}
 	if ss.modernOnly {

@@ -61,11 +61,13 @@ func lookupMethod(name string) (method, bool) {
 	case MethodLoggingSetLevel:
 		return method{eras: eraLegacy, offered: hasLogging, serve: answerNow((*Session).handleSetLevel)}, true
 	case MethodTasksGet:
-		return method{eras: eraLegacy, offered: (*Session).tasksOn, serve: (*Session).handleTasksGet}, true
+		return method{eras: eraBoth, offered: hasTasks, serve: byEra((*Session).handleTasksGet, (*Session).handleModernTasksGet)}, true
 	case MethodTasksResult:
 		return method{eras: eraLegacy, offered: (*Session).tasksOn, serve: (*Session).handleTasksResult}, true
 	case MethodTasksCancel:
-		return method{eras: eraLegacy, offered: (*Session).tasksOn, serve: (*Session).handleTasksCancel}, true
+		return method{eras: eraBoth, offered: hasTasks, serve: byEra((*Session).handleTasksCancel, (*Session).handleModernTasksCancel)}, true
+	case MethodTasksUpdate:
+		return method{eras: eraModern, offered: hasTasks, serve: (*Session).handleModernTasksUpdate}, true
 	case MethodTasksList:
 		return method{eras: eraLegacy, offered: (*Session).tasksOn, serve: (*Session).handleTasksList}, true
 	case MethodServerDiscover:
@@ -92,6 +94,26 @@ func answerNow(h func(ss *Session, m *jsonrpc.Message, r responder)) func(*Sessi
 		return nil
 	}
 }
+
+// byEra serves a method both eras have under different rules: legacy
+// requests (offered to sessions whose revision has tasks: tasksOn) with
+// legacy, modern requests with modern.
+func byEra(legacy, modern func(*Session, *jsonrpc.Message, responder) func()) func(*Session, *jsonrpc.Message, responder) func() {
+	return func(ss *Session, m *jsonrpc.Message, r responder) func() {
+		if r.mod != nil {
+			return modern(ss, m, r)
+		}
+		if !ss.tasksOn() {
+			r.error(methodNotFound(m.Method))
+			return nil
+		}
+		return legacy(ss, m, r)
+	}
+}
+
+// hasTasks reports whether the server offers tasks at all (the legacy
+// rows narrow it to sessions of 2025-11-25: tasksOn).
+func hasTasks(ss *Session) bool { return ss.server.tasks != nil && ss.server.opts.Tools != nil }
 
 func hasTools(ss *Session) bool       { return ss.server.opts.Tools != nil }
 func hasResources(ss *Session) bool   { return ss.server.opts.Resources != nil }

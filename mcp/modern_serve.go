@@ -252,5 +252,8 @@ func (s *Server) modernCapabilities() ServerCapabilities {
 	if o.Logging {
 		caps.Logging = &struct{}{}
 	}
+	if s.tasks != nil && o.Tools != nil {
+		caps.Extensions = tasksExtension() // tasks_modern.go
+	}
 	return caps
 }

@@ -108,6 +108,10 @@ func (f *inflight) run(fn func(ctx context.Context) (any, error)) {
 // send answers with the handler's outcome.
 func (f *inflight) send(res any, err error) {
 	if f.call != nil {
+		if tc, ok := res.(*TaskCreatedResult); ok { // a modern call became a task (tasks_modern_serve.go)
+			f.r.result(tc)
+			return
+		}
 		tr, _ := res.(*CallToolResult)
 		f.ss.sendToolResponse(f.r, f.call, tr, err)
 		return

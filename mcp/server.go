@@ -80,9 +80,11 @@ type ServerOptions struct {
 	// that ends with the session; it typically calls ss.ListRoots.
 	// Notifications that arrive while it runs are coalesced into one more call.
 	OnRootsListChanged func(ctx context.Context, ss *Session)
-	// Tasks, if set, offers tasks (2025-11-25, experimental) to sessions of
-	// that revision: tools/call of tools whose execution.taskSupport allows
-	// it may run in the background (server_tasks.go). It is copied.
+	// Tasks, if set, offers tasks: to sessions of 2025-11-25 (experimental;
+	// server_tasks.go), and to 2026-07-28 requests that declare the
+	// io.modelcontextprotocol/tasks extension (tasks_modern.go). tools/call
+	// of tools whose execution.taskSupport allows it may run in the
+	// background. It is copied.
 	Tasks *TaskOptions
 
 	// StateKey is the HMAC-SHA-256 key that seals the requestState of

@@ -19,7 +19,8 @@ import (
 // it with tasks/cancel or list its tasks with tasks/list. The server offers
 // tasks when ServerOptions.Tasks is set, to sessions of 2025-11-25 only;
 // other sessions see no tasks capability, their "task" params are ignored
-// and the tasks/* methods get -32601.
+// and the tasks/* methods get -32601. (Revision 2026-07-28 has tasks as an
+// extension instead, with other rules: tasks_modern.go.)
 //
 // Which tools may run as tasks is each tool's execution.taskSupport
 // (registry.ToolOptions.TaskSupport): "task" sent for a tool whose support
@@ -52,6 +53,9 @@ const (
 	DefaultTaskPollInterval = time.Second
 	// DefaultMaxTasks bounds the tasks in progress per owner.
 	DefaultMaxTasks = 100
+	// DefaultTaskImmediateWait is how long a 2026-07-28 tools/call that
+	// may become a task waits for its handler before answering with a task.
+	DefaultTaskImmediateWait = 50 * time.Millisecond
 )
 
 // TaskOptions configure tasks (ServerOptions.Tasks). The zero value gives
@@ -83,6 +87,13 @@ type TaskOptions struct {
 	// subject of the request's verified bearer token (HTTP with
 	// streamhttp.RequireBearer), else the session.
 	Owner func(ctx context.Context) string
+	// ImmediateWait is how long a 2026-07-28 tools/call that may become a
+	// task waits for its handler before it answers with a task (the
+	// immediate-result shortcut: a handler that returns, or asks for
+	// input, within it is answered directly). 0 = DefaultTaskImmediateWait;
+	// negative = no wait: such calls become tasks before their handler
+	// starts. A handler may also become a task at once with StartTask.
+	ImmediateWait time.Duration
 }
 
 // withDefaults returns o with its defaults filled in.
@@ -101,6 +112,9 @@ func (o TaskOptions) withDefaults() TaskOptions {
 	}
 	if o.NewID == nil {
 		o.NewID = ids.NewUUID
+	}
+	if o.ImmediateWait == 0 {
+		o.ImmediateWait = DefaultTaskImmediateWait
 	}
 	return o
 }
@@ -242,7 +256,15 @@ func (ss *Session) startTask(reqCtx context.Context, r responder, call *ToolCall
 	}
 	call.Logger.Debug("mcp: task created", "tool", call.Name, "taskId", e.id)
 	r.result(&CreateTaskResult{Task: st.snapshot(e)})
-	go ss.runTask(ctx, cancel, e)
+	if !st.track() { // the server stopped its tasks (Server.StopTasks)
+		cancel()
+		ss.finishTask(e, nil, &Error{Code: CodeInternalError, Message: "Internal error: the server is stopping its tasks"})
+		return
+	}
+	go func() {
+		defer st.running.Done()
+		ss.runTask(ctx, cancel, e)
+	}()
 }
 
 // runTask runs the task's call to completion.

@@ -125,6 +125,11 @@ func (ss *Session) handleToolsCall(m *jsonrpc.Message, r responder) func() {
 	if r.mod == nil && (p.Task != nil || ss.server.tasks != nil) && ss.taskCall(r, call) { // server_tasks.go
 		return nil
 	}
+	if r.mod != nil && ss.server.tasks != nil {
+		if job, handled := ss.modernTaskCall(m, r, call, &p); handled { // tasks_modern.go
+			return job
+		}
+	}
 	parent := r.context(ss.messageContext())
 	in, ok := r.inputFor(parent, MethodToolsCall, p.Name, p.Arguments, p.InputResponses, p.RequestState) // input_serve.go
 	if !ok {

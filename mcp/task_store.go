@@ -38,6 +38,8 @@ type taskEntry struct {
 
 	notifyMu sync.Mutex // serializes status notifications
 	notified Task       // the state last notified (guarded by notifyMu)
+
+	mod *modernTask // a task of the 2026-07-28 extension (tasks_modern.go)
 }
 
 // taskStore holds the tasks of one Server.
@@ -53,11 +55,18 @@ type taskStore struct {
 	sessionSeq uint64
 	active     map[string]int            // owner → non-terminal tasks
 	index      atomic.Pointer[toolIndex] // tool definitions by name (see findTool)
+
+	// running counts the goroutines that run task handlers (both eras);
+	// live holds the 2026-07-28 calls whose handler runs; after stopped
+	// (Server.StopTasks) no handler starts.
+	running sync.WaitGroup
+	live    map[*modernRun]struct{}
+	stopped bool
 }
 
 func newTaskStore(o TaskOptions, now func() time.Time) *taskStore {
 	return &taskStore{opts: o, now: now, byID: map[string]*taskEntry{},
-		sessions: map[*Session]string{}, active: map[string]int{}}
+		sessions: map[*Session]string{}, active: map[string]int{}, live: map[*modernRun]struct{}{}}
 }
 
 // formatTime formats t as an ISO 8601 (RFC 3339) UTC timestamp with at most
@@ -316,4 +325,16 @@ func (st *taskStore) removed(e *taskEntry) bool {
 type toolIndex struct {
 	list []*Tool
 	byID map[string]*Tool
+}
+
+// track counts a task goroutine about to start in running, unless the
+// server stopped its tasks; it reports whether the goroutine may start.
+func (st *taskStore) track() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.stopped {
+		return false
+	}
+	st.running.Add(1)
+	return true
 }

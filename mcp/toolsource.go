@@ -32,7 +32,11 @@ type ToolCall struct {
 	Arguments jsontext.Value
 	// Meta is the request's _meta (nil when absent).
 	Meta Meta
-	// Task is set when the client asked to run the call as a task.
+	// Task is set when the client asked to run the call as a task
+	// (2025-11-25), or when a 2026-07-28 call may become one (the tool
+	// supports tasks and the request declared the tasks extension; see
+	// StartTask). Middleware reads it to leave such calls without a
+	// response deadline.
 	Task *TaskMetadata
 	// CorrelationID is the client's _meta.correlationId or a new UUID v4.
 	CorrelationID string
@@ -49,6 +53,7 @@ type ToolCall struct {
 	earlyResponse atomic.Bool      // RespondEarly sent the response
 	progress      Progress         // see ProgressFromContext (progress_helper.go)
 	task          *taskEntry       // the task the call runs as (server_tasks.go)
+	run           *modernRun       // a 2026-07-28 call that may become a task (tasks_modern.go)
 	deadline      ResponseDeadline // the first deadline armed (AnswerAtDeadline), never reused
 }
 

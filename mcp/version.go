@@ -6,6 +6,9 @@ package mcp
 
 // downgradeTools strips tool fields newer than revision v.
 func downgradeTools(tools []*Tool, v string) []*Tool {
+	if IsModernVersion(v) {
+		return withoutExecution(tools)
+	}
 	if VersionAtLeast(v, Version20251125) {
 		return tools
 	}
@@ -19,6 +22,32 @@ func downgradeTools(tools []*Tool, v string) []*Tool {
 		if out != nil {
 			out[i] = d
 		}
+	}
+	if out == nil {
+		return tools
+	}
+	return out
+}
+
+// withoutExecution returns tools without their execution member, which
+// revision 2026-07-28 removed (task support is the tasks extension's
+// business: tasks_modern.go). Tools without one are shared, not copied.
+func withoutExecution(tools []*Tool) []*Tool {
+	var out []*Tool
+	for i, t := range tools {
+		if t.Execution == nil {
+			if out != nil {
+				out[i] = t
+			}
+			continue
+		}
+		if out == nil {
+			out = make([]*Tool, len(tools))
+			copy(out, tools[:i])
+		}
+		c := *t
+		c.Execution = nil
+		out[i] = &c
 	}
 	if out == nil {
 		return tools

@@ -14,7 +14,9 @@
 // (the binary fixtures), inputrequired.go (input-required results of
 // revision 2026-07-28: a handler asks the client for input by returning
 // mcp.InputRequired), stateless.go (the diagnostics of revision
-// 2026-07-28: a missing client capability, logging, list changes).
+// 2026-07-28: a missing client capability, logging, list changes),
+// tasks_modern.go (tools that run as tasks: the tasks extension of
+// 2026-07-28).
 //
 //	go run ./examples/everything                             # MCP over stdio
 //	go run ./examples/everything -http 127.0.0.1:3001        # streamable HTTP at /mcp
@@ -72,6 +74,11 @@ func main() {
 			err = serveHTTP(ctx, srv, ln, &streamhttp.Options{Stateless: *stateless})
 		}
 	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if serr := srv.StopTasks(sctx); serr != nil { // task handlers end with the server
+		logger.Warn("everything: task handlers still running at exit", "error", serr)
+	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		logger.Error("everything: server failed", "error", err)
 		os.Exit(1)
@@ -85,6 +92,7 @@ func newRegistry(logger *slog.Logger) *registry.Registry {
 	registerTools(reg)
 	registerInputRequiredTools(reg)
 	registerStatelessTools(reg)
+	registerTaskTools(reg)
 	registerResources(reg)
 	registerPrompts(reg)
 	registerInputRequiredPrompts(reg)
@@ -106,6 +114,7 @@ func newServer(reg *registry.Registry, logger *slog.Logger) *mcp.Server {
 		Completions:  reg,
 		Logging:      true,
 		Logger:       logger,
+		Tasks:        &mcp.TaskOptions{}, // tasks_modern.go: the defaults
 	})
 }
 

@@ -1,0 +1,477 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+)
+
+// modernRun is one 2026-07-28 tools/call that may become a task (see
+// tasks_modern.go). Its handler runs on a goroutine the task store counts
+// (taskStore.running), under ctx: a context with the request's values that
+// outlives the request. Until the call becomes a task, the request waits
+// for the handler, and its end (cancellation, disconnection) cancels ctx.
+//
+// Lock order: mu before the store's mu.
+type modernRun struct {
+	ss     *Session
+	st     *taskStore
+	call   *ToolCall
+	owner  string
+	caps   ClientCapabilities // what the request declared: input requests must fit
+	round0 int                // the input round the call started at
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	entry     *taskEntry    // set once the call is a task
+	settled   bool          // the request is answered directly (or went away)
+	out       runOutcome    // the direct answer (settled)
+	answered  chan struct{} // closed when out is set
+	escalated chan struct{} // closed when entry is set
+}
+
+type runOutcome struct {
+	res *CallToolResult
+	err error
+}
+
+// modernTask is the part of a task entry only 2026-07-28 tasks have; its
+// fields are guarded by the store's mu.
+type modernTask struct {
+	run     *modernRun
+	pending map[string]pendingInput   // minted key → what the handler asked
+	answers map[string]jsontext.Value // handler key → answer (this round)
+	state   []byte                    // the handler's State of this round
+	round   int
+	seq     int // minted keys so far
+}
+
+type pendingInput struct {
+	key string // the handler's key
+	req InputRequest
+}
+
+// isTask reports whether the call was answered with a task (false for nil).
+func (run *modernRun) isTask() bool {
+	if run == nil {
+		return false
+	}
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	return run.entry != nil
+}
+
+// modernOwner returns the owner key of a modern request's tasks: its
+// authorization context (TaskOptions.Owner, or its bearer token's
+// subject), or the shared anonymous scope. Legacy owners never collide.
+func (st *taskStore) modernOwner(ctx context.Context) string {
+	return "modern:" + st.opts.owner(ctx)
+}
+
+// modernTaskCall applies the tasks extension to a 2026-07-28 tools/call.
+// handled false means "serve it as a plain call"; otherwise the call was
+// refused (-32021, a bad requestState) or job runs it.
+func (ss *Session) modernTaskCall(m *jsonrpc.Message, r responder, call *ToolCall, p *CallToolParams) (job func(), handled bool) {
+	st := ss.server.tasks
+	parent := r.context(ss.messageContext())
+	def, ok := ss.findTool(parent, call.Name)
+	if !ok {
+		return nil, false // the source answers for unknown tools
+	}
+	support := TaskForbidden
+	if def.Execution != nil && def.Execution.TaskSupport != "" {
+		support = def.Execution.TaskSupport
+	}
+	ext := declaresTasks(r.mod.meta.ClientCapabilities)
+	switch {
+	case support == TaskRequired && !ext:
+		r.error(errTasksExtensionRequired("tool " + quote(call.Name) + " runs as a task only; it"))
+		return nil, true
+	case support == TaskForbidden || !ext:
+		return nil, false
+	}
+	in, ok := r.inputFor(parent, MethodToolsCall, p.Name, p.Arguments, p.InputResponses, p.RequestState) // input_serve.go
+	if !ok {
+		return nil, true
+	}
+	call.Task = &TaskMetadata{} // it may become a task: no response deadline
+	run := &modernRun{ss: ss, st: st, call: call, owner: st.modernOwner(parent), caps: r.mod.meta.ClientCapabilities,
+		answered: make(chan struct{}), escalated: make(chan struct{})}
+	if in != nil {
+		run.round0 = in.Round
+	}
+	run.ctx, run.cancel = context.WithCancel(context.WithoutCancel(WithToolCall(parent, call)))
+	call.run = run
+	r.call = call
+	f := ss.begin(m, r, WithToolCall(parent, call), call)
+	if f == nil {
+		run.cancel()
+		return nil, true
+	}
+	// RespondEarly settles the run (run.outcome), which serve then
+	// answers: the request keeps its own answered flag.
+	f.done, f.early = &f.ownDone, nil
+	call.respond = func(res *CallToolResult, err error) bool { // RespondEarly
+		run.outcome(res, err)
+		return true
+	}
+	return func() {
+		f.run(func(ctx context.Context) (any, error) { return run.serve(ctx, in) })
+	}, true
+}
+
+// serve runs the call for its request (ctx): it answers with the
+// handler's outcome when that comes first, else with the task.
+func (run *modernRun) serve(ctx context.Context, in *Input) (any, error) {
+	wait := run.st.opts.ImmediateWait
+	if wait < 0 {
+		run.escalate()
+	}
+	run.start(in)
+	var expired <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		expired = t.C
+	}
+	for {
+		select {
+		case <-run.answered:
+			if run.out.res == nil {
+				return nil, run.out.err // not a typed nil in an interface
+			}
+			return run.out.res, run.out.err
+		case <-run.escalated:
+			return &TaskCreatedResult{ResultType: ResultTypeTask, TaskInfo: run.st.info(run.entry)}, nil
+		case <-expired:
+			expired = nil
+			run.escalate() // if it cannot (MaxTasks), the request waits
+		case <-ctx.Done():
+			run.mu.Lock()
+			if run.entry == nil && !run.settled {
+				run.settled = true // the request went away: so does the call
+				run.cancel()
+			}
+			run.mu.Unlock()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// escalate makes the call a task unless it was answered already; it
+// reports whether the call is a task.
+func (run *modernRun) escalate() bool {
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	switch {
+	case run.entry != nil:
+		return true
+	case run.settled:
+		return false
+	}
+	st := run.st
+	ttl := st.opts.taskTTL(nil)
+	stopTimer := func() bool { return false }
+	if ttl != nil {
+		stopTimer = time.AfterFunc(time.Duration(*ttl)*time.Millisecond, run.cancel).Stop
+	}
+	e := st.create(nil, run.owner, run.call, ttl, func() { stopTimer(); run.cancel() })
+	if e == nil {
+		stopTimer()
+		run.call.Logger.Debug("mcp: too many tasks in progress: the call is answered directly", "tool", run.call.Name)
+		return false
+	}
+	st.mu.Lock()
+	e.mod = &modernTask{run: run, round: run.round0}
+	st.mu.Unlock()
+	run.entry = e
+	run.call.progress.finish() // the request is answered: no progress follows
+	close(run.escalated)
+	run.call.Logger.Debug("mcp: task created", "tool", run.call.Name, "taskId", e.id)
+	return true
+}
+
+// start runs the handler with in on a goroutine of its own.
+func (run *modernRun) start(in *Input) {
+	st := run.st
+	st.mu.Lock()
+	if st.stopped {
+		st.mu.Unlock()
+		run.outcome(nil, &Error{Code: CodeInternalError, Message: "Internal error: the server is stopping its tasks"})
+		return
+	}
+	st.live[run] = struct{}{}
+	st.running.Add(1)
+	st.mu.Unlock()
+	go func() {
+		defer st.running.Done()
+		res, err := run.invoke(in)
+		st.mu.Lock()
+		delete(st.live, run)
+		st.mu.Unlock()
+		run.outcome(res, err)
+	}()
+}
+
+// invoke calls the tool once, recovering a panic.
+func (run *modernRun) invoke(in *Input) (res *CallToolResult, err error) {
+	call := run.call
+	defer func() {
+		if p := recover(); p != nil {
+			call.Logger.Error("mcp: tool call panicked", "tool", call.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			res, err = nil, &StructuredError{Code: ErrInternal, Message: "internal error", Details: map[string]any{"reason": "panic"}}
+		}
+	}()
+	return run.ss.server.opts.Tools.CallTool(withInput(run.ctx, in), call)
+}
+
+// outcome takes what the handler returned (or RespondEarly sent): the
+// request's answer while the call is not a task, else the task's.
+func (run *modernRun) outcome(res *CallToolResult, err error) {
+	run.mu.Lock()
+	if run.entry == nil {
+		if !run.settled {
+			run.settled, run.out = true, runOutcome{res, err}
+			close(run.answered)
+		}
+		run.mu.Unlock()
+		return
+	}
+	e := run.entry
+	run.mu.Unlock()
+	run.settleTask(e, res, err)
+}
+
+// settleTask records a handler's outcome in its task: input_required for
+// an *InputRequiredError, failed for a JSON-RPC error, else completed (an
+// isError result included).
+func (run *modernRun) settleTask(e *taskEntry, res *CallToolResult, err error) {
+	call, st := run.call, run.st
+	var ir *InputRequiredError
+	if errors.As(err, &ir) {
+		perr := run.park(e, ir)
+		if perr == nil {
+			return
+		}
+		res, err = nil, perr
+	}
+	status, msg := TaskStatusCompleted, ""
+	var rpcErr *Error
+	if err != nil {
+		var re *Error
+		var se *StructuredError
+		switch {
+		case errors.As(err, &re):
+			c := *re
+			if s, ok := re.Data.(*StructuredError); ok {
+				c.Data = withIDs(s, call)
+			}
+			rpcErr, res, msg = &c, nil, re.Message
+		case errors.As(err, &se):
+			res = ToolErrorResult(withIDs(se, call))
+		default:
+			res = ToolErrorResult(withIDs(&StructuredError{Code: ErrInternal, Message: err.Error()}, call))
+		}
+	}
+	if res == nil && rpcErr == nil {
+		res = &CallToolResult{}
+	}
+	if res != nil {
+		res = downgradeResult(res, Version20260728)
+		if _, merr := json.Marshal(res); merr != nil {
+			call.Logger.Error("mcp: task result not serializable", "error", merr)
+			res, rpcErr, msg = nil, &Error{Code: CodeInternalError, Message: "Internal error: result not serializable"}, "result not serializable"
+		} else if res.IsError {
+			msg = resultErrorText(res)
+		}
+	}
+	if rpcErr != nil {
+		status = TaskStatusFailed
+	}
+	if st.finish(e, status, msg, res, rpcErr) {
+		call.Logger.Debug("mcp: task finished", "tool", call.Name, "taskId", e.id, "status", string(status))
+	}
+	e.cancel() // the handler returned: release its context and ttl timer
+}
+
+// park puts the task in input_required with the requests of ir under
+// minted keys; an error is what the task fails with instead.
+func (run *modernRun) park(e *taskEntry, ir *InputRequiredError) *Error {
+	if len(ir.Requests) == 0 {
+		return &Error{Code: CodeInternalError, Message: "Internal error: the task asked for input without requests"}
+	}
+	var need ClientCapabilities
+	for k, req := range ir.Requests {
+		switch req.Method {
+		case MethodElicitationCreate, MethodSamplingCreateMessage, MethodRootsList:
+		default:
+			return &Error{Code: CodeInternalError, Message: "Internal error: input request " + quote(k) + " has method " + quote(req.Method)}
+		}
+		mergeCaps(&need, requiredFor(req))
+	}
+	if miss, ok := missingFor(need, run.caps); ok {
+		return MissingCapabilityError(miss, "Missing required client capability: the task needs input the client did not declare it can give")
+	}
+	st := run.st
+	now := st.now()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	mt := e.mod
+	if max := run.ss.server.opts.MaxInputRounds; mt.round+1 >= max {
+		return &Error{Code: CodeInternalError, Message: fmt.Sprintf("Internal error: the task asked for input more than MaxInputRounds (%d) times", max)}
+	}
+	if e.task.Status.Terminal() {
+		return nil // cancelled meanwhile: nothing to ask
+	}
+	mt.pending = make(map[string]pendingInput, len(ir.Requests))
+	for _, k := range sortedKeys(ir.Requests) {
+		req := ir.Requests[k]
+		if req.Params == nil {
+			req.Params = struct{}{}
+		}
+		mt.seq++
+		mt.pending["input-"+strconv.Itoa(mt.seq)] = pendingInput{key: k, req: req}
+	}
+	mt.answers, mt.state = map[string]jsontext.Value{}, ir.State
+	e.task.Status, e.task.StatusMessage, e.task.LastUpdatedAt = TaskStatusInputRequired, "Waiting for input from the client", formatTime(now)
+	return nil
+}
+
+// info returns e's state in the form of revision 2026-07-28.
+func (st *taskStore) info(e *taskEntry) TaskInfo {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return taskInfo(&e.task)
+}
+
+func taskInfo(t *Task) TaskInfo {
+	return TaskInfo{TaskID: t.TaskID, Status: t.Status, StatusMessage: t.StatusMessage, CreatedAt: t.CreatedAt,
+		LastUpdatedAt: t.LastUpdatedAt, TTLMs: t.TTL, PollIntervalMs: t.PollInterval}
+}
+
+// detail returns the DetailedTask of e.
+func (st *taskStore) detail(e *taskEntry) *DetailedTask {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	d := &DetailedTask{ResultType: ResultTypeComplete, TaskInfo: taskInfo(&e.task)}
+	switch e.task.Status {
+	case TaskStatusInputRequired:
+		d.InputRequests = make(map[string]InputRequest, len(e.mod.pending))
+		for k, p := range e.mod.pending {
+			d.InputRequests[k] = p.req
+		}
+	case TaskStatusCompleted:
+		d.Result = e.result
+	case TaskStatusFailed:
+		if e.rpcErr != nil {
+			d.Error = &TaskError{Code: e.rpcErr.Code, Message: e.rpcErr.Message, Data: e.rpcErr.Data}
+		}
+	}
+	return d
+}
+
+// modernTask finds the task a modern tasks/* request names: -32021
+// without the extension, -32602 for an unknown task (or another caller's).
+func (ss *Session) modernTask(m *jsonrpc.Message, r responder) *taskEntry {
+	if !declaresTasks(r.mod.meta.ClientCapabilities) {
+		r.error(errTasksExtensionRequired(m.Method))
+		return nil
+	}
+	id, perr := taskParams(m)
+	if perr != nil {
+		r.error(perr)
+		return nil
+	}
+	st := ss.server.tasks
+	e := st.get(st.modernOwner(r.context(ss.messageContext())), id)
+	if e == nil || e.mod == nil {
+		r.error(errTaskNotFound(id))
+		return nil
+	}
+	return e
+}
+
+func (ss *Session) handleModernTasksGet(m *jsonrpc.Message, r responder) func() {
+	if e := ss.modernTask(m, r); e != nil {
+		r.result(ss.server.tasks.detail(e))
+	}
+	return nil
+}
+
+// handleModernTasksCancel settles the task as cancelled and cancels its
+// handler's context; a terminal task stays as it is. Both get the empty ack.
+func (ss *Session) handleModernTasksCancel(m *jsonrpc.Message, r responder) func() {
+	e := ss.modernTask(m, r)
+	if e == nil {
+		return nil
+	}
+	st := ss.server.tasks
+	if st.finish(e, TaskStatusCancelled, "The task was cancelled by request.", nil, nil) {
+		e.call.progress.finish()
+		e.cancel()
+		e.call.Logger.Debug("mcp: task cancelled by the client", "tool", e.call.Name, "taskId", e.id)
+	}
+	r.result(EmptyResult{})
+	return nil
+}
+
+// handleModernTasksUpdate delivers answers to an input_required task.
+// Each answer must have the shape of its request's result (-32602);
+// unknown keys are ignored. Once every pending request is answered, the
+// task is working again and its handler runs with the answers.
+func (ss *Session) handleModernTasksUpdate(m *jsonrpc.Message, r responder) func() {
+	e := ss.modernTask(m, r)
+	if e == nil {
+		return nil
+	}
+	var p UpdateTaskParams
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		r.error(invalidParams(err))
+		return nil
+	}
+	st := ss.server.tasks
+	now := st.now()
+	st.mu.Lock()
+	mt := e.mod
+	if e.task.Status != TaskStatusInputRequired {
+		st.mu.Unlock()
+		r.result(EmptyResult{}) // nothing asked (any more): an update is moot
+		return nil
+	}
+	for k, raw := range p.InputResponses {
+		if pi, ok := mt.pending[k]; ok && (raw.Kind() != '{' || !inputResultValid(pi.req.Method, raw)) {
+			st.mu.Unlock()
+			r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: inputResponses[" + quote(k) + "] is not a result of " + pi.req.Method})
+			return nil
+		}
+	}
+	for k, raw := range p.InputResponses {
+		if pi, ok := mt.pending[k]; ok {
+			mt.answers[pi.key] = raw
+			delete(mt.pending, k)
+		}
+	}
+	var in *Input
+	if len(mt.pending) == 0 {
+		mt.round++
+		in = &Input{Responses: mt.answers, State: mt.state, Round: mt.round}
+		mt.answers, mt.state = nil, nil
+		e.task.Status, e.task.StatusMessage, e.task.LastUpdatedAt = TaskStatusWorking, "", formatTime(now)
+	}
+	st.mu.Unlock()
+	r.result(EmptyResult{})
+	if in != nil {
+		mt.run.start(in)
+	}
+	return nil
+}
