@@ -35,6 +35,12 @@ func registerStatelessTools(reg *registry.Registry) {
 	registry.MustRegister(reg, "test_logging_tool",
 		"Sends three log messages while it runs (only to requests whose _meta sets a logLevel)", withLogging, readOnly)
 
+	registry.MustRegister(reg, "test_custom_headers",
+		"Echoes its arguments; region is mirrored in the Mcp-Param-Region header (x-mcp-header), which the server checks against the body",
+		func(_ context.Context, in CustomHeaderArgs) (string, error) {
+			return "region=" + in.Region + " query=" + in.Query, nil
+		}, readOnly)
+
 	t := &listToggler{reg: reg}
 	registry.MustRegister(reg, "test_trigger_tool_change",
 		"Adds the tool "+dynamicTool+", or removes it when present: the tool list changes",
@@ -110,4 +116,12 @@ func (t *listToggler) togglePrompt() (*mcp.CallToolResult, error) {
 		return nil, err
 	}
 	return textResult("Added the prompt " + dynamicPrompt), nil
+}
+
+// CustomHeaderArgs are the arguments of test_custom_headers: region is
+// annotated with x-mcp-header (SEP-2243), so a 2026-07-28 client over HTTP
+// sends it as Mcp-Param-Region too.
+type CustomHeaderArgs struct {
+	Region string `json:"region" jsonschema_extras:"x-mcp-header=Region"`
+	Query  string `json:"query,omitempty"`
 }
