@@ -157,7 +157,7 @@ func (in *Input) decode(key string, v any) bool {
 	return ok && json.Unmarshal(raw, v, json.RejectUnknownMembers(false)) == nil
 }
 
-// inputResultSchema decodes the response to an input request of method,
+// inputResultValid decodes the response to an input request of method,
 // reporting whether it has that method's result shape.
 func inputResultValid(method string, raw jsontext.Value) bool {
 	in := &Input{Responses: map[string]jsontext.Value{"k": raw}}
