@@ -337,7 +337,11 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 
 func (c *Client) sendCancelled(id int64, reason string) {
 	raw := jsontext.Value(fmt.Appendf(nil, "%d", id))
-	_ = c.conn.notify(context.Background(), NotificationCancelled, &CancelledParams{RequestID: raw, Reason: reason})
+	p := &CancelledParams{RequestID: raw, Reason: reason}
+	if c.mod.on { // names its revision, so that an HTTP transport knows it is modern
+		p.Meta = Meta{MetaProtocolVersion: c.opts.ProtocolVersion}
+	}
+	_ = c.conn.notify(context.Background(), NotificationCancelled, p)
 }
 
 // Notify sends a notification; like Call, it starts a new session and

@@ -71,6 +71,10 @@ type ClientTransport struct {
 	getFor    string // the session the GET stream runs for ("" = none)
 	ended     bool   // the server ended the session: only the handshake of a new one may be sent
 	closed    bool
+	// streams holds the SSE answers of modern requests by raw id: a
+	// modern notifications/cancelled closes its request's stream, which
+	// is how a 2026-07-28 client over HTTP cancels (subscriptions/listen).
+	streams map[string]io.Closer
 }
 
 var _ transport.Transport = (*ClientTransport)(nil)
@@ -161,6 +165,10 @@ func (t *ClientTransport) Write(ctx context.Context, msg []byte) error {
 	body := bytes.Clone(msg)
 	var resp *http.Response
 	mod, modern := modernOutgoing(msg)
+	if modern && mod.method == "notifications/cancelled" {
+		t.closeStream(mod.cancelled)
+		return nil // over HTTP the stream is the request: closing it cancels
+	}
 	if modern { // 2026-07-28: no session; the routing headers name the request
 		resp, err = t.doIn(ctx, "", mod.version, http.MethodPost, body, "", mod.headers()...)
 	} else {
@@ -213,7 +221,22 @@ func (t *ClientTransport) Write(ctx context.Context, msg []byte) error {
 		}
 		return nil
 	case "text/event-stream":
-		if !t.goBackground(func() { t.readStream(resp, pending) }) {
+		if modern && len(pending) == 1 {
+			t.mu.Lock()
+			if t.streams == nil {
+				t.streams = map[string]io.Closer{}
+			}
+			t.streams[pending[0]] = resp.Body
+			t.mu.Unlock()
+		}
+		if !t.goBackground(func() {
+			t.readStream(resp, pending)
+			if modern && len(pending) == 1 {
+				t.mu.Lock()
+				delete(t.streams, pending[0])
+				t.mu.Unlock()
+			}
+		}) {
 			drain(resp)
 			return transport.ErrClosed
 		}
@@ -536,6 +559,18 @@ func (t *ClientTransport) consume(resp *http.Response, lastID *string, retry *ti
 
 // failPending answers requests whose responses can no longer arrive with a
 // JSON-RPC error, so that their callers do not wait forever.
+// closeStream closes the SSE answer of the modern request with raw id id,
+// if it is still open.
+func (t *ClientTransport) closeStream(id string) {
+	t.mu.Lock()
+	c := t.streams[id]
+	delete(t.streams, id)
+	t.mu.Unlock()
+	if c != nil {
+		_ = c.Close()
+	}
+}
+
 func (t *ClientTransport) failPending(want map[string]bool, why string) {
 	for id := range want {
 		msg, err := jsonrpc.AppendError(nil, []byte(id), codeServerError, "transport: "+why, nil)

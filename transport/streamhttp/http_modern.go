@@ -380,6 +380,7 @@ func modernErrorStatus(msg []byte) int {
 // modernRequest is what a client sends in the headers of a modern request.
 type modernRequest struct {
 	version, method, name string
+	cancelled             string // notifications/cancelled: the raw requestId
 }
 
 // modernOutgoing reports whether msg, a message a client is about to POST,
@@ -404,6 +405,14 @@ func modernOutgoing(msg []byte) (modernRequest, bool) {
 	}
 	_ = json.Unmarshal(p.Meta[metaProtocolVersion], &m.version)
 	m.method = w.Method
+	if w.Method == "notifications/cancelled" {
+		var c struct {
+			RequestID jsontext.Value `json:"requestId"`
+		}
+		if json.Unmarshal(w.Params, &c) == nil {
+			m.cancelled = string(c.RequestID)
+		}
+	}
 	for _, v := range []jsontext.Value{p.Name, p.URI, p.TaskID} {
 		var s string
 		if v.Kind() == '"' && json.Unmarshal(v, &s) == nil {

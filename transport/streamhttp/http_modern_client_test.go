@@ -2,14 +2,17 @@ package streamhttp_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/keelmcp/keel/internal/mcptest"
 	"github.com/keelmcp/keel/mcp"
+	"github.com/keelmcp/keel/registry"
 	"github.com/keelmcp/keel/transport/streamhttp"
 )
 
@@ -58,5 +61,43 @@ func TestModernClientOverHTTP(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, "hi", res.Content[0].Text)
 		})
+	}
+}
+
+// subscriptions/listen over HTTP: the acknowledgement and a tagged
+// list_changed arrive on the request's SSE stream; Close ends the
+// subscription by closing that stream.
+func TestModernListenOverHTTP(t *testing.T) {
+	reg := registry.New(nil)
+	registry.MustRegister(reg, "one", "First tool", func(context.Context, struct{}) (string, error) { return "1", nil }, nil)
+	srv := mcp.NewServer(&mcp.ServerOptions{Tools: reg, Logger: slog.New(slog.DiscardHandler)})
+	h := streamhttp.NewServerHandler(srv, &streamhttp.Options{Stateless: true})
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	defer h.Close()
+	ctx := context.Background()
+
+	changed := make(chan string, 4)
+	c := mcp.NewClient(&mcp.ClientOptions{ProtocolVersion: mcp.Version20260728, Logger: slog.New(slog.DiscardHandler),
+		OnListChanged: func(method string) { changed <- method }})
+	require.NoError(t, c.Connect(ctx, streamhttp.NewClientTransport(ts.URL, nil)))
+	defer c.Close()
+
+	sub, err := c.Listen(ctx, mcp.SubscriptionFilter{ToolsListChanged: true, PromptsListChanged: true})
+	require.NoError(t, err)
+	assert.Equal(t, mcp.SubscriptionFilter{ToolsListChanged: true}, sub.Honoured(), "no prompts: not honoured")
+	registry.MustRegister(reg, "two", "Second tool", func(context.Context, struct{}) (string, error) { return "2", nil }, nil)
+	select {
+	case m := <-changed:
+		assert.Equal(t, mcp.NotificationToolsListChanged, m)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no list_changed on the subscription")
+	}
+	closed := make(chan struct{})
+	go func() { _ = sub.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not end the subscription")
 	}
 }
