@@ -253,6 +253,9 @@ func newTool(def *mcp.Tool, h ToolHandler, o *ToolOptions) (*Tool, error) {
 		return nil, fail("inputSchema: %w", err)
 	}
 	d.InputSchema = inText
+	if err := checkParamHeaders(inText); err != nil {
+		return nil, fail("inputSchema: %w", err)
+	}
 	var out *compiledSchema
 	if len(def.OutputSchema) > 0 {
 		outText, c, err := compileSchema(def.OutputSchema)
