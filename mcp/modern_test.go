@@ -78,7 +78,9 @@ func startRaw(t *testing.T, opts *mcp.ServerOptions) *rawConn {
 	t.Helper()
 	ct, wait := mcptest.StartServer(t, opts, nil)
 	t.Cleanup(func() { ct.Close(); _ = wait() })
-	return &rawConn{t: t, tr: ct}
+	// every message the server emits is checked against the schema of the
+	// revision its request named (or the session negotiated)
+	return &rawConn{t: t, tr: mcptest.ValidateTransport(t, ct)}
 }
 
 func (c *rawConn) send(line string) {
@@ -336,11 +338,8 @@ func TestModernClientAgainstServer(t *testing.T) {
 	copts.Roots = []mcp.Root{{URI: "file:///tmp"}}
 	changed := make(chan string, 4)
 	copts.OnListChanged = func(method string) { changed <- method }
-	ct, wait := mcptest.StartServer(t, modernOptions(tools), nil)
-	c := mcp.NewClient(&copts)
+	c, _ := connect(t, modernOptions(tools), &copts)
 	ctx := context.Background()
-	require.NoError(t, c.Connect(ctx, ct))
-	t.Cleanup(func() { c.Close(); _ = wait() })
 
 	assert.Equal(t, mcp.Version20260728, c.ProtocolVersion())
 	require.NotNil(t, c.DiscoverResult())
