@@ -121,11 +121,8 @@ func (ss *Session) handleListen(m *jsonrpc.Message, r responder) func() {
 // listen acknowledges the subscription and sends its notifications until
 // ctx ends.
 func (ss *Session) listen(ctx context.Context, id jsontext.Value, l *listener) {
-	meta := Meta{MetaSubscriptionID: id}
-	if err := ss.conn.notify(ctx, NotificationSubscriptionsAcknowledged,
-		&SubscriptionAcknowledgedParams{Notifications: l.filter, Meta: meta}); err != nil {
-		return
-	}
+	// Registered before the acknowledgement, so that no change after it is
+	// missed; what is marked meanwhile is sent after it.
 	h := &ss.server.hub
 	h.mu.Lock()
 	if h.listeners == nil {
@@ -138,6 +135,11 @@ func (ss *Session) listen(ctx context.Context, id jsontext.Value, l *listener) {
 		delete(h.listeners, l)
 		h.mu.Unlock()
 	}()
+	meta := Meta{MetaSubscriptionID: id}
+	if err := ss.conn.notify(ctx, NotificationSubscriptionsAcknowledged,
+		&SubscriptionAcknowledgedParams{Notifications: l.filter, Meta: meta}); err != nil {
+		return
+	}
 	type tagged struct {
 		URI  string `json:"uri,omitempty"`
 		Meta Meta   `json:"_meta"`
