@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 
@@ -26,10 +27,43 @@ import (
 // goroutine a change happens on; its request's goroutine sends.
 type listener struct {
 	filter SubscriptionFilter
+	tasks  map[string]bool // filter.TaskIDs
 	mu     sync.Mutex
 	dirty  listKind
 	uris   []string
+	states []*taskEntry // tasks whose status changed
 	wake   chan struct{} // capacity 1: a send is pending
+}
+
+// markTask queues notifications/tasks for e.
+func (l *listener) markTask(e *taskEntry) {
+	l.mu.Lock()
+	if !slices.Contains(l.states, e) {
+		l.states = append(l.states, e)
+	}
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// taskChanged marks the subscriptions that listen to task e.
+func (h *changeHub) taskChanged(e *taskEntry) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for l := range h.listeners {
+		if l.tasks[e.id] {
+			l.markTask(e)
+		}
+	}
+}
+
+// TaskNotificationParams are the params of notifications/tasks (the tasks
+// extension): the task's state, tagged with the subscription.
+type TaskNotificationParams struct {
+	TaskInfo `json:",inline"`
+	Meta     Meta `json:"_meta,omitempty"`
 }
 
 func (l *listener) mark(k listKind, uri string) {
@@ -92,7 +126,15 @@ func (ss *Session) handleListen(m *jsonrpc.Message, r responder) func() {
 			return nil
 		}
 	}
-	if len(ok.ResourceSubscriptions) > maxSubscriptions {
+	if st := ss.server.tasks; st != nil && declaresTasks(r.mod.meta.ClientCapabilities) {
+		owner := st.modernOwner(r.context(ss.messageContext()))
+		for _, id := range p.Notifications.TaskIDs {
+			if st.get(owner, id) != nil { // only the caller's own tasks
+				ok.TaskIDs = append(ok.TaskIDs, id)
+			}
+		}
+	}
+	if len(ok.ResourceSubscriptions)+len(ok.TaskIDs) > maxSubscriptions {
 		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: more than maxSubscriptions resourceSubscriptions"})
 		return nil
 	}
@@ -103,6 +145,12 @@ func (ss *Session) handleListen(m *jsonrpc.Message, r responder) func() {
 	}
 	f.keepAlive = true
 	l := &listener{filter: ok, wake: make(chan struct{}, 1)}
+	if len(ok.TaskIDs) > 0 {
+		l.tasks = make(map[string]bool, len(ok.TaskIDs))
+		for _, id := range ok.TaskIDs {
+			l.tasks[id] = true
+		}
+	}
 	id := m.ID
 	ss.workers.run(func() { // it lasts: never on the reading goroutine
 		f.run(func(ctx context.Context) (any, error) {
@@ -151,8 +199,8 @@ func (ss *Session) listen(ctx context.Context, id jsontext.Value, l *listener) {
 		case <-l.wake:
 		}
 		l.mu.Lock()
-		dirty, uris := l.dirty, l.uris
-		l.dirty, l.uris = 0, nil
+		dirty, uris, states := l.dirty, l.uris, l.states
+		l.dirty, l.uris, l.states = 0, nil, nil
 		l.mu.Unlock()
 		for _, lk := range listKinds {
 			if dirty&lk.kind != 0 {
@@ -163,6 +211,12 @@ func (ss *Session) listen(ctx context.Context, id jsontext.Value, l *listener) {
 		}
 		for _, uri := range uris {
 			if ss.conn.notify(ctx, NotificationResourceUpdated, &tagged{URI: uri, Meta: meta}) != nil {
+				return
+			}
+		}
+		for _, e := range states {
+			p := &TaskNotificationParams{TaskInfo: ss.server.tasks.info(e), Meta: meta}
+			if ss.conn.notify(ctx, NotificationTasks, p) != nil {
 				return
 			}
 		}

@@ -148,6 +148,9 @@ type SubscriptionFilter struct {
 	PromptsListChanged    bool     `json:"promptsListChanged,omitzero"`
 	ResourcesListChanged  bool     `json:"resourcesListChanged,omitzero"`
 	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+	// TaskIDs subscribes to notifications/tasks for these tasks (the
+	// tasks extension; only tasks of the caller are honoured).
+	TaskIDs []string `json:"taskIds,omitempty"`
 }
 
 // ListenParams are the params of subscriptions/listen.

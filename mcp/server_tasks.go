@@ -137,6 +137,7 @@ func (s *Server) initTasks() {
 	o := s.opts.Tasks.withDefaults()
 	s.opts.Tasks = &o
 	s.tasks = newTaskStore(o, s.opts.Now)
+	s.tasks.onChange = s.hub.taskChanged // notifications/tasks (listen.go)
 }
 
 // tasksOn reports whether the session is offered tasks.

@@ -62,6 +62,17 @@ type taskStore struct {
 	running sync.WaitGroup
 	live    map[*modernRun]struct{}
 	stopped bool
+
+	// onChange is told of every status change of a 2026-07-28 task
+	// (subscriptions that listen to it: listen.go).
+	onChange func(e *taskEntry)
+}
+
+// changed reports a status change of a 2026-07-28 task.
+func (st *taskStore) changed(e *taskEntry) {
+	if st.onChange != nil {
+		st.onChange(e)
+	}
 }
 
 func newTaskStore(o TaskOptions, now func() time.Time) *taskStore {

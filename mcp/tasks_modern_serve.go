@@ -261,6 +261,7 @@ func (run *modernRun) settleTask(e *taskEntry, res *CallToolResult, err error) {
 	if errors.As(err, &ir) {
 		perr := run.park(e, ir)
 		if perr == nil {
+			st.changed(e)
 			return
 		}
 		res, err = nil, perr
@@ -300,6 +301,7 @@ func (run *modernRun) settleTask(e *taskEntry, res *CallToolResult, err error) {
 	}
 	if st.finish(e, status, msg, res, rpcErr) {
 		call.Logger.Debug("mcp: task finished", "tool", call.Name, "taskId", e.id, "status", string(status))
+		st.changed(e)
 	}
 	e.cancel() // the handler returned: release its context and ttl timer
 }
@@ -417,6 +419,7 @@ func (ss *Session) handleModernTasksCancel(m *jsonrpc.Message, r responder) func
 	}
 	st := ss.server.tasks
 	if st.finish(e, TaskStatusCancelled, "The task was cancelled by request.", nil, nil) {
+		st.changed(e)
 		e.call.progress.finish()
 		e.cancel()
 		e.call.Logger.Debug("mcp: task cancelled by the client", "tool", e.call.Name, "taskId", e.id)
@@ -471,6 +474,7 @@ func (ss *Session) handleModernTasksUpdate(m *jsonrpc.Message, r responder) func
 	st.mu.Unlock()
 	r.result(EmptyResult{})
 	if in != nil {
+		st.changed(e)
 		mt.run.start(in)
 	}
 	return nil

@@ -441,3 +441,33 @@ func withoutMeta(m map[string]any) map[string]any {
 	}
 	return out
 }
+
+// notifications/tasks: a subscription that lists a task id (of the
+// caller's) gets the task's state on every status change; an unknown id
+// is not honoured.
+func TestModernTaskNotificationsOnListen(t *testing.T) {
+	c := startTaskServer(t, &mcp.TaskOptions{})
+	res := c.result("tools/call", `"name":"slow"`, taskCaps)
+	require.Equal(t, "task", res["resultType"])
+	id := res["taskId"].(string)
+
+	c.send(`{"jsonrpc":"2.0","id":"sub","method":"subscriptions/listen","params":{"notifications":{"taskIds":["` + id + `","no-such-task"]},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + taskCaps + `}}}`)
+	ack := c.recv()
+	require.Equal(t, "notifications/subscriptions/acknowledged", ack["method"])
+	assert.Equal(t, map[string]any{"taskIds": []any{id}}, ack["params"].(map[string]any)["notifications"])
+
+	c.send(`{"jsonrpc":"2.0","id":"cancel","method":"tasks/cancel","params":{"taskId":"` + id + `",` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + taskCaps + `}}}`)
+	var note map[string]any
+	for note == nil {
+		m := c.recv()
+		if m["method"] == "notifications/tasks" {
+			note = m
+		}
+	}
+	p := note["params"].(map[string]any)
+	assert.Equal(t, id, p["taskId"])
+	assert.Equal(t, "cancelled", p["status"])
+	assert.Equal(t, "sub", p["_meta"].(map[string]any)["io.modelcontextprotocol/subscriptionId"])
+}
