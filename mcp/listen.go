@@ -31,7 +31,7 @@ type listener struct {
 	mu     sync.Mutex
 	dirty  listKind
 	uris   []string
-	states []*taskEntry // tasks whose status changed
+	states []*taskEntry  // tasks whose status changed
 	wake   chan struct{} // capacity 1: a send is pending
 }
 
