@@ -196,6 +196,9 @@ func (c *Client) modernCall(ctx context.Context, method string, params, result a
 			if _, ok := c.opts.Capabilities.Extensions[ExtensionTasks]; !ok {
 				return fmt.Errorf("mcp: %s: the server answered with a task, but the client did not declare the %s extension", method, ExtensionTasks)
 			}
+			if _, ok := result.(*CallToolResult); ok {
+				return taskStarted(raw) // CallTool: a *TaskStartedError (client_modern_tasks.go)
+			}
 			body = raw // the caller needs resultType to tell a task from a result
 		default:
 			return fmt.Errorf("mcp: %s: unknown resultType %q", method, rt)

@@ -70,6 +70,9 @@ func (c *Client) serverTasks() *ServerTasksCapability {
 // GetTask returns the current state of a task (tasks/get). An unknown or
 // expired task is an *Error with code CodeInvalidParams.
 func (c *Client) GetTask(ctx context.Context, taskID string) (*Task, error) {
+	if c.mod.on {
+		return nil, fmt.Errorf("mcp: GetTask is the 2025-11-25 tasks/get; a %s client polls with PollTask", Version20260728)
+	}
 	var res GetTaskResult
 	if err := c.Call(ctx, MethodTasksGet, &GetTaskParams{TaskID: taskID}, &res); err != nil {
 		return nil, err
@@ -95,7 +98,13 @@ func (c *Client) TaskResult(ctx context.Context, taskID string) (*CallToolResult
 
 // CancelTask cancels a task (tasks/cancel) and returns its state, now
 // cancelled. A task already over is an *Error with code CodeInvalidParams.
+//
+// On a 2026-07-28 connection tasks/cancel answers with an empty ack:
+// CancelTask returns a nil *Task; PollTask shows the cancelled status.
 func (c *Client) CancelTask(ctx context.Context, taskID string) (*Task, error) {
+	if c.mod.on {
+		return nil, c.Call(ctx, MethodTasksCancel, &CancelTaskParams{TaskID: taskID}, nil)
+	}
 	var res CancelTaskResult
 	if err := c.Call(ctx, MethodTasksCancel, &CancelTaskParams{TaskID: taskID}, &res); err != nil {
 		return nil, err

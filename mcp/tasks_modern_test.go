@@ -471,3 +471,55 @@ func TestModernTaskNotificationsOnListen(t *testing.T) {
 	assert.Equal(t, "cancelled", p["status"])
 	assert.Equal(t, "sub", p["_meta"].(map[string]any)["io.modelcontextprotocol/subscriptionId"])
 }
+
+// The modern Client follows tasks: CallTool reports the task, WaitTask
+// polls it, answers its input requests with the client's handlers, and
+// returns the outcome; CancelTask ends one.
+func TestModernClientFollowsTasks(t *testing.T) {
+	tools := &extTaskTools{}
+	o := mcptest.ServerOptions(tools)
+	o.Tasks = &mcp.TaskOptions{}
+	copts := *quietClient
+	copts.ProtocolVersion = mcp.Version20260728
+	copts.Capabilities.Extensions = map[string]any{mcp.ExtensionTasks: map[string]any{}}
+	copts.OnElicitation = func(_ context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: mcp.ElicitAccept, Content: map[string]any{"name": "Kim"}}, nil
+	}
+	c, _ := connect(t, o, &copts)
+	ctx := context.Background()
+
+	started := func(name string) string {
+		t.Helper()
+		_, err := c.CallTool(ctx, name, nil)
+		var ts *mcp.TaskStartedError
+		require.ErrorAs(t, err, &ts, "tool %s", name)
+		return ts.Task.TaskID
+	}
+	res, err := c.WaitTask(ctx, started("required"))
+	require.NoError(t, err)
+	assert.Equal(t, "done", res.Content[0].Text)
+
+	res, err = c.WaitTask(ctx, started("ask"))
+	require.NoError(t, err)
+	assert.Equal(t, "a=Kim b=Kim state=st round=1", res.Content[0].Text)
+
+	_, err = c.WaitTask(ctx, started("rpcerr"))
+	var e *mcp.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, int64(mcp.CodeInternalError), e.Code)
+
+	id := started("slow")
+	task, err := c.CancelTask(ctx, id)
+	require.NoError(t, err)
+	assert.Nil(t, task, "a modern tasks/cancel is an empty ack")
+	_, err = c.WaitTask(ctx, id)
+	assert.ErrorContains(t, err, "cancelled")
+
+	_, err = c.PollTask(ctx, "no-such-task")
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, int64(mcp.CodeInvalidParams), e.Code)
+
+	res, err = c.CallTool(ctx, "quick", nil)
+	require.NoError(t, err, "a quick call is answered inline")
+	assert.Equal(t, "quick answered", res.Content[0].Text)
+}

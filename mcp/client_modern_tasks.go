@@ -1,0 +1,149 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Tasks as the 2026-07-28 extension, from the client's side. A modern
+// Client that declares the extension (ClientOptions.Capabilities.Extensions
+// holds ExtensionTasks) may be answered with a task instead of a result:
+// CallTool then returns a *TaskStartedError naming it, and PollTask,
+// UpdateTask, AnswerTask, WaitTask and CancelTask follow it.
+
+// TaskStartedError is what CallTool and CallToolWithParams of a modern
+// client return when the server made a task of the call: Task names it
+// (its id, status and polling interval). Follow it with WaitTask, or with
+// PollTask and AnswerTask. Match it with errors.As.
+type TaskStartedError struct {
+	Task TaskInfo
+}
+
+// Error implements error.
+func (e *TaskStartedError) Error() string {
+	return "mcp: the server runs the call as task " + e.Task.TaskID + " (status " + string(e.Task.Status) + ")"
+}
+
+// taskStarted decodes the task a tools/call was answered with.
+func taskStarted(raw jsontext.Value) error {
+	var t TaskCreatedResult
+	if err := json.Unmarshal(raw, &t); err != nil || t.TaskID == "" {
+		return fmt.Errorf("mcp: tools/call: malformed task result: %s", raw)
+	}
+	return &TaskStartedError{Task: t.TaskInfo}
+}
+
+// PollTask returns a task's state (tasks/get, 2026-07-28): its status, the
+// input requests it waits for (input_required), its result (completed) or
+// its error (failed). An unknown task is an *Error with code
+// CodeInvalidParams.
+func (c *Client) PollTask(ctx context.Context, taskID string) (*DetailedTask, error) {
+	if err := c.needModern(MethodTasksGet); err != nil {
+		return nil, err
+	}
+	var res DetailedTask
+	if err := c.Call(ctx, MethodTasksGet, &GetTaskParams{TaskID: taskID}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// UpdateTask sends answers to the input requests of an input_required task
+// (tasks/update, 2026-07-28), under the keys PollTask named them by.
+func (c *Client) UpdateTask(ctx context.Context, taskID string, responses map[string]jsontext.Value) error {
+	if err := c.needModern(MethodTasksUpdate); err != nil {
+		return err
+	}
+	return c.Call(ctx, MethodTasksUpdate, &UpdateTaskParams{TaskID: taskID, InputResponses: responses}, nil)
+}
+
+// AnswerTask answers the input requests of task t (as PollTask returned
+// it) with the client's handlers (OnElicitation, OnSampling, Roots) and
+// sends the answers with UpdateTask. A task that waits for nothing is left
+// alone.
+func (c *Client) AnswerTask(ctx context.Context, t *DetailedTask) error {
+	if t == nil || t.Status != TaskStatusInputRequired || len(t.InputRequests) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(t.InputRequests))
+	for k := range t.InputRequests {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make(map[string]jsontext.Value, len(keys))
+	for _, k := range keys {
+		req := t.InputRequests[k]
+		params, err := json.Marshal(req.Params)
+		if err != nil {
+			return fmt.Errorf("mcp: task %s: input request %q: %w", t.TaskID, k, err)
+		}
+		res, err := c.answerInput(ctx, req.Method, params)
+		if err != nil {
+			return fmt.Errorf("mcp: task %s: input request %q (%s): %w", t.TaskID, k, req.Method, err)
+		}
+		if out[k], err = json.Marshal(res); err != nil {
+			return fmt.Errorf("mcp: task %s: encoding the answer to %q: %w", t.TaskID, k, err)
+		}
+	}
+	return c.UpdateTask(ctx, t.TaskID, out)
+}
+
+// WaitTask follows a task to its end: it polls at the task's
+// pollIntervalMs (100ms when the server suggests none), answers its input
+// requests with AnswerTask, and returns what the tools/call would have
+// returned — the result (an isError one together with its
+// *StructuredError), the *Error a failed task ended with, or an error for
+// a cancelled task. Cancel ctx to stop waiting (the task goes on).
+func (c *Client) WaitTask(ctx context.Context, taskID string) (*CallToolResult, error) {
+	for {
+		t, err := c.PollTask(ctx, taskID)
+		if err != nil {
+			return nil, err
+		}
+		switch t.Status {
+		case TaskStatusCompleted:
+			if t.Result == nil {
+				return &CallToolResult{}, nil
+			}
+			if t.Result.IsError {
+				return t.Result, resultError(t.Result)
+			}
+			return t.Result, nil
+		case TaskStatusFailed:
+			if t.Error == nil {
+				return nil, &Error{Code: CodeInternalError, Message: "task " + taskID + " failed: " + t.StatusMessage}
+			}
+			return nil, &Error{Code: t.Error.Code, Message: t.Error.Message, Data: t.Error.Data}
+		case TaskStatusCancelled:
+			return nil, fmt.Errorf("mcp: task %s was cancelled", taskID)
+		case TaskStatusInputRequired:
+			if err := c.AnswerTask(ctx, t); err != nil {
+				return nil, err
+			}
+		}
+		wait := 100 * time.Millisecond
+		if t.PollIntervalMs != nil && *t.PollIntervalMs > 0 {
+			wait = time.Duration(*t.PollIntervalMs) * time.Millisecond
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, ctx.Err()
+		case <-timer.C:
+		}
+	}
+}
+
+// needModern refuses a 2026-07-28 tasks method on a legacy connection.
+func (c *Client) needModern(method string) error {
+	if !c.mod.on {
+		return fmt.Errorf("%w: %s (negotiated: %s)", ErrNotModern, method, c.ProtocolVersion())
+	}
+	return nil
+}
