@@ -54,10 +54,13 @@ func (e *errPanic) Error() string { return fmt.Sprint("panic: ", e.value) }
 // returns nil. For a tools/call (call != nil) the call's own flags are the
 // request's, and its outcome is answered as a tool result.
 func (ss *Session) begin(m *jsonrpc.Message, r responder, parent context.Context, call *ToolCall) *inflight {
-	f := &inflight{ss: ss, r: r, key: idKey(m.ID), method: m.Method, call: call}
-	f.done = &f.ownDone
+	var f *inflight
 	if call != nil {
-		f.done, f.early = &call.responded, &call.earlyResponse
+		f = &call.req // no allocation of its own for the hottest method
+		*f = inflight{ss: ss, r: r, key: idKey(m.ID), method: m.Method, call: call, done: &call.responded, early: &call.earlyResponse}
+	} else {
+		f = &inflight{ss: ss, r: r, key: idKey(m.ID), method: m.Method}
+		f.done = &f.ownDone
 	}
 	f.ctx, f.cancel = context.WithCancel(parent)
 	ss.mu.Lock()

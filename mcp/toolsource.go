@@ -55,6 +55,7 @@ type ToolCall struct {
 	task          *taskEntry       // the task the call runs as (server_tasks.go)
 	run           *modernRun       // a 2026-07-28 call that may become a task (tasks_modern.go)
 	deadline      ResponseDeadline // the first deadline armed (AnswerAtDeadline), never reused
+	req           inflight         // the owner of the tools/call's life (request.go)
 }
 
 // RespondEarly sends res (or err) as the response to this call at once,
