@@ -169,6 +169,11 @@ func (tr *Tracker) Lookup(id string) string {
 type responseShape struct {
 	ID     jsontext.Value `json:"id"`
 	Result jsontext.Value `json:"result"`
+	Params struct {
+		Meta struct {
+			SubscriptionID jsontext.Value `json:"io.modelcontextprotocol/subscriptionId"`
+		} `json:"_meta"`
+	} `json:"params"`
 }
 
 // Received checks msg, one message the server emitted. The answer to
@@ -207,6 +212,9 @@ func (tr *Tracker) Received(msg []byte) error {
 	var id jsontext.Value
 	if len(shapes) > 0 {
 		id = shapes[0].ID
+		if sub := shapes[0].Params.Meta.SubscriptionID; id == nil && sub != nil {
+			id = sub // a notification of a subscription: of its listen request's revision
+		}
 	}
 	return CheckServerMessage(tr.revisionOf(id), tr.Lookup, msg)
 }
