@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -33,7 +32,7 @@ type clientSide struct {
 	mu       sync.Mutex
 	rootsSet bool // roots replaces ClientOptions.Roots (SetRoots was called)
 	roots    []Root
-	inflight map[string]context.CancelFunc
+	reqs     requestTable // the server's requests being served (request.go)
 }
 
 // declareHandlerCapabilities declares the capabilities the handlers in o
@@ -59,12 +58,7 @@ func (c *Client) handleNotification(m *jsonrpc.Message) {
 	case NotificationCancelled:
 		var p CancelledParams
 		if m.Params != nil && json.Unmarshal(m.Params, &p) == nil && p.RequestID != nil {
-			c.side.mu.Lock()
-			cancel := c.side.inflight[idKey(p.RequestID)]
-			c.side.mu.Unlock()
-			if cancel != nil {
-				cancel()
-			}
+			c.side.reqs.cancel(idKey(p.RequestID), p.Reason)
 		}
 	case NotificationMessage:
 		if c.opts.OnLog != nil {
@@ -168,47 +162,19 @@ func (c *Client) serveRequest(m *jsonrpc.Message) bool {
 	}
 	s := &c.side
 	s.once.Do(func() {
+		s.reqs.log = c.log
 		base, cancel := context.WithCancel(context.Background())
 		s.base = base
 		done := c.conn.done
 		go func() { <-done; cancel() }()
 	})
-	key := idKey(m.ID)
-	ctx, cancel := context.WithCancel(s.base)
-	s.mu.Lock()
-	if s.inflight == nil {
-		s.inflight = map[string]context.CancelFunc{}
-	}
-	if _, dup := s.inflight[key]; dup {
-		s.mu.Unlock()
-		cancel()
-		_ = c.conn.writeError(context.Background(), m.ID, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: id is already in use by an in-flight request"})
-		return true
-	}
-	s.inflight[key] = cancel
-	s.mu.Unlock()
-	id, method, params := m.ID, m.Method, m.Params
-	go func() {
-		var res any
-		var err error
-		func() {
-			defer func() {
-				if p := recover(); p != nil {
-					c.log.Error("mcp: client handler panicked", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-					res, err = nil, fmt.Errorf("the handler of %s panicked", method)
-				}
-			}()
-			res, err = h(c, ctx, params)
-		}()
-		cancelled := ctx.Err() != nil
-		cancel()
-		s.mu.Lock()
-		delete(s.inflight, key)
-		s.mu.Unlock()
-		if cancelled { // by the server, or the client closed: no answer
-			return
-		}
+	id, method := m.ID, m.Method
+	f := beginReply(&s.reqs, m, s.base, func(res any, err error) {
 		wctx := context.Background()
+		var p *errPanic
+		if errors.As(err, &p) {
+			err = fmt.Errorf("the handler of %s panicked", method)
+		}
 		if err != nil {
 			var rpcErr *Error
 			if !errors.As(err, &rpcErr) {
@@ -220,7 +186,13 @@ func (c *Client) serveRequest(m *jsonrpc.Message) bool {
 		if werr := c.conn.writeResult(wctx, id, res); werr == errNotSerializable {
 			_ = c.conn.writeError(wctx, id, &Error{Code: CodeInternalError, Message: "Internal error: result not serializable"})
 		}
-	}()
+	})
+	if f == nil {
+		_ = c.conn.writeError(context.Background(), m.ID, errIDInUse)
+		return true
+	}
+	params := m.Params
+	go f.run(func(ctx context.Context) (any, error) { return h(c, ctx, params) })
 	return true
 }
 

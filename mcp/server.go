@@ -289,15 +289,9 @@ func (ss *Session) takeOverReading() {
 // drain waits for in-flight requests, up to ShutdownTimeout. Open
 // subscriptions end at once: they would never finish by themselves.
 func (ss *Session) drain(ctx context.Context) {
-	ss.mu.Lock()
-	for _, f := range ss.reqs {
-		if f.keepAlive {
-			f.cancel()
-		}
-	}
-	ss.mu.Unlock()
+	ss.reqs.cancelAll(true)
 	done := make(chan struct{})
-	go func() { ss.inflightWG.Wait(); close(done) }()
+	go func() { ss.reqs.wg.Wait(); close(done) }()
 	t := time.NewTimer(ss.server.opts.ShutdownTimeout)
 	defer t.Stop()
 	select {

@@ -56,13 +56,12 @@ type Session struct {
 	version    string
 	clientInfo Implementation
 	clientCaps ClientCapabilities
-	reqs       map[string]*inflight // requests in flight, by idKey (request.go)
+	reqs       requestTable // requests in flight (request.go)
 	// modernOnly: every request on this session is of revision 2026-07-28
 	// (a session a stateless HTTP handler started for a modern POST).
 	modernOnly bool
 
-	inflightWG sync.WaitGroup
-	workers    *workers
+	workers *workers
 
 	// feat holds the state of logging and client requests (logging.go,
 	// client_requests.go).
@@ -91,9 +90,9 @@ func (s *Server) newSession(t transport.Transport) *Session {
 		server:            s,
 		log:               log,
 		connCorrelationID: connID,
-		reqs:              map[string]*inflight{},
 		ctx:               context.Background(),
 	}
+	ss.reqs.log = log
 	ss.conn = newConn(t, s.opts.MaxDepth, log)
 	ss.workers = newWorkers(64, ss.conn.done)
 	return ss
