@@ -290,6 +290,25 @@ func (ss *Session) runTask(ctx context.Context, cancel context.CancelFunc, e *ta
 	call.Logger.Debug("mcp: late task result dropped (the task was already over)", "tool", call.Name, "taskId", e.id)
 }
 
+// toolOutcome maps the error a task's call returned to what tools/call
+// would have answered: a JSON-RPC error (the task fails), or an isError
+// result (it completes); msg is the task's status message.
+func toolOutcome(call *ToolCall, err error) (res *CallToolResult, rpcErr *Error, msg string) {
+	var re *Error
+	var se *StructuredError
+	switch {
+	case errors.As(err, &re):
+		c := *re
+		if s, ok := re.Data.(*StructuredError); ok {
+			c.Data = withIDs(s, call)
+		}
+		return nil, &c, re.Message
+	case errors.As(err, &se):
+		return ToolErrorResult(withIDs(se, call)), nil, string(se.Code) + ": " + se.Message
+	}
+	return ToolErrorResult(withIDs(&StructuredError{Code: ErrInternal, Message: err.Error()}, call)), nil, err.Error()
+}
+
 // finishTask records the outcome of the task's call, as tools/call would
 // have answered it: completed for a successful result, failed for an
 // isError result or a JSON-RPC error.
@@ -299,20 +318,7 @@ func (ss *Session) finishTask(e *taskEntry, res *CallToolResult, err error) {
 	status, msg := TaskStatusCompleted, ""
 	var rpcErr *Error
 	if err != nil {
-		var re *Error
-		var se *StructuredError
-		switch {
-		case errors.As(err, &re):
-			c := *re
-			if s, ok := re.Data.(*StructuredError); ok {
-				c.Data = withIDs(s, call)
-			}
-			rpcErr, res, msg = &c, nil, re.Message
-		case errors.As(err, &se):
-			res, msg = ToolErrorResult(withIDs(se, call)), string(se.Code)+": "+se.Message
-		default:
-			res, msg = ToolErrorResult(withIDs(&StructuredError{Code: ErrInternal, Message: err.Error()}, call)), err.Error()
-		}
+		res, rpcErr, msg = toolOutcome(call, err)
 	}
 	if res == nil && rpcErr == nil {
 		res = &CallToolResult{}

@@ -269,20 +269,7 @@ func (run *modernRun) settleTask(e *taskEntry, res *CallToolResult, err error) {
 	status, msg := TaskStatusCompleted, ""
 	var rpcErr *Error
 	if err != nil {
-		var re *Error
-		var se *StructuredError
-		switch {
-		case errors.As(err, &re):
-			c := *re
-			if s, ok := re.Data.(*StructuredError); ok {
-				c.Data = withIDs(s, call)
-			}
-			rpcErr, res, msg = &c, nil, re.Message
-		case errors.As(err, &se):
-			res = ToolErrorResult(withIDs(se, call))
-		default:
-			res = ToolErrorResult(withIDs(&StructuredError{Code: ErrInternal, Message: err.Error()}, call))
-		}
+		res, rpcErr, msg = toolOutcome(call, err)
 	}
 	if res == nil && rpcErr == nil {
 		res = &CallToolResult{}
