@@ -142,6 +142,7 @@ func NewClient(opts *ClientOptions) *Client {
 	}
 	declareHandlerCapabilities(&o)
 	c := &Client{opts: o, log: o.Logger}
+	c.side.reqs.log = o.Logger
 	c.setupModern()
 	return c
 }

@@ -162,7 +162,6 @@ func (c *Client) serveRequest(m *jsonrpc.Message) bool {
 	}
 	s := &c.side
 	s.once.Do(func() {
-		s.reqs.log = c.log
 		base, cancel := context.WithCancel(context.Background())
 		s.base = base
 		done := c.conn.done

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -349,4 +351,23 @@ func TestClientOverStdio(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return after the client closed")
 	}
+}
+
+// A cancellation for a request the client is not serving (none served
+// yet) is ignored.
+func TestClientIgnoresCancellationOfUnknownRequest(t *testing.T) {
+	ct, st := transport.NewPipe(nil)
+	c := mcp.NewClient(&mcp.ClientOptions{ProtocolVersion: mcp.Version20260728, Logger: slog.New(slog.DiscardHandler)})
+	go func() {
+		ctx := context.Background()
+		b, _ := st.Read(ctx) // server/discover
+		var m struct {
+			ID jsontext.Value `json:"id"`
+		}
+		_ = json.Unmarshal(b, &m)
+		_ = st.Write(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":42}}`))
+		_ = st.Write(ctx, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{},"ttlMs":0,"cacheScope":"public"}}`, m.ID))
+	}()
+	require.NoError(t, c.Connect(context.Background(), ct))
+	require.NoError(t, c.Close())
 }
