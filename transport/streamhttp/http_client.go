@@ -75,6 +75,12 @@ type ClientTransport struct {
 	// modern notifications/cancelled closes its request's stream, which
 	// is how a 2026-07-28 client over HTTP cancels (subscriptions/listen).
 	streams map[string]io.Closer
+	// listIDs are the raw ids of modern tools/list requests awaiting
+	// their answer; paramHeaders the x-mcp-header annotations the answers
+	// named, by tool: a modern tools/call of such a tool sends
+	// Mcp-Param-{Name} headers.
+	listIDs      map[string]bool
+	paramHeaders map[string][]ParamHeader
 }
 
 var _ transport.Transport = (*ClientTransport)(nil)
@@ -170,7 +176,19 @@ func (t *ClientTransport) Write(ctx context.Context, msg []byte) error {
 		return nil // over HTTP the stream is the request: closing it cancels
 	}
 	if modern { // 2026-07-28: no session; the routing headers name the request
-		resp, err = t.doIn(ctx, "", mod.version, http.MethodPost, body, "", mod.headers()...)
+		hdr := mod.headers()
+		t.mu.Lock()
+		switch {
+		case mod.method == "tools/list" && out.request:
+			if t.listIDs == nil {
+				t.listIDs = map[string]bool{}
+			}
+			t.listIDs[out.ids[0]] = true
+		case mod.method == "tools/call":
+			hdr = append(hdr, paramHeaderValues(t.paramHeaders[mod.name], mod.args)...)
+		}
+		t.mu.Unlock()
+		resp, err = t.doIn(ctx, "", mod.version, http.MethodPost, body, "", hdr...)
 	} else {
 		resp, err = t.do(ctx, http.MethodPost, body, "")
 	}
@@ -447,11 +465,15 @@ func (t *ClientTransport) enqueue(msg []byte) bool {
 	}
 }
 
-// learn records the protocol revision from the answer to initialize.
+// learn records the protocol revision from the answer to initialize, and
+// the x-mcp-header annotations of the tools a modern tools/list names.
 func (t *ClientTransport) learn(msg []byte) {
 	t.mu.Lock()
-	initID := t.initID
+	initID, lists := t.initID, len(t.listIDs)
 	t.mu.Unlock()
+	if lists > 0 {
+		t.learnTools(msg)
+	}
 	if initID != "" {
 		if out, err := peekOutgoing(msg); err == nil && out.response && len(out.ids) == 1 && out.ids[0] == initID {
 			v := resultProtocolVersion(msg)

@@ -380,7 +380,8 @@ func modernErrorStatus(msg []byte) int {
 // modernRequest is what a client sends in the headers of a modern request.
 type modernRequest struct {
 	version, method, name string
-	cancelled             string // notifications/cancelled: the raw requestId
+	cancelled             string         // notifications/cancelled: the raw requestId
+	args                  jsontext.Value // tools/call: the arguments
 }
 
 // modernOutgoing reports whether msg, a message a client is about to POST,
@@ -404,7 +405,7 @@ func modernOutgoing(msg []byte) (modernRequest, bool) {
 		return m, false
 	}
 	_ = json.Unmarshal(p.Meta[metaProtocolVersion], &m.version)
-	m.method = w.Method
+	m.method, m.args = w.Method, p.Arguments
 	if w.Method == "notifications/cancelled" {
 		var c struct {
 			RequestID jsontext.Value `json:"requestId"`
@@ -440,8 +441,61 @@ func encodeHeaderValue(v string) string {
 			return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
 		}
 	}
-	if strings.TrimSpace(v) != v {
+	if strings.TrimSpace(v) != v || strings.HasPrefix(v, "=?base64?") {
 		return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
 	}
 	return v
+}
+
+// learnTools records the x-mcp-header annotations of the tools in the
+// answer to a modern tools/list the transport sent.
+func (t *ClientTransport) learnTools(msg []byte) {
+	var r struct {
+		ID     jsontext.Value `json:"id"`
+		Result struct {
+			Tools []struct {
+				Name        string         `json:"name"`
+				InputSchema jsontext.Value `json:"inputSchema"`
+			} `json:"tools"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(msg, &r) != nil || r.ID == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.listIDs[string(r.ID)] {
+		return
+	}
+	delete(t.listIDs, string(r.ID))
+	for _, tool := range r.Result.Tools {
+		if ph := paramHeadersOf(tool.InputSchema); len(ph) > 0 {
+			if t.paramHeaders == nil {
+				t.paramHeaders = map[string][]ParamHeader{}
+			}
+			t.paramHeaders[tool.Name] = ph
+		} else {
+			delete(t.paramHeaders, tool.Name)
+		}
+	}
+}
+
+// paramHeaderValues returns the Mcp-Param-{Name} headers (name, value
+// pairs) of a tools/call's arguments: strings as they are (base64-wrapped
+// when not plain visible ASCII), numbers and booleans as written.
+func paramHeaderValues(params []ParamHeader, args jsontext.Value) []string {
+	var out []string
+	for _, ph := range params {
+		v := argumentAt(args, ph.Path)
+		switch v.Kind() {
+		case '"':
+			var s string
+			if json.Unmarshal(v, &s) == nil {
+				out = append(out, "Mcp-Param-"+ph.Name, encodeHeaderValue(s))
+			}
+		case '0', 't', 'f':
+			out = append(out, "Mcp-Param-"+ph.Name, string(v))
+		}
+	}
+	return out
 }

@@ -101,3 +101,42 @@ func TestModernListenOverHTTP(t *testing.T) {
 		t.Fatal("Close did not end the subscription")
 	}
 }
+
+// A tool whose input schema annotates an argument with x-mcp-header: the
+// client transport learns the annotation from tools/list and mirrors the
+// argument into Mcp-Param-{Name}, which the server checks against the body
+// (plain, base64-wrapped and numeric values).
+func TestModernClientSendsParamHeaders(t *testing.T) {
+	type In struct {
+		Region   string `json:"region" jsonschema_extras:"x-mcp-header=Region"`
+		Priority int    `json:"priority" jsonschema_extras:"x-mcp-header=Priority"`
+	}
+	reg := registry.New(nil)
+	registry.MustRegister(reg, "route", "Routes by region", func(_ context.Context, in In) (string, error) {
+		return in.Region, nil
+	}, nil)
+	srv := mcp.NewServer(&mcp.ServerOptions{Tools: reg, Logger: slog.New(slog.DiscardHandler)})
+	h := streamhttp.NewServerHandler(srv, nil)
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	defer h.Close()
+	ctx := context.Background()
+	c := mcp.NewClient(&mcp.ClientOptions{ProtocolVersion: mcp.Version20260728, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, c.Connect(ctx, streamhttp.NewClientTransport(ts.URL, nil)))
+	defer c.Close()
+
+	// Before tools/list the transport does not know the annotation: the
+	// server refuses the call for the missing header.
+	_, err := c.CallTool(ctx, "route", map[string]any{"region": "eu-west", "priority": 3})
+	var e *mcp.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, int64(mcp.CodeHeaderMismatch), e.Code)
+
+	_, err = c.ListTools(ctx, "")
+	require.NoError(t, err)
+	for _, region := range []string{"eu-west", "  padded ", "zürich", "=?base64?literal?="} {
+		res, err := c.CallTool(ctx, "route", map[string]any{"region": region, "priority": 3})
+		require.NoError(t, err, region)
+		assert.Equal(t, region, res.Content[0].Text)
+	}
+}
