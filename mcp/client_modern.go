@@ -256,25 +256,43 @@ func (c *Client) fulfilInput(ctx context.Context, method string, body jsontext.V
 	if len(ir.InputRequests) == 0 && ir.RequestState == nil {
 		return nil, nil, fmt.Errorf("mcp: %s: input_required result has neither inputRequests nor requestState", method)
 	}
-	keys := make([]string, 0, len(ir.InputRequests))
-	for k := range ir.InputRequests {
-		keys = append(keys, k)
+	reqs := make(map[string]InputRequest, len(ir.InputRequests))
+	for k, r := range ir.InputRequests {
+		reqs[k] = InputRequest{Method: r.Method}
+		if r.Params != nil {
+			reqs[k] = InputRequest{Method: r.Method, Params: r.Params} // raw: re-encoded as sent
+		}
 	}
-	slices.Sort(keys)
-	out := make(map[string]jsontext.Value, len(keys))
-	for _, k := range keys {
-		req := ir.InputRequests[k]
-		res, err := c.answerInput(ctx, req.Method, req.Params)
-		if err != nil {
-			return nil, nil, fmt.Errorf("mcp: %s: input request %q (%s): %w", method, k, req.Method, err)
-		}
-		b, err := json.Marshal(res)
-		if err != nil {
-			return nil, nil, fmt.Errorf("mcp: %s: encoding the answer to input request %q: %w", method, k, err)
-		}
-		out[k] = b
+	out, err := c.answerInputs(ctx, method, reqs)
+	if err != nil {
+		return nil, nil, err
 	}
 	return out, ir.RequestState, nil
+}
+
+// answerInputs answers input requests (of an input_required result, or of
+// a task: what names them in errors) with the client's handlers, in key
+// order, and returns the answers by key.
+func (c *Client) answerInputs(ctx context.Context, what string, reqs map[string]InputRequest) (map[string]jsontext.Value, error) {
+	out := make(map[string]jsontext.Value, len(reqs))
+	for _, k := range sortedKeys(reqs) {
+		req := reqs[k]
+		var params jsontext.Value // nil when the request has none
+		if req.Params != nil {
+			var err error
+			if params, err = json.Marshal(req.Params); err != nil {
+				return nil, fmt.Errorf("mcp: %s: input request %q: %w", what, k, err)
+			}
+		}
+		res, err := c.answerInput(ctx, req.Method, params)
+		if err != nil {
+			return nil, fmt.Errorf("mcp: %s: input request %q (%s): %w", what, k, req.Method, err)
+		}
+		if out[k], err = json.Marshal(res); err != nil {
+			return nil, fmt.Errorf("mcp: %s: encoding the answer to input request %q: %w", what, k, err)
+		}
+	}
+	return out, nil
 }
 
 // answerInput runs the client's handler of an input request (the same one

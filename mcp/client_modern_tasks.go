@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -70,25 +69,9 @@ func (c *Client) AnswerTask(ctx context.Context, t *DetailedTask) error {
 	if t == nil || t.Status != TaskStatusInputRequired || len(t.InputRequests) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(t.InputRequests))
-	for k := range t.InputRequests {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	out := make(map[string]jsontext.Value, len(keys))
-	for _, k := range keys {
-		req := t.InputRequests[k]
-		params, err := json.Marshal(req.Params)
-		if err != nil {
-			return fmt.Errorf("mcp: task %s: input request %q: %w", t.TaskID, k, err)
-		}
-		res, err := c.answerInput(ctx, req.Method, params)
-		if err != nil {
-			return fmt.Errorf("mcp: task %s: input request %q (%s): %w", t.TaskID, k, req.Method, err)
-		}
-		if out[k], err = json.Marshal(res); err != nil {
-			return fmt.Errorf("mcp: task %s: encoding the answer to %q: %w", t.TaskID, k, err)
-		}
+	out, err := c.answerInputs(ctx, "task "+t.TaskID, t.InputRequests)
+	if err != nil {
+		return err
 	}
 	return c.UpdateTask(ctx, t.TaskID, out)
 }
