@@ -221,45 +221,43 @@ func strictify(root map[string]any, defsKey string) {
 // (2026-07-28: "_meta": {"$ref": "#/$defs/ResultMetaObject"}): they hold
 // anything, like the members themselves.
 func collectOpenDefs(n any, defsKey string, out map[string]bool) {
-	switch v := n.(type) {
-	case map[string]any:
-		if props, ok := v["properties"].(map[string]any); ok {
-			for name, p := range props {
-				if m, ok := p.(map[string]any); ok && openMembers[name] {
-					if ref, ok := m["$ref"].(string); ok {
-						out[strings.TrimPrefix(ref, "#/"+defsKey+"/")] = true
-					}
-				}
+	collectRefs(n, defsKey, out, func(v map[string]any) (refs []any) {
+		props, _ := v["properties"].(map[string]any)
+		for name, p := range props {
+			if openMembers[name] {
+				refs = append(refs, p)
 			}
 		}
-		for _, c := range v {
-			collectOpenDefs(c, defsKey, out)
-		}
-	case []any:
-		for _, c := range v {
-			collectOpenDefs(c, defsKey, out)
-		}
-	}
+		return refs
+	})
 }
 
+// collectAllOfTargets records the definitions an allOf refers to.
 func collectAllOfTargets(n any, defsKey string, out map[string]bool) {
+	collectRefs(n, defsKey, out, func(v map[string]any) []any {
+		all, _ := v["allOf"].([]any)
+		return all
+	})
+}
+
+// collectRefs walks every object below n and records the definitions that
+// the subschemas pick returns refer to with "$ref".
+func collectRefs(n any, defsKey string, out map[string]bool, pick func(map[string]any) []any) {
 	switch v := n.(type) {
 	case map[string]any:
-		if all, ok := v["allOf"].([]any); ok {
-			for _, s := range all {
-				if m, ok := s.(map[string]any); ok {
-					if ref, ok := m["$ref"].(string); ok {
-						out[strings.TrimPrefix(ref, "#/"+defsKey+"/")] = true
-					}
+		for _, s := range pick(v) {
+			if m, ok := s.(map[string]any); ok {
+				if ref, ok := m["$ref"].(string); ok {
+					out[strings.TrimPrefix(ref, "#/"+defsKey+"/")] = true
 				}
 			}
 		}
 		for _, c := range v {
-			collectAllOfTargets(c, defsKey, out)
+			collectRefs(c, defsKey, out, pick)
 		}
 	case []any:
 		for _, c := range v {
-			collectAllOfTargets(c, defsKey, out)
+			collectRefs(c, defsKey, out, pick)
 		}
 	}
 }
