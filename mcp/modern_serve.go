@@ -17,7 +17,6 @@ import (
 // request.
 type modernReq struct {
 	meta      RequestMeta
-	method    string
 	cacheable bool
 	// bind is what an input-required answer's requestState is bound to
 	// (set by the method before its handler runs; input_serve.go).
@@ -111,7 +110,7 @@ func (ss *Session) handleModern(m *jsonrpc.Message, r responder) func() {
 		r.error(methodNotFound(m.Method))
 		return nil
 	}
-	r.mod = &modernReq{meta: meta, method: m.Method, cacheable: md.cacheable}
+	r.mod = &modernReq{meta: meta, cacheable: md.cacheable}
 	return md.serve(ss, m, r)
 }
 
@@ -169,14 +168,6 @@ func (r responder) version() string {
 		return r.mod.meta.ProtocolVersion
 	}
 	return r.ss.ProtocolVersion()
-}
-
-// clientCaps returns the client capabilities that apply to r's request.
-func (r responder) clientCaps() ClientCapabilities {
-	if r.mod != nil {
-		return r.mod.meta.ClientCapabilities
-	}
-	return r.ss.ClientCapabilities()
 }
 
 // serverInfo is the Implementation a result's _meta names (2026-07-28).

@@ -211,8 +211,6 @@ func (r responder) error(e *Error) {
 	}
 }
 
-func (ss *Session) protocolError(r responder, e *Error) { r.error(e) }
-
 // batch collects the responses to one batch and writes them as one array.
 type batch struct {
 	ss    *Session

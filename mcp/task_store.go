@@ -325,13 +325,6 @@ func (st *taskStore) dropSession(ss *Session) {
 	}
 }
 
-// removed reports whether e is no longer in the table.
-func (st *taskStore) removed(e *taskEntry) bool {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.byID[e.id] != e
-}
-
 // toolIndex maps the names of one ListTools answer to their definitions.
 type toolIndex struct {
 	list []*Tool
