@@ -13,24 +13,23 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/mcp"
 )
 
-// Vocabulary of revision 2026-07-28 ("modern", stateless), duplicated from
-// package mcp (mcp.Version20260728, mcp.MetaProtocolVersion, ...): this
-// file must not import mcp, so that the transport stays below it.
+// Vocabulary of revision 2026-07-28 ("modern", stateless), from package mcp.
 const (
-	modernVersion          = "2026-07-28"
-	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	modernVersion          = mcp.Version20260728
+	metaProtocolVersion    = mcp.MetaProtocolVersion
+	metaClientCapabilities = mcp.MetaClientCapabilities
 
-	codeHeaderMismatch             = -32020
-	codeMissingClientCapability    = -32021
-	codeUnsupportedProtocolVersion = -32022
+	codeHeaderMismatch             = mcp.CodeHeaderMismatch
+	codeMissingClientCapability    = mcp.CodeMissingClientCapability
+	codeUnsupportedProtocolVersion = mcp.CodeUnsupportedProtocolVersion
 
 	headerMethod = "Mcp-Method"
 	headerName   = "Mcp-Name"
 
-	methodListen = "subscriptions/listen"
+	methodListen = mcp.MethodSubscriptionsListen
 )
 
 // isModernHeader reports whether an MCP-Protocol-Version header value
@@ -95,12 +94,6 @@ type rpcError struct {
 	data    any
 }
 
-// unsupportedVersionData is error.data of -32022.
-type unsupportedVersionData struct {
-	Supported []string `json:"supported"`
-	Requested string   `json:"requested"`
-}
-
 // checkModern validates a modern request before it is dispatched, in the
 // order the official conformance suite accepts: the required _meta keys
 // (-32602), MCP-Protocol-Version against _meta (-32020), the revision
@@ -139,7 +132,7 @@ func (h *Handler) checkModern(r *http.Request, env *envelope) (string, *rpcError
 		// request: it is not served in this form.
 		return "", &rpcError{code: codeUnsupportedProtocolVersion,
 			message: "Unsupported protocol version: " + quoteHeader(version),
-			data:    unsupportedVersionData{Supported: h.opts.SupportedVersions, Requested: version}}
+			data:    mcp.UnsupportedVersionData{Supported: h.opts.SupportedVersions, Requested: version}}
 	}
 	if err := checkRoutingHeaders(r, env.method, &p); err != nil {
 		return "", err
