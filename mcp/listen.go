@@ -99,26 +99,25 @@ func (l *listener) covers(uri string) bool {
 }
 
 func (ss *Session) handleListen(m *jsonrpc.Message, r responder) func() {
-	var p ListenParams
-	var probe struct {
-		Notifications *SubscriptionFilter `json:"notifications"`
+	var p struct {
+		Notifications *SubscriptionFilter `json:"notifications"` // required: a pointer tells absent from {}
 	}
-	if err := json.Unmarshal(m.Params, &probe); err != nil {
+	if err := json.Unmarshal(m.Params, &p); err != nil {
 		r.error(invalidParams(err))
 		return nil
 	}
-	if probe.Notifications == nil {
+	if p.Notifications == nil {
 		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: subscriptions/listen requires params.notifications"})
 		return nil
 	}
-	p.Notifications = *probe.Notifications
+	want := *p.Notifications
 	h := &ss.server.hub
 	var ok SubscriptionFilter // what this server honours
-	ok.ToolsListChanged = p.Notifications.ToolsListChanged && h.watch&listTools != 0
-	ok.PromptsListChanged = p.Notifications.PromptsListChanged && h.watch&listPrompts != 0
-	ok.ResourcesListChanged = p.Notifications.ResourcesListChanged && h.watch&listResources != 0
+	ok.ToolsListChanged = want.ToolsListChanged && h.watch&listTools != 0
+	ok.PromptsListChanged = want.PromptsListChanged && h.watch&listPrompts != 0
+	ok.ResourcesListChanged = want.ResourcesListChanged && h.watch&listResources != 0
 	if h.updates {
-		ok.ResourceSubscriptions = p.Notifications.ResourceSubscriptions
+		ok.ResourceSubscriptions = want.ResourceSubscriptions
 	}
 	for _, uri := range ok.ResourceSubscriptions {
 		if err := CheckResourceURI(uri); err != nil {
@@ -128,7 +127,7 @@ func (ss *Session) handleListen(m *jsonrpc.Message, r responder) func() {
 	}
 	if st := ss.server.tasks; st != nil && declaresTasks(r.mod.meta.ClientCapabilities) {
 		owner := st.modernOwner(r.context(ss.messageContext()))
-		for _, id := range p.Notifications.TaskIDs {
+		for _, id := range want.TaskIDs {
 			if st.get(owner, id) != nil { // only the caller's own tasks
 				ok.TaskIDs = append(ok.TaskIDs, id)
 			}
