@@ -23,9 +23,12 @@ type method struct {
 	// offered reports whether the server offers the method to this
 	// session (nil: always); when not, the request gets -32601.
 	offered func(ss *Session) bool
-	// serve answers through r, or returns the job that will (a request
-	// that runs user code: see request.go and runInline).
-	serve func(ss *Session, m *jsonrpc.Message, r responder) (job func())
+	// serve returns the job that will answer through r (a request that
+	// runs user code: see request.go and runInline), or answers itself
+	// and returns nil; answer is set instead for a method that always
+	// answers at once.
+	serve  func(ss *Session, m *jsonrpc.Message, r responder) (job func())
+	answer func(ss *Session, m *jsonrpc.Message, r responder)
 	// cacheable: modern results carry ttlMs and cacheScope.
 	cacheable bool
 }
@@ -39,27 +42,27 @@ type method struct {
 func lookupMethod(name string) (method, bool) {
 	switch name {
 	case MethodToolsList:
-		return method{eras: eraBoth, offered: hasTools, serve: answerNow((*Session).handleToolsList), cacheable: true}, true
+		return method{eras: eraBoth, offered: hasTools, answer: (*Session).handleToolsList, cacheable: true}, true
 	case MethodToolsCall:
 		return method{eras: eraBoth, offered: hasTools, serve: (*Session).handleToolsCall}, true
 	case MethodResourcesList:
-		return method{eras: eraBoth, offered: hasResources, serve: answerNow((*Session).handleResourcesList), cacheable: true}, true
+		return method{eras: eraBoth, offered: hasResources, answer: (*Session).handleResourcesList, cacheable: true}, true
 	case MethodResourcesTemplatesList:
-		return method{eras: eraBoth, offered: hasResources, serve: answerNow((*Session).handleResourceTemplatesList), cacheable: true}, true
+		return method{eras: eraBoth, offered: hasResources, answer: (*Session).handleResourceTemplatesList, cacheable: true}, true
 	case MethodResourcesRead:
 		return method{eras: eraBoth, offered: hasResources, serve: (*Session).handleResourcesRead, cacheable: true}, true
 	case MethodResourcesSubscribe:
-		return method{eras: eraLegacy, offered: hasSubscriptions, serve: answerNow((*Session).handleSubscribeOn)}, true
+		return method{eras: eraLegacy, offered: hasSubscriptions, answer: (*Session).handleSubscribeOn}, true
 	case MethodResourcesUnsubscribe:
-		return method{eras: eraLegacy, offered: hasSubscriptions, serve: answerNow((*Session).handleSubscribeOff)}, true
+		return method{eras: eraLegacy, offered: hasSubscriptions, answer: (*Session).handleSubscribeOff}, true
 	case MethodPromptsList:
-		return method{eras: eraBoth, offered: hasPrompts, serve: answerNow((*Session).handlePromptsList), cacheable: true}, true
+		return method{eras: eraBoth, offered: hasPrompts, answer: (*Session).handlePromptsList, cacheable: true}, true
 	case MethodPromptsGet:
 		return method{eras: eraBoth, offered: hasPrompts, serve: (*Session).handlePromptsGet}, true
 	case MethodCompletionComplete:
 		return method{eras: eraBoth, offered: hasCompletions, serve: (*Session).handleComplete}, true
 	case MethodLoggingSetLevel:
-		return method{eras: eraLegacy, offered: hasLogging, serve: answerNow((*Session).handleSetLevel)}, true
+		return method{eras: eraLegacy, offered: hasLogging, answer: (*Session).handleSetLevel}, true
 	case MethodTasksGet:
 		return method{eras: eraBoth, offered: hasTasks, serve: byEra((*Session).handleTasksGet, (*Session).handleModernTasksGet)}, true
 	case MethodTasksResult:
@@ -71,7 +74,7 @@ func lookupMethod(name string) (method, bool) {
 	case MethodTasksList:
 		return method{eras: eraLegacy, offered: (*Session).tasksOn, serve: (*Session).handleTasksList}, true
 	case MethodServerDiscover:
-		return method{eras: eraModern, serve: answerNow((*Session).handleDiscover), cacheable: true}, true
+		return method{eras: eraModern, answer: (*Session).handleDiscover, cacheable: true}, true
 	case MethodSubscriptionsListen:
 		return method{eras: eraModern, serve: (*Session).handleListen}, true
 	}
@@ -87,12 +90,14 @@ func lookupNotification(name string) func(ss *Session, m *jsonrpc.Message) {
 	return nil
 }
 
-// answerNow adapts a handler that answers before it returns.
-func answerNow(h func(ss *Session, m *jsonrpc.Message, r responder)) func(*Session, *jsonrpc.Message, responder) func() {
-	return func(ss *Session, m *jsonrpc.Message, r responder) func() {
-		h(ss, m, r)
+// dispatch serves m through r: it answers at once, or returns the job
+// that will.
+func (md *method) dispatch(ss *Session, m *jsonrpc.Message, r responder) func() {
+	if md.answer != nil {
+		md.answer(ss, m, r)
 		return nil
 	}
+	return md.serve(ss, m, r)
 }
 
 // byEra serves a method both eras have under different rules: legacy

@@ -111,7 +111,7 @@ func (ss *Session) handleModern(m *jsonrpc.Message, r responder) func() {
 		return nil
 	}
 	r.mod = &modernReq{meta: meta, cacheable: md.cacheable}
-	return md.serve(ss, m, r)
+	return md.dispatch(ss, m, r)
 }
 
 type modernKey struct{}

@@ -384,7 +384,7 @@ func (ss *Session) handleRequest(m *jsonrpc.Message, r responder) func() {
 		r.error(methodNotFound(m.Method))
 		return nil
 	}
-	return md.serve(ss, m, r)
+	return md.dispatch(ss, m, r)
 }
 
 func (ss *Session) handleInitialize(m *jsonrpc.Message, r responder) {
