@@ -7,8 +7,6 @@ import (
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/keelmcp/keel/internal/jsonrpc"
 )
 
 // Requests the server sends the client, typically from inside a handler
@@ -110,6 +108,7 @@ func (ss *Session) call(ctx context.Context, method string, params, result any) 
 // Task-augmented sampling (Task) is not supported here. A client that
 // rejects the request answers with an error, returned as *Error.
 func (ss *Session) CreateMessage(ctx context.Context, p *CreateMessageParams) (*CreateMessageResult, error) {
+	ss = ss.real()
 	const m = MethodSamplingCreateMessage
 	caps := ss.ClientCapabilities()
 	if err := ss.need(m, "sampling", "", caps.Sampling != nil); err != nil {
@@ -199,6 +198,7 @@ func downgradeCreateMessage(p *CreateMessageParams, v string) (*CreateMessagePar
 // the form's values), declined or cancelled. Task-augmented elicitation
 // (Task) is not supported here.
 func (ss *Session) Elicit(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
+	ss = ss.real()
 	const m = MethodElicitationCreate
 	caps := ss.ClientCapabilities()
 	if err := ss.need(m, "elicitation", Version20250618, caps.Elicitation != nil); err != nil {
@@ -250,6 +250,7 @@ func (ss *Session) Elicit(ctx context.Context, p *ElicitParams) (*ElicitResult, 
 // (notifications/elicitation/complete, 2025-11-25). Like Elicit in URL
 // mode it needs the client's elicitation.url capability.
 func (ss *Session) NotifyElicitationComplete(ctx context.Context, elicitationID string) error {
+	ss = ss.real()
 	caps := ss.ClientCapabilities()
 	if err := ss.need(NotificationElicitationComplete, "elicitation.url", Version20251125,
 		caps.Elicitation != nil && caps.Elicitation.URL != nil); err != nil {
@@ -262,6 +263,7 @@ func (ss *Session) NotifyElicitationComplete(ctx context.Context, elicitationID 
 // have declared roots. See ServerOptions.OnRootsListChanged to learn when
 // they change.
 func (ss *Session) ListRoots(ctx context.Context) ([]Root, error) {
+	ss = ss.real()
 	caps := ss.ClientCapabilities()
 	if err := ss.need(MethodRootsList, "roots", "", caps.Roots != nil); err != nil {
 		return nil, err
@@ -275,29 +277,32 @@ func (ss *Session) ListRoots(ctx context.Context) ([]Root, error) {
 
 // Ping sends ping to the client and waits for its answer.
 func (ss *Session) Ping(ctx context.Context) error {
+	ss = ss.real()
 	return ss.call(ctx, MethodPing, nil, nil)
 }
 
 // handleRootsListChanged serves notifications/roots/list_changed.
-func (ss *Session) handleRootsListChanged(_ *jsonrpc.Message) {
+func handleRootsListChanged(_ context.Context, req *Request) (any, error) {
+	ss := req.Session
 	f := ss.server.opts.OnRootsListChanged
 	if f == nil {
-		return
+		return nil, nil
 	}
 	if caps := ss.ClientCapabilities(); caps.Roots == nil || ss.State() != StateRunning {
 		ss.log.Warn("mcp: notifications/roots/list_changed ignored (roots not declared, or not RUNNING)")
-		return
+		return nil, nil
 	}
 	fs := &ss.feat
 	fs.rootsMu.Lock()
 	if fs.rootsRunning {
 		fs.rootsPending = true
 		fs.rootsMu.Unlock()
-		return
+		return nil, nil
 	}
 	fs.rootsRunning = true
 	fs.rootsMu.Unlock()
 	go ss.runRootsChanged(f)
+	return nil, nil
 }
 
 // runRootsChanged calls f until no notification arrived during the last call.

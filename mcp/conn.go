@@ -34,6 +34,12 @@ type conn struct {
 	mu      sync.Mutex
 	pending map[int64]chan *jsonrpc.Message
 	nextID  atomic.Int64
+
+	// out, if set, is the send middleware chain (ServerOptions.SendMiddleware)
+	// every outgoing request and notification of a server session goes
+	// through; ss is that session.
+	out SendHandler
+	ss  *Session
 }
 
 func newConn(t transport.Transport, maxDepth int, log *slog.Logger) *conn {
@@ -79,6 +85,13 @@ func (c *conn) writeError(ctx context.Context, id jsontext.Value, e *Error) erro
 }
 
 func (c *conn) notify(ctx context.Context, method string, params any) error {
+	if c.out != nil {
+		return c.out(ctx, &Outgoing{Session: c.ss, Method: method, Params: params, IsNotification: true})
+	}
+	return c.writeNotification(ctx, method, params)
+}
+
+func (c *conn) writeNotification(ctx context.Context, method string, params any) error {
 	return c.send(ctx, func(b []byte) ([]byte, error) { return jsonrpc.AppendNotification(b, method, params) })
 }
 
@@ -86,6 +99,13 @@ func (c *conn) notify(ctx context.Context, method string, params any) error {
 // result (which may be nil). A JSON-RPC error response is returned as *Error.
 // When ctx ends first, onCancel (if not nil) is told the request id.
 func (c *conn) call(ctx context.Context, method string, params, result any, onCancel func(id int64, reason string)) error {
+	if c.out != nil {
+		return c.out(ctx, &Outgoing{Session: c.ss, Method: method, Params: params, Result: result, onCancel: onCancel})
+	}
+	return c.request(ctx, method, params, result, onCancel)
+}
+
+func (c *conn) request(ctx context.Context, method string, params, result any, onCancel func(id int64, reason string)) error {
 	id := c.nextID.Add(1)
 	ch := make(chan *jsonrpc.Message, 1)
 	c.mu.Lock()

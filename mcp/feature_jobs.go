@@ -3,28 +3,21 @@ package mcp
 import (
 	"context"
 	"errors"
-
-	"github.com/keelmcp/keel/internal/jsonrpc"
 )
 
-// featureJob registers a request that runs user code (resources/read,
-// prompts/get, completion/complete, tasks/result) as in flight (see
-// inflight) and returns the job that runs fn and answers. A cancelled
-// request is not answered; a panic in fn becomes -32603 and the server
-// lives on. fn may return an *InputRequiredError (input.go).
-func (ss *Session) featureJob(m *jsonrpc.Message, r responder, fn func(ctx context.Context) (any, error)) func() {
-	ctx, prog := ss.withProgress(r.context(ss.messageContext()), m.Params) // ReportProgress works in fn (progress_helper.go)
-	f := ss.begin(m, r, ctx, nil)
-	if f == nil {
-		return nil
-	}
-	f.prog = prog
-	return func() { f.run(fn) }
+// withProgress returns ctx carrying the Progress of a request other than
+// tools/call (whose ToolCall holds its own): ReportProgress works in the
+// handler, and the request finishes it before it answers.
+func (req *Request) withProgress(ctx context.Context) context.Context {
+	ctx, req.f.prog = req.Session.withProgress(ctx, req.Params, req.r.version())
+	return ctx
 }
 
-// answer sends the outcome of a request other than tools/call: an *Error
-// as it is, an input-required answer (input.go), a panic as -32603.
-func (r responder) answer(res any, err error) {
+// answer sends the outcome of a request: a result (shaped for the
+// request's revision), an *Error as it is, an input-required answer
+// (input.go), a panic as -32603 (as an INTERNAL tool error for
+// tools/call), anything else as the feature error it maps to.
+func (r *responder) answer(res any, err error) {
 	var ir *InputRequiredError
 	var e *Error
 	var p *errPanic
@@ -35,6 +28,8 @@ func (r responder) answer(res any, err error) {
 		r.inputRequired(ir)
 	case errors.As(err, &e):
 		r.error(e)
+	case errors.As(err, &p) && r.call != nil:
+		r.answer(r.toolResponse(r.call, nil, err))
 	case errors.As(err, &p):
 		r.error(&Error{Code: CodeInternalError, Message: "Internal error: the handler panicked"})
 	default:

@@ -18,9 +18,9 @@ import (
 // requests they answer, and records what the next state is bound to. A
 // legacy request has no Input from its params: the server asks the client
 // itself (withInput).
-func (r responder) inputFor(ctx context.Context, method, target string, args jsontext.Value, responses map[string]jsontext.Value, state string) (*Input, bool) {
+func (r *responder) inputFor(ctx context.Context, method, target string, args jsontext.Value, responses map[string]jsontext.Value, state string) (*Input, *Error) {
 	if r.mod == nil {
-		return nil, true
+		return nil, nil
 	}
 	s := r.ss.server
 	subject := ""
@@ -29,35 +29,31 @@ func (r responder) inputFor(ctx context.Context, method, target string, args jso
 	}
 	r.mod.bind = &sealedState{Method: method, Target: target, Digest: argsDigest(args), Subject: subject}
 	if state == "" && responses == nil {
-		return nil, true
+		return nil, nil
 	}
 	in := &Input{Responses: map[string]jsontext.Value{}}
 	var keys map[string]string
 	if state != "" {
 		st, e := s.openState(state, method, target, r.mod.bind.Digest, subject)
 		if e != nil {
-			r.error(e)
-			return nil, false
+			return nil, e
 		}
 		if st.Round+1 >= s.opts.MaxInputRounds {
-			r.error(&Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: too many rounds of input (MaxInputRounds is %d)", s.opts.MaxInputRounds)})
-			return nil, false
+			return nil, &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: too many rounds of input (MaxInputRounds is %d)", s.opts.MaxInputRounds)}
 		}
 		in.State, in.Round, keys = st.State, st.Round+1, st.Keys
 		r.mod.bind.Round = in.Round
 	}
 	for k, raw := range responses {
 		if raw.Kind() != '{' {
-			r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: inputResponses[" + quote(k) + "] must be an object"})
-			return nil, false
+			return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: inputResponses[" + quote(k) + "] must be an object"}
 		}
 		if m, asked := keys[k]; asked && !inputResultValid(m, raw) {
-			r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: inputResponses[" + quote(k) + "] is not a result of " + m})
-			return nil, false
+			return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: inputResponses[" + quote(k) + "] is not a result of " + m}
 		}
 		in.Responses[k] = raw
 	}
-	return in, true
+	return in, nil
 }
 
 // withInput runs call with in in its context. For a legacy request whose

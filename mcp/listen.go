@@ -8,8 +8,6 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/keelmcp/keel/internal/jsonrpc"
 )
 
 // subscriptions/listen (2026-07-28) replaces the GET stream and
@@ -32,6 +30,7 @@ type listener struct {
 	dirty  listKind
 	uris   []string
 	states []*taskEntry  // tasks whose status changed
+	notes  []pendingNote // Server.NotifyAll notifications (sessions.go)
 	wake   chan struct{} // capacity 1: a send is pending
 }
 
@@ -98,18 +97,17 @@ func (l *listener) covers(uri string) bool {
 	return false
 }
 
-func (ss *Session) handleListen(m *jsonrpc.Message, r responder) func() {
+func handleListen(ctx context.Context, req *Request) (any, error) {
 	var p struct {
 		Notifications *SubscriptionFilter `json:"notifications"` // required: a pointer tells absent from {}
 	}
-	if err := json.Unmarshal(m.Params, &p); err != nil {
-		r.error(invalidParams(err))
-		return nil
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		return nil, invalidParams(err)
 	}
 	if p.Notifications == nil {
-		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: subscriptions/listen requires params.notifications"})
-		return nil
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: subscriptions/listen requires params.notifications"}
 	}
+	ss, r := req.Session, &req.r
 	want := *p.Notifications
 	h := &ss.server.hub
 	var ok SubscriptionFilter // what this server honours
@@ -121,12 +119,11 @@ func (ss *Session) handleListen(m *jsonrpc.Message, r responder) func() {
 	}
 	for _, uri := range ok.ResourceSubscriptions {
 		if err := CheckResourceURI(uri); err != nil {
-			r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: resourceSubscriptions: " + err.Error()})
-			return nil
+			return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: resourceSubscriptions: " + err.Error()}
 		}
 	}
 	if st := ss.server.tasks; st != nil && declaresTasks(r.mod.meta.ClientCapabilities) {
-		owner := st.modernOwner(r.context(ss.messageContext()))
+		owner := st.modernOwner(ctx)
 		for _, id := range want.TaskIDs {
 			if st.get(owner, id) != nil { // only the caller's own tasks
 				ok.TaskIDs = append(ok.TaskIDs, id)
@@ -134,15 +131,9 @@ func (ss *Session) handleListen(m *jsonrpc.Message, r responder) func() {
 		}
 	}
 	if len(ok.ResourceSubscriptions)+len(ok.TaskIDs) > maxSubscriptions {
-		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: more than maxSubscriptions resourceSubscriptions"})
-		return nil
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: more than maxSubscriptions resourceSubscriptions"}
 	}
-	r.mod.subscriptionID = m.ID
-	f := ss.begin(m, r, r.context(ss.messageContext()), nil)
-	if f == nil {
-		return nil
-	}
-	f.keepAlive = true
+	r.mod.subscriptionID = req.ID
 	l := &listener{filter: ok, wake: make(chan struct{}, 1)}
 	if len(ok.TaskIDs) > 0 {
 		l.tasks = make(map[string]bool, len(ok.TaskIDs))
@@ -150,19 +141,17 @@ func (ss *Session) handleListen(m *jsonrpc.Message, r responder) func() {
 			l.tasks[id] = true
 		}
 	}
-	id := m.ID
-	ss.workers.run(func() { // it lasts: never on the reading goroutine
-		f.run(func(ctx context.Context) (any, error) {
-			ss.listen(ctx, id, l)
-			return EmptyResult{}, nil
-		})
-		if ss.conn.t.Kind() != "http" { // stdio and memory: the channel is shared
-			nctx, cancel := context.WithTimeout(context.WithoutCancel(f.ctx), logSendTimeout)
+	id := req.ID
+	if ss.conn.t.Kind() != "http" { // stdio and memory: the channel is shared
+		fctx := ctx
+		req.f.after = func() {
+			nctx, cancel := context.WithTimeout(context.WithoutCancel(fctx), logSendTimeout)
 			defer cancel()
 			_ = ss.conn.notify(nctx, NotificationCancelled, &CancelledParams{RequestID: id, Reason: "subscription ended"})
 		}
-	})
-	return nil
+	}
+	ss.listen(ctx, id, l)
+	return EmptyResult{}, nil
 }
 
 // listen acknowledges the subscription and sends its notifications until
@@ -198,8 +187,8 @@ func (ss *Session) listen(ctx context.Context, id jsontext.Value, l *listener) {
 		case <-l.wake:
 		}
 		l.mu.Lock()
-		dirty, uris, states := l.dirty, l.uris, l.states
-		l.dirty, l.uris, l.states = 0, nil, nil
+		dirty, uris, states, notes := l.dirty, l.uris, l.states, l.notes
+		l.dirty, l.uris, l.states, l.notes = 0, nil, nil, nil
 		l.mu.Unlock()
 		for _, lk := range listKinds {
 			if dirty&lk.kind != 0 {
@@ -216,6 +205,16 @@ func (ss *Session) listen(ctx context.Context, id jsontext.Value, l *listener) {
 		for _, e := range states {
 			p := &TaskNotificationParams{TaskInfo: ss.server.tasks.info(e), Meta: meta}
 			if ss.conn.notify(ctx, NotificationTasks, p) != nil {
+				return
+			}
+		}
+		for i := range notes {
+			p, err := notes[i].encode(meta)
+			if err != nil {
+				ss.log.Warn("mcp: notification not sent", "method", notes[i].method, "error", err)
+				continue
+			}
+			if ss.conn.notify(ctx, notes[i].method, p) != nil {
 				return
 			}
 		}

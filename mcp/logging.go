@@ -11,8 +11,6 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/keelmcp/keel/internal/jsonrpc"
 )
 
 // Logging to the client (capability logging, ServerOptions.Logging): the
@@ -46,6 +44,9 @@ var levelsBySeverity = [...]LoggingLevel{LoggingLevelEmergency, LoggingLevelAler
 // LogLevel returns the session's logging threshold: the level the client set
 // with logging/setLevel or, before it did, ServerOptions.LogLevel.
 func (ss *Session) LogLevel() LoggingLevel {
+	if ss.mod != nil { // a 2026-07-28 request's view: its own level ("" = none)
+		return ss.mod.meta.LogLevel
+	}
 	if v := ss.feat.logLevel.Load(); v > 0 {
 		return levelsBySeverity[v-1]
 	}
@@ -81,6 +82,7 @@ func (ss *Session) logEnabledFor(ctx context.Context, l LoggingLevel) bool {
 // level (see LogLevel). It waits at most a short while (and never past
 // ctx) for a slow client; an error reports a message that was not sent.
 func (ss *Session) Log(ctx context.Context, level LoggingLevel, logger string, data any) error {
+	ss = ss.real()
 	if !level.Valid() {
 		return errors.New("mcp: unknown logging level " + quote(string(level)))
 	}
@@ -99,28 +101,26 @@ func (ss *Session) sendLog(ctx context.Context, p *LoggingMessageNotificationPar
 	return ss.conn.notify(ctx, NotificationMessage, p)
 }
 
-func (ss *Session) handleSetLevel(m *jsonrpc.Message, r responder) {
-	if m.Params == nil || m.Params.Kind() != '{' {
-		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: logging/setLevel requires params {level}"})
-		return
+func handleSetLevel(_ context.Context, req *Request) (any, error) {
+	if req.Params == nil || req.Params.Kind() != '{' {
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: logging/setLevel requires params {level}"}
 	}
 	var p SetLevelParams
-	if err := json.Unmarshal(m.Params, &p); err != nil {
-		r.error(invalidParams(err))
-		return
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		return nil, invalidParams(err)
 	}
 	if !p.Level.Valid() {
 		what := "unknown logging level " + quote(string(p.Level))
 		if p.Level == "" {
 			what = "level is required"
 		}
-		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: " + what +
-			" (want debug, info, notice, warning, error, critical, alert or emergency)"})
-		return
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: " + what +
+			" (want debug, info, notice, warning, error, critical, alert or emergency)"}
 	}
+	ss := req.Session
 	ss.feat.logLevel.Store(int32(p.Level.Severity()) + 1)
 	ss.log.Debug("mcp: client set the logging level", "level", string(p.Level))
-	r.result(EmptyResult{})
+	return EmptyResult{}, nil
 }
 
 var discardLogger = slog.New(slog.DiscardHandler)
@@ -134,7 +134,7 @@ var discardLogger = slog.New(slog.DiscardHandler)
 //
 //	mcp.ClientLogger(ctx).Info("fetching", "url", u)
 func ClientLogger(ctx context.Context) *slog.Logger {
-	ss := SessionFromContext(ctx)
+	ss := sessionFromContext(ctx)
 	if ss == nil || !ss.server.opts.Logging {
 		return discardLogger
 	}
@@ -155,7 +155,7 @@ func ClientLogger(ctx context.Context) *slog.Logger {
 // caller for more than a short while: a record that cannot be written in
 // time is dropped, and Handle returns the error.
 func (ss *Session) LogHandler(logger string) slog.Handler {
-	return &clientLogHandler{ss: ss, logger: logger}
+	return &clientLogHandler{ss: ss.real(), logger: logger}
 }
 
 type groupOrAttrs struct {

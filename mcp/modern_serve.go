@@ -105,13 +105,13 @@ func (ss *Session) handleModern(m *jsonrpc.Message, r responder) func() {
 		r.error(UnsupportedVersionError(meta.ProtocolVersion))
 		return nil
 	}
-	md, ok := lookupMethod(m.Method)
+	md, ok := ss.server.lookupMethod(m.Method)
 	if !ok || md.eras&eraModern == 0 || (md.offered != nil && !md.offered(ss)) {
 		r.error(methodNotFound(m.Method))
 		return nil
 	}
-	r.mod = &modernReq{meta: meta, cacheable: md.cacheable}
-	return md.dispatch(ss, m, r)
+	r.mod = &modernReq{meta: meta}
+	return ss.serveMethod(m, r, &md)
 }
 
 type modernKey struct{}
@@ -127,6 +127,9 @@ func (r responder) context(parent context.Context) context.Context {
 }
 
 func modernFromContext(ctx context.Context) *modernReq {
+	if req, ok := ctx.Value(requestKey{}).(*Request); ok {
+		return req.r.mod
+	}
 	m, _ := ctx.Value(modernKey{}).(*modernReq)
 	return m
 }
@@ -226,9 +229,9 @@ func (r responder) stamp(v any) (jsontext.Value, error) {
 }
 
 // handleDiscover serves server/discover.
-func (ss *Session) handleDiscover(_ *jsonrpc.Message, r responder) {
-	s := ss.server
-	r.result(&DiscoverResult{SupportedVersions: AllVersions(), Capabilities: s.modernCapabilities(), Instructions: s.opts.Instructions})
+func handleDiscover(_ context.Context, req *Request) (any, error) {
+	s := req.Session.server
+	return &DiscoverResult{SupportedVersions: AllVersions(), Capabilities: s.modernCapabilities(), Instructions: s.opts.Instructions}, nil
 }
 
 // modernCapabilities are the capabilities server/discover advertises: only
@@ -246,5 +249,6 @@ func (s *Server) modernCapabilities() ServerCapabilities {
 	if s.tasks != nil && o.Tools != nil {
 		caps.Extensions = tasksExtension() // tasks_modern.go
 	}
+	s.declareCustom(&caps, true)
 	return caps
 }

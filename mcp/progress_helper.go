@@ -31,6 +31,7 @@ type Progress struct {
 	mu      sync.Mutex
 	init    bool
 	ss      *Session
+	version string         // the revision of the request (progress messages arrived in 2025-03-26)
 	token   jsontext.Value // nil: the client asked for no progress
 	stopped *atomic.Bool   // set when the response was sent or suppressed
 	task    *taskEntry     // the task the request runs as: notifications carry its related-task _meta
@@ -45,8 +46,8 @@ type progressKey struct{}
 // params are params (its progress token is read from params._meta, exactly
 // as sent). Requests other than tools/call (whose ToolCall holds its
 // Progress) use it; the request's job must call finish before answering.
-func (ss *Session) withProgress(ctx context.Context, params jsontext.Value) (context.Context, *Progress) {
-	p := &Progress{init: true, ss: ss, token: rawProgressToken(params)}
+func (ss *Session) withProgress(ctx context.Context, params jsontext.Value, version string) (context.Context, *Progress) {
+	p := &Progress{init: true, ss: ss, version: version, token: rawProgressToken(params)}
 	return context.WithValue(ctx, progressKey{}, p), p
 }
 
@@ -88,7 +89,8 @@ func ProgressFromContext(ctx context.Context) *Progress {
 	p := &call.progress
 	p.mu.Lock()
 	if !p.init {
-		p.init, p.ss, p.token, p.stopped, p.task = true, call.Session, progressToken(call.Meta), &call.responded, call.task
+		p.init, p.ss, p.token, p.stopped, p.task = true, call.Session, progressToken(call.Meta), call.answered(), call.task
+		p.version = ProtocolVersionFromContext(ctx)
 	}
 	p.mu.Unlock()
 	return p
@@ -174,7 +176,7 @@ func (p *Progress) Report(ctx context.Context, progress, total float64, message 
 	if total > 0 {
 		n.Total = &total
 	}
-	if VersionAtLeast(p.ss.ProtocolVersion(), Version20250326) {
+	if VersionAtLeast(p.version, Version20250326) {
 		n.Message = message
 	}
 	if p.task != nil {

@@ -66,10 +66,8 @@ func (t *requestTable) cancelAll(onlyKeepAlive bool) {
 	}
 }
 
-// inflight is the one owner of a request's life, used by every method that
-// runs user code (tools/call, resources/read, prompts/get,
-// completion/complete, tasks/result, subscriptions/listen), in both eras,
-// and by the Client for the requests its server sends it.
+// inflight is the one owner of a request's life: every request a Server
+// serves, in both eras, and the requests a Client serves for its server.
 // From begin to end it:
 //
 //   - holds the request in the session's table of in-flight requests, so
@@ -77,29 +75,26 @@ func (t *requestTable) cancelAll(onlyKeepAlive bool) {
 //   - owns the request's context and cancels it when the request ends,
 //     is cancelled, or the session closes;
 //   - counts in the shutdown drain (requestTable.wg);
-//   - recovers a panic of the handler (the server lives on);
-//   - answers exactly once: the first of the handler's return, an early
-//     answer (ToolCall.RespondEarly, e.g. middleware.Timeout's response
-//     deadline) or a cancellation (which suppresses the answer) wins, and
-//     whatever comes later is logged and dropped.
+//   - recovers a panic of the handler chain (the server lives on);
+//   - answers exactly once: the first of the handler chain's return, the
+//     response deadline (ToolCall.AnswerAtDeadline) or a cancellation
+//     (which suppresses the answer) wins, and whatever comes later is
+//     logged and dropped.
 type inflight struct {
 	tab    *requestTable
-	ss     *Session // nil when a Client serves the request (reply is set)
-	r      responder
+	req    *Request // nil when a Client serves the request (reply is set)
 	key    string
 	method string
 	ctx    context.Context
 	cancel context.CancelFunc
-	// done is set once the request is answered or its answer
-	// suppressed; it points into the ToolCall for tools/call, so that
-	// RespondEarly and progress share it.
+	// done is set once the request is answered or its answer suppressed:
+	// the answer-once gate.
 	done      *atomic.Bool
 	ownDone   atomic.Bool
-	early     *atomic.Bool             // nil, or the ToolCall's earlyResponse
-	call      *ToolCall                // a tools/call: answered by sendToolResponse
-	prog      *Progress                // finished before the answer (requests other than tools/call)
+	early     *atomic.Bool             // set when the response deadline answered (a tools/call's)
+	prog      *Progress                // finished before the answer
 	keepAlive bool                     // a cancellation ends the request with an answer (subscriptions/listen)
-	in        *Input                   // a tools/call's input from its params (2026-07-28)
+	after     func()                   // runs after the answer (subscriptions/listen on stdio)
 	reply     func(res any, err error) // answers a request a Client serves
 }
 
@@ -109,26 +104,20 @@ type errPanic struct{ value any }
 
 func (e *errPanic) Error() string { return fmt.Sprint("panic: ", e.value) }
 
-// begin registers request m (answered through r) as in flight, with a
-// context derived from parent. On a duplicate id it answers -32600 and
-// returns nil. For a tools/call (call != nil) the call's own flags are the
-// request's, and its outcome is answered as a tool result.
-func (ss *Session) begin(m *jsonrpc.Message, r responder, parent context.Context, call *ToolCall) *inflight {
-	var f *inflight
-	if call != nil {
-		f = &call.req // no allocation of its own for the hottest method
-		*f = inflight{tab: &ss.reqs, ss: ss, r: r, key: idKey(m.ID), method: m.Method, call: call, done: &call.responded, early: &call.earlyResponse}
-	} else {
-		f = &inflight{tab: &ss.reqs, ss: ss, r: r, key: idKey(m.ID), method: m.Method}
-		f.done = &f.ownDone
-	}
-	f.ctx, f.cancel = context.WithCancel(parent)
+// begin registers req as in flight, with a context derived from parent
+// that carries req (RequestFromContext). On a duplicate id it answers
+// -32600 and returns false.
+func (ss *Session) begin(req *Request, parent context.Context) bool {
+	f := &req.f
+	*f = inflight{tab: &ss.reqs, req: req, key: idKey(req.ID), method: req.Method}
+	f.done = &f.ownDone
+	f.ctx, f.cancel = context.WithCancel(context.WithValue(parent, requestKey{}, req))
 	if !ss.reqs.add(f) {
 		f.cancel()
-		r.error(errIDInUse)
-		return nil
+		req.r.error(errIDInUse)
+		return false
 	}
-	return f
+	return true
 }
 
 // errIDInUse answers a request whose id an in-flight request has.
@@ -167,16 +156,16 @@ func (f *inflight) run(fn func(ctx context.Context) (any, error)) {
 	f.end()
 	if f.done.CompareAndSwap(false, true) {
 		f.send(res, err)
-		return
-	}
-	switch {
-	case cancelled && (f.early == nil || !f.early.Load()):
+	} else if cancelled && (f.early == nil || !f.early.Load()) {
 		f.tab.log.Debug("mcp: response suppressed (request cancelled)", "method", f.method)
-		if f.r.batch != nil {
-			f.r.batch.skip()
+		if f.req != nil && f.req.r.batch != nil {
+			f.req.r.batch.skip()
 		}
-	default:
+	} else {
 		f.tab.log.Warn("mcp: late result dropped (already answered)", "method", f.method, "outcome", "late_completed")
+	}
+	if f.after != nil {
+		f.after()
 	}
 }
 
@@ -186,19 +175,10 @@ func (f *inflight) send(res any, err error) {
 		f.reply(res, err)
 		return
 	}
-	if f.call != nil {
-		if tc, ok := res.(*TaskCreatedResult); ok { // a modern call became a task (tasks_modern_serve.go)
-			f.r.result(tc)
-			return
-		}
-		tr, _ := res.(*CallToolResult)
-		f.ss.sendToolResponse(f.r, f.call, tr, err)
-		return
-	}
 	if f.prog != nil {
 		f.prog.finish() // no progress notification follows the response
 	}
-	f.r.answer(res, err)
+	f.req.r.answer(res, err)
 }
 
 // end cancels the request's context and removes it from the table.

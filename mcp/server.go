@@ -106,15 +106,40 @@ type ServerOptions struct {
 	// depend on the caller.
 	CacheTTL   time.Duration
 	CacheScope string
+
+	// Middleware wraps the handling of every incoming request and
+	// notification, built-in and custom methods alike; the first listed
+	// is the outermost. The chain is built once, by NewServer.
+	Middleware []Middleware
+	// SendMiddleware wraps every request and notification the server
+	// sends its clients (progress, logging, list changes, sampling,
+	// elicitation, roots, ...); the first listed is the outermost.
+	SendMiddleware []SendMiddleware
+	// Methods adds request methods of the server's own (for example
+	// "acme/search"), served in both eras beside the built-in ones and
+	// through Middleware. A name keel serves itself makes NewServer panic.
+	Methods map[string]MethodHandler
+	// Notifications adds handlers of notifications from the client,
+	// called on the goroutine that reads the connection (keep them
+	// short), through Middleware. A name keel serves itself makes
+	// NewServer panic.
+	Notifications map[string]MethodHandler
+	// Capabilities declares what the server offers beyond what keel
+	// derives from the options above: Experimental (in the initialize
+	// result and on server/discover) and Extensions (on server/discover:
+	// revision 2026-07-28 has them), merged with keel's own entries, which
+	// win on a clash. The other members are ignored: keel derives them.
+	Capabilities *ServerCapabilities
 }
 
 // Server serves MCP over any number of connections. Create it with
 // NewServer, then call Run once per connection.
 type Server struct {
-	opts  ServerOptions
-	log   *slog.Logger
-	hub   changeHub  // list_changed and resource update notifications (listchanged.go)
-	tasks *taskStore // nil without ServerOptions.Tasks (server_tasks.go)
+	opts   ServerOptions
+	log    *slog.Logger
+	handle MethodHandler // the middleware chain around dispatch (handler.go)
+	hub    changeHub     // list_changed and resource update notifications (listchanged.go)
+	tasks  *taskStore    // nil without ServerOptions.Tasks (server_tasks.go)
 }
 
 // NewServer returns a Server configured by opts (nil = defaults).
@@ -177,7 +202,16 @@ func NewServer(opts *ServerOptions) *Server {
 		o.CacheTTL = 0
 	}
 	o.Icons = append([]Icon(nil), o.Icons...)
+	o.Middleware = append([]Middleware(nil), o.Middleware...)
+	o.SendMiddleware = append([]SendMiddleware(nil), o.SendMiddleware...)
+	o.Methods = checkCustom(o.Methods, "Methods")
+	o.Notifications = checkCustom(o.Notifications, "Notifications")
+	if o.Capabilities != nil {
+		c := *o.Capabilities
+		o.Capabilities = &c
+	}
 	s := &Server{opts: o, log: o.Logger}
+	s.handle = chainMiddleware(dispatch, o.Middleware)
 	s.initTasks()
 	s.watchSources()
 	return s

@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"github.com/go-json-experiment/json"
-
-	"github.com/keelmcp/keel/internal/jsonrpc"
 )
 
 // CompletionSource is what a Server answers completion/complete from:
@@ -24,35 +22,29 @@ type CompletionSource interface {
 	Complete(ctx context.Context, p *CompleteParams) (*CompleteResult, error)
 }
 
-func (ss *Session) handleComplete(m *jsonrpc.Message, r responder) func() {
-	if m.Params == nil || m.Params.Kind() != '{' {
-		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: completion/complete requires params {ref, argument}"})
-		return nil
+func handleComplete(ctx context.Context, req *Request) (any, error) {
+	if req.Params == nil || req.Params.Kind() != '{' {
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: completion/complete requires params {ref, argument}"}
 	}
 	p := new(CompleteParams)
-	if err := json.Unmarshal(m.Params, p); err != nil {
-		r.error(invalidParams(err))
-		return nil
+	if err := json.Unmarshal(req.Params, p); err != nil {
+		return nil, invalidParams(err)
 	}
 	if p.Ref.Type == "" {
-		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: ref is required"})
-		return nil
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: ref is required"}
 	}
 	if p.Argument.Name == "" {
-		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: argument.name is required"})
-		return nil
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: argument.name is required"}
 	}
-	if !VersionAtLeast(r.version(), Version20250618) {
+	if !VersionAtLeast(req.r.version(), Version20250618) {
 		p.Context = nil // completion context arrived in 2025-06-18
 	}
-	src := ss.server.opts.Completions
-	return ss.featureJob(m, r, func(ctx context.Context) (any, error) {
-		res, err := src.Complete(ctx, p)
-		if err != nil {
-			return nil, ss.featureError(err)
-		}
-		return capCompletion(res), nil
-	})
+	ss := req.Session
+	res, err := ss.server.opts.Completions.Complete(req.withProgress(ctx), p)
+	if err != nil {
+		return nil, ss.featureError(err)
+	}
+	return capCompletion(res), nil
 }
 
 // capCompletion returns res fit for the wire: at most MaxCompletionValues

@@ -5,8 +5,6 @@ import (
 	"errors"
 
 	"github.com/go-json-experiment/json"
-
-	"github.com/keelmcp/keel/internal/jsonrpc"
 )
 
 // PromptSource is what a Server serves prompts from (prompts/list,
@@ -23,62 +21,57 @@ type PromptSource interface {
 	GetPrompt(ctx context.Context, p *GetPromptParams) (*GetPromptResult, error)
 }
 
-func (ss *Session) handlePromptsList(m *jsonrpc.Message, r responder) {
-	p, ok := decodePaginated(m, r)
-	if !ok {
-		return
+func handlePromptsList(ctx context.Context, req *Request) (any, error) {
+	p, perr := decodePaginated(req)
+	if perr != nil {
+		return nil, perr
 	}
-	list, err := ss.server.opts.Prompts.ListPrompts(r.context(ss.messageContext()))
+	ss := req.Session
+	list, err := ss.server.opts.Prompts.ListPrompts(ctx)
 	if err != nil {
-		r.error(ss.featureError(err))
-		return
+		return nil, ss.featureError(err)
 	}
 	page, next, perr := paginate(list, func(x *Prompt) string { return x.Name }, p.Cursor, ss.server.opts.PageSize)
 	if perr != nil {
-		r.error(perr)
-		return
+		return nil, perr
 	}
-	r.result(&ListPromptsResult{Prompts: downgradePrompts(page, r.version()), NextCursor: next})
+	return &ListPromptsResult{Prompts: downgradePrompts(page, req.r.version()), NextCursor: next}, nil
 }
 
-func (ss *Session) handlePromptsGet(m *jsonrpc.Message, r responder) func() {
-	if m.Params == nil || m.Params.Kind() != '{' {
-		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: prompts/get requires params {name, arguments}"})
-		return nil
+func handlePromptsGet(ctx context.Context, req *Request) (any, error) {
+	if req.Params == nil || req.Params.Kind() != '{' {
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: prompts/get requires params {name, arguments}"}
 	}
 	p := new(GetPromptParams)
-	if err := json.Unmarshal(m.Params, p); err != nil {
-		r.error(invalidParams(err))
-		return nil
+	if err := json.Unmarshal(req.Params, p); err != nil {
+		return nil, invalidParams(err)
 	}
 	if p.Name == "" {
-		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: name is required"})
-		return nil
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: name is required"}
 	}
+	ss, r := req.Session, &req.r
 	src, v := ss.server.opts.Prompts, r.version()
 	args, err := json.Marshal(p.Arguments, json.Deterministic(true))
 	if err != nil {
-		r.error(invalidParams(err))
-		return nil
+		return nil, invalidParams(err)
 	}
-	in, ok := r.inputFor(r.context(ss.messageContext()), MethodPromptsGet, p.Name, args, p.InputResponses, p.RequestState)
-	if !ok {
-		return nil
+	in, e := r.inputFor(ctx, MethodPromptsGet, p.Name, args, p.InputResponses, p.RequestState)
+	if e != nil {
+		return nil, e
 	}
 	p.InputResponses, p.RequestState = nil, ""
-	return ss.featureJob(m, r, func(ctx context.Context) (any, error) {
-		return r.withInput(ctx, in, func(ctx context.Context) (any, error) {
-			res, err := src.GetPrompt(ctx, p)
-			var ir *InputRequiredError
-			switch {
-			case errors.As(err, &ir):
-				return nil, ir
-			case err != nil:
-				return nil, ss.featureError(err)
-			case res == nil:
-				return nil, &Error{Code: CodeInternalError, Message: "Internal error: prompt source returned no result"}
-			}
-			return downgradePromptResult(res, v), nil
-		})
+	ctx = req.withProgress(ctx)
+	return r.withInput(ctx, in, func(ctx context.Context) (any, error) {
+		res, err := src.GetPrompt(ctx, p)
+		var ir *InputRequiredError
+		switch {
+		case errors.As(err, &ir):
+			return nil, ir
+		case err != nil:
+			return nil, ss.featureError(err)
+		case res == nil:
+			return nil, &Error{Code: CodeInternalError, Message: "Internal error: prompt source returned no result"}
+		}
+		return downgradePromptResult(res, v), nil
 	})
 }

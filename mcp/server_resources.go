@@ -6,8 +6,6 @@ import (
 	"io/fs"
 
 	"github.com/go-json-experiment/json"
-
-	"github.com/keelmcp/keel/internal/jsonrpc"
 )
 
 // ResourceSource is what a Server serves resources from (resources/list,
@@ -55,98 +53,90 @@ func (s *Server) declareFeatures(v string, caps *ServerCapabilities) {
 	}
 }
 
-// decodePaginated decodes the params of a list request; on failure it
-// answers and returns false.
-func decodePaginated(m *jsonrpc.Message, r responder) (PaginatedParams, bool) {
+// decodePaginated decodes the params of a list request.
+func decodePaginated(req *Request) (PaginatedParams, *Error) {
 	var p PaginatedParams
-	if m.Params != nil {
-		if err := json.Unmarshal(m.Params, &p); err != nil {
-			r.error(invalidParams(err))
-			return p, false
+	if req.Params != nil {
+		if err := json.Unmarshal(req.Params, &p); err != nil {
+			return p, invalidParams(err)
 		}
 	}
-	return p, true
+	return p, nil
 }
 
-func (ss *Session) handleResourcesList(m *jsonrpc.Message, r responder) {
-	p, ok := decodePaginated(m, r)
-	if !ok {
-		return
+func handleResourcesList(ctx context.Context, req *Request) (any, error) {
+	p, perr := decodePaginated(req)
+	if perr != nil {
+		return nil, perr
 	}
-	list, err := ss.server.opts.Resources.ListResources(r.context(ss.messageContext()))
+	ss := req.Session
+	list, err := ss.server.opts.Resources.ListResources(ctx)
 	if err != nil {
-		r.error(ss.featureError(err))
-		return
+		return nil, ss.featureError(err)
 	}
 	page, next, perr := paginate(list, func(x *Resource) string { return x.URI }, p.Cursor, ss.server.opts.PageSize)
 	if perr != nil {
-		r.error(perr)
-		return
+		return nil, perr
 	}
-	r.result(&ListResourcesResult{Resources: downgradeResources(page, r.version()), NextCursor: next})
+	return &ListResourcesResult{Resources: downgradeResources(page, req.r.version()), NextCursor: next}, nil
 }
 
-func (ss *Session) handleResourceTemplatesList(m *jsonrpc.Message, r responder) {
-	p, ok := decodePaginated(m, r)
-	if !ok {
-		return
+func handleResourceTemplatesList(ctx context.Context, req *Request) (any, error) {
+	p, perr := decodePaginated(req)
+	if perr != nil {
+		return nil, perr
 	}
-	list, err := ss.server.opts.Resources.ListResourceTemplates(r.context(ss.messageContext()))
+	ss := req.Session
+	list, err := ss.server.opts.Resources.ListResourceTemplates(ctx)
 	if err != nil {
-		r.error(ss.featureError(err))
-		return
+		return nil, ss.featureError(err)
 	}
 	page, next, perr := paginate(list, func(x *ResourceTemplate) string { return x.URITemplate }, p.Cursor, ss.server.opts.PageSize)
 	if perr != nil {
-		r.error(perr)
-		return
+		return nil, perr
 	}
-	r.result(&ListResourceTemplatesResult{ResourceTemplates: downgradeTemplates(page, r.version()), NextCursor: next})
+	return &ListResourceTemplatesResult{ResourceTemplates: downgradeTemplates(page, req.r.version()), NextCursor: next}, nil
 }
 
-// decodeURIParams decodes params holding a required absolute "uri"; on
-// failure it answers and returns false.
-func decodeURIParams(m *jsonrpc.Message, r responder, p *ReadResourceParams) bool {
-	if m.Params == nil || m.Params.Kind() != '{' {
-		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: " + m.Method + " requires params {uri}"})
-		return false
+// decodeURIParams decodes params holding a required absolute "uri".
+func decodeURIParams(req *Request, p *ReadResourceParams) *Error {
+	if req.Params == nil || req.Params.Kind() != '{' {
+		return &Error{Code: CodeInvalidParams, Message: "Invalid params: " + req.Method + " requires params {uri}"}
 	}
-	if err := json.Unmarshal(m.Params, p); err != nil {
-		r.error(invalidParams(err))
-		return false
+	if err := json.Unmarshal(req.Params, p); err != nil {
+		return invalidParams(err)
 	}
 	if err := CheckResourceURI(p.URI); err != nil {
-		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()})
-		return false
+		return &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
 	}
-	return true
+	return nil
 }
 
-func (ss *Session) handleResourcesRead(m *jsonrpc.Message, r responder) func() {
+func handleResourcesRead(ctx context.Context, req *Request) (any, error) {
 	p := new(ReadResourceParams)
-	if !decodeURIParams(m, r, p) {
-		return nil
+	if e := decodeURIParams(req, p); e != nil {
+		return nil, e
 	}
+	ss, r := req.Session, &req.r
 	src, v := ss.server.opts.Resources, r.version()
-	in, ok := r.inputFor(r.context(ss.messageContext()), MethodResourcesRead, p.URI, nil, p.InputResponses, p.RequestState)
-	if !ok {
-		return nil
+	in, e := r.inputFor(ctx, MethodResourcesRead, p.URI, nil, p.InputResponses, p.RequestState)
+	if e != nil {
+		return nil, e
 	}
 	p.InputResponses, p.RequestState = nil, ""
-	return ss.featureJob(m, r, func(ctx context.Context) (any, error) {
-		return r.withInput(ctx, in, func(ctx context.Context) (any, error) {
-			res, err := src.ReadResource(ctx, p)
-			var ir *InputRequiredError
-			switch {
-			case errors.As(err, &ir):
-				return nil, ir
-			case err != nil:
-				return nil, ss.resourceError(err, p.URI, r.mod != nil)
-			case res == nil:
-				return nil, &Error{Code: CodeInternalError, Message: "Internal error: resource source returned no result"}
-			}
-			return downgradeReadResult(res, v), nil
-		})
+	ctx = req.withProgress(ctx)
+	return r.withInput(ctx, in, func(ctx context.Context) (any, error) {
+		res, err := src.ReadResource(ctx, p)
+		var ir *InputRequiredError
+		switch {
+		case errors.As(err, &ir):
+			return nil, ir
+		case err != nil:
+			return nil, ss.resourceError(err, p.URI, r.mod != nil)
+		case res == nil:
+			return nil, &Error{Code: CodeInternalError, Message: "Internal error: resource source returned no result"}
+		}
+		return downgradeReadResult(res, v), nil
 	})
 }
 
@@ -204,16 +194,24 @@ func (ss *Session) featureError(err error) *Error {
 	return &Error{Code: CodeInternalError, Message: "Internal error: " + err.Error()}
 }
 
-func (ss *Session) handleSubscribe(m *jsonrpc.Message, r responder, subscribe bool) {
+func handleSubscribe(_ context.Context, req *Request) (any, error) {
+	return subscribe(req, true)
+}
+
+func handleUnsubscribe(_ context.Context, req *Request) (any, error) {
+	return subscribe(req, false)
+}
+
+func subscribe(req *Request, on bool) (any, error) {
 	p := new(ReadResourceParams) // same shape as SubscribeParams and UnsubscribeParams
-	if !decodeURIParams(m, r, p) {
-		return
+	if e := decodeURIParams(req, p); e != nil {
+		return nil, e
 	}
-	if !subscribe {
+	ss := req.Session
+	if !on {
 		ss.server.hub.unsubscribe(ss, p.URI)
 	} else if !ss.server.hub.subscribe(ss, p.URI) {
-		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: too many subscriptions on this connection"})
-		return
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: too many subscriptions on this connection"}
 	}
-	r.result(EmptyResult{})
+	return EmptyResult{}, nil
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/ids"
-	"github.com/keelmcp/keel/internal/jsonrpc"
 )
 
 // Tasks (2025-11-25, experimental): a client may ask for a tools/call to
@@ -177,18 +176,18 @@ func (ss *Session) findTool(ctx context.Context, name string) (*Tool, bool) {
 	return t, ok
 }
 
-// taskCall applies the task rules to a tools/call. It answers the request
-// itself and reports true when the call is task-augmented (it then runs in
-// the background) or refused; false means "serve it as a plain call".
-func (ss *Session) taskCall(r responder, call *ToolCall) bool {
+// taskCall applies the task rules to a tools/call. It returns the answer
+// and true when the call is task-augmented (it then runs in the background,
+// once the request is answered) or refused; false means "serve it as a
+// plain call".
+func (ss *Session) taskCall(ctx context.Context, req *Request, call *ToolCall) (any, error, bool) {
 	if !ss.tasksOn() {
 		call.Task = nil // no tasks capability: process normally, ignore "task"
-		return false
+		return nil, nil, false
 	}
-	ctx := ss.requestContext(ss.messageContext())
 	def, ok := ss.findTool(ctx, call.Name)
 	if !ok {
-		return false // the source answers for unknown tools
+		return nil, nil, false // the source answers for unknown tools
 	}
 	support := TaskForbidden
 	if def.Execution != nil && def.Execution.TaskSupport != "" {
@@ -196,18 +195,16 @@ func (ss *Session) taskCall(r responder, call *ToolCall) bool {
 	}
 	switch {
 	case call.Task == nil && support == TaskRequired:
-		r.error(&Error{Code: CodeMethodNotFound,
-			Message: "Method not found: tool " + quote(call.Name) + " must be called as a task (execution.taskSupport is required)"})
-		return true
+		return nil, &Error{Code: CodeMethodNotFound,
+			Message: "Method not found: tool " + quote(call.Name) + " must be called as a task (execution.taskSupport is required)"}, true
 	case call.Task == nil:
-		return false
+		return nil, nil, false
 	case support == TaskForbidden:
-		r.error(&Error{Code: CodeMethodNotFound,
-			Message: "Method not found: tool " + quote(call.Name) + " cannot be called as a task (execution.taskSupport is forbidden)"})
-		return true
+		return nil, &Error{Code: CodeMethodNotFound,
+			Message: "Method not found: tool " + quote(call.Name) + " cannot be called as a task (execution.taskSupport is forbidden)"}, true
 	}
-	ss.startTask(ctx, r, call)
-	return true
+	res, err := ss.startTask(ctx, req, call)
+	return res, err, true
 }
 
 // taskTTL returns the ttl of a new task in milliseconds (nil = unlimited):
@@ -227,17 +224,20 @@ func (o *TaskOptions) taskTTL(requested *int64) *int64 {
 	return &ms
 }
 
-// startTask creates the task of call, answers with CreateTaskResult and
-// starts the call in the background.
-func (ss *Session) startTask(reqCtx context.Context, r responder, call *ToolCall) {
+// startTask creates the task of call and returns CreateTaskResult; the
+// call starts in the background once the request is answered.
+func (ss *Session) startTask(reqCtx context.Context, req *Request, call *ToolCall) (any, error) {
 	st := ss.server.tasks
 	owner := st.opts.owner(reqCtx)
-	base := reqCtx // session-bound: the task ends with the session
-	if owner != "" {
-		base = context.WithoutCancel(reqCtx) // it outlives the session
-	}
 	ttl := st.opts.taskTTL(call.Task.TTL)
-	ctx, cancel := context.WithCancel(WithToolCall(base, call))
+	// The task outlives its request; without an owner it is bound to the
+	// session and ends with it.
+	ctx, cancel := context.WithCancel(WithToolCall(context.WithoutCancel(reqCtx), call))
+	if owner == "" {
+		stop := context.AfterFunc(ss.ctx, cancel)
+		c := cancel
+		cancel = func() { stop(); c() }
+	}
 	if ttl != nil {
 		var cancelDeadline context.CancelFunc
 		ctx, cancelDeadline = context.WithTimeout(ctx, time.Duration(*ttl)*time.Millisecond)
@@ -247,8 +247,7 @@ func (ss *Session) startTask(reqCtx context.Context, r responder, call *ToolCall
 	e := st.create(ss, owner, call, ttl, cancel)
 	if e == nil {
 		cancel()
-		r.result(ToolErrorResult(withIDs(errTooManyTasks(st.opts.MaxTasks), call)))
-		return
+		return ToolErrorResult(withIDs(errTooManyTasks(st.opts.MaxTasks), call)), nil
 	}
 	call.task = e
 	call.respond = func(res *CallToolResult, err error) bool { // RespondEarly (middleware.Timeout)
@@ -256,16 +255,18 @@ func (ss *Session) startTask(reqCtx context.Context, r responder, call *ToolCall
 		return true
 	}
 	call.Logger.Debug("mcp: task created", "tool", call.Name, "taskId", e.id)
-	r.result(&CreateTaskResult{Task: st.snapshot(e)})
-	if !st.track() { // the server stopped its tasks (Server.StopTasks)
-		cancel()
-		ss.finishTask(e, nil, &Error{Code: CodeInternalError, Message: "Internal error: the server is stopping its tasks"})
-		return
+	req.f.after = func() { // the task starts once its CreateTaskResult is sent
+		if !st.track() { // the server stopped its tasks (Server.StopTasks)
+			cancel()
+			ss.finishTask(e, nil, &Error{Code: CodeInternalError, Message: "Internal error: the server is stopping its tasks"})
+			return
+		}
+		go func() {
+			defer st.running.Done()
+			ss.runTask(ctx, cancel, e)
+		}()
 	}
-	go func() {
-		defer st.running.Done()
-		ss.runTask(ctx, cancel, e)
-	}()
+	return &CreateTaskResult{Task: st.snapshot(e)}, nil
 }
 
 // runTask runs the task's call to completion.
@@ -445,12 +446,12 @@ func withRelatedTask(params any, id string) (jsontext.Value, error) {
 
 // taskParams decodes the params of tasks/get, tasks/result and
 // tasks/cancel (which share their shape).
-func taskParams(m *jsonrpc.Message) (string, *Error) {
+func taskParams(req *Request) (string, *Error) {
 	var p GetTaskParams
-	if m.Params == nil {
+	if req.Params == nil {
 		return "", &Error{Code: CodeInvalidParams, Message: "Invalid params: taskId is required"}
 	}
-	if err := json.Unmarshal(m.Params, &p); err != nil {
+	if err := json.Unmarshal(req.Params, &p); err != nil {
 		return "", invalidParams(err)
 	}
 	if p.TaskID == "" {
@@ -475,98 +476,90 @@ func (o *TaskOptions) owner(ctx context.Context) string {
 	return "auth:" + sub
 }
 
-// taskOwner returns the owner key of the request being handled (reader
-// goroutine only).
-func (ss *Session) taskOwner() string {
+// taskOwner returns the owner key of the request ctx belongs to.
+func (ss *Session) taskOwner(ctx context.Context) string {
 	st := ss.server.tasks
-	return st.ownerOf(ss, st.opts.owner(ss.requestContext(ss.messageContext())))
+	return st.ownerOf(ss, st.opts.owner(ctx))
 }
 
-// lookupTask finds the task a tasks/* request names, answering -32602 when
-// there is none for this requestor.
-func (ss *Session) lookupTask(m *jsonrpc.Message, r responder) *taskEntry {
-	id, perr := taskParams(m)
+// lookupTask finds the task a tasks/* request names: -32602 when there is
+// none for this requestor.
+func lookupTask(ctx context.Context, req *Request) (*taskEntry, *Error) {
+	id, perr := taskParams(req)
 	if perr != nil {
-		r.error(perr)
-		return nil
+		return nil, perr
 	}
-	e := ss.server.tasks.get(ss.taskOwner(), id)
+	ss := req.Session
+	e := ss.server.tasks.get(ss.taskOwner(ctx), id)
 	if e == nil {
-		r.error(errTaskNotFound(id))
+		return nil, errTaskNotFound(id)
 	}
-	return e
+	return e, nil
 }
 
-func (ss *Session) handleTasksGet(m *jsonrpc.Message, r responder) func() {
-	if e := ss.lookupTask(m, r); e != nil {
-		r.result(&GetTaskResult{Task: ss.server.tasks.snapshot(e)})
+func handleTasksGet(ctx context.Context, req *Request) (any, error) {
+	e, perr := lookupTask(ctx, req)
+	if perr != nil {
+		return nil, perr
 	}
-	return nil
+	return &GetTaskResult{Task: req.Session.server.tasks.snapshot(e)}, nil
 }
 
-func (ss *Session) handleTasksResult(m *jsonrpc.Message, r responder) func() {
-	e := ss.lookupTask(m, r)
-	if e == nil {
-		return nil
+func handleTasksResult(ctx context.Context, req *Request) (any, error) {
+	e, perr := lookupTask(ctx, req)
+	if perr != nil {
+		return nil, perr
 	}
-	return ss.featureJob(m, r, func(ctx context.Context) (any, error) {
-		select {
-		case <-e.done:
-		case <-ctx.Done():
-			return nil, nil // not answered
-		}
-		res, rpcErr := ss.server.tasks.outcome(e)
-		if rpcErr != nil {
-			return nil, rpcErr
-		}
-		c := *res
-		c.Meta = make(Meta, len(res.Meta)+1)
-		for k, v := range res.Meta {
-			c.Meta[k] = v
-		}
-		c.Meta[MetaRelatedTask] = RelatedTaskMetadata{TaskID: e.id}
-		return &c, nil
-	})
+	select {
+	case <-e.done:
+	case <-ctx.Done():
+		return nil, ctx.Err() // not answered: the request was cancelled
+	}
+	res, rpcErr := req.Session.server.tasks.outcome(e)
+	if rpcErr != nil {
+		return nil, rpcErr
+	}
+	c := *res
+	c.Meta = make(Meta, len(res.Meta)+1)
+	for k, v := range res.Meta {
+		c.Meta[k] = v
+	}
+	c.Meta[MetaRelatedTask] = RelatedTaskMetadata{TaskID: e.id}
+	return &c, nil
 }
 
-func (ss *Session) handleTasksCancel(m *jsonrpc.Message, r responder) func() {
-	e := ss.lookupTask(m, r)
-	if e == nil {
-		return nil
+func handleTasksCancel(ctx context.Context, req *Request) (any, error) {
+	e, perr := lookupTask(ctx, req)
+	if perr != nil {
+		return nil, perr
 	}
-	st := ss.server.tasks
+	st := req.Session.server.tasks
 	call := e.call
 	res := ToolErrorResult(&StructuredError{Code: ErrInternal, Message: "the task was cancelled",
 		Details: map[string]any{"reason": "cancelled", "taskId": e.id}, CorrelationID: call.CorrelationID, RunID: call.RunID})
 	if !st.finish(e, TaskStatusCancelled, "The task was cancelled by request.", res, nil) {
-		r.error(&Error{Code: CodeInvalidParams,
+		return nil, &Error{Code: CodeInvalidParams,
 			Message: "Cannot cancel task: already in terminal status '" + string(st.snapshot(e).Status) + "'",
-			Data:    map[string]any{"taskId": e.id}})
-		return nil
+			Data:    map[string]any{"taskId": e.id}}
 	}
 	call.responded.Store(true) // a late result is dropped
 	call.progress.finish()
 	st.cancelRun(e)
 	call.Logger.Debug("mcp: task cancelled by the client", "tool", call.Name, "taskId", e.id)
-	r.result(&CancelTaskResult{Task: st.snapshot(e)})
-	st.notifyStatus(e)
-	return nil
+	req.f.after = func() { st.notifyStatus(e) } // after the answer
+	return &CancelTaskResult{Task: st.snapshot(e)}, nil
 }
 
-func (ss *Session) handleTasksList(m *jsonrpc.Message, r responder) func() {
-	var p PaginatedParams
-	if m.Params != nil {
-		if err := json.Unmarshal(m.Params, &p); err != nil {
-			r.error(invalidParams(err))
-			return nil
-		}
-	}
-	st := ss.server.tasks
-	page, next, perr := paginate(st.list(ss.taskOwner()), func(e *taskEntry) string { return e.key }, p.Cursor, ss.server.opts.PageSize)
+func handleTasksList(ctx context.Context, req *Request) (any, error) {
+	p, perr := decodePaginated(req)
 	if perr != nil {
-		r.error(perr)
-		return nil
+		return nil, perr
 	}
-	r.result(&ListTasksResult{Tasks: st.states(page), NextCursor: next})
-	return nil
+	ss := req.Session
+	st := ss.server.tasks
+	page, next, perr := paginate(st.list(ss.taskOwner(ctx)), func(e *taskEntry) string { return e.key }, p.Cursor, ss.server.opts.PageSize)
+	if perr != nil {
+		return nil, perr
+	}
+	return &ListTasksResult{Tasks: st.states(page), NextCursor: next}, nil
 }

@@ -10,17 +10,29 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/keelmcp/keel/internal/jsonrpc"
 )
 
 type sessionKey struct{}
 
 // SessionFromContext returns the server session a request is served on, or
-// nil outside a Server.
+// nil outside a Server. For a 2026-07-28 request what it tells about the
+// peer (ProtocolVersion, ClientCapabilities, ClientInfo) is the request's
+// own; everything else is the connection's.
 func SessionFromContext(ctx context.Context) *Session {
+	if req, ok := ctx.Value(requestKey{}).(*Request); ok {
+		return req.session()
+	}
 	s, _ := ctx.Value(sessionKey{}).(*Session)
 	return s
+}
+
+// sessionFromContext returns the connection's session of the request ctx
+// belongs to (never a view), or nil.
+func sessionFromContext(ctx context.Context) *Session {
+	if ss := SessionFromContext(ctx); ss != nil {
+		return ss.real()
+	}
+	return nil
 }
 
 func (ss *Session) requestContext(ctx context.Context) context.Context {
@@ -59,25 +71,21 @@ func paginate[T any](items []T, name func(T) string, cursor string, size int) (p
 	return items[start:end], next, nil
 }
 
-func (ss *Session) handleToolsList(m *jsonrpc.Message, r responder) {
-	var p PaginatedParams
-	if m.Params != nil {
-		if err := json.Unmarshal(m.Params, &p); err != nil {
-			r.error(invalidParams(err))
-			return
-		}
-	}
-	tools, err := ss.server.opts.Tools.ListTools(r.context(ss.messageContext()))
-	if err != nil {
-		r.error(asProtocolError(err))
-		return
-	}
-	page, next, perr := paginate(tools, func(t *Tool) string { return t.Name }, p.Cursor, ss.server.opts.PageSize)
+func handleToolsList(ctx context.Context, req *Request) (any, error) {
+	p, perr := decodePaginated(req)
 	if perr != nil {
-		r.error(perr)
-		return
+		return nil, perr
 	}
-	r.result(&ListToolsResult{Tools: downgradeTools(page, r.version()), NextCursor: next})
+	o := &req.Session.server.opts
+	tools, err := o.Tools.ListTools(ctx)
+	if err != nil {
+		return nil, asProtocolError(err)
+	}
+	page, next, perr := paginate(tools, func(t *Tool) string { return t.Name }, p.Cursor, o.PageSize)
+	if perr != nil {
+		return nil, perr
+	}
+	return &ListToolsResult{Tools: downgradeTools(page, req.r.version()), NextCursor: next}, nil
 }
 
 func asProtocolError(err error) *Error {
@@ -88,29 +96,28 @@ func asProtocolError(err error) *Error {
 	return &Error{Code: CodeInternalError, Message: "Internal error: " + err.Error()}
 }
 
-// handleToolsCall checks and registers one tools/call and returns the job
-// that runs it.
-func (ss *Session) handleToolsCall(m *jsonrpc.Message, r responder) func() {
-	if m.Params == nil || m.Params.Kind() != '{' {
-		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: tools/call requires params {name, arguments}"})
-		return nil
+// handleToolsCall serves tools/call: it checks the params, builds the
+// ToolCall, and runs it through the ToolSource (or as a task). Its outcome
+// is the tool result: a tool's error becomes an isError result, an *Error
+// stays a JSON-RPC error.
+func handleToolsCall(ctx context.Context, req *Request) (any, error) {
+	if req.Params == nil || req.Params.Kind() != '{' {
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: tools/call requires params {name, arguments}"}
 	}
 	var p CallToolParams
-	if err := json.Unmarshal(m.Params, &p); err != nil {
-		r.error(invalidParams(err))
-		return nil
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		return nil, invalidParams(err)
 	}
 	if p.Name == "" {
-		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: name is required"})
-		return nil
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: name is required"}
 	}
 	switch {
 	case p.Arguments == nil:
 		p.Arguments = jsontext.Value("{}")
 	case p.Arguments.Kind() != '{':
-		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: arguments must be an object"})
-		return nil
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: arguments must be an object"}
 	}
+	ss, r := req.Session, &req.r
 	opts := &ss.server.opts
 	corr, _ := p.Meta[MetaCorrelationID].(string)
 	if corr == "" {
@@ -122,53 +129,46 @@ func (ss *Session) handleToolsCall(m *jsonrpc.Message, r responder) func() {
 	call := &ToolCall{Name: p.Name, Arguments: p.Arguments, Meta: p.Meta, Task: p.Task,
 		CorrelationID: corr, RunID: opts.NewID(), Session: ss}
 	call.Logger = slog.New(&callHandler{next: ss.log.Handler(), corr: corr, run: call.RunID})
-	if r.mod == nil && (p.Task != nil || ss.server.tasks != nil) && ss.taskCall(r, call) { // server_tasks.go
-		return nil
-	}
-	if r.mod != nil && ss.server.tasks != nil {
-		if job, handled := ss.modernTaskCall(m, r, call, &p); handled { // tasks_modern.go
-			return job
+	r.call = call
+	if r.mod == nil && (p.Task != nil || ss.server.tasks != nil) {
+		if res, err, handled := ss.taskCall(ctx, req, call); handled { // server_tasks.go
+			return res, err
 		}
 	}
-	parent := r.context(ss.messageContext())
-	in, ok := r.inputFor(parent, MethodToolsCall, p.Name, p.Arguments, p.InputResponses, p.RequestState) // input_serve.go
-	if !ok {
-		return nil
+	if r.mod != nil && ss.server.tasks != nil {
+		if res, err, handled := ss.modernTaskCall(ctx, req, call, &p); handled { // tasks_modern_serve.go
+			return res, err
+		}
 	}
-	r.call = call
-	f := ss.begin(m, r, WithToolCall(parent, call), call)
-	if f == nil {
-		return nil
+	in, e := r.inputFor(ctx, MethodToolsCall, p.Name, p.Arguments, p.InputResponses, p.RequestState) // input_serve.go
+	if e != nil {
+		return nil, e
 	}
+	// The response deadline answers through the request's own gate.
+	call.gate, req.f.early = req.f.done, &call.earlyResponse
 	call.respond = func(res *CallToolResult, err error) bool {
-		ss.sendToolResponse(r, call, res, err)
+		r.answer(r.toolResponse(call, res, err))
 		return true
 	}
-	f.in = in
-	return f.runTool
-}
-
-// runTool runs the tools/call f owns: the ToolSource, then (legacy
-// sessions) as many rounds of client input as the handler asks for.
-func (f *inflight) runTool() { f.run(f.callTool) }
-
-func (f *inflight) callTool(ctx context.Context) (any, error) {
-	src, call := f.ss.server.opts.Tools, f.call
-	if f.in != nil {
-		ctx = withInput(ctx, f.in)
+	ctx = WithToolCall(ctx, call)
+	if in != nil {
+		ctx = withInput(ctx, in)
 	}
+	src := opts.Tools
 	res, err := src.CallTool(ctx, call)
 	var ir *InputRequiredError
-	if err != nil && f.r.mod == nil && errors.As(err, &ir) {
-		return f.r.bridge(ctx, f.in, ir, func(ctx context.Context) (any, error) { return src.CallTool(ctx, call) })
+	if err != nil && r.mod == nil && errors.As(err, &ir) {
+		out, err := r.bridge(ctx, in, ir, func(ctx context.Context) (any, error) { return src.CallTool(ctx, call) })
+		tr, _ := out.(*CallToolResult)
+		return r.toolResponse(call, tr, err)
 	}
-	if res == nil {
-		return nil, err // not a typed nil in an interface
-	}
-	return res, err
+	return r.toolResponse(call, res, err)
 }
 
-func (ss *Session) sendToolResponse(r responder, call *ToolCall, res *CallToolResult, err error) {
+// toolResponse maps the outcome of a tools/call to its answer: a tool's
+// error becomes an isError result with the call's ids, an *Error stays a
+// JSON-RPC error, an *InputRequiredError an input-required answer.
+func (r *responder) toolResponse(call *ToolCall, res *CallToolResult, err error) (any, error) {
 	call.progress.finish() // no progress notification follows the response
 	if err != nil {
 		var rpcErr *Error
@@ -176,15 +176,13 @@ func (ss *Session) sendToolResponse(r responder, call *ToolCall, res *CallToolRe
 		var p *errPanic
 		switch {
 		case errors.As(err, &ir):
-			r.inputRequired(ir)
-			return
+			return nil, ir
 		case errors.As(err, &rpcErr):
 			e := *rpcErr
 			if se, ok := rpcErr.Data.(*StructuredError); ok {
 				e.Data = withIDs(se, call)
 			}
-			r.error(&e)
-			return
+			return nil, &e
 		case errors.As(err, &p):
 			call.Logger.Error("mcp: tool call panicked", "tool", call.Name)
 			err = &StructuredError{Code: ErrInternal, Message: "internal error", Details: map[string]any{"reason": "panic"}}
@@ -198,7 +196,7 @@ func (ss *Session) sendToolResponse(r responder, call *ToolCall, res *CallToolRe
 	if res == nil {
 		res = &CallToolResult{}
 	}
-	r.result(downgradeResult(res, r.version()))
+	return downgradeResult(res, r.version()), nil
 }
 
 // withIDs returns se with the call's correlation and run ids filled in.

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -81,6 +82,20 @@ type Session struct {
 	inlineSeq atomic.Uint64
 	inlineTok atomic.Uint64
 	takeover  *time.Timer
+
+	// base and mod are set on a view of the session for one 2026-07-28
+	// request (see Request.session): its peer accessors answer for the
+	// request, everything else is base's. All other fields are unused.
+	base *Session
+	mod  *modernReq
+}
+
+// real returns the session itself, or the one a view stands for.
+func (ss *Session) real() *Session {
+	if ss.base != nil {
+		return ss.base
+	}
+	return ss
 }
 
 func (s *Server) newSession(t transport.Transport) *Session {
@@ -94,39 +109,58 @@ func (s *Server) newSession(t transport.Transport) *Session {
 	}
 	ss.reqs.log = log
 	ss.conn = newConn(t, s.opts.MaxDepth, log)
+	ss.conn.ss, ss.conn.out = ss, sendChain(ss.conn, s.opts.SendMiddleware)
 	ss.workers = newWorkers(64, ss.conn.done)
 	return ss
 }
 
 // State returns the session's lifecycle state.
-func (ss *Session) State() SessionState { return SessionState(ss.state.Load()) }
+func (ss *Session) State() SessionState { return SessionState(ss.real().state.Load()) }
 
 // ProtocolVersion returns the negotiated revision ("" before initialize).
+// Inside the handler of a 2026-07-28 request (SessionFromContext) it is
+// the request's own revision.
 func (ss *Session) ProtocolVersion() string {
+	if ss.mod != nil {
+		return ss.mod.meta.ProtocolVersion
+	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.version
 }
 
-// ClientInfo returns the clientInfo the client sent in initialize.
+// ClientInfo returns the clientInfo the client sent in initialize. Inside
+// the handler of a 2026-07-28 request (SessionFromContext) it is what the
+// request's _meta names (zero when nothing).
 func (ss *Session) ClientInfo() Implementation {
+	if ss.mod != nil {
+		if ci := ss.mod.meta.ClientInfo; ci != nil {
+			return *ci
+		}
+		return Implementation{}
+	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.clientInfo
 }
 
-// ClientCapabilities returns the capabilities the client declared.
+// ClientCapabilities returns the capabilities the client declared in
+// initialize. Inside the handler of a 2026-07-28 request
+// (SessionFromContext) they are the ones the request's _meta declares.
 func (ss *Session) ClientCapabilities() ClientCapabilities {
+	if ss.mod != nil {
+		return ss.mod.meta.ClientCapabilities
+	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.clientCaps
 }
 
 // ConnectionCorrelationID returns the id generated when the connection opened.
-func (ss *Session) ConnectionCorrelationID() string { return ss.connCorrelationID }
+func (ss *Session) ConnectionCorrelationID() string { return ss.real().connCorrelationID }
 
 // TransportKind returns the Kind of the session's transport ("stdio", "memory", "http").
-func (ss *Session) TransportKind() string { return ss.conn.t.Kind() }
+func (ss *Session) TransportKind() string { return ss.real().conn.t.Kind() }
 
 func (ss *Session) close() {
 	ss.state.Store(int32(StateClosed))
@@ -260,8 +294,7 @@ func (b *batch) flush() {
 // for the reading goroutine to run (see runInline), or nil.
 func (ss *Session) handleRaw(msg []byte) func() {
 	if jsonrpc.IsBatch(msg) {
-		ss.handleBatch(msg)
-		return nil
+		return ss.handleBatch(msg)
 	}
 	m, derr := jsonrpc.Decode(msg, ss.server.opts.MaxDepth)
 	if derr != nil {
@@ -271,31 +304,36 @@ func (ss *Session) handleRaw(msg []byte) func() {
 	return ss.handleMessage(&m, nil)
 }
 
-func (ss *Session) handleBatch(msg []byte) {
+// handleBatch handles a batch; the requests that run user code are run
+// one after another by the returned job (the batch is answered as one
+// array once all are done), on the reading goroutine as a single
+// tools/call would be (see runInline).
+func (ss *Session) handleBatch(msg []byte) func() {
 	r := responder{ss: ss}
 	if derr := jsonrpc.CheckDepth(msg, ss.server.opts.MaxDepth); derr != nil {
 		r.error(&Error{Code: derr.Code, Message: derr.Message})
-		return
+		return nil
 	}
 	elems, derr := jsonrpc.SplitBatch(msg)
 	if derr != nil {
 		r.error(&Error{Code: derr.Code, Message: derr.Message})
-		return
+		return nil
 	}
 	if v := ss.ProtocolVersion(); v != Version20250326 {
 		if v == "" {
 			v = "none (before initialize)"
 		}
 		r.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: batches are accepted only in protocol revision 2025-03-26; negotiated: " + v})
-		return
+		return nil
 	}
 	if len(elems) > ss.server.opts.MaxBatch {
 		r.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: batch exceeds MaxBatch (" + strconv.Itoa(ss.server.opts.MaxBatch) + " messages)"})
-		return
+		return nil
 	}
 	msgs := make([]jsonrpc.Message, len(elems))
 	errs := make([]*jsonrpc.DecodeError, len(elems))
 	b := &batch{ss: ss}
+	var jobs []func()
 	for i, e := range elems {
 		msgs[i], errs[i] = jsonrpc.Decode(e, ss.server.opts.MaxDepth)
 		if errs[i] != nil || msgs[i].Kind == jsonrpc.KindRequest {
@@ -312,7 +350,15 @@ func (ss *Session) handleBatch(msg []byte) {
 			continue
 		}
 		if job := ss.handleMessage(&msgs[i], b); job != nil {
-			ss.workers.run(job)
+			jobs = append(jobs, job)
+		}
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	return func() {
+		for _, job := range jobs {
+			job()
 		}
 	}
 }
@@ -331,26 +377,59 @@ func (ss *Session) handleMessage(m *jsonrpc.Message, b *batch) func() {
 	return nil
 }
 
+// handleNotification serves a notification through the middleware chain,
+// on the reading goroutine: the built-in ones (initialized, cancelled,
+// roots/list_changed) and the server's custom ones
+// (ServerOptions.Notifications); others are ignored.
 func (ss *Session) handleNotification(m *jsonrpc.Message) {
-	switch m.Method {
-	case NotificationInitialized:
-		if !ss.state.CompareAndSwap(int32(StateInitializing), int32(StateRunning)) {
-			ss.log.Warn("mcp: notifications/initialized out of order", "state", ss.State().String())
-		}
-	case NotificationCancelled:
-		var p CancelledParams
-		if m.Params == nil || json.Unmarshal(m.Params, &p) != nil || p.RequestID == nil {
-			ss.log.Warn("mcp: malformed notifications/cancelled ignored")
-			return
-		}
-		ss.cancelRequest(idKey(p.RequestID), p.Reason)
-	default:
-		if h := lookupNotification(m.Method); h != nil {
-			h(ss, m)
-			return
-		}
+	h := ss.server.notificationHandler(m.Method)
+	if h == nil {
 		ss.log.Debug("mcp: notification ignored", "method", m.Method)
+		return
 	}
+	req := &Request{Method: m.Method, Params: m.Params, Session: ss, r: responder{ss: ss}, handle: h}
+	ctx := context.WithValue(ss.messageContext(), requestKey{}, req)
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				ss.log.Error("mcp: notification handler panicked", "method", m.Method, "panic", fmt.Sprint(p))
+			}
+		}()
+		if _, err := ss.server.handle(ctx, req); err != nil {
+			ss.log.Warn("mcp: notification handler failed", "method", m.Method, "error", err)
+		}
+	}()
+}
+
+// notificationHandler returns the handler of notification name, or nil.
+func (s *Server) notificationHandler(name string) MethodHandler {
+	switch name {
+	case NotificationInitialized:
+		return handleInitialized
+	case NotificationCancelled:
+		return handleCancelled
+	case NotificationRootsListChanged:
+		return handleRootsListChanged
+	}
+	return s.opts.Notifications[name]
+}
+
+func handleInitialized(_ context.Context, req *Request) (any, error) {
+	ss := req.Session
+	if !ss.state.CompareAndSwap(int32(StateInitializing), int32(StateRunning)) {
+		ss.log.Warn("mcp: notifications/initialized out of order", "state", ss.State().String())
+	}
+	return nil, nil
+}
+
+func handleCancelled(_ context.Context, req *Request) (any, error) {
+	var p CancelledParams
+	if req.Params == nil || json.Unmarshal(req.Params, &p) != nil || p.RequestID == nil {
+		req.Session.log.Warn("mcp: malformed notifications/cancelled ignored")
+		return nil, nil
+	}
+	req.Session.cancelRequest(idKey(p.RequestID), p.Reason)
+	return nil, nil
 }
 
 // CancelledParams are the params of notifications/cancelled.
@@ -366,11 +445,9 @@ func (ss *Session) handleRequest(m *jsonrpc.Message, r responder) func() {
 	}
 	switch m.Method {
 	case MethodInitialize:
-		ss.handleInitialize(m, r)
-		return nil
+		return ss.serveMethod(m, r, &initializeMethod)
 	case MethodPing:
-		r.result(EmptyResult{})
-		return nil
+		return ss.serveMethod(m, r, &pingMethod)
 	}
 	if st := ss.State(); st != StateRunning {
 		r.error(&Error{Code: CodeNotInitialized, Message: "Not initialized",
@@ -379,31 +456,36 @@ func (ss *Session) handleRequest(m *jsonrpc.Message, r responder) func() {
 				CorrelationID: ss.connCorrelationID}})
 		return nil
 	}
-	md, ok := lookupMethod(m.Method)
+	md, ok := ss.server.lookupMethod(m.Method)
 	if !ok || md.eras&eraLegacy == 0 || (md.offered != nil && !md.offered(ss)) {
 		r.error(methodNotFound(m.Method))
 		return nil
 	}
-	return md.dispatch(ss, m, r)
+	return ss.serveMethod(m, r, &md)
 }
 
-func (ss *Session) handleInitialize(m *jsonrpc.Message, r responder) {
+// initialize and ping are served in every state, before the state gate.
+var (
+	initializeMethod = method{eras: eraLegacy, handle: handleInitialize, inline: true}
+	pingMethod       = method{eras: eraLegacy, handle: handlePing, inline: true}
+)
+
+func handlePing(context.Context, *Request) (any, error) { return EmptyResult{}, nil }
+
+func handleInitialize(_ context.Context, req *Request) (any, error) {
 	var p InitializeParams
-	if m.Params == nil {
-		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: initialize requires params"})
-		return
+	if req.Params == nil {
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: initialize requires params"}
 	}
-	if err := json.Unmarshal(m.Params, &p); err != nil {
-		r.error(invalidParams(err))
-		return
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		return nil, invalidParams(err)
 	}
 	if p.ProtocolVersion == "" {
-		r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: protocolVersion is required"})
-		return
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: protocolVersion is required"}
 	}
+	ss := req.Session
 	if !ss.state.CompareAndSwap(int32(StateStarting), int32(StateInitializing)) {
-		r.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize was already received on this connection"})
-		return
+		return nil, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize was already received on this connection"}
 	}
 	v := p.ProtocolVersion
 	if !IsSupportedVersion(v) {
@@ -413,7 +495,7 @@ func (ss *Session) handleInitialize(m *jsonrpc.Message, r responder) {
 	ss.version, ss.clientInfo, ss.clientCaps = v, p.ClientInfo, p.Capabilities
 	ss.mu.Unlock()
 	ss.log.Info("mcp: initialize", "requested", p.ProtocolVersion, "negotiated", v, "client", p.ClientInfo.Name)
-	r.result(ss.server.initializeResult(v))
+	return ss.server.initializeResult(v), nil
 }
 
 func (s *Server) initializeResult(v string) *InitializeResult {
@@ -434,7 +516,36 @@ func (s *Server) initializeResult(v string) *InitializeResult {
 	if o.Logging {
 		res.Capabilities.Logging = &struct{}{}
 	}
+	s.declareCustom(&res.Capabilities, false)
 	return res
+}
+
+// declareCustom merges ServerOptions.Capabilities into caps: Experimental
+// always, Extensions when extensions is set (2026-07-28). keel's own
+// entries win.
+func (s *Server) declareCustom(caps *ServerCapabilities, extensions bool) {
+	c := s.opts.Capabilities
+	if c == nil {
+		return
+	}
+	caps.Experimental = mergeCapabilityMaps(caps.Experimental, c.Experimental)
+	if extensions {
+		caps.Extensions = mergeCapabilityMaps(caps.Extensions, c.Extensions)
+	}
+}
+
+func mergeCapabilityMaps(own, extra map[string]any) map[string]any {
+	if len(extra) == 0 {
+		return own
+	}
+	out := make(map[string]any, len(own)+len(extra))
+	for k, v := range extra {
+		out[k] = v
+	}
+	for k, v := range own {
+		out[k] = v
+	}
+	return out
 }
 
 // idKey is the in-flight map key of a request id: strings and numbers never

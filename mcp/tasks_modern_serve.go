@@ -11,8 +11,6 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/keelmcp/keel/internal/jsonrpc"
 )
 
 // modernRun is one 2026-07-28 tools/call that may become a task (see
@@ -80,13 +78,14 @@ func (st *taskStore) modernOwner(ctx context.Context) string {
 
 // modernTaskCall applies the tasks extension to a 2026-07-28 tools/call.
 // handled false means "serve it as a plain call"; otherwise the call was
-// refused (-32021, a bad requestState) or job runs it.
-func (ss *Session) modernTaskCall(m *jsonrpc.Message, r responder, call *ToolCall, p *CallToolParams) (job func(), handled bool) {
+// refused (-32021, a bad requestState) or it ran, and res, err is its
+// outcome (a result, or the task it became).
+func (ss *Session) modernTaskCall(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (res any, err error, handled bool) {
 	st := ss.server.tasks
-	parent := r.context(ss.messageContext())
-	def, ok := ss.findTool(parent, call.Name)
+	r := &req.r
+	def, ok := ss.findTool(ctx, call.Name)
 	if !ok {
-		return nil, false // the source answers for unknown tools
+		return nil, nil, false // the source answers for unknown tools
 	}
 	support := TaskForbidden
 	if def.Execution != nil && def.Execution.TaskSupport != "" {
@@ -95,39 +94,30 @@ func (ss *Session) modernTaskCall(m *jsonrpc.Message, r responder, call *ToolCal
 	ext := declaresTasks(r.mod.meta.ClientCapabilities)
 	switch {
 	case support == TaskRequired && !ext:
-		r.error(errTasksExtensionRequired("tool " + quote(call.Name) + " runs as a task only; it"))
-		return nil, true
+		return nil, errTasksExtensionRequired("tool " + quote(call.Name) + " runs as a task only; it"), true
 	case support == TaskForbidden || !ext:
-		return nil, false
+		return nil, nil, false
 	}
-	in, ok := r.inputFor(parent, MethodToolsCall, p.Name, p.Arguments, p.InputResponses, p.RequestState) // input_serve.go
-	if !ok {
-		return nil, true
+	in, e := r.inputFor(ctx, MethodToolsCall, p.Name, p.Arguments, p.InputResponses, p.RequestState) // input_serve.go
+	if e != nil {
+		return nil, e, true
 	}
 	call.Task = &TaskMetadata{} // it may become a task: no response deadline
-	run := &modernRun{ss: ss, st: st, call: call, owner: st.modernOwner(parent), caps: r.mod.meta.ClientCapabilities,
+	run := &modernRun{ss: ss, st: st, call: call, owner: st.modernOwner(ctx), caps: r.mod.meta.ClientCapabilities,
 		answered: make(chan struct{}), escalated: make(chan struct{})}
 	if in != nil {
 		run.round0 = in.Round
 	}
-	run.ctx, run.cancel = context.WithCancel(context.WithoutCancel(WithToolCall(parent, call)))
+	run.ctx, run.cancel = context.WithCancel(context.WithoutCancel(WithToolCall(ctx, call)))
 	call.run = run
-	r.call = call
-	f := ss.begin(m, r, WithToolCall(parent, call), call)
-	if f == nil {
-		run.cancel()
-		return nil, true
-	}
-	// RespondEarly settles the run (run.outcome), which serve then
-	// answers: the request keeps its own answered flag.
-	f.done, f.early = &f.ownDone, nil
+	// The response deadline settles the run (run.outcome), which serve
+	// then answers: the call keeps its own gate.
 	call.respond = func(res *CallToolResult, err error) bool { // RespondEarly
 		run.outcome(res, err)
 		return true
 	}
-	return func() {
-		f.run(func(ctx context.Context) (any, error) { return run.serve(ctx, in) })
-	}, true
+	res, err = run.serve(ctx, in)
+	return res, err, true
 }
 
 // serve runs the call for its request (ctx): it answers with the
@@ -369,80 +359,74 @@ func (st *taskStore) detail(e *taskEntry) *DetailedTask {
 	return d
 }
 
-// modernTask finds the task a modern tasks/* request names: -32021
+// findModernTask finds the task a modern tasks/* request names: -32021
 // without the extension, -32602 for an unknown task (or another caller's).
-func (ss *Session) modernTask(m *jsonrpc.Message, r responder) *taskEntry {
-	if !declaresTasks(r.mod.meta.ClientCapabilities) {
-		r.error(errTasksExtensionRequired(m.Method))
-		return nil
+func findModernTask(ctx context.Context, req *Request) (*taskEntry, *Error) {
+	if !declaresTasks(req.r.mod.meta.ClientCapabilities) {
+		return nil, errTasksExtensionRequired(req.Method)
 	}
-	id, perr := taskParams(m)
+	id, perr := taskParams(req)
 	if perr != nil {
-		r.error(perr)
-		return nil
+		return nil, perr
 	}
-	st := ss.server.tasks
-	e := st.get(st.modernOwner(r.context(ss.messageContext())), id)
+	st := req.Session.server.tasks
+	e := st.get(st.modernOwner(ctx), id)
 	if e == nil || e.mod == nil {
-		r.error(errTaskNotFound(id))
-		return nil
+		return nil, errTaskNotFound(id)
 	}
-	return e
+	return e, nil
 }
 
-func (ss *Session) handleModernTasksGet(m *jsonrpc.Message, r responder) func() {
-	if e := ss.modernTask(m, r); e != nil {
-		r.result(ss.server.tasks.detail(e))
+func handleModernTasksGet(ctx context.Context, req *Request) (any, error) {
+	e, perr := findModernTask(ctx, req)
+	if perr != nil {
+		return nil, perr
 	}
-	return nil
+	return req.Session.server.tasks.detail(e), nil
 }
 
 // handleModernTasksCancel settles the task as cancelled and cancels its
 // handler's context; a terminal task stays as it is. Both get the empty ack.
-func (ss *Session) handleModernTasksCancel(m *jsonrpc.Message, r responder) func() {
-	e := ss.modernTask(m, r)
-	if e == nil {
-		return nil
+func handleModernTasksCancel(ctx context.Context, req *Request) (any, error) {
+	e, perr := findModernTask(ctx, req)
+	if perr != nil {
+		return nil, perr
 	}
-	st := ss.server.tasks
+	st := req.Session.server.tasks
 	if st.finish(e, TaskStatusCancelled, "The task was cancelled by request.", nil, nil) {
 		st.changed(e)
 		e.call.progress.finish()
 		e.cancel()
 		e.call.Logger.Debug("mcp: task cancelled by the client", "tool", e.call.Name, "taskId", e.id)
 	}
-	r.result(EmptyResult{})
-	return nil
+	return EmptyResult{}, nil
 }
 
 // handleModernTasksUpdate delivers answers to an input_required task.
 // Each answer must have the shape of its request's result (-32602);
 // unknown keys are ignored. Once every pending request is answered, the
 // task is working again and its handler runs with the answers.
-func (ss *Session) handleModernTasksUpdate(m *jsonrpc.Message, r responder) func() {
-	e := ss.modernTask(m, r)
-	if e == nil {
-		return nil
+func handleModernTasksUpdate(ctx context.Context, req *Request) (any, error) {
+	e, perr := findModernTask(ctx, req)
+	if perr != nil {
+		return nil, perr
 	}
 	var p UpdateTaskParams
-	if err := json.Unmarshal(m.Params, &p); err != nil {
-		r.error(invalidParams(err))
-		return nil
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		return nil, invalidParams(err)
 	}
-	st := ss.server.tasks
+	st := req.Session.server.tasks
 	now := st.now()
 	st.mu.Lock()
 	mt := e.mod
 	if e.task.Status != TaskStatusInputRequired {
 		st.mu.Unlock()
-		r.result(EmptyResult{}) // nothing asked (any more): an update is moot
-		return nil
+		return EmptyResult{}, nil // nothing asked (any more): an update is moot
 	}
 	for k, raw := range p.InputResponses {
 		if pi, ok := mt.pending[k]; ok && (raw.Kind() != '{' || !inputResultValid(pi.req.Method, raw)) {
 			st.mu.Unlock()
-			r.error(&Error{Code: CodeInvalidParams, Message: "Invalid params: inputResponses[" + quote(k) + "] is not a result of " + pi.req.Method})
-			return nil
+			return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: inputResponses[" + quote(k) + "] is not a result of " + pi.req.Method}
 		}
 	}
 	for k, raw := range p.InputResponses {
@@ -459,10 +443,11 @@ func (ss *Session) handleModernTasksUpdate(m *jsonrpc.Message, r responder) func
 		e.task.Status, e.task.StatusMessage, e.task.LastUpdatedAt = TaskStatusWorking, "", formatTime(now)
 	}
 	st.mu.Unlock()
-	r.result(EmptyResult{})
 	if in != nil {
-		st.changed(e)
-		mt.run.start(in)
+		req.f.after = func() { // after the acknowledgement
+			st.changed(e)
+			mt.run.start(in)
+		}
 	}
-	return nil
+	return EmptyResult{}, nil
 }

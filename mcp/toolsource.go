@@ -49,13 +49,13 @@ type ToolCall struct {
 
 	// respond sends the response before CallTool returns; nil outside a Server.
 	respond       func(*CallToolResult, error) bool
-	responded     atomic.Bool      // a response was sent or suppressed
+	responded     atomic.Bool      // the answer-once gate of a task's run (gate is nil)
+	gate          *atomic.Bool     // the gate of the request the call answers, if any
 	earlyResponse atomic.Bool      // RespondEarly sent the response
 	progress      Progress         // see ProgressFromContext (progress_helper.go)
 	task          *taskEntry       // the task the call runs as (server_tasks.go)
 	run           *modernRun       // a 2026-07-28 call that may become a task (tasks_modern.go)
 	deadline      ResponseDeadline // the first deadline armed (AnswerAtDeadline), never reused
-	req           inflight         // the owner of the tools/call's life (request.go)
 }
 
 // RespondEarly sends res (or err) as the response to this call at once,
@@ -64,7 +64,7 @@ type ToolCall struct {
 // middleware.Timeout uses it to answer TIMEOUT while the handler still runs.
 // Outside a Server (no transport to answer on) it returns false.
 func (c *ToolCall) RespondEarly(res *CallToolResult, err error) bool {
-	if c.respond == nil || !c.responded.CompareAndSwap(false, true) {
+	if c.respond == nil || !c.answered().CompareAndSwap(false, true) {
 		return false
 	}
 	c.earlyResponse.Store(true)
@@ -77,7 +77,15 @@ func (c *ToolCall) RespondEarly(res *CallToolResult, err error) bool {
 func (c *ToolCall) SetResponder(respond func(*CallToolResult, error) bool) { c.respond = respond }
 
 // Responded reports whether RespondEarly already answered this call.
-func (c *ToolCall) Responded() bool { return c.responded.Load() }
+func (c *ToolCall) Responded() bool { return c.answered().Load() }
+
+// answered is the call's answer-once gate: its request's, or its own.
+func (c *ToolCall) answered() *atomic.Bool {
+	if c.gate != nil {
+		return c.gate
+	}
+	return &c.responded
+}
 
 // AnswerAtDeadline gives the call a response deadline. dctx is the
 // handler's context, derived by the caller with deadline at. When dctx

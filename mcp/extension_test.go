@@ -1,0 +1,289 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keelmcp/keel/internal/mcptest"
+	"github.com/keelmcp/keel/mcp"
+	"github.com/keelmcp/keel/transport"
+)
+
+// orderRecorder is a Middleware that records what passes through it.
+type orderRecorder struct{ name string }
+
+func (r *orderRecorder) middleware(log *[]string, mu *sync.Mutex) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, req *mcp.Request) (any, error) {
+			mu.Lock()
+			*log = append(*log, r.name+">"+req.Method)
+			mu.Unlock()
+			res, err := next(ctx, req)
+			mu.Lock()
+			*log = append(*log, r.name+"<"+req.Method)
+			mu.Unlock()
+			return res, err
+		}
+	}
+}
+
+// plainConn is a rawConn without schema checks, for custom messages the
+// schema cannot know.
+func startPlain(t *testing.T, opts *mcp.ServerOptions) *rawConn {
+	t.Helper()
+	ct, wait := mcptest.StartServer(t, opts, nil)
+	t.Cleanup(func() { ct.Close(); _ = wait() })
+	return &rawConn{t: t, tr: ct}
+}
+
+func TestMiddlewareWrapsEveryMethodInOrder(t *testing.T) {
+	var mu sync.Mutex
+	var log []string
+	a, b := &orderRecorder{name: "A"}, &orderRecorder{name: "B"}
+	o := modernOptions(&modernTools{})
+	o.Middleware = []mcp.Middleware{a.middleware(&log, &mu), b.middleware(&log, &mu)}
+	c := startRaw(t, o)
+	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	c.recv()
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+	c.recv()
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	c.recv()
+	c.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ask",` + modernMeta + `}}`)
+	c.recv()
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{
+		"A>initialize", "B>initialize", "B<initialize", "A<initialize",
+		"A>notifications/initialized", "B>notifications/initialized", "B<notifications/initialized", "A<notifications/initialized",
+		"A>ping", "B>ping", "B<ping", "A<ping",
+		"A>tools/list", "B>tools/list", "B<tools/list", "A<tools/list",
+		"A>tools/call", "B>tools/call", "B<tools/call", "A<tools/call",
+	}, log)
+}
+
+func TestMiddlewareCanAnswerAndRewrite(t *testing.T) {
+	deny := func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, req *mcp.Request) (any, error) {
+			if req.Method == mcp.MethodPromptsList || req.Method == mcp.MethodToolsList && strings.Contains(string(req.Params), "deny") {
+				return nil, &mcp.Error{Code: mcp.CodeInvalidRequest, Message: "denied by policy"}
+			}
+			res, err := next(ctx, req)
+			if lt, ok := res.(*mcp.ListToolsResult); ok { // results are plain values
+				lt.Tools = lt.Tools[:1]
+			}
+			return res, err
+		}
+	}
+	o := modernOptions(&modernTools{})
+	o.Middleware = []mcp.Middleware{deny}
+	c := startRaw(t, o)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"deny",` + modernMeta + `}}`)
+	m := c.recv()
+	assert.Equal(t, "denied by policy", m["error"].(map[string]any)["message"])
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{` + modernMeta + `}}`)
+	m = c.recv()
+	res := m["result"].(map[string]any)
+	assert.Len(t, res["tools"], 1)
+	assert.Equal(t, "complete", res["resultType"], "the modern answer is stamped after the middleware")
+}
+
+func TestCustomMethodsAndNotifications(t *testing.T) {
+	got := make(chan string, 1)
+	o := modernOptions(&modernTools{})
+	o.Methods = map[string]mcp.MethodHandler{
+		"acme/echo": func(ctx context.Context, req *mcp.Request) (any, error) {
+			var p struct {
+				Say string `json:"say"`
+			}
+			if err := json.Unmarshal(req.Params, &p); err != nil || p.Say == "" {
+				return nil, &mcp.Error{Code: mcp.CodeInvalidParams, Message: "Invalid params: say is required"}
+			}
+			return map[string]any{"said": p.Say, "revision": req.ProtocolVersion()}, nil
+		},
+	}
+	o.Notifications = map[string]mcp.MethodHandler{
+		"acme/poke": func(ctx context.Context, req *mcp.Request) (any, error) {
+			got <- string(req.Params)
+			return nil, nil
+		},
+	}
+	c := startPlain(t, o)
+	// 2026-07-28: no handshake, the answer is stamped.
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"acme/echo","params":{"say":"hi",` + modernMeta + `}}`)
+	res := c.recv()["result"].(map[string]any)
+	assert.Equal(t, "hi", res["said"])
+	assert.Equal(t, "2026-07-28", res["revision"])
+	assert.Equal(t, "complete", res["resultType"])
+	// bad params get the handler's error
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"acme/echo","params":{` + modernMeta + `}}`)
+	assert.Equal(t, float64(mcp.CodeInvalidParams), c.recv()["error"].(map[string]any)["code"])
+	// a 2025 session: after the handshake, the plain result.
+	c.send(`{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	c.recv()
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.send(`{"jsonrpc":"2.0","method":"acme/poke","params":{"n":1}}`)
+	select {
+	case p := <-got:
+		assert.JSONEq(t, `{"n":1}`, p)
+	case <-time.After(5 * time.Second):
+		t.Fatal("custom notification handler not called")
+	}
+	c.send(`{"jsonrpc":"2.0","id":4,"method":"acme/echo","params":{"say":"yo"}}`)
+	res = c.recv()["result"].(map[string]any)
+	assert.Equal(t, map[string]any{"said": "yo", "revision": "2025-06-18"}, res)
+	c.send(`{"jsonrpc":"2.0","id":5,"method":"acme/unknown"}`)
+	assert.Equal(t, float64(mcp.CodeMethodNotFound), c.recv()["error"].(map[string]any)["code"])
+}
+
+func TestCustomMethodNamesAreChecked(t *testing.T) {
+	h := func(context.Context, *mcp.Request) (any, error) { return nil, nil }
+	for _, tc := range []struct {
+		name string
+		opts mcp.ServerOptions
+		want string
+	}{
+		{"built-in method", mcp.ServerOptions{Methods: map[string]mcp.MethodHandler{"tools/call": h}}, "keel serves this method itself"},
+		{"built-in notification", mcp.ServerOptions{Notifications: map[string]mcp.MethodHandler{"notifications/cancelled": h}}, "keel serves this method itself"},
+		{"nil handler", mcp.ServerOptions{Methods: map[string]mcp.MethodHandler{"acme/x": nil}}, "is nil"},
+		{"empty name", mcp.ServerOptions{Methods: map[string]mcp.MethodHandler{"": h}}, "empty method name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				require.NotNil(t, r, "NewServer must refuse the configuration")
+				assert.Contains(t, r, tc.want)
+			}()
+			mcp.NewServer(&tc.opts)
+		})
+	}
+}
+
+func TestDeclaredCapabilities(t *testing.T) {
+	o := modernOptions(&modernTools{})
+	o.Capabilities = &mcp.ServerCapabilities{
+		Experimental: map[string]any{"acme/search": map[string]any{"fuzzy": true}},
+		Extensions:   map[string]any{"io.modelcontextprotocol/ui": map[string]any{}},
+	}
+	c := startRaw(t, o)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + modernMeta + `}}`)
+	caps := c.recv()["result"].(map[string]any)["capabilities"].(map[string]any)
+	assert.Contains(t, caps["extensions"], "io.modelcontextprotocol/ui")
+	assert.Contains(t, caps["experimental"], "acme/search")
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	caps = c.recv()["result"].(map[string]any)["capabilities"].(map[string]any)
+	assert.Contains(t, caps["experimental"], "acme/search")
+	assert.NotContains(t, caps, "extensions", "2025 revisions have no extensions member")
+}
+
+func TestSessionsNotifyAndSendMiddleware(t *testing.T) {
+	var mu sync.Mutex
+	var sent []string
+	o := modernOptions(&modernTools{})
+	o.SendMiddleware = []mcp.SendMiddleware{func(next mcp.SendHandler) mcp.SendHandler {
+		return func(ctx context.Context, msg *mcp.Outgoing) error {
+			mu.Lock()
+			sent = append(sent, msg.Method)
+			mu.Unlock()
+			return next(ctx, msg)
+		}
+	}}
+	srv := mcp.NewServer(o)
+	ctx := context.Background()
+	legacyEnd, serverEnd := transport.NewPipe(nil)
+	go srv.Run(ctx, serverEnd)
+	modernEnd, serverEnd2 := transport.NewPipe(nil)
+	go srv.Run(ctx, serverEnd2)
+	legacy := &rawConn{t: t, tr: legacyEnd}
+	modern := &rawConn{t: t, tr: modernEnd}
+	t.Cleanup(func() { legacyEnd.Close(); modernEnd.Close() })
+
+	legacy.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	legacy.recv()
+	legacy.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	legacy.send(`{"jsonrpc":"2.0","id":1,"method":"ping"}`) // answered once the session is RUNNING
+	legacy.recv()
+	modern.send(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{},` + modernMeta + `}}`)
+	ack := modern.recv()
+	require.Equal(t, mcp.NotificationSubscriptionsAcknowledged, ack["method"])
+	require.Eventually(t, func() bool { return len(srv.Sessions()) == 2 }, 5*time.Second, 10*time.Millisecond)
+
+	require.NoError(t, srv.NotifyAll(ctx, "acme/news", map[string]any{"headline": "keel ships"}))
+	m := legacy.recv()
+	assert.Equal(t, "acme/news", m["method"])
+	assert.Equal(t, map[string]any{"headline": "keel ships"}, m["params"])
+	m = modern.recv()
+	assert.Equal(t, "acme/news", m["method"])
+	p := m["params"].(map[string]any)
+	assert.Equal(t, "keel ships", p["headline"])
+	assert.Equal(t, "L", p["_meta"].(map[string]any)["io.modelcontextprotocol/subscriptionId"], "tagged with the listen request")
+
+	// one session only
+	for _, ss := range srv.Sessions() {
+		if ss.ProtocolVersion() == "2025-11-25" {
+			require.NoError(t, ss.Notify(ctx, "acme/direct", nil))
+		}
+	}
+	assert.Equal(t, "acme/direct", legacy.recv()["method"])
+	assert.Error(t, srv.NotifyAll(ctx, "acme/bad", []int{1}), "params must be an object")
+	mu.Lock()
+	assert.Contains(t, sent, "acme/news")
+	assert.Contains(t, sent, "acme/direct")
+	assert.Contains(t, sent, mcp.NotificationSubscriptionsAcknowledged)
+	mu.Unlock()
+}
+
+// peerTools reports what a handler learns about its peer.
+type peerTools struct{}
+
+func (peerTools) ListTools(context.Context) ([]*mcp.Tool, error) {
+	return []*mcp.Tool{{Name: "peer", InputSchema: []byte(`{"type":"object"}`)}}, nil
+}
+
+func (peerTools) CallTool(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
+	ss := mcp.SessionFromContext(ctx)
+	req := mcp.RequestFromContext(ctx)
+	_ = mcp.ReportProgress(ctx, 1, 2, "half way")
+	caps := ss.ClientCapabilities()
+	return mcp.TextResult(strings.Join([]string{
+		ss.ProtocolVersion(), req.ProtocolVersion(),
+		boolWord(caps.Sampling != nil), boolWord(req.ClientCapabilities().Sampling != nil),
+	}, " ")), nil
+}
+
+func boolWord(b bool) string {
+	if b {
+		return "sampling"
+	}
+	return "none"
+}
+
+// A 2026-07-28 request on a connection whose 2024-11-05 session declared
+// no capabilities: everything the handler asks about the peer, and the
+// progress message, follow the request.
+func TestPeerIsAnsweredForTheRequest(t *testing.T) {
+	c := startPlain(t, mcptest.ServerOptions(peerTools{}))
+	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	c.recv()
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"peer","_meta":{"progressToken":"p1","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}}`)
+	prog := c.recv()
+	require.Equal(t, mcp.NotificationProgress, prog["method"])
+	assert.Equal(t, "half way", prog["params"].(map[string]any)["message"], "2026-07-28 progress carries its message")
+	res := c.recv()["result"].(map[string]any)
+	assert.Equal(t, "2026-07-28 2026-07-28 sampling sampling", res["content"].([]any)[0].(map[string]any)["text"])
+	// the legacy request on the same connection: the session's view
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"peer","_meta":{"progressToken":"p2"}}}`)
+	prog = c.recv()
+	assert.NotContains(t, prog["params"], "message", "2024-11-05 progress has no message")
+	res = c.recv()["result"].(map[string]any)
+	assert.Equal(t, "2024-11-05 2024-11-05 none none", res["content"].([]any)[0].(map[string]any)["text"])
+}

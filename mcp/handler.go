@@ -1,0 +1,177 @@
+package mcp
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Request is one incoming request (or notification) as the Server hands it
+// to middleware and method handlers. A request is answered exactly once, by
+// the Server, with what the handler chain returns; handlers never write
+// the answer themselves.
+//
+// What a handler may ask about the peer (ProtocolVersion,
+// ClientCapabilities, ClientInfo) is answered for this very request: a
+// 2026-07-28 request brings its own in its _meta, a request of a 2025
+// session has the session's.
+type Request struct {
+	// ID is the JSON-RPC id (nil for a notification).
+	ID jsontext.Value
+	// Method is the JSON-RPC method.
+	Method string
+	// Params is the raw params member (nil when absent).
+	Params jsontext.Value
+	// Session is the connection the request arrived on.
+	Session *Session
+
+	view   atomic.Pointer[Session] // the Session handlers see (session)
+	r      responder     // where the answer goes, and the request's revision scope
+	f      inflight      // the owner of the request's life (request.go); unused for notifications
+	handle MethodHandler // the method's own handler, innermost in the chain
+}
+
+// IsNotification reports whether the request is a notification (no
+// answer is sent).
+func (r *Request) IsNotification() bool { return r.ID == nil }
+
+// ProtocolVersion returns the protocol revision this request is served
+// at: its own for a 2026-07-28 request, else its session's.
+func (r *Request) ProtocolVersion() string { return r.r.version() }
+
+// ClientCapabilities returns the client capabilities that apply to this
+// request: the ones its _meta declares (2026-07-28), else those the
+// session's client declared in initialize.
+func (r *Request) ClientCapabilities() ClientCapabilities {
+	if r.r.mod != nil {
+		return r.r.mod.meta.ClientCapabilities
+	}
+	return r.Session.ClientCapabilities()
+}
+
+// ClientInfo returns the client's self-reported name and version for this
+// request (zero when a 2026-07-28 request names none).
+func (r *Request) ClientInfo() Implementation {
+	if r.r.mod != nil {
+		if ci := r.r.mod.meta.ClientInfo; ci != nil {
+			return *ci
+		}
+		return Implementation{}
+	}
+	return r.Session.ClientInfo()
+}
+
+// MethodHandler serves one request method (or notification) and returns
+// its result or error: an *Error is answered as that JSON-RPC error, an
+// *InputRequiredError as an input-required answer, any other error as
+// -32603 (see the method's documentation for its own mapping). The result
+// of a notification is ignored.
+type MethodHandler func(ctx context.Context, req *Request) (any, error)
+
+// Middleware wraps the handling of every incoming request and notification
+// (ServerOptions.Middleware): built-in methods and custom ones alike. It
+// sees the request before the method's handler, and the result or error
+// before the Server answers. The first Middleware listed is the outermost.
+// A middleware that returns without calling next answers the request
+// itself (for example with an *Error).
+type Middleware func(next MethodHandler) MethodHandler
+
+type requestKey struct{}
+
+// RequestFromContext returns the request ctx belongs to (inside a method
+// handler, a tool, prompt or resource handler), or nil.
+func RequestFromContext(ctx context.Context) *Request {
+	r, _ := ctx.Value(requestKey{}).(*Request)
+	return r
+}
+
+// chainMiddleware returns h wrapped in mws, the first outermost.
+func chainMiddleware(h MethodHandler, mws []Middleware) MethodHandler {
+	for i := len(mws) - 1; i >= 0; i-- {
+		h = mws[i](h)
+	}
+	return h
+}
+
+// checkCustom returns a copy of a custom handler map, panicking on a name
+// keel serves itself or a nil handler: a misconfigured server fails at
+// start-up.
+func checkCustom(m map[string]MethodHandler, field string) map[string]MethodHandler {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]MethodHandler, len(m))
+	for name, h := range m {
+		switch {
+		case name == "":
+			panic("mcp: ServerOptions." + field + " has an empty method name")
+		case h == nil:
+			panic("mcp: ServerOptions." + field + "[" + quote(name) + "] is nil")
+		case builtinMethod(name):
+			panic("mcp: ServerOptions." + field + "[" + quote(name) + "]: keel serves this method itself; use Middleware to wrap it")
+		}
+		out[name] = h
+	}
+	return out
+}
+
+// Outgoing is a request or notification a Server sends its client, as
+// send middleware (ServerOptions.SendMiddleware) sees it.
+type Outgoing struct {
+	// Session is the connection it goes to.
+	Session *Session
+	// Method and Params are the message's method and params (Params is
+	// encoded as JSON when the message is written).
+	Method string
+	Params any
+	// IsNotification reports a notification (no response is awaited).
+	IsNotification bool
+	// Result receives a request's result, decoded from the response
+	// (nil for a notification, or when the result is not wanted).
+	Result any
+
+	onCancel func(id int64, reason string)
+}
+
+// SendHandler sends one outgoing message; for a request it waits for the
+// response and decodes it into msg.Result (a JSON-RPC error response is an
+// *Error).
+type SendHandler func(ctx context.Context, msg *Outgoing) error
+
+// SendMiddleware wraps the sending of every request and notification a
+// Server sends its clients. The first listed is the outermost.
+type SendMiddleware func(next SendHandler) SendHandler
+
+// sendChain returns the send middleware chain of c (nil without
+// middleware): mws around the writing itself.
+func sendChain(c *conn, mws []SendMiddleware) SendHandler {
+	if len(mws) == 0 {
+		return nil
+	}
+	var h SendHandler = func(ctx context.Context, msg *Outgoing) error {
+		if msg.IsNotification {
+			return c.writeNotification(ctx, msg.Method, msg.Params)
+		}
+		return c.request(ctx, msg.Method, msg.Params, msg.Result, msg.onCancel)
+	}
+	for i := len(mws) - 1; i >= 0; i-- {
+		h = mws[i](h)
+	}
+	return h
+}
+
+// session returns the Session the request's handlers see
+// (SessionFromContext): the connection's own for a request of a 2025
+// session, a view whose peer accessors answer for the request for a
+// 2026-07-28 request.
+func (r *Request) session() *Session {
+	if r.r.mod == nil {
+		return r.Session
+	}
+	if v := r.view.Load(); v != nil {
+		return v
+	}
+	r.view.CompareAndSwap(nil, &Session{base: r.Session, mod: r.r.mod, server: r.Session.server})
+	return r.view.Load()
+}
