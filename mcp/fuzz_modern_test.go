@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"log/slog"
 	"testing"
 	"time"
 
@@ -38,7 +39,7 @@ func FuzzParseRequestMeta(f *testing.F) {
 // server sealed for this request; anything else is refused with -32602,
 // never a panic.
 func FuzzOpenState(f *testing.F) {
-	s := NewServer(&ServerOptions{StateKey: []byte("fuzz key"), Now: func() time.Time { return time.Unix(1e9, 0) }})
+	s := NewServer(&ServerOptions{StateKey: []byte("fuzz key: 32 bytes or more, fine!"), Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return time.Unix(1e9, 0) }})
 	sealed := s.sealState(&sealedState{Method: MethodToolsCall, Target: "t", Digest: "d", Keys: map[string]string{"k": MethodRootsList}, State: []byte("s")})
 	f.Add(sealed)
 	f.Add("x" + sealed[1:])

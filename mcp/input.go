@@ -17,10 +17,11 @@ import (
 // fulfils the requests and sends the original request again with
 // inputResponses and the requestState, and the handler runs once more and
 // finds the answers in InputFromContext(ctx). The handler's State travels
-// sealed (HMAC-SHA-256 with ServerOptions.StateKey, bound to the method,
-// the tool, prompt or resource, a digest of its arguments, the caller and
-// an expiry), so any replica holding the key can trust it and a tampered
-// state is refused with -32602.
+// sealed (encrypted and authenticated with AES-256-GCM under
+// ServerOptions.StateKey or StateKeys, bound to the method, the tool,
+// prompt or resource, a digest of its arguments, the caller and an
+// expiry), so the client cannot read it, any replica holding the key can
+// trust it, and a tampered state is refused with -32602.
 //
 // The same handler serves legacy sessions: there keel makes the real
 // server-to-client requests (when the client declared the capabilities)

@@ -87,15 +87,38 @@ type ServerOptions struct {
 	// background. It is copied.
 	Tasks *TaskOptions
 
-	// StateKey is the HMAC-SHA-256 key that seals the requestState of
-	// input-required results (2026-07-28; input.go). Give every replica
-	// of a stateless deployment the same secret (32 random bytes or more)
-	// so that any of them can verify a state another one issued. Nil
-	// means a random key per Server: states verify only on this process.
+	// StateKey is the secret that seals (encrypts and authenticates) the
+	// requestState of input-required results (2026-07-28; input.go): at
+	// least MinStateKeyBytes random bytes, the same on every replica so
+	// that any of them can open a state another one issued. It is
+	// shorthand for StateKeys holding one key of id DefaultStateKeyID; set
+	// one or the other. Nil (and StateKeys nil) means a random key per
+	// Server, with a warning: states then verify only on this process. A
+	// non-nil key that is too short, even empty, fails Validate.
 	StateKey []byte
+	// StateKeys is the key ring of requestStates, for rotation: the first
+	// key seals new states; every key opens the states that carry its id,
+	// and a state of an id not in the ring is refused. To rotate across
+	// replicas: add the new key last everywhere; then move it first
+	// everywhere; remove the old key once the states it sealed have
+	// expired (StateTTL). See StateKey and Validate.
+	StateKeys []StateKey
 	// StateTTL is how long a sealed requestState stays valid (default
-	// 10 minutes).
+	// 10 minutes). Until then a state can be sent again any number of
+	// times, unless StateSingleUse.
 	StateTTL time.Duration
+	// StateSingleUse makes each requestState usable once: the server
+	// remembers the states used until they expire and refuses a second use
+	// with -32602. A state is used up when it verifies, even if the request
+	// then fails. The memory is per process: replicas do not share it, so
+	// behind a load balancer a state can still be used once per replica.
+	StateSingleUse bool
+	// MaxUsedStates bounds the states that StateSingleUse remembers
+	// (default DefaultMaxUsedStates). When that many unexpired states are
+	// remembered, a new one is refused with -32602 (data.limit
+	// "MaxUsedStates") rather than an old one forgotten, until some
+	// expire.
+	MaxUsedStates int
 	// MaxInputRounds bounds the rounds of input one request may take
 	// (default 8): the retry after that many gets -32602.
 	MaxInputRounds int
@@ -140,10 +163,16 @@ type Server struct {
 	handle MethodHandler // the middleware chain around dispatch (handler.go)
 	hub    changeHub     // list_changed and resource update notifications (listchanged.go)
 	tasks  *taskStore    // nil without ServerOptions.Tasks (server_tasks.go)
+	states *stateRing    // requestState keys (request_state_keys.go)
 }
 
 // NewServer returns a Server configured by opts (nil = defaults).
+// NewServer panics if opts fail Validate; call Validate first to handle
+// the error.
 func NewServer(opts *ServerOptions) *Server {
+	if err := opts.Validate(); err != nil {
+		panic(err)
+	}
 	var o ServerOptions
 	if opts != nil {
 		o = *opts
@@ -184,14 +213,13 @@ func NewServer(opts *ServerOptions) *Server {
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = 60 * time.Second
 	}
-	if o.StateKey == nil {
-		o.StateKey = newStateKey()
-	} else {
-		o.StateKey = append([]byte(nil), o.StateKey...)
-	}
 	if o.StateTTL <= 0 {
 		o.StateTTL = 10 * time.Minute
 	}
+	if o.MaxUsedStates <= 0 {
+		o.MaxUsedStates = DefaultMaxUsedStates
+	}
+	states := newStateRing(&o) // o.StateKeys: the effective ring
 	if o.MaxInputRounds <= 0 {
 		o.MaxInputRounds = 8
 	}
@@ -210,7 +238,7 @@ func NewServer(opts *ServerOptions) *Server {
 		c := *o.Capabilities
 		o.Capabilities = &c
 	}
-	s := &Server{opts: o, log: o.Logger}
+	s := &Server{opts: o, log: o.Logger, states: states}
 	s.handle = chainMiddleware(dispatch, o.Middleware)
 	s.initTasks()
 	s.watchSources()
