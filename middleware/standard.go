@@ -28,10 +28,20 @@ type StandardOptions struct {
 	// MaxConcurrent bounds concurrent executions (0 = DefaultMaxConcurrent;
 	// negative = no limit). Ignored when Limiter is set.
 	MaxConcurrent int
+	// MaxConcurrentPerClient bounds the executions of one client (see
+	// ClientKey) at once, so that one client cannot take every slot (0 =
+	// DefaultPerClientShare(MaxConcurrent): half of the slots, at least 1;
+	// negative = no per-client share). Ignored when Limiter is set.
+	MaxConcurrentPerClient int
 	// Limiter is the concurrency limiter to use, so that it can be shared
 	// with the health tool (HealthOptions.Limiter). Nil = a new Limiter of
-	// MaxConcurrent slots.
+	// MaxConcurrent slots, MaxConcurrentPerClient per client, told apart
+	// by ClientKey.
 	Limiter *Limiter
+	// ClientKey says which client a call comes from, for the per-client
+	// concurrency share (nil = DefaultClientKey: the bearer token's
+	// subject, else the session, else "anonymous").
+	ClientKey ClientKeyFunc
 	// DefaultTimeout is the response deadline of tools without their own
 	// ToolOptions.Timeout (0 = DefaultTimeout; negative = none).
 	DefaultTimeout time.Duration
@@ -84,7 +94,7 @@ func Standard(reg *registry.Registry, opts *StandardOptions) *Chain {
 	}
 	lim := o.Limiter
 	if lim == nil {
-		lim = NewLimiter(o.MaxConcurrent)
+		lim = NewLimiterWith(&LimiterOptions{Max: o.MaxConcurrent, PerClient: o.MaxConcurrentPerClient, ClientKey: o.ClientKey})
 	}
 	audit := &Audit{Sink: o.AuditSink, Now: o.Now}
 	ch := New(reg,
