@@ -39,9 +39,15 @@ type StandardOptions struct {
 	// by ClientKey.
 	Limiter *Limiter
 	// ClientKey says which client a call comes from, for the per-client
-	// concurrency share (nil = DefaultClientKey: the bearer token's
-	// subject, else the session, else "anonymous").
+	// limits: the concurrency share and the rate limit (nil =
+	// DefaultClientKey: the bearer token's subject, else the session, else
+	// "anonymous"). Both stages use this one function.
 	ClientKey ClientKeyFunc
+	// RateLimit, if set, adds the rate-limit stage (RateLimiter) with
+	// these options; its ClientKey is ignored in favour of ClientKey
+	// above. Nil = no rate limit. Standard panics if the options are not
+	// valid (see NewRateLimiter).
+	RateLimit *RateLimitOptions
 	// DefaultTimeout is the response deadline of tools without their own
 	// ToolOptions.Timeout (0 = DefaultTimeout; negative = none).
 	DefaultTimeout time.Duration
@@ -66,14 +72,16 @@ type StandardOptions struct {
 // Standard returns the chain in seed 000's processing order, for people who
 // do not want to choose:
 //
-//	Recover → PayloadLimit → Lookup → [Admit] → Concurrency → Lock → Validate →
-//	AuditExit → AuditEnter → Timeout → Dispatch
+//	Recover → PayloadLimit → Lookup → [Admit] → [RateLimit] → Concurrency →
+//	Lock → Validate → AuditExit → AuditEnter → Timeout → Dispatch
 //
 // A panic anywhere becomes INTERNAL; oversized arguments and a full limiter
 // are rejected with RESOURCE_EXHAUSTED before any work; unknown tools get
 // -32602; with Admission (or Admin) set, tools the request may not use are
 // left out of tools/list and their calls refused before taking a slot
-// (Admit); only validated calls are audited, and AuditExit, outside
+// (Admit); with RateLimit set, a client over its rate gets RATE_LIMITED
+// before taking a slot; a client already holding its share of the slots
+// gets RESOURCE_EXHAUSTED while others still find free ones; only validated calls are audited, and AuditExit, outside
 // AuditEnter, records calls whose Enter failed; the deadline covers the
 // handler alone, and the slot and lock are held until it returns. Add your
 // own stages with Use (they run inside Timeout, just before Dispatch), or
@@ -96,6 +104,15 @@ func Standard(reg *registry.Registry, opts *StandardOptions) *Chain {
 	if lim == nil {
 		lim = NewLimiterWith(&LimiterOptions{Max: o.MaxConcurrent, PerClient: o.MaxConcurrentPerClient, ClientKey: o.ClientKey})
 	}
+	var rate *RateLimiter
+	if o.RateLimit != nil {
+		ro := *o.RateLimit
+		ro.ClientKey = o.ClientKey
+		var err error
+		if rate, err = NewRateLimiter(&ro); err != nil {
+			panic(err)
+		}
+	}
 	audit := &Audit{Sink: o.AuditSink, Now: o.Now}
 	ch := New(reg,
 		Recover(),
@@ -106,6 +123,9 @@ func Standard(reg *registry.Registry, opts *StandardOptions) *Chain {
 		ch.Admit(o.Admission)
 	}
 	ch.Mount(o.Admin) // after Admission: a tool Admission hides looks unknown even to admins
+	if rate != nil {
+		ch.Use(rate.Middleware())
+	}
 
 	return ch.Use(
 		lim.Middleware(),
