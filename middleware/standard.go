@@ -48,6 +48,14 @@ type StandardOptions struct {
 	// above. Nil = no rate limit. Standard panics if the options are not
 	// valid (see NewRateLimiter).
 	RateLimit *RateLimitOptions
+	// MaxResponseBytes bounds the size of a tool result's JSON encoding (0
+	// = DefaultMaxResponseBytes, 10 MiB; negative = no limit). See
+	// ResponseLimit.
+	MaxResponseBytes int
+	// MaxArrayItems bounds the items of each array in a tool result: the
+	// content blocks and every array in structuredContent (0 =
+	// DefaultMaxArrayItems, 1000; negative = no limit). See ResponseLimit.
+	MaxArrayItems int
 	// DefaultTimeout is the response deadline of tools without their own
 	// ToolOptions.Timeout (0 = DefaultTimeout; negative = none).
 	DefaultTimeout time.Duration
@@ -73,7 +81,8 @@ type StandardOptions struct {
 // do not want to choose:
 //
 //	Recover → PayloadLimit → Lookup → [Admit] → [RateLimit] → Concurrency →
-//	Lock → Validate → AuditExit → AuditEnter → Timeout → Dispatch
+//	Lock → Validate → AuditExit → AuditEnter → ResponseLimit → Timeout →
+//	Dispatch
 //
 // A panic anywhere becomes INTERNAL; oversized arguments and a full limiter
 // are rejected with RESOURCE_EXHAUSTED before any work; unknown tools get
@@ -81,8 +90,10 @@ type StandardOptions struct {
 // left out of tools/list and their calls refused before taking a slot
 // (Admit); with RateLimit set, a client over its rate gets RATE_LIMITED
 // before taking a slot; a client already holding its share of the slots
-// gets RESOURCE_EXHAUSTED while others still find free ones; only validated calls are audited, and AuditExit, outside
-// AuditEnter, records calls whose Enter failed; the deadline covers the
+// gets RESOURCE_EXHAUSTED while others still find free ones; only
+// validated calls are audited, and AuditExit, outside AuditEnter, records
+// calls whose Enter failed; a result over the response limits becomes a
+// RESOURCE_EXHAUSTED error (audited as such); the deadline covers the
 // handler alone, and the slot and lock are held until it returns. Add your
 // own stages with Use (they run inside Timeout, just before Dispatch), or
 // build your own order with New.
@@ -133,6 +144,7 @@ func Standard(reg *registry.Registry, opts *StandardOptions) *Chain {
 		Validate(),
 		audit.Exit(),
 		audit.Enter(),
+		ResponseLimit(&ResponseLimitOptions{MaxBytes: o.MaxResponseBytes, MaxArrayItems: o.MaxArrayItems}),
 		Timeout(o.DefaultTimeout),
 	)
 }

@@ -71,6 +71,7 @@ func TestStageErrorsRetryable(t *testing.T) {
 		{"slots", New(tt.reg, full.Middleware()), "echo", `{"message":"x"}`, mcp.ErrResourceExhausted, true},
 		{"invalid", New(tt.reg, Validate()), "echo", `{"message":1}`, mcp.ErrInvalidArgument, false},
 		{"timeout", New(tt.reg, Timeout(time.Millisecond)), "cooperate", `{}`, mcp.ErrTimeout, true},
+		{"response", New(tt.reg, ResponseLimit(&ResponseLimitOptions{MaxBytes: 10})), "echo", `{"message":"a long message"}`, mcp.ErrResourceExhausted, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.tool == "cooperate" {
@@ -114,7 +115,9 @@ func TestDispatchUnsupportedIsNotImplemented(t *testing.T) {
 	}
 	// A plain error stays as it is (the Server makes it INTERNAL).
 	require.NoError(t, tt.reg.AddTool(&mcp.Tool{Name: "fail_plain", InputSchema: jsontext.Value(`{"type":"object"}`)},
-		func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) { return nil, errors.New("disk full") }, nil))
+		func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+			return nil, errors.New("disk full")
+		}, nil))
 	_, err := Standard(tt.reg, nil).CallTool(context.Background(), call("fail_plain", `{}`, nil))
 	assert.EqualError(t, err, "disk full")
 }
