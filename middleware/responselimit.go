@@ -100,7 +100,7 @@ func (o ResponseLimitOptions) check(c *Call, res *mcp.CallToolResult) *mcp.Struc
 				map[string]any{"limit": "maxArrayItems", "maxArrayItems": limit, "path": path, "tool": c.Name})
 		}
 	}
-	if limit := o.MaxBytes; limit > 0 {
+	if limit := o.MaxBytes; limit > 0 && !fitsSurely(res, limit) {
 		w := &countingWriter{max: limit}
 		if err := json.MarshalWrite(w, res); errors.Is(err, errTooLarge) {
 			return limitError(c, "result of tool "+quote(c.Name)+" is larger than maxResponseBytes ("+strconv.Itoa(limit)+" bytes)",
@@ -108,6 +108,41 @@ func (o ResponseLimitOptions) check(c *Call, res *mcp.CallToolResult) *mcp.Struc
 		}
 	}
 	return nil
+}
+
+// fitsSurely reports whether res's encoding is certainly no larger than
+// limit, by a cheap upper bound (every string byte escaped to six, generous
+// room for member names), so that small results need not be encoded to
+// be measured. It answers false when it cannot tell (_meta, icons, ...).
+func fitsSurely(res *mcp.CallToolResult, limit int) bool {
+	const perValue = 256 // member names, punctuation, numbers of one block
+	if res.Meta != nil {
+		return false
+	}
+	n := perValue + 6*len(res.StructuredContent)
+	for i := range res.Content {
+		b := &res.Content[i]
+		if b.Meta != nil || b.Icons != nil || b.Annotations != nil {
+			return false
+		}
+		n += perValue + 6*(len(b.Type)+len(b.Text)+len(b.Data)+len(b.MimeType)+len(b.URI)+len(b.Name)+len(b.Title)+len(b.Description))
+		if r := b.Resource; r != nil {
+			if r.Meta != nil {
+				return false
+			}
+			n += perValue + 6*(len(r.URI)+len(r.MimeType))
+			if r.Text != nil {
+				n += 6 * len(*r.Text)
+			}
+			if r.Blob != nil {
+				n += 6 * len(*r.Blob)
+			}
+		}
+		if n > limit {
+			return false
+		}
+	}
+	return n <= limit
 }
 
 func limitError(c *Call, msg string, details map[string]any) *mcp.StructuredError {

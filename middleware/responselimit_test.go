@@ -190,3 +190,25 @@ func TestServerResponseLimits(t *testing.T) {
 	}
 	assert.Equal(t, 3, limited, "the audit records what the client got")
 }
+
+// The shortcut that spares small results an encoding never lets a result
+// over the limit through: its bound is at least the real size.
+func TestFitsSurelyIsAnUpperBound(t *testing.T) {
+	text := func(s string) *mcp.CallToolResult { return mcp.TextResult(s) }
+	blob := "\x01\"\\<>&\u2028" + strings.Repeat("\x00", 100)
+	for _, res := range []*mcp.CallToolResult{
+		text(""),
+		text(strings.Repeat("\x01", 1000)),
+		text(strings.Repeat("é", 500)),
+		{Content: []mcp.Content{{Type: "resource", Resource: &mcp.ResourceContents{URI: "x:" + blob, Text: &blob, Blob: &blob}}}},
+		{Content: []mcp.Content{mcp.TextContent(blob), mcp.TextContent(blob)}, StructuredContent: jsontext.Value(`{"a":"\u0001\u0001"}`), IsError: true},
+		{Content: []mcp.Content{{Type: "image", Data: blob, MimeType: blob}}},
+	} {
+		size := len(must(json.Marshal(res)))
+		for _, limit := range []int{size - 1, size / 2, 1} {
+			assert.False(t, fitsSurely(res, limit), "size %d, limit %d", size, limit)
+		}
+		assert.True(t, fitsSurely(res, 10*size+1024), "a generous limit needs no encoding")
+	}
+	assert.False(t, fitsSurely(&mcp.CallToolResult{Meta: mcp.Meta{"k": "v"}}, 1<<20), "_meta: cannot tell")
+}
