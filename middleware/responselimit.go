@@ -155,7 +155,7 @@ func limitError(c *Call, msg string, details map[string]any) *mcp.StructuredErro
 // limit items, and if so the JSON Pointer of the first one found. A v
 // that is not valid JSON reports none.
 func overlongArray(v jsontext.Value, limit int) (jsontext.Pointer, bool) {
-	if len(v) == 0 {
+	if len(v) < 2*limit+3 { // "[" + limit+1 items of one byte and their commas + "]"
 		return "", false
 	}
 	dec := jsontext.NewDecoder(bytes.NewReader(v))

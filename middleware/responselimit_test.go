@@ -52,6 +52,8 @@ func TestResponseLimit(t *testing.T) {
 		{"many small arrays pass", nil, structured(jsonArray(1000, jsonArray(1000, "0"))), "", ""},
 		{"object members are not items", nil, structured(manyMembers(2000)), "", ""},
 		{"custom item limit", &ResponseLimitOptions{MaxArrayItems: 2}, structured(`{"a":[1,2,3]}`), "maxArrayItems", "/structuredContent/a"},
+		{"shortest array over the limit", &ResponseLimitOptions{MaxArrayItems: 2}, structured(`[1,1,1]`), "maxArrayItems", "/structuredContent"},
+		{"shortest array at the limit", &ResponseLimitOptions{MaxArrayItems: 2}, structured(`[1,1]`), "", ""},
 		{"no item limit", &ResponseLimitOptions{MaxArrayItems: -1}, blocks(5000), "", ""},
 		{"exactly the byte limit", &ResponseLimitOptions{MaxBytes: size}, sized, "", ""},
 		{"one byte over", &ResponseLimitOptions{MaxBytes: size - 1}, sized, "maxResponseBytes", ""},
