@@ -9,7 +9,7 @@ import (
 	"github.com/keelmcp/keel/mcp"
 )
 
-// Limiter bounds how many tool calls execute at once: seed 000's concurrency
+// Limiter bounds how many tool calls execute at once: the concurrency
 // slots, with a fair share per client. Its Middleware stage takes a slot
 // before the rest of the chain runs and gives it back only when the rest of
 // the chain returns, which is when the tool's handler returns, even if
