@@ -76,27 +76,78 @@ func (e *Error) Unwrap() error {
 // ErrorCode is the application-level code of a StructuredError.
 type ErrorCode string
 
-// Application error codes (seed 000).
+// Application error codes. Each has a default Retryable flag (see
+// ErrorCode.Retryable).
 const (
-	ErrInvalidArgument   ErrorCode = "INVALID_ARGUMENT"
-	ErrNotFound          ErrorCode = "NOT_FOUND"
-	ErrTimeout           ErrorCode = "TIMEOUT"
+	// ErrInvalidArgument: the arguments do not match the tool's input
+	// schema (checked before the handler runs).
+	ErrInvalidArgument ErrorCode = "INVALID_ARGUMENT"
+	// ErrInvalidInput: the arguments match the input schema, but the tool
+	// cannot accept them (a reference to something of the wrong kind, a
+	// name that is taken, a value out of the tool's own bounds).
+	ErrInvalidInput ErrorCode = "INVALID_INPUT"
+	// ErrNotFound: the tool, or something the call refers to, does not
+	// exist.
+	ErrNotFound ErrorCode = "NOT_FOUND"
+	// ErrTimeout: the call did not finish within its deadline.
+	ErrTimeout ErrorCode = "TIMEOUT"
+	// ErrResourceExhausted: a server limit was reached: concurrency slots,
+	// tasks, or a size limit of the request or of its result.
 	ErrResourceExhausted ErrorCode = "RESOURCE_EXHAUSTED"
-	ErrInternal          ErrorCode = "INTERNAL"
-	ErrUnauthorized      ErrorCode = "UNAUTHORIZED"
-	ErrNotInitialized    ErrorCode = "NOT_INITIALIZED"
+	// ErrRateLimited: the caller made more calls than its rate limit
+	// allows; details.retryAfterMs says when the next one may pass.
+	ErrRateLimited ErrorCode = "RATE_LIMITED"
+	// ErrInternal: the server or the tool failed (a panic, an error that
+	// carries no code of its own).
+	ErrInternal ErrorCode = "INTERNAL"
+	// ErrUnauthorized: the caller did not prove who it is, or proved it
+	// with a credential that is not accepted (a missing or wrong token).
+	ErrUnauthorized ErrorCode = "UNAUTHORIZED"
+	// ErrPermissionDenied: the operation is not permitted to this caller,
+	// or not in the server's current state, whoever asks.
+	ErrPermissionDenied ErrorCode = "PERMISSION_DENIED"
+	// ErrNotImplemented: the tool or feature exists but is not available
+	// in this server (not configured, or unsupported).
+	ErrNotImplemented ErrorCode = "NOT_IMPLEMENTED"
+	// ErrNotInitialized: a method other than initialize and ping arrived
+	// before the handshake completed (a JSON-RPC -32002 error).
+	ErrNotInitialized ErrorCode = "NOT_INITIALIZED"
 )
+
+// retryableCodes is the table behind ErrorCode.Retryable: the codes whose
+// failures may go away when the same call is made again later.
+var retryableCodes = map[ErrorCode]bool{
+	ErrTimeout:           true,
+	ErrInternal:          true,
+	ErrRateLimited:       true,
+	ErrResourceExhausted: true,
+}
+
+// Retryable reports whether a call that failed with code c may succeed
+// if made again, unchanged, later: true for TIMEOUT, INTERNAL,
+// RATE_LIMITED and RESOURCE_EXHAUSTED; false for every other code
+// (INVALID_ARGUMENT, INVALID_INPUT, NOT_FOUND, UNAUTHORIZED,
+// PERMISSION_DENIED, NOT_IMPLEMENTED, NOT_INITIALIZED, and codes keel does
+// not know). It is the default of StructuredError.Retryable.
+func (c ErrorCode) Retryable() bool { return retryableCodes[c] }
 
 // StructuredError is keel's application error: the JSON carried in the text
 // block of an isError tool result, and in error.data of state and
 // unknown-tool errors. Tool handlers return it (or wrap it) to choose the
 // code; any other error becomes INTERNAL.
 type StructuredError struct {
-	Code          ErrorCode      `json:"code"`
-	Message       string         `json:"message"`
-	Details       map[string]any `json:"details,omitempty"`
-	CorrelationID string         `json:"correlationId,omitempty"`
-	RunID         string         `json:"runId,omitempty"`
+	Code    ErrorCode      `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+	// Retryable tells the client whether the same call may succeed if
+	// made again later (after details.retryAfterMs, when present).
+	// NewToolError sets it from the code (ErrorCode.Retryable); the
+	// producer of an error clears it when it knows better, as a size
+	// limit does for RESOURCE_EXHAUSTED: the same request would exceed it
+	// again. It is sent only when true.
+	Retryable     bool   `json:"retryable,omitzero"`
+	CorrelationID string `json:"correlationId,omitempty"`
+	RunID         string `json:"runId,omitempty"`
 }
 
 // Error implements error.
@@ -109,9 +160,10 @@ func (e *StructuredError) Is(target error) bool {
 	return ok && t.Code == e.Code
 }
 
-// NewToolError returns a StructuredError with the given code and message.
+// NewToolError returns a StructuredError with the given code, message and
+// details, Retryable as the code's default (ErrorCode.Retryable).
 func NewToolError(code ErrorCode, message string, details map[string]any) *StructuredError {
-	return &StructuredError{Code: code, Message: message, Details: details}
+	return &StructuredError{Code: code, Message: message, Details: details, Retryable: code.Retryable()}
 }
 
 // ToolErrorResult wraps a StructuredError as an isError tool result whose one
@@ -119,7 +171,7 @@ func NewToolError(code ErrorCode, message string, details map[string]any) *Struc
 func ToolErrorResult(se *StructuredError) *CallToolResult {
 	b, err := json.Marshal(se, json.Deterministic(true))
 	if err != nil { // details that cannot be encoded
-		b, _ = json.Marshal(&StructuredError{Code: se.Code, Message: se.Message, CorrelationID: se.CorrelationID, RunID: se.RunID})
+		b, _ = json.Marshal(&StructuredError{Code: se.Code, Message: se.Message, Retryable: se.Retryable, CorrelationID: se.CorrelationID, RunID: se.RunID})
 	}
 	return &CallToolResult{Content: []Content{{Type: ContentText, Text: string(b)}}, IsError: true}
 }

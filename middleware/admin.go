@@ -68,11 +68,14 @@ const (
 	HealthSchema = `{"type":"object","properties":{},"additionalProperties":false}`
 )
 
-// Tool type names of the built-in tool types (agentProxy comes from
-// agents.AgentProxyTool: see AdminOptions.ToolTypes).
+// Tool type names of the built-in tool types. agentProxy is known but
+// comes from package agents (agents.AgentProxyTool: see
+// AdminOptions.ToolTypes); registering one in a server that did not add it
+// gets NOT_IMPLEMENTED.
 const (
-	EchoToolTypeName   = "echo"
-	HealthToolTypeName = "health"
+	EchoToolTypeName       = "echo"
+	HealthToolTypeName     = "health"
+	AgentProxyToolTypeName = "agentProxy"
 )
 
 // ToolType makes the definition and handler of a dynamically registered
@@ -97,7 +100,7 @@ func EchoToolType(name, description string) (*mcp.Tool, registry.ToolHandler) {
 			Message string `json:"message"`
 		}
 		if err := json.Unmarshal(args, &in); err != nil {
-			return nil, mcp.NewToolError(mcp.ErrInvalidArgument, "echo: "+err.Error(), nil)
+			return nil, mcp.NewToolError(mcp.ErrInvalidInput, "echo: "+err.Error(), nil)
 		}
 		return mcp.TextResult(in.Message), nil
 	}
@@ -404,12 +407,14 @@ func (a *Admin) addTools() error {
 	return nil
 }
 
-func invalidArgument(reason, msg string, details map[string]any) *mcp.StructuredError {
+// invalidInput is the INVALID_INPUT error of arguments that passed the
+// tool's input schema but cannot be accepted.
+func invalidInput(reason, msg string, details map[string]any) *mcp.StructuredError {
 	d := map[string]any{"reason": reason}
 	for k, v := range details {
 		d[k] = v
 	}
-	return mcp.NewToolError(mcp.ErrInvalidArgument, msg, d)
+	return mcp.NewToolError(mcp.ErrInvalidInput, msg, d)
 }
 
 func structured(v any) (*mcp.CallToolResult, error) {
@@ -429,7 +434,7 @@ func (a *Admin) register(_ context.Context, _ *mcp.ToolCall, args jsontext.Value
 		InputSchema jsontext.Value `json:"inputSchema,omitzero"`
 	}
 	if err := json.Unmarshal(args, &in); err != nil {
-		return nil, invalidArgument("invalid_arguments", "registerTool: "+err.Error(), nil)
+		return nil, invalidInput("invalid_arguments", "registerTool: "+err.Error(), nil)
 	}
 	typ, ok := a.types[in.ToolType]
 	if !ok {
@@ -440,24 +445,28 @@ func (a *Admin) register(_ context.Context, _ *mcp.ToolCall, args jsontext.Value
 				}
 			}
 		})
-		return nil, invalidArgument("unknown_tool_type", "unknown toolType "+quote(in.ToolType)+" (known: "+strings.Join(known, ", ")+")",
+		if in.ToolType == AgentProxyToolTypeName {
+			return nil, mcp.NewToolError(mcp.ErrNotImplemented, "toolType "+quote(in.ToolType)+" is not available in this server (available: "+strings.Join(known, ", ")+")",
+				map[string]any{"reason": "tool_type_not_configured", "toolType": in.ToolType, "known": known})
+		}
+		return nil, invalidInput("unknown_tool_type", "unknown toolType "+quote(in.ToolType)+" (known: "+strings.Join(known, ", ")+")",
 			map[string]any{"toolType": in.ToolType, "known": known})
 	}
 	if in.InputSchema != nil {
 		got := slices.Clone(in.InputSchema)
 		if err := got.Compact(); err != nil || string(got) != string(typ.canonical) {
-			return nil, invalidArgument("schema_mismatch", "inputSchema does not match the canonical schema of toolType "+quote(in.ToolType)+" byte for byte",
+			return nil, invalidInput("schema_mismatch", "inputSchema does not match the canonical schema of toolType "+quote(in.ToolType)+" byte for byte",
 				map[string]any{"toolType": in.ToolType, "canonical": string(typ.canonical)})
 		}
 	}
 	if in.Name == a.opts.RegisterToolName || in.Name == a.opts.UnregisterToolName || a.byWire[in.Name] != nil {
-		return nil, invalidArgument("reserved_name", "tool name "+quote(in.Name)+" is reserved", map[string]any{"name": in.Name})
+		return nil, invalidInput("reserved_name", "tool name "+quote(in.Name)+" is reserved", map[string]any{"name": in.Name})
 	}
 	if err := registry.CheckToolName(in.Name); err != nil {
-		return nil, invalidArgument("invalid_name", err.Error(), map[string]any{"name": in.Name})
+		return nil, invalidInput("invalid_name", err.Error(), map[string]any{"name": in.Name})
 	}
 	if _, exists := a.reg.Lookup(in.Name); exists {
-		return nil, invalidArgument("duplicate_name", "a tool named "+quote(in.Name)+" is already registered", map[string]any{"name": in.Name})
+		return nil, invalidInput("duplicate_name", "a tool named "+quote(in.Name)+" is already registered", map[string]any{"name": in.Name})
 	}
 	def, h := typ.make(in.Name, in.Description)
 	d := *def
@@ -470,7 +479,7 @@ func (a *Admin) register(_ context.Context, _ *mcp.ToolCall, args jsontext.Value
 	if err := a.reg.AddTool(&d, h, &registry.ToolOptions{Module: DynamicModule}); err != nil {
 		var se *mcp.StructuredError
 		if errors.As(err, &se) {
-			return nil, invalidArgument("registration_failed", err.Error(), map[string]any{"name": in.Name})
+			return nil, invalidInput("registration_failed", err.Error(), map[string]any{"name": in.Name})
 		}
 		return nil, err
 	}
@@ -484,13 +493,13 @@ func (a *Admin) unregister(_ context.Context, _ *mcp.ToolCall, args jsontext.Val
 		Name string `json:"name"`
 	}
 	if err := json.Unmarshal(args, &in); err != nil {
-		return nil, invalidArgument("invalid_arguments", "unregisterTool: "+err.Error(), nil)
+		return nil, invalidInput("invalid_arguments", "unregisterTool: "+err.Error(), nil)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, ok := a.dynamic[in.Name]; !ok {
 		if _, exists := a.reg.Lookup(in.Name); exists {
-			return nil, invalidArgument("not_dynamic", "tool "+quote(in.Name)+" was not registered with "+a.opts.RegisterToolName+" and cannot be unregistered", map[string]any{"name": in.Name})
+			return nil, invalidInput("not_dynamic", "tool "+quote(in.Name)+" was not registered with "+a.opts.RegisterToolName+" and cannot be unregistered", map[string]any{"name": in.Name})
 		}
 		return nil, mcp.NewToolError(mcp.ErrNotFound, "no tool named "+quote(in.Name)+" was registered with "+a.opts.RegisterToolName, map[string]any{"name": in.Name})
 	}

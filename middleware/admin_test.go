@@ -200,7 +200,7 @@ func TestAdminRegisterRules(t *testing.T) {
 	invalid := func(t *testing.T, err error, reason string) {
 		t.Helper()
 		se := requireStructured(t, err)
-		assert.Equal(t, mcp.ErrInvalidArgument, se.Code)
+		assert.Equal(t, mcp.ErrInvalidInput, se.Code, "the arguments passed the schema; the tool refuses them")
 		assert.Equal(t, reason, se.Details["reason"])
 	}
 
@@ -240,6 +240,11 @@ func TestAdminRegisterRules(t *testing.T) {
 	invalid(t, err, "schema_mismatch")
 	_, err = register(`{"name":"x","description":"","toolType":"shell"}`)
 	invalid(t, err, "unknown_tool_type")
+	_, err = register(`{"name":"x","description":"","toolType":"agentProxy"}`)
+	notImpl := requireStructured(t, err)
+	assert.Equal(t, mcp.ErrNotImplemented, notImpl.Code, "a known tool type this server did not add")
+	assert.Equal(t, "tool_type_not_configured", notImpl.Details["reason"])
+	assert.False(t, notImpl.Retryable)
 	_, err = register(`{"name":"say","description":"","toolType":"echo"}`)
 	invalid(t, err, "duplicate_name")
 	_, err = register(`{"name":"read","description":"","toolType":"echo"}`)
@@ -352,5 +357,5 @@ func TestAdminAgentProxyToolType(t *testing.T) {
 	assert.Equal(t, "schema_mismatch", se.Details["reason"])
 	assert.Equal(t, agents.AgentProxySchema, se.Details["canonical"])
 	require.NoError(t, coord.Shutdown(ctx, agents.ShutdownDrain))
-	assert.True(t, errors.Is(err, &mcp.StructuredError{Code: mcp.ErrInvalidArgument}))
+	assert.True(t, errors.Is(err, &mcp.StructuredError{Code: mcp.ErrInvalidInput}))
 }

@@ -23,8 +23,8 @@ import (
 //   - a *mcp.StructuredError with code NOT_FOUND (see Hidden): the tool
 //     looks unknown — the answer is exactly that of an unregistered tool,
 //     JSON-RPC -32602 with a NOT_FOUND StructuredError in error.data;
-//   - any other *mcp.StructuredError (see Unauthorized): an isError result
-//     carrying it, with the call's correlationId and runId;
+//   - any other *mcp.StructuredError (see Unauthorized and Denied): an
+//     isError result carrying it, with the call's correlationId and runId;
 //   - a *mcp.Error: that JSON-RPC error;
 //   - any other error: an UNAUTHORIZED isError result with its text.
 //
@@ -107,15 +107,28 @@ func Hidden(t *registry.Tool, reason string) *mcp.StructuredError {
 	return &mcp.StructuredError{Code: mcp.ErrNotFound, Message: reason, Details: map[string]any{"tool": t.Name()}}
 }
 
-// Unauthorized returns the error of a policy that refuses t with a reason
-// the client may see: an UNAUTHORIZED StructuredError with details
-// {"tool": name, "reason": reason} plus extra.
+// Unauthorized returns the error of a policy that refuses t because the
+// caller has not proved who it is, or proved it with a credential that is
+// refused (a missing or wrong token), with a reason the client may see: an
+// UNAUTHORIZED StructuredError with details {"tool": name, "reason":
+// reason} plus extra.
 func Unauthorized(t *registry.Tool, reason, message string, extra map[string]any) *mcp.StructuredError {
 	d := map[string]any{"tool": t.Name(), "reason": reason}
 	for k, v := range extra {
 		d[k] = v
 	}
 	return &mcp.StructuredError{Code: mcp.ErrUnauthorized, Message: message, Details: d}
+}
+
+// Denied returns the error of a policy that does not permit t to this
+// caller, or not now, whoever asks (the caller's credentials, if any, are
+// not the problem): a PERMISSION_DENIED StructuredError with details
+// {"tool": name, "reason": reason} plus extra. Use Unauthorized when the
+// caller has not proved who it is, or with a credential that is refused.
+func Denied(t *registry.Tool, reason, message string, extra map[string]any) *mcp.StructuredError {
+	se := Unauthorized(t, reason, message, extra)
+	se.Code = mcp.ErrPermissionDenied
+	return se
 }
 
 // AllOf returns a policy that admits a tool when every policy does; the

@@ -120,9 +120,10 @@ const (
 // "enforced at the dispatch layer, not the tool layer"). state may look at
 // ctx (the session, a verified token, ...); a nil state is always
 // UNTRUSTED. Destructive tools stay listed — they exist, but need trust —
-// and a call while untrusted gets an UNAUTHORIZED isError result with
-// details {"tool", "reason": "untrusted", "trustState", "required":
-// "TRUSTED"}. Other tools are always admitted.
+// and a call while untrusted gets a PERMISSION_DENIED isError result (see
+// Denied: the state forbids the operation, whoever asks) with details
+// {"tool", "reason": "untrusted", "trustState", "required": "TRUSTED"}.
+// Other tools are always admitted.
 func TrustPolicy(state func(ctx context.Context) TrustState) AdmissionPolicy {
 	return AdmissionFunc(func(ctx context.Context, t *registry.Tool, ac AdmissionContext) error {
 		if ac.Phase != PhaseCall || !IsDestructive(t) {
@@ -135,7 +136,7 @@ func TrustPolicy(state func(ctx context.Context) TrustState) AdmissionPolicy {
 		if s == TrustTrusted {
 			return nil
 		}
-		return Unauthorized(t, "untrusted", "tool "+quote(t.Name())+" is destructive and runs only while the trust state is TRUSTED (it is "+string(s)+")",
+		return Denied(t, "untrusted", "tool "+quote(t.Name())+" is destructive and runs only while the trust state is TRUSTED (it is "+string(s)+")",
 			map[string]any{"trustState": string(s), "required": string(TrustTrusted)})
 	})
 }

@@ -117,7 +117,8 @@ func TestTrustPolicy(t *testing.T) {
 
 	_, err := callAt(ctx, ch, "wipe", nil)
 	se := requireStructured(t, err)
-	assert.Equal(t, mcp.ErrUnauthorized, se.Code)
+	assert.Equal(t, mcp.ErrPermissionDenied, se.Code, "the trust state forbids it, whoever asks")
+	assert.False(t, se.Retryable)
 	assert.Equal(t, map[string]any{"tool": "wipe", "reason": "untrusted", "trustState": "UNTRUSTED", "required": "TRUSTED"}, se.Details)
 	assert.Equal(t, "corr-1", se.CorrelationID)
 	assert.Equal(t, "run-1", se.RunID)

@@ -83,9 +83,12 @@ func (c *Call) Log() *slog.Logger {
 	return slog.Default()
 }
 
-// toolError returns a StructuredError carrying the call's ids.
+// toolError returns a StructuredError carrying the call's ids, retryable
+// as its code is by default (mcp.NewToolError).
 func (c *Call) toolError(code mcp.ErrorCode, msg string, details map[string]any) *mcp.StructuredError {
-	return &mcp.StructuredError{Code: code, Message: msg, Details: details, CorrelationID: c.CorrelationID, RunID: c.RunID}
+	se := mcp.NewToolError(code, msg, details)
+	se.CorrelationID, se.RunID = c.CorrelationID, c.RunID
+	return se
 }
 
 // fillIDs sets the call's ids on se where they are empty.

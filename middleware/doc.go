@@ -12,8 +12,9 @@
 //
 // Standard is the chain for people who do not want to choose:
 //
-//	Recover → PayloadLimit → Lookup → [Admit] → Concurrency → Lock → Validate →
-//	AuditExit → AuditEnter → Timeout → Dispatch
+//	Recover → PayloadLimit → Lookup → [Admit] → [RateLimit] → Concurrency →
+//	Lock → Validate → AuditExit → AuditEnter → ResponseLimit → Timeout →
+//	Dispatch
 //
 // The stages:
 //
@@ -23,21 +24,64 @@
 //   - Admit: the admission policy (StandardOptions.Admission, Chain.Admit)
 //     refuses calls of tools the request may not use; the same policy
 //     leaves them out of tools/list.
-//   - Concurrency (Limiter): at most N calls execute at once; the rest get
-//     RESOURCE_EXHAUSTED. A slot is held until the handler returns.
+//   - RateLimit (RateLimiter, off by default): token buckets per client,
+//     and per client and tool; a call over the rate gets RATE_LIMITED with
+//     details.retryAfterMs, before it takes a slot.
+//   - Concurrency (Limiter): at most N calls execute at once, and one
+//     client at most its share of them (half by default); the rest get
+//     RESOURCE_EXHAUSTED at once, nothing queues. A slot is held until the
+//     handler returns.
 //   - Lock: a per-tool mutex, for tools registered Serial (or all tools).
 //   - Validate: the arguments must match the tool's input schema, or the
 //     call ends with INVALID_ARGUMENT listing every violation.
 //   - AuditEnter, AuditExit: a pair of events per call to an AuditSink.
+//   - ResponseLimit: a result larger than a byte limit, or with an array of
+//     more items than a limit, is replaced by a RESOURCE_EXHAUSTED error
+//     naming the limit; nothing is truncated.
 //   - Timeout: a response deadline. The handler's context is cancelled and
 //     TIMEOUT is answered at once, while the handler may still run; its late
 //     result is logged, never sent.
-//   - Dispatch: the terminal handler.
+//   - Dispatch: the terminal handler. A handler error matching
+//     errors.ErrUnsupported becomes NOT_IMPLEMENTED.
 //
 // Middlewares are called once, when the chain is built on its first call;
 // after that the chain is frozen (Use panics). A stage reports failures as
 // errors: a *mcp.StructuredError becomes an isError result, a *mcp.Error a
 // JSON-RPC error.
+//
+// # Errors
+//
+// Every tool error the stages raise is a *mcp.StructuredError whose
+// Retryable flag tells the client whether the same call may succeed later:
+//
+//	code                 raised by                                retryable
+//	INVALID_ARGUMENT     Validate (arguments vs input schema)     no
+//	INVALID_INPUT        tools refusing arguments that passed     no
+//	                     the schema (the administrative tools)
+//	NOT_FOUND            Lookup, Admit of a hidden tool (-32602)  no
+//	UNAUTHORIZED         Admit: missing or refused credentials    no
+//	PERMISSION_DENIED    Admit: not permitted (TrustPolicy)       no
+//	RATE_LIMITED         RateLimit (details.retryAfterMs)         yes
+//	RESOURCE_EXHAUSTED   Concurrency (slots, client share)        yes
+//	                     PayloadLimit, ResponseLimit (sizes)      no
+//	TIMEOUT              Timeout                                  yes
+//	INTERNAL             Recover, AuditEnter failures             yes
+//	NOT_IMPLEMENTED      Dispatch (errors.ErrUnsupported), the    no
+//	                     admin agentProxy type when not added
+//
+// The flag follows the code (mcp.ErrorCode.Retryable) except for the size
+// limits, where the same call would exceed the limit again.
+//
+// # Clients and their limits
+//
+// The fair share of the concurrency slots and the rate limit apply per
+// client. A ClientKeyFunc (StandardOptions.ClientKey) says which client a
+// call comes from; DefaultClientKey uses the bearer token's subject, else
+// the session, else one "anonymous" key (with the client's self-reported
+// name) for requests on sessions that live for a single HTTP POST, as
+// every 2026-07-28 request over HTTP does. Per-client state is bounded: the
+// Limiter keeps only clients holding slots, the RateLimiter at most
+// RateLimitOptions.MaxClients clients.
 //
 // The package also keeps the process-wide count of consecutive
 // RESOURCE_EXHAUSTED rejections (ResourceExhaustedCount) and offers two
@@ -56,5 +100,7 @@
 // StandardOptions.Admin), which register tools of predefined types (echo,
 // health, agentProxy) with their canonical schemas. AllOf composes
 // policies. A tool a policy hides looks unknown (-32602); a refusal the
-// client may see is an UNAUTHORIZED isError result.
+// client may see is an UNAUTHORIZED isError result (missing or refused
+// credentials, see Unauthorized) or a PERMISSION_DENIED one (not permitted,
+// see Denied).
 package middleware

@@ -74,7 +74,7 @@ func Example_admission() {
 	// Output:
 	// FULL lists [add_note delete_notes read_notes]
 	//   add_note → added
-	//   delete_notes → UNAUTHORIZED: tool "delete_notes" is destructive and runs only while the trust state is TRUSTED (it is UNTRUSTED)
+	//   delete_notes → PERMISSION_DENIED: tool "delete_notes" is destructive and runs only while the trust state is TRUSTED (it is UNTRUSTED)
 	//   delete_notes, TRUSTED → deleted
 	// READONLY lists [read_notes]
 	//   add_note → mcp: JSON-RPC error -32602: unknown tool "add_note"

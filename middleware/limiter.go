@@ -3,34 +3,116 @@ package middleware
 import (
 	"context"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/keelmcp/keel/mcp"
 )
 
-// Limiter bounds how many tool calls execute at once: seed 000's concurrency
-// slots. Its Middleware stage takes a slot before the rest of the chain runs
-// and gives it back only when the rest of the chain returns, which is when
-// the tool's handler returns, even if Timeout has already answered TIMEOUT.
+// Limiter bounds how many tool calls execute at once: the concurrency
+// slots, with a fair share per client. Its Middleware stage takes a slot
+// before the rest of the chain runs and gives it back only when the rest of
+// the chain returns, which is when the tool's handler returns, even if
+// Timeout has already answered TIMEOUT. A call that finds no slot it may
+// take fails at once with RESOURCE_EXHAUSTED; nothing waits.
+//
+// Fair share: besides the total, each client (see ClientKeyFunc) may hold
+// at most PerClient slots at once, so that one client cannot take every
+// slot and starve the others: a greedy client gets RESOURCE_EXHAUSTED for
+// the calls over its share while a polite one still finds free slots.
+//
 // InUse and Max feed the health tool. A Limiter is safe for concurrent use.
 type Limiter struct {
-	max   int64
-	inUse atomic.Int64
+	max       int64
+	perClient int64
+	key       ClientKeyFunc
+	inUse     atomic.Int64
+
+	mu      sync.Mutex       // guards clients
+	clients map[string]int64 // slots held per client key; only keys holding one
 }
 
-// NewLimiter returns a Limiter with max slots; max <= 0 means unlimited (the
-// stage still counts executions).
-func NewLimiter(max int) *Limiter { return &Limiter{max: int64(max)} }
+// LimiterOptions configure NewLimiterWith. Nil means all defaults.
+type LimiterOptions struct {
+	// Max is the number of slots (0 = DefaultMaxConcurrent; negative =
+	// unlimited, and then there is no per-client share either).
+	Max int
+	// PerClient is the number of slots one client may hold at once (0 =
+	// DefaultPerClientShare(Max): half of them, at least 1; negative = no
+	// per-client share). A value above Max is Max.
+	PerClient int
+	// ClientKey says which client a call comes from (nil =
+	// DefaultClientKey). Calls whose key is "" are not counted per client.
+	ClientKey ClientKeyFunc
+}
+
+// DefaultPerClientShare returns the default number of slots one client may
+// hold out of total slots: total/2, at least 1 (0 when total is
+// unlimited, <= 0). With
+// the default 10 slots, one client may hold 5.
+func DefaultPerClientShare(total int) int {
+	if total <= 0 {
+		return 0
+	}
+	return max(1, total/2)
+}
+
+// NewLimiter returns a Limiter with max slots and the default per-client
+// share (DefaultPerClientShare); max <= 0 means unlimited (the stage still
+// counts executions).
+func NewLimiter(max int) *Limiter {
+	if max <= 0 {
+		max = -1
+	}
+	return NewLimiterWith(&LimiterOptions{Max: max})
+}
+
+// NewLimiterWith returns a Limiter configured by opts (nil = defaults: 10
+// slots, 5 per client, clients told apart by DefaultClientKey).
+func NewLimiterWith(opts *LimiterOptions) *Limiter {
+	var o LimiterOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Max == 0 {
+		o.Max = DefaultMaxConcurrent
+	}
+	if o.Max < 0 {
+		o.Max, o.PerClient = 0, 0
+	} else if o.PerClient == 0 {
+		o.PerClient = DefaultPerClientShare(o.Max)
+	}
+	if o.PerClient < 0 {
+		o.PerClient = 0
+	}
+	o.PerClient = min(o.PerClient, o.Max)
+	if o.ClientKey == nil {
+		o.ClientKey = DefaultClientKey
+	}
+	return &Limiter{max: int64(o.Max), perClient: int64(o.PerClient), key: o.ClientKey}
+}
 
 // Max returns the number of slots (0 = unlimited).
 func (l *Limiter) Max() int { return int(l.max) }
+
+// PerClient returns the number of slots one client may hold at once (0 =
+// no per-client share).
+func (l *Limiter) PerClient() int { return int(l.perClient) }
 
 // InUse returns the number of slots taken now: calls whose handlers have not
 // yet returned.
 func (l *Limiter) InUse() int { return int(l.inUse.Load()) }
 
-// TryAcquire takes a slot if one is free and reports whether it did. Each
-// successful TryAcquire must be paired with one Release.
+// ClientInUse returns the number of slots the client with key holds now.
+func (l *Limiter) ClientInUse(key string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return int(l.clients[key])
+}
+
+// TryAcquire takes a slot if one is free and reports whether it did. It
+// does not count the slot against any client. Each successful TryAcquire
+// must be paired with one Release.
 func (l *Limiter) TryAcquire() bool {
 	for {
 		n := l.inUse.Load()
@@ -50,25 +132,84 @@ func (l *Limiter) Release() {
 	}
 }
 
-// Middleware returns the stage: a call that finds no free slot is rejected
-// at once with a RESOURCE_EXHAUSTED tool error with details {"limit":
-// "maxConcurrentExecutions", "maxConcurrentExecutions": max,
-// "concurrentExecutions": n}.
+// Which limit refused a slot (acquireFor).
+const (
+	limitTotal     = "maxConcurrentExecutions"
+	limitPerClient = "maxConcurrentPerClient"
+)
+
+// acquireFor takes a slot for the client with key, within its share
+// ("" = no share), and returns "" or the limit that refused it, with the
+// slots the client holds.
+func (l *Limiter) acquireFor(key string) (refused string, held int64) {
+	if key == "" || l.perClient <= 0 {
+		if !l.TryAcquire() {
+			return limitTotal, 0
+		}
+		return "", 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	held = l.clients[key]
+	if held >= l.perClient {
+		return limitPerClient, held
+	}
+	if !l.TryAcquire() {
+		return limitTotal, held
+	}
+	if l.clients == nil {
+		l.clients = make(map[string]int64)
+	}
+	l.clients[key] = held + 1
+	return "", held + 1
+}
+
+// releaseFor gives back a slot taken by acquireFor(key).
+func (l *Limiter) releaseFor(key string) {
+	if key != "" && l.perClient > 0 {
+		l.mu.Lock()
+		if n := l.clients[key] - 1; n > 0 {
+			l.clients[key] = n
+		} else {
+			delete(l.clients, key) // the map holds only clients holding slots
+		}
+		l.mu.Unlock()
+	}
+	l.Release()
+}
+
+// Middleware returns the stage. A call that finds no free slot is rejected
+// at once with a retryable RESOURCE_EXHAUSTED tool error with details
+// {"limit": "maxConcurrentExecutions", "maxConcurrentExecutions": max,
+// "concurrentExecutions": n}; a call whose client already holds its share
+// gets {"limit": "maxConcurrentPerClient", "maxConcurrentPerClient": share,
+// "clientExecutions": held, "maxConcurrentExecutions": max,
+// "concurrentExecutions": n}. The share is checked first.
 func (l *Limiter) Middleware() Middleware {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, c *Call) (*mcp.CallToolResult, error) {
-			if !l.TryAcquire() {
+			key := ""
+			if l.perClient > 0 {
+				key = clientKeyOf(l.key, ctx, c)
+			}
+			switch refused, held := l.acquireFor(key); refused {
+			case limitPerClient:
+				return nil, c.toolError(mcp.ErrResourceExhausted,
+					"too many concurrent tool executions for this client (maxConcurrentPerClient is "+strconv.FormatInt(l.perClient, 10)+")",
+					map[string]any{"limit": limitPerClient, limitPerClient: l.perClient, "clientExecutions": held,
+						limitTotal: l.max, "concurrentExecutions": l.inUse.Load()})
+			case limitTotal:
 				return nil, c.toolError(mcp.ErrResourceExhausted,
 					"too many concurrent tool executions (maxConcurrentExecutions is "+strconv.FormatInt(l.max, 10)+")",
-					map[string]any{"limit": "maxConcurrentExecutions", "maxConcurrentExecutions": l.max, "concurrentExecutions": l.inUse.Load()})
+					map[string]any{"limit": limitTotal, limitTotal: l.max, "concurrentExecutions": l.inUse.Load()})
 			}
-			defer l.Release()
+			defer l.releaseFor(key)
 			return next(ctx, c)
 		}
 	}
 }
 
-// Concurrency returns a stage allowing at most max calls to execute at once
-// (see Limiter; use NewLimiter directly to read its counters, for example for
-// the health tool).
+// Concurrency returns a stage allowing at most max calls to execute at once,
+// with the default per-client share (see Limiter; use NewLimiter directly to
+// read its counters, for example for the health tool).
 func Concurrency(max int) Middleware { return NewLimiter(max).Middleware() }

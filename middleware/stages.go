@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"errors"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -12,7 +13,10 @@ import (
 // Dispatch is the terminal Handler of every Chain: it runs the tool's own
 // handler (registry.Tool.Invoke) with c.Args. It does not validate; put
 // Validate before it. The handler's context carries the *mcp.ToolCall
-// (mcp.ToolCallFromContext).
+// (mcp.ToolCallFromContext). A handler error that matches
+// errors.ErrUnsupported (and carries no code of its own) becomes a
+// NOT_IMPLEMENTED tool error with its text: the tool exists, but what was
+// asked of it is not available.
 func Dispatch(ctx context.Context, c *Call) (*mcp.CallToolResult, error) {
 	t, err := c.Tool()
 	if err != nil {
@@ -21,7 +25,19 @@ func Dispatch(ctx context.Context, c *Call) (*mcp.CallToolResult, error) {
 	if mcp.ToolCallFromContext(ctx) != c.ToolCall {
 		ctx = mcp.WithToolCall(ctx, c.ToolCall)
 	}
-	return t.Invoke(ctx, c.ToolCall, c.Args)
+	res, err := t.Invoke(ctx, c.ToolCall, c.Args)
+	if err != nil && errors.Is(err, errors.ErrUnsupported) && !carriesCode(err) {
+		return nil, c.toolError(mcp.ErrNotImplemented, err.Error(), map[string]any{"tool": c.Name})
+	}
+	return res, err
+}
+
+// carriesCode reports whether err already says how to answer: a
+// StructuredError or a JSON-RPC error.
+func carriesCode(err error) bool {
+	var se *mcp.StructuredError
+	var pe *mcp.Error
+	return errors.As(err, &se) || errors.As(err, &pe)
 }
 
 // Recover returns a stage that turns a panic in any stage inside it (or in
@@ -46,8 +62,8 @@ func Recover() Middleware {
 // than maxBytes: the UTF-8 byte length of the arguments JSON as received
 // ({} when absent). A larger payload gets a RESOURCE_EXHAUSTED tool error
 // with details {"limit": "maxPayloadBytes", "maxPayloadBytes": maxBytes,
-// "payloadBytes": n}; a payload of exactly maxBytes passes. maxBytes <= 0
-// means no limit.
+// "payloadBytes": n}, not retryable; a payload of exactly maxBytes passes.
+// maxBytes <= 0 means no limit.
 func PayloadLimit(maxBytes int) Middleware {
 	return func(next Handler) Handler {
 		if maxBytes <= 0 {
@@ -55,10 +71,12 @@ func PayloadLimit(maxBytes int) Middleware {
 		}
 		return func(ctx context.Context, c *Call) (*mcp.CallToolResult, error) {
 			if n := len(c.Args); n > maxBytes {
-				return nil, c.toolError(mcp.ErrResourceExhausted,
+				se := c.toolError(mcp.ErrResourceExhausted,
 					"arguments of "+strconv.Itoa(n)+" bytes exceed maxPayloadBytes ("+strconv.Itoa(maxBytes)+")", map[string]any{
 						"limit": "maxPayloadBytes", "maxPayloadBytes": maxBytes, "payloadBytes": n,
 					})
+				se.Retryable = false // the same arguments would exceed it again
+				return nil, se
 			}
 			return next(ctx, c)
 		}

@@ -28,10 +28,34 @@ type StandardOptions struct {
 	// MaxConcurrent bounds concurrent executions (0 = DefaultMaxConcurrent;
 	// negative = no limit). Ignored when Limiter is set.
 	MaxConcurrent int
+	// MaxConcurrentPerClient bounds the executions of one client (see
+	// ClientKey) at once, so that one client cannot take every slot (0 =
+	// DefaultPerClientShare(MaxConcurrent): half of the slots, at least 1;
+	// negative = no per-client share). Ignored when Limiter is set.
+	MaxConcurrentPerClient int
 	// Limiter is the concurrency limiter to use, so that it can be shared
 	// with the health tool (HealthOptions.Limiter). Nil = a new Limiter of
-	// MaxConcurrent slots.
+	// MaxConcurrent slots, MaxConcurrentPerClient per client, told apart
+	// by ClientKey.
 	Limiter *Limiter
+	// ClientKey says which client a call comes from, for the per-client
+	// limits: the concurrency share and the rate limit (nil =
+	// DefaultClientKey: the bearer token's subject, else the session, else
+	// "anonymous"). Both stages use this one function.
+	ClientKey ClientKeyFunc
+	// RateLimit, if set, adds the rate-limit stage (RateLimiter) with
+	// these options; its ClientKey is ignored in favour of ClientKey
+	// above. Nil = no rate limit. Standard panics if the options are not
+	// valid (see NewRateLimiter).
+	RateLimit *RateLimitOptions
+	// MaxResponseBytes bounds the size of a tool result's JSON encoding (0
+	// = DefaultMaxResponseBytes, 10 MiB; negative = no limit). See
+	// ResponseLimit.
+	MaxResponseBytes int
+	// MaxArrayItems bounds the items of each array in a tool result: the
+	// content blocks and every array in structuredContent (0 =
+	// DefaultMaxArrayItems, 1000; negative = no limit). See ResponseLimit.
+	MaxArrayItems int
 	// DefaultTimeout is the response deadline of tools without their own
 	// ToolOptions.Timeout (0 = DefaultTimeout; negative = none).
 	DefaultTimeout time.Duration
@@ -56,15 +80,20 @@ type StandardOptions struct {
 // Standard returns the chain in seed 000's processing order, for people who
 // do not want to choose:
 //
-//	Recover → PayloadLimit → Lookup → [Admit] → Concurrency → Lock → Validate →
-//	AuditExit → AuditEnter → Timeout → Dispatch
+//	Recover → PayloadLimit → Lookup → [Admit] → [RateLimit] → Concurrency →
+//	Lock → Validate → AuditExit → AuditEnter → ResponseLimit → Timeout →
+//	Dispatch
 //
 // A panic anywhere becomes INTERNAL; oversized arguments and a full limiter
 // are rejected with RESOURCE_EXHAUSTED before any work; unknown tools get
 // -32602; with Admission (or Admin) set, tools the request may not use are
 // left out of tools/list and their calls refused before taking a slot
-// (Admit); only validated calls are audited, and AuditExit, outside
-// AuditEnter, records calls whose Enter failed; the deadline covers the
+// (Admit); with RateLimit set, a client over its rate gets RATE_LIMITED
+// before taking a slot; a client already holding its share of the slots
+// gets RESOURCE_EXHAUSTED while others still find free ones; only
+// validated calls are audited, and AuditExit, outside AuditEnter, records
+// calls whose Enter failed; a result over the response limits becomes a
+// RESOURCE_EXHAUSTED error (audited as such); the deadline covers the
 // handler alone, and the slot and lock are held until it returns. Add your
 // own stages with Use (they run inside Timeout, just before Dispatch), or
 // build your own order with New.
@@ -84,7 +113,16 @@ func Standard(reg *registry.Registry, opts *StandardOptions) *Chain {
 	}
 	lim := o.Limiter
 	if lim == nil {
-		lim = NewLimiter(o.MaxConcurrent)
+		lim = NewLimiterWith(&LimiterOptions{Max: o.MaxConcurrent, PerClient: o.MaxConcurrentPerClient, ClientKey: o.ClientKey})
+	}
+	var rate *RateLimiter
+	if o.RateLimit != nil {
+		ro := *o.RateLimit
+		ro.ClientKey = o.ClientKey
+		var err error
+		if rate, err = NewRateLimiter(&ro); err != nil {
+			panic(err)
+		}
 	}
 	audit := &Audit{Sink: o.AuditSink, Now: o.Now}
 	ch := New(reg,
@@ -96,6 +134,9 @@ func Standard(reg *registry.Registry, opts *StandardOptions) *Chain {
 		ch.Admit(o.Admission)
 	}
 	ch.Mount(o.Admin) // after Admission: a tool Admission hides looks unknown even to admins
+	if rate != nil {
+		ch.Use(rate.Middleware())
+	}
 
 	return ch.Use(
 		lim.Middleware(),
@@ -103,6 +144,7 @@ func Standard(reg *registry.Registry, opts *StandardOptions) *Chain {
 		Validate(),
 		audit.Exit(),
 		audit.Enter(),
+		ResponseLimit(&ResponseLimitOptions{MaxBytes: o.MaxResponseBytes, MaxArrayItems: o.MaxArrayItems}),
 		Timeout(o.DefaultTimeout),
 	)
 }

@@ -1,0 +1,281 @@
+package middleware
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keelmcp/keel/mcp"
+	"github.com/keelmcp/keel/registry"
+	"github.com/keelmcp/keel/transport"
+)
+
+// metaKey is a ClientKeyFunc reading the client from _meta["client"].
+func metaKey(_ context.Context, tc *mcp.ToolCall) string {
+	s, _ := tc.Meta["client"].(string)
+	return s
+}
+
+func callAs(client, name, args string) *mcp.ToolCall {
+	tc := call(name, args, nil)
+	if client != "" {
+		tc.Meta = mcp.Meta{"client": client}
+	}
+	return tc
+}
+
+func TestLimiterOptionsShare(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		opts           *LimiterOptions
+		max, perClient int
+	}{
+		{"nil: defaults", nil, 10, 5},
+		{"zero: defaults", &LimiterOptions{}, 10, 5},
+		{"half of the slots", &LimiterOptions{Max: 8}, 8, 4},
+		{"odd: rounded down", &LimiterOptions{Max: 3}, 3, 1},
+		{"at least one", &LimiterOptions{Max: 1}, 1, 1},
+		{"explicit", &LimiterOptions{Max: 10, PerClient: 7}, 10, 7},
+		{"not above the total", &LimiterOptions{Max: 4, PerClient: 9}, 4, 4},
+		{"no share", &LimiterOptions{Max: 10, PerClient: -1}, 10, 0},
+		{"unlimited: no share", &LimiterOptions{Max: -1, PerClient: 3}, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := NewLimiterWith(tc.opts)
+			assert.Equal(t, tc.max, l.Max())
+			assert.Equal(t, tc.perClient, l.PerClient())
+		})
+	}
+	assert.Equal(t, 5, NewLimiter(10).PerClient(), "NewLimiter applies the default share")
+	assert.Equal(t, 0, NewLimiter(0).PerClient())
+	assert.Equal(t, 0, DefaultPerClientShare(-1))
+}
+
+// A greedy client beside polite ones: the greedy one is held to its share,
+// the polite ones still get slots; the total still bounds everybody.
+func TestLimiterFairShare(t *testing.T) {
+	resetExhausted()
+	tt := newTestTools(t)
+	lim := NewLimiterWith(&LimiterOptions{Max: 4, ClientKey: metaKey}) // 2 per client
+	ch := New(tt.reg, lim.Middleware())
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	block := func(client string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := ch.CallTool(ctx, callAs(client, "block", `{}`))
+			assert.NoError(t, err)
+		}()
+		<-tt.started
+	}
+	block("greedy")
+	block("greedy")
+	assert.Equal(t, 2, lim.ClientInUse("greedy"))
+
+	for _, tc := range []struct {
+		client, limit string
+		details       map[string]any
+	}{
+		{"greedy", "maxConcurrentPerClient", map[string]any{"limit": "maxConcurrentPerClient", "maxConcurrentPerClient": int64(2),
+			"clientExecutions": int64(2), "maxConcurrentExecutions": int64(4), "concurrentExecutions": int64(2)}},
+		{"polite", "", nil},
+		{"", "", nil}, // no key: only the total counts
+	} {
+		_, err := ch.CallTool(ctx, callAs(tc.client, "echo", `{"message":"hi"}`))
+		if tc.limit == "" {
+			assert.NoError(t, err, "client %q", tc.client)
+			continue
+		}
+		se := structuredErr(t, err)
+		assert.Equal(t, mcp.ErrResourceExhausted, se.Code)
+		assert.True(t, se.Retryable)
+		assert.Equal(t, tc.details, se.Details)
+		assert.Contains(t, se.Message, "for this client")
+	}
+
+	block("other")
+	block("")
+	assert.Equal(t, 4, lim.InUse())
+	_, err := ch.CallTool(ctx, callAs("polite", "echo", `{"message":"hi"}`))
+	se := structuredErr(t, err)
+	assert.Equal(t, "maxConcurrentExecutions", se.Details["limit"], "every slot is taken: the total refuses")
+
+	close(tt.release)
+	wg.Wait()
+	assert.Equal(t, 0, lim.InUse())
+	for _, k := range []string{"greedy", "other", "polite", ""} {
+		assert.Equal(t, 0, lim.ClientInUse(k))
+	}
+	lim.mu.Lock()
+	assert.Empty(t, lim.clients, "clients holding no slot are not kept")
+	lim.mu.Unlock()
+}
+
+// Many clients racing for the slots: nobody ever holds more than its share,
+// the total is never passed, everything is given back.
+func TestLimiterFairShareUnderRace(t *testing.T) {
+	tt := newTestTools(t)
+	lim := NewLimiterWith(&LimiterOptions{Max: 6, PerClient: 2, ClientKey: metaKey})
+	var mu sync.Mutex
+	peak := map[string]int{}
+	total := 0
+	probe := func(next Handler) Handler {
+		return func(ctx context.Context, c *Call) (*mcp.CallToolResult, error) {
+			k := metaKey(ctx, c.ToolCall)
+			mu.Lock()
+			peak[k] = max(peak[k], lim.ClientInUse(k))
+			total = max(total, lim.InUse())
+			mu.Unlock()
+			return next(ctx, c)
+		}
+	}
+	ch := New(tt.reg, lim.Middleware(), probe)
+	var wg sync.WaitGroup
+	for i := range 300 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = ch.CallTool(context.Background(), callAs([]string{"a", "b", "c", "d"}[i%4], "echo", `{"message":"x"}`))
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, 0, lim.InUse())
+	assert.LessOrEqual(t, total, 6)
+	for k, n := range peak {
+		assert.LessOrEqual(t, n, 2, "client %s", k)
+	}
+}
+
+// End to end: a greedy session that fills its share of the default slots
+// gets RESOURCE_EXHAUSTED at once; a polite session beside it is served.
+func TestServerGreedySessionBesidePolite(t *testing.T) {
+	reg := registry.New(nil)
+	started := make(chan struct{}, 20)
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "hog", InputSchema: jsontext.Value(`{"type":"object"}`)},
+		func(ctx context.Context, _ *mcp.ToolCall, _ jsontext.Value) (*mcp.CallToolResult, error) {
+			started <- struct{}{}
+			<-release
+			return mcp.TextResult("done"), nil
+		}, nil))
+	registry.MustRegister(reg, "echo", "Echoes.", func(_ context.Context, in echoIn) (string, error) { return in.Message, nil }, nil)
+	lim := NewLimiter(DefaultMaxConcurrent)
+	srv := mcp.NewServer(&mcp.ServerOptions{Logger: slog.New(slog.DiscardHandler),
+		Tools: Standard(reg, &StandardOptions{Limiter: lim})})
+	ctx := context.Background()
+	connect := func() *mcp.Client {
+		ct, st := transport.NewPipe(nil)
+		go func() { _ = srv.Run(ctx, st) }()
+		c := mcp.NewClient(&mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
+		require.NoError(t, c.Connect(ctx, ct))
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	greedy, polite := connect(), connect()
+
+	share := DefaultPerClientShare(DefaultMaxConcurrent)
+	var wg sync.WaitGroup
+	for range share {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := greedy.CallTool(ctx, "hog", nil)
+			assert.NoError(t, err)
+		}()
+		<-started
+	}
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := greedy.CallTool(cctx, "hog", nil)
+	var se *mcp.StructuredError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, mcp.ErrResourceExhausted, se.Code)
+	assert.Equal(t, "maxConcurrentPerClient", se.Details["limit"])
+	assert.Less(t, time.Since(start), 5*time.Second, "refused at once, not queued")
+
+	res, err := polite.CallTool(ctx, "echo", map[string]any{"message": "served"})
+	require.NoError(t, err)
+	assert.Equal(t, "served", res.Content[0].Text)
+	once.Do(func() { close(release) })
+	wg.Wait()
+}
+
+// DefaultClientKey: token subject, else a lasting session, else anonymous
+// (with the self-reported client name), else "".
+func TestDefaultClientKey(t *testing.T) {
+	ctx := context.Background()
+	tok := transport.WithTokenInfo(ctx, &transport.TokenInfo{Subject: "ada"})
+	assert.Equal(t, "subject:ada", DefaultClientKey(tok, &mcp.ToolCall{}), "a token wins, even without a session")
+	assert.Equal(t, "", DefaultClientKey(ctx, &mcp.ToolCall{}), "outside a Server")
+	assert.Equal(t, "", DefaultClientKey(ctx, nil))
+	assert.Equal(t, "", DefaultClientKey(transport.WithTokenInfo(ctx, &transport.TokenInfo{}), nil), "an empty subject is no identity")
+
+	// Through a Server: the tool answers with its own client key.
+	reg := registry.New(nil)
+	registry.MustRegister(reg, "whoami", "Reports the client key.", func(ctx context.Context, _ struct{}) (string, error) {
+		return DefaultClientKey(ctx, mcp.ToolCallFromContext(ctx)), nil
+	}, nil)
+	serve := func(t *testing.T, srvCtx context.Context, copts *mcp.ClientOptions) (string, *mcp.Client) {
+		ct, st := transport.NewPipe(nil)
+		srv := mcp.NewServer(&mcp.ServerOptions{Logger: slog.New(slog.DiscardHandler), Tools: Standard(reg, nil)})
+		go func() { _ = srv.Run(srvCtx, st) }()
+		copts.Logger = slog.New(slog.DiscardHandler)
+		c := mcp.NewClient(copts)
+		require.NoError(t, c.Connect(ctx, ct))
+		t.Cleanup(func() { c.Close() })
+		res, err := c.CallTool(ctx, "whoami", nil)
+		require.NoError(t, err)
+		return res.Content[0].Text, c
+	}
+	t.Run("session", func(t *testing.T) {
+		k1, _ := serve(t, ctx, &mcp.ClientOptions{})
+		k2, _ := serve(t, ctx, &mcp.ClientOptions{})
+		assert.True(t, strings.HasPrefix(k1, "session:"), k1)
+		assert.NotEqual(t, k1, k2, "each session is its own client")
+	})
+	t.Run("session with a token", func(t *testing.T) {
+		k, _ := serve(t, tok, &mcp.ClientOptions{})
+		assert.Equal(t, "subject:ada", k)
+	})
+	modern := transport.WithStatelessRequest(ctx, transport.StatelessRequest{ProtocolVersion: mcp.Version20260728})
+	t.Run("anonymous 2026-07-28 request", func(t *testing.T) {
+		k, _ := serve(t, modern, &mcp.ClientOptions{ProtocolVersion: mcp.Version20260728, Name: "inspector"})
+		assert.Equal(t, "anonymous:inspector", k)
+		k, _ = serve(t, modern, &mcp.ClientOptions{ProtocolVersion: mcp.Version20260728, Name: strings.Repeat("x", 500)})
+		assert.Equal(t, "anonymous:"+strings.Repeat("x", 64), k, "the self-reported name is bounded")
+	})
+	t.Run("anonymous stateless legacy request", func(t *testing.T) {
+		// A stateless handler's session is initialized already: no
+		// handshake, one request.
+		legacy := transport.WithStatelessRequest(ctx, transport.StatelessRequest{ProtocolVersion: "2025-06-18"})
+		ct, st := transport.NewPipe(nil)
+		srv := mcp.NewServer(&mcp.ServerOptions{Logger: slog.New(slog.DiscardHandler), Tools: Standard(reg, nil)})
+		go func() { _ = srv.Run(legacy, st) }()
+		defer ct.Close()
+		require.NoError(t, ct.Write(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`)))
+		b, err := ct.Read(ctx)
+		require.NoError(t, err)
+		assert.Contains(t, string(b), `"text":"anonymous"`)
+	})
+}
+
+// Keys are bounded in size.
+func TestClientKeyBounded(t *testing.T) {
+	long := strings.Repeat("k", 1000)
+	c := NewCall(nil, &mcp.ToolCall{})
+	k := clientKeyOf(func(context.Context, *mcp.ToolCall) string { return long }, context.Background(), c)
+	assert.LessOrEqual(t, len(k), maxClientKeyBytes)
+	assert.True(t, strings.HasPrefix(k, "sha256:"))
+	assert.Equal(t, "short", clientKeyOf(func(context.Context, *mcp.ToolCall) string { return "short" }, context.Background(), c))
+}
