@@ -488,3 +488,44 @@ func TestAdminLocalStdioOnlyNotThroughSockets(t *testing.T) {
 		})
 	}
 }
+
+// A lifecycle tool of one's own, gated by the admin policy: with
+// local_stdio_only, a client that is not on the process's own stdio (here,
+// in memory) may not call it.
+func ExampleAdmin_Authorize() {
+	type noInput struct{}
+	reg := registry.New(nil)
+	registry.MustRegister(reg, "shutdown", "Stops the server.",
+		func(context.Context, noInput) (string, error) { return "stopping", nil },
+		&registry.ToolOptions{Module: "lifecycle", Destructive: true})
+	admin, err := middleware.NewAdmin(reg, &middleware.AdminOptions{Policy: middleware.AdminLocalStdioOnly})
+	if err != nil {
+		panic(err)
+	}
+	gate := middleware.AdmissionFunc(func(ctx context.Context, t *registry.Tool, ac middleware.AdmissionContext) error {
+		if middleware.ToolModule(t) != "lifecycle" {
+			return nil
+		}
+		return admin.Authorize(ctx, t, ac)
+	})
+	quiet := slog.New(slog.DiscardHandler)
+	srv := mcp.NewServer(&mcp.ServerOptions{Logger: quiet,
+		Tools: middleware.Standard(reg, &middleware.StandardOptions{Admission: gate})})
+
+	ctx := context.Background()
+	clientEnd, serverEnd := transport.NewPipe(nil)
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, serverEnd) }()
+	c := mcp.NewClient(&mcp.ClientOptions{Logger: quiet})
+	if err := c.Connect(ctx, clientEnd); err != nil {
+		panic(err)
+	}
+	_, err = c.CallTool(ctx, "shutdown", nil)
+	var se *mcp.StructuredError
+	if errors.As(err, &se) {
+		fmt.Println(se.Code, se.Details["reason"], se.Details["transport"])
+	}
+	c.Close()
+	<-done
+	// Output: UNAUTHORIZED transport memory
+}
