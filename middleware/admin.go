@@ -16,6 +16,7 @@ import (
 
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/registry"
+	"github.com/keelmcp/keel/transport"
 )
 
 // Seed 000's administrative tools: admin/registerTool adds a tool of a
@@ -23,8 +24,10 @@ import (
 // registry, admin/unregisterTool removes one it added. They exist only when
 // both configuration switches are on (tools.adminRegistrationEnabled and
 // security.dynamicRegistrationEnabled), and the admin policy says who may
-// use them (tools.adminPolicy): nobody (deny_all, the default), clients on
-// the stdio transport (local_stdio_only), or clients presenting the token
+// use them (tools.adminPolicy): nobody (deny_all, the default), the client
+// that launched the server and talks to it over the process's standard
+// input and output (local_stdio_only; the same newline-delimited protocol
+// served on a socket does not count), or clients presenting the token
 // held by an environment variable (token). To everybody else they are
 // invisible in tools/list, and calling them gets an UNAUTHORIZED isError
 // result.
@@ -42,7 +45,7 @@ type AdminPolicyMode string
 // Admin policy modes.
 const (
 	AdminDenyAll        AdminPolicyMode = "deny_all"         // nobody (the default)
-	AdminLocalStdioOnly AdminPolicyMode = "local_stdio_only" // sessions on the stdio transport
+	AdminLocalStdioOnly AdminPolicyMode = "local_stdio_only" // sessions on the process's own stdio (transport.KindStdio)
 	AdminToken          AdminPolicyMode = "token"            // requests presenting the admin token
 )
 
@@ -278,17 +281,30 @@ func (a *Admin) owns(t *registry.Tool) bool {
 	return false
 }
 
-// Admit implements AdmissionPolicy: the admin policy, for the
-// administrative tools only (other tools are admitted). Refusals are
+// Admit implements AdmissionPolicy: the admin policy (see Authorize), for
+// the administrative tools only (other tools are admitted). Refusals are
 // UNAUTHORIZED: the tools are left out of tools/list, and calls get an
 // UNAUTHORIZED isError result (seed 000's UnauthorizedError).
 func (a *Admin) Admit(ctx context.Context, t *registry.Tool, ac AdmissionContext) error {
 	if !a.owns(t) {
 		return nil
 	}
+	return a.Authorize(ctx, t, ac)
+}
+
+// Authorize applies the admin policy to t, whichever tool it is, and
+// whether or not the administrative tools are enabled: nil when the
+// request may use t, an UNAUTHORIZED error (see Unauthorized) when not.
+// Admit applies it to the administrative tools; call it from a policy of
+// your own to gate other tools the same way, such as a lifecycle tool
+// that stops the server. local_stdio_only admits sessions whose transport
+// is of kind transport.KindStdio only: a server over its own standard
+// input and output, not the same framing served on a socket
+// (transport.KindStream).
+func (a *Admin) Authorize(ctx context.Context, t *registry.Tool, ac AdmissionContext) error {
 	switch a.opts.Policy {
 	case AdminLocalStdioOnly:
-		if k := ac.TransportKind(); k != "stdio" {
+		if k := ac.TransportKind(); k != transport.KindStdio {
 			return Unauthorized(t, "transport", "admin operations are allowed only over the local stdio transport", map[string]any{"transport": k})
 		}
 		return nil

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -17,6 +20,7 @@ import (
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/middleware"
 	"github.com/keelmcp/keel/registry"
+	"github.com/keelmcp/keel/transport"
 )
 
 const adminToken = "s3cret-token"
@@ -358,4 +362,175 @@ func TestAdminAgentProxyToolType(t *testing.T) {
 	assert.Equal(t, agents.AgentProxySchema, se.Details["canonical"])
 	require.NoError(t, coord.Shutdown(ctx, agents.ShutdownDrain))
 	assert.True(t, errors.Is(err, &mcp.StructuredError{Code: mcp.ErrInvalidInput}))
+}
+
+// serveStream runs srv on the server transport st and returns a Client
+// connected through ct; both end with the test.
+func serveStream(t *testing.T, srv *mcp.Server, st, ct transport.Transport) *mcp.Client {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(context.Background(), st) }()
+	c := mcp.NewClient(&mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, c.Connect(ctx, ct))
+	t.Cleanup(func() {
+		c.Close()
+		st.Close()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Error("server Run did not return")
+		}
+	})
+	return c
+}
+
+// stdioPipes returns a server transport of the real stdio kind (NewStdio,
+// built while os.Stdin and os.Stdout are the ends of two pipes, which are
+// restored at once) and the client transport over the other ends.
+func stdioPipes(t *testing.T) (server, client transport.Transport) {
+	t.Helper()
+	inR, inW, err := os.Pipe()
+	require.NoError(t, err)
+	outR, outW, err := os.Pipe()
+	require.NoError(t, err)
+	stdin, stdout := os.Stdin, os.Stdout
+	os.Stdin, os.Stdout = inR, outW
+	server = transport.NewStdio(nil)
+	os.Stdin, os.Stdout = stdin, stdout
+	client = transport.NewStdioStreams(outR, inW, nil)
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return server, client
+}
+
+// The local_stdio_only admin policy admits the client on the process's own
+// stdio and nobody reaching the same newline-delimited protocol through a
+// socket: over net.Pipe and over a Unix socket the admin tools are not
+// listed and a call gets UNAUTHORIZED; over the real stdio kind it runs.
+// Authorize gates a tool of the registry (a lifecycle tool) the same way.
+func TestAdminLocalStdioOnlyNotThroughSockets(t *testing.T) {
+	ctx := context.Background()
+	unixPair := func(t *testing.T) (transport.Transport, transport.Transport) {
+		dir, err := os.MkdirTemp("", "keel") // short: Unix socket paths are limited to ~100 bytes
+		require.NoError(t, err)
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		ln, err := net.Listen("unix", filepath.Join(dir, "s"))
+		require.NoError(t, err)
+		defer ln.Close()
+		accepted := make(chan net.Conn, 1)
+		go func() { c, _ := ln.Accept(); accepted <- c }()
+		cc, err := net.Dial("unix", ln.Addr().String())
+		require.NoError(t, err)
+		sc := <-accepted
+		require.NotNil(t, sc)
+		return transport.NewStdioStreams(sc, sc, nil), transport.NewStdioStreams(cc, cc, nil)
+	}
+	netPipe := func(t *testing.T) (transport.Transport, transport.Transport) {
+		sc, cc := net.Pipe()
+		return transport.NewStdioStreams(sc, sc, nil), transport.NewStdioStreams(cc, cc, nil)
+	}
+	tests := []struct {
+		name     string
+		pair     func(t *testing.T) (server, client transport.Transport)
+		kind     string
+		admitted bool
+	}{
+		{"net.Pipe", netPipe, transport.KindStream, false},
+		{"unix socket", unixPair, transport.KindStream, false},
+		{"process stdio", stdioPipes, transport.KindStdio, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := registry.New(nil)
+			require.NoError(t, reg.AddTool(&mcp.Tool{Name: "shutdown", InputSchema: jsontext.Value(`{"type":"object"}`)},
+				func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+					return mcp.TextResult("stopping"), nil
+				}, &registry.ToolOptions{Module: "lifecycle", Destructive: true}))
+			a, err := middleware.NewAdmin(reg, &middleware.AdminOptions{Policy: middleware.AdminLocalStdioOnly,
+				AdminRegistrationEnabled: true, DynamicRegistrationEnabled: true})
+			require.NoError(t, err)
+			lifecycle := middleware.AdmissionFunc(func(ctx context.Context, tl *registry.Tool, ac middleware.AdmissionContext) error {
+				if middleware.ToolModule(tl) != "lifecycle" {
+					return nil
+				}
+				return a.Authorize(ctx, tl, ac)
+			})
+			srv := mcp.NewServer(&mcp.ServerOptions{Logger: slog.New(slog.DiscardHandler),
+				Tools: middleware.Standard(reg, &middleware.StandardOptions{Admin: a, Admission: lifecycle})})
+			st, ct := tt.pair(t)
+			require.Equal(t, tt.kind, st.Kind())
+			c := serveStream(t, srv, st, ct)
+
+			tools, err := c.ListAllTools(ctx)
+			require.NoError(t, err)
+			var listed []string
+			for _, d := range tools {
+				listed = append(listed, d.Name)
+			}
+			for _, name := range []string{middleware.AdminRegisterToolName, "shutdown"} {
+				assert.Equal(t, tt.admitted, slices.Contains(listed, name), "%s listed", name)
+			}
+
+			_, err = c.CallTool(ctx, "shutdown", map[string]any{})
+			res, rerr := c.CallTool(ctx, middleware.AdminRegisterToolName,
+				map[string]any{"name": "echo2", "description": "Echoes.", "toolType": "echo"})
+			_, registered := reg.Lookup("echo2")
+			if tt.admitted {
+				require.NoError(t, err)
+				require.NoError(t, rerr)
+				assert.True(t, registered)
+				return
+			}
+			for _, err := range []error{err, rerr} {
+				se := requireStructured(t, err)
+				assert.Equal(t, mcp.ErrUnauthorized, se.Code)
+				assert.Equal(t, "transport", se.Details["reason"])
+				assert.Equal(t, transport.KindStream, se.Details["transport"])
+			}
+			assert.True(t, res.IsError)
+			assert.False(t, registered)
+		})
+	}
+}
+
+// A lifecycle tool of one's own, gated by the admin policy: with
+// local_stdio_only, a client that is not on the process's own stdio (here,
+// in memory) may not call it.
+func ExampleAdmin_Authorize() {
+	type noInput struct{}
+	reg := registry.New(nil)
+	registry.MustRegister(reg, "shutdown", "Stops the server.",
+		func(context.Context, noInput) (string, error) { return "stopping", nil },
+		&registry.ToolOptions{Module: "lifecycle", Destructive: true})
+	admin, err := middleware.NewAdmin(reg, &middleware.AdminOptions{Policy: middleware.AdminLocalStdioOnly})
+	if err != nil {
+		panic(err)
+	}
+	gate := middleware.AdmissionFunc(func(ctx context.Context, t *registry.Tool, ac middleware.AdmissionContext) error {
+		if middleware.ToolModule(t) != "lifecycle" {
+			return nil
+		}
+		return admin.Authorize(ctx, t, ac)
+	})
+	quiet := slog.New(slog.DiscardHandler)
+	srv := mcp.NewServer(&mcp.ServerOptions{Logger: quiet,
+		Tools: middleware.Standard(reg, &middleware.StandardOptions{Admission: gate})})
+
+	ctx := context.Background()
+	clientEnd, serverEnd := transport.NewPipe(nil)
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, serverEnd) }()
+	c := mcp.NewClient(&mcp.ClientOptions{Logger: quiet})
+	if err := c.Connect(ctx, clientEnd); err != nil {
+		panic(err)
+	}
+	_, err = c.CallTool(ctx, "shutdown", nil)
+	var se *mcp.StructuredError
+	if errors.As(err, &se) {
+		fmt.Println(se.Code, se.Details["reason"], se.Details["transport"])
+	}
+	c.Close()
+	<-done
+	// Output: UNAUTHORIZED transport memory
 }

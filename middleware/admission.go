@@ -70,8 +70,9 @@ type AdmissionContext struct {
 	Call *Call
 }
 
-// TransportKind returns the kind of the session's transport ("stdio",
-// "memory", "http"), or "" without a session.
+// TransportKind returns the kind of the session's transport ("stdio" for
+// the process's own standard streams only, "stream" for the same framing
+// over another connection, "memory", "http"), or "" without a session.
 func (ac AdmissionContext) TransportKind() string {
 	if ac.Session == nil {
 		return ""

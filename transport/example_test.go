@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -81,4 +82,18 @@ func ExampleNewCommand() {
 	_ = tr.Write(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"me","version":"1"}}}`))
 	resp, _ := tr.Read(ctx)
 	fmt.Printf("%s\n", resp)
+}
+
+// A Stdio over the process's standard streams is the local "stdio" kind;
+// the same newline-delimited framing over a socket is a "stream", which
+// policies trusting local clients do not admit.
+func ExampleStdio_Kind() {
+	fmt.Println(transport.NewStdio(nil).Kind())
+	conn, peer := net.Pipe()
+	defer conn.Close()
+	defer peer.Close()
+	fmt.Println(transport.NewStdioStreams(conn, conn, nil).Kind())
+	// Output:
+	// stdio
+	// stream
 }

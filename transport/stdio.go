@@ -27,9 +27,35 @@ type StdioOptions struct {
 	MaxMessageBytes int
 }
 
-// Stdio is the newline-delimited transport used by a server that a client
-// launches as a subprocess (and by a client talking to such a subprocess):
-// each message is one line of compact JSON terminated by "\n".
+// Kinds reported by Stdio.Kind.
+const (
+	// KindStdio is the kind of a Stdio over the process's own standard
+	// input and output (NewStdio): the peer is the process that launched
+	// this one. Policies that trust local clients, such as the admin
+	// policy local_stdio_only, admit this kind only.
+	KindStdio = "stdio"
+	// KindStream is the kind of a Stdio over any other reader and writer:
+	// a socket, a pipe, a buffer. Nothing is known about who is at the
+	// other end, so it is never taken for a local client.
+	KindStream = "stream"
+)
+
+// Stdio is the newline-delimited stream transport used by a server that a
+// client launches as a subprocess (and by a client talking to such a
+// subprocess): each message is one line of compact JSON terminated by "\n".
+// The same framing works over any byte stream (a Unix socket, a TCP
+// connection, a pipe): NewStdioStreams serves one.
+//
+// Kind: a Stdio built over the process's own standard streams (NewStdio,
+// or NewStdioStreams(os.Stdin, os.Stdout, ...)) reports KindStdio; over any
+// other reader or writer it reports KindStream, so that serving the
+// newline-delimited protocol on a socket does not pass for a local stdio
+// client. The check is by identity, made when the Stdio is created: a
+// wrapper around os.Stdin (a tee for debugging, say) is a stream too; a
+// program that knows such a wrapper is local can wrap the transport and
+// report the kind it vouches for. Note that a process whose standard
+// streams its launcher connected to a network socket (inetd, socat) is
+// exactly as remote as that launcher makes it: Kind cannot tell.
 //
 // Reading: Read returns each line without its "\n" or "\r\n" ending; blank
 // lines are skipped; a final line without an ending is still returned before
@@ -53,9 +79,10 @@ type StdioOptions struct {
 // the writer if they implement io.Closer (os.File pipes, net.Conn,
 // io.PipeReader, ...).
 type Stdio struct {
-	r   io.Reader
-	w   io.Writer
-	max int
+	r    io.Reader
+	w    io.Writer
+	max  int
+	kind string
 
 	// Read side: used by one goroutine at a time.
 	br   *bufio.Reader
@@ -87,14 +114,16 @@ func NewStdio(opts *StdioOptions) *Stdio {
 
 // NewStdioStreams returns a Stdio transport reading messages from r and
 // writing them to w. opts may be nil. Close closes r and w if they implement
-// io.Closer (once, when they are the same value).
+// io.Closer (once, when they are the same value). Its Kind is KindStdio
+// when r is os.Stdin and w is os.Stdout, KindStream otherwise.
 func NewStdioStreams(r io.Reader, w io.Writer, opts *StdioOptions) *Stdio {
 	s := &Stdio{
-		r:   r,
-		w:   w,
-		max: DefaultMaxMessageBytes,
-		br:  bufio.NewReaderSize(r, stdioBufferSize),
-		bw:  bufio.NewWriterSize(w, stdioBufferSize),
+		r:    r,
+		w:    w,
+		max:  DefaultMaxMessageBytes,
+		kind: streamKind(r, w),
+		br:   bufio.NewReaderSize(r, stdioBufferSize),
+		bw:   bufio.NewWriterSize(w, stdioBufferSize),
 	}
 	if opts != nil && opts.MaxMessageBytes > 0 {
 		s.max = opts.MaxMessageBytes
@@ -102,8 +131,23 @@ func NewStdioStreams(r io.Reader, w io.Writer, opts *StdioOptions) *Stdio {
 	return s
 }
 
-// Kind returns "stdio".
-func (s *Stdio) Kind() string { return "stdio" }
+// Kind returns KindStdio ("stdio") for a transport over the process's
+// standard input and output, KindStream ("stream") for any other streams
+// (see Stdio).
+func (s *Stdio) Kind() string { return s.kind }
+
+// streamKind returns KindStdio when r and w are the process's standard
+// input and output (the *os.File values os.Stdin and os.Stdout hold now),
+// KindStream otherwise.
+func streamKind(r io.Reader, w io.Writer) string {
+	if f, ok := r.(*os.File); !ok || f == nil || f != os.Stdin {
+		return KindStream
+	}
+	if f, ok := w.(*os.File); !ok || f == nil || f != os.Stdout {
+		return KindStream
+	}
+	return KindStdio
+}
 
 // Read returns the next line without its line ending. See Stdio for the
 // framing rules. It returns ctx.Err() if ctx is already done, io.EOF at the

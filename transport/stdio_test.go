@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -126,6 +127,38 @@ func TestStdioDefaults(t *testing.T) {
 	assert.Same(t, os.Stdout, s.w.(*os.File))
 	s = NewStdioStreams(strings.NewReader(""), io.Discard, &StdioOptions{MaxMessageBytes: -1})
 	assert.Equal(t, DefaultMaxMessageBytes, s.max)
+}
+
+// TestStdioKind: only the process's own standard streams are "stdio"; the
+// same framing over a socket, a pipe or a buffer is "stream", so a policy
+// trusting local stdio clients cannot be reached through a socket.
+func TestStdioKind(t *testing.T) {
+	sock, peer := net.Pipe()
+	defer sock.Close()
+	defer peer.Close()
+	pr, pw, err := os.Pipe()
+	require.NoError(t, err)
+	defer pr.Close()
+	defer pw.Close()
+	tests := []struct {
+		name string
+		s    *Stdio
+		want string
+	}{
+		{"NewStdio", NewStdio(nil), KindStdio},
+		{"os.Stdin and os.Stdout", NewStdioStreams(os.Stdin, os.Stdout, nil), KindStdio},
+		{"net.Conn", NewStdioStreams(sock, sock, nil), KindStream},
+		{"os.Pipe files", NewStdioStreams(pr, pw, nil), KindStream},
+		{"os.Stdin and another writer", NewStdioStreams(os.Stdin, io.Discard, nil), KindStream},
+		{"another reader and os.Stdout", NewStdioStreams(strings.NewReader(""), os.Stdout, nil), KindStream},
+		{"os.Stdout and os.Stdin swapped", NewStdioStreams(os.Stdout, os.Stdin, nil), KindStream},
+		{"wrapped os.Stdin", NewStdioStreams(bufio.NewReader(os.Stdin), os.Stdout, nil), KindStream},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { assert.Equal(t, tt.want, tt.s.Kind()) })
+	}
+	assert.Equal(t, "stdio", KindStdio)
+	assert.Equal(t, "stream", KindStream)
 }
 
 func TestStdioReadContext(t *testing.T) {

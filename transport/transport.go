@@ -39,8 +39,10 @@ type Transport interface {
 	// Close releases the transport; pending and later calls fail with
 	// ErrClosed (or io.EOF for Read).
 	Close() error
-	// Kind names the transport ("stdio", "memory", "http"), for policies
-	// such as "admin operations over local stdio only".
+	// Kind names the transport ("stdio", "stream", "memory", "http"), for
+	// policies such as "admin operations over local stdio only". Only a
+	// transport over the process's own standard streams is "stdio" (see
+	// Stdio).
 	Kind() string
 }
 

@@ -50,7 +50,7 @@ func connect(t *testing.T, path, dsn string) *mcp.Client {
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := openStore(ctx, path, dsn)
 	require.NoError(t, err)
-	a, err := newApp(st, quiet)
+	a, err := newApp(st, defaults(), quiet)
 	require.NoError(t, err)
 	clientEnd, serverEnd := transport.NewPipe(nil)
 	done := make(chan error, 1)
@@ -108,7 +108,8 @@ func testCatalogue(t *testing.T, c *mcp.Client) {
 		"workflow_run", "workflow_list", "workflow_describe",
 		"trace_list", "trace_get", "trace_analyze",
 		"guard_check", "guard_list", "guard_apply",
-	}, names)
+		"health", "server_ping",
+	}, names, "FULL mode, admin policy deny_all: no test-only tools, no shutdown, no admin tools")
 
 	resources, err := c.ListAllResources(ctx)
 	require.NoError(t, err)

@@ -7,22 +7,77 @@
 // server CI runs the suite against.
 //
 // It is also a starter written against keel's public API only, one concept
-// per file: tools.go (content blocks, tool errors), streaming.go (logging,
-// progress, SSE polling), clientrequests.go (sampling, elicitation),
-// schema.go (a tool from a raw JSON Schema), resources.go (resources, a
-// template, subscriptions), prompts.go (prompts, completions), media.go
-// (the binary fixtures), inputrequired.go (input-required results of
-// revision 2026-07-28: a handler asks the client for input by returning
-// mcp.InputRequired), stateless.go (the diagnostics of revision
-// 2026-07-28: a missing client capability, logging, list changes),
-// tasks_modern.go (tools that run as tasks: the tasks extension of
-// 2026-07-28).
+// per file: config.go (configuration, the health and server_ping tools,
+// the server), tools.go (content blocks, tool errors), streaming.go
+// (logging, progress, SSE polling), clientrequests.go (sampling,
+// elicitation), schema.go (a tool from a raw JSON Schema), resources.go
+// (resources, a template, subscriptions), prompts.go (prompts,
+// completions), media.go (the binary fixtures), inputrequired.go
+// (input-required results of revision 2026-07-28: a handler asks the
+// client for input by returning mcp.InputRequired), stateless.go (the
+// diagnostics of revision 2026-07-28: a missing client capability, logging,
+// list changes), tasks_modern.go (tools that run as tasks: the tasks
+// extension of 2026-07-28).
 //
 //	go run ./examples/everything                             # MCP over stdio
 //	go run ./examples/everything -http 127.0.0.1:3001        # streamable HTTP at /mcp
 //	go run ./examples/everything -http 127.0.0.1:3001 -stateless
+//	go run ./examples/everything -config everything.json     # with a configuration file
 //
-// Logs go to stderr; on stdio, stdout carries protocol messages only.
+// Logs go to stderr as JSON lines (-v: debug level); on stdio, stdout
+// carries protocol messages only.
+//
+// # Configuration
+//
+// The configuration is loaded once, at start: keel's defaults (named
+// keel-everything, version 1.0.0), then the optional JSON file named by
+// -config (or by $KEEL_CONFIG), then KEEL_* environment variables, each
+// overriding the one before. With neither, the server is the conformance
+// fixture server as CI runs it. An invalid value stops the server with
+// exit status 2 and a message naming the field and its source:
+//
+//	everything: config: tools.defaultTimeoutMs (KEEL_TOOLS_DEFAULT_TIMEOUT_MS): must be > 0 (got -5)
+//
+// A file sets only what it names, for example
+//
+//	{"tools": {"defaultTimeoutMs": 60000}, "resources": {"maxConcurrentExecutions": 32}, "logging": {"level": "debug"}}
+//
+// and the variables follow the JSON paths (KEEL_TOOLS_DEFAULT_TIMEOUT_MS,
+// KEEL_RESOURCES_MAX_CONCURRENT_EXECUTIONS, KEEL_LOGGING_LEVEL, KEEL_MODE,
+// ...; the list is in the keel package's LoadConfig documentation).
+// Besides the fixtures, the server has keel's health tool (limits, memory,
+// scheduling delay, concurrent executions, a healthy/degraded/unhealthy
+// status) and server_ping (version, mode, uptime). KEEL_MODE=READONLY keeps
+// the read-only tools, MINIMAL only health and server_ping.
+//
+// # Connecting an MCP client
+//
+// Build the binary (go build -o ~/bin/keel-everything ./examples/everything),
+// then, over stdio:
+//
+// Claude Code:
+//
+//	claude mcp add keel-everything -- ~/bin/keel-everything
+//	claude mcp add --transport http keel-everything-http http://127.0.0.1:3001/mcp   # a running -http server
+//
+// Codex CLI, in ~/.codex/config.toml:
+//
+//	[mcp_servers.keel-everything]
+//	command = "/home/you/bin/keel-everything"
+//	args = ["-config", "/path/to/everything.json"]
+//
+// Gemini CLI, in ~/.gemini/settings.json ("httpUrl" instead of "command"
+// reaches a running -http server):
+//
+//	{
+//	  "mcpServers": {
+//	    "keel-everything": {
+//	      "command": "/home/you/bin/keel-everything",
+//	      "args": ["-config", "/path/to/everything.json"],
+//	      "env": {"KEEL_LOGGING_LEVEL": "debug"}
+//	    }
+//	  }
+//	}
 package main
 
 import (
@@ -30,7 +85,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/keelmcp/keel/transport/streamhttp"
 	"log/slog"
 	"net"
 	"net/http"
@@ -39,32 +93,41 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/keelmcp/keel"
 	"github.com/keelmcp/keel/mcp"
-	"github.com/keelmcp/keel/middleware"
 	"github.com/keelmcp/keel/registry"
 	"github.com/keelmcp/keel/transport"
+	"github.com/keelmcp/keel/transport/streamhttp"
 )
 
 func main() {
 	addr := flag.String("http", "", "serve streamable HTTP at `host:port` (path /mcp) instead of stdio")
 	stateless := flag.Bool("stateless", false, "with -http: stateless mode (no sessions; any replica serves any request)")
-	verbose := flag.Bool("v", false, "log debug messages")
+	verbose := flag.Bool("v", false, "log debug messages (overrides logging.level)")
+	configFile := flag.String("config", "", "JSON configuration `file` (default $"+keel.EnvConfigFile+"; none when unset)")
 	flag.Parse()
 
-	level := slog.LevelInfo
-	if *verbose {
-		level = slog.LevelDebug
+	cfg, err := loadConfig(*configFile, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "everything: %v\n", err)
+		os.Exit(2)
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if *verbose {
+		cfg.Logging.Level = keel.LevelDebug
+	}
+	logger := cfg.Logger(os.Stderr)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	reg := newRegistry(logger)
 	go updateWatchedResource(ctx, reg, watchInterval)
-	srv := newServer(reg, logger)
+	srv, err := configuredServer(cfg, reg, logger)
+	if err != nil {
+		logger.Error("everything: cannot build the server", "error", err)
+		os.Exit(1)
+	}
 
-	var err error
 	if *addr == "" {
 		err = srv.Run(ctx, transport.NewStdio(nil))
 	} else {
@@ -74,7 +137,7 @@ func main() {
 			err = serveHTTP(ctx, srv, ln, &streamhttp.Options{Stateless: *stateless})
 		}
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout())
 	defer cancel()
 	if serr := srv.StopTasks(sctx); serr != nil { // task handlers end with the server
 		logger.Warn("everything: task handlers still running at exit", "error", serr)
@@ -99,28 +162,10 @@ func newRegistry(logger *slog.Logger) *registry.Registry {
 	return reg
 }
 
-// newServer serves reg: tools through keel's standard middleware chain;
-// resources, prompts and completions straight from the registry; logging
-// declared so that tools can log to the client.
-func newServer(reg *registry.Registry, logger *slog.Logger) *mcp.Server {
-	return mcp.NewServer(&mcp.ServerOptions{
-		Name:         "keel-everything",
-		Title:        "keel everything server",
-		Version:      "1.0.0",
-		Instructions: "Test fixtures for every MCP feature (the MCP conformance suite's server).",
-		Tools:        middleware.Standard(reg, nil),
-		Resources:    reg,
-		Prompts:      reg,
-		Completions:  reg,
-		Logging:      true,
-		Logger:       logger,
-		Tasks:        &mcp.TaskOptions{}, // tasks_modern.go: the defaults
-	})
-}
-
 // serveHTTP serves srv over streamable HTTP on ln at path /mcp until ctx
 // ends, then shuts down gracefully: in-flight requests are answered, the
-// sessions (and their GET streams) end, then the HTTP server closes. opts
+// sessions (and their GET streams) end, then the HTTP server closes, all
+// within the server's ShutdownTimeout (server.shutdownTimeoutMs). opts
 // configures the handler (nil = defaults). By default it rejects Host and
 // Origin headers other than localhost, 127.0.0.1 and ::1 (DNS rebinding
 // protection): to serve under another name, list it in AllowedHosts.
@@ -137,7 +182,7 @@ func serveHTTP(ctx context.Context, srv *mcp.Server, ln net.Listener, opts *stre
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), srv.Options().ShutdownTimeout)
 	defer cancel()
 	herr := h.Shutdown(sctx) // first the MCP sessions: http.Server.Shutdown waits for their open streams
 	if err := hs.Shutdown(sctx); err != nil {
