@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"github.com/keelmcp/keel/transport"
-	"io"
 	"log/slog"
 	"mime"
 	"net"
@@ -83,12 +82,46 @@ type Options struct {
 	// or unanswered request for this long (default DefaultIdleTimeout;
 	// negative: never).
 	IdleTimeout time.Duration
+	// InitTimeout ends a session that no request names within this long
+	// after the POST of its initialize request (a client sends
+	// notifications/initialized next), so that an initialize flood holds
+	// no memory for long (default DefaultInitTimeout; negative: never).
+	InitTimeout time.Duration
 	// MaxSessions bounds the number of live sessions; an initialize beyond
-	// it gets 503 (default 0: no bound).
+	// it gets 503 with a JSON-RPC error whose data names the limit
+	// (default DefaultMaxSessions; negative: no bound).
 	MaxSessions int
+	// MaxStreams bounds the HTTP requests served at once, all sessions
+	// and modes together: every POST counts from its body to its answer
+	// (JSON or SSE, a modern subscriptions/listen included) and every GET
+	// stream while open. A request beyond it gets 503 with a JSON-RPC
+	// error whose data names the limit (default DefaultMaxStreams;
+	// negative: no bound).
+	MaxStreams int
+	// MaxSessionGETStreams bounds the GET streams one session has open at
+	// once (its standalone stream and resumptions with Last-Event-ID); a
+	// GET beyond it gets 429 (default DefaultMaxSessionGETStreams;
+	// negative: no bound).
+	MaxSessionGETStreams int
 	// MaxBodyBytes limits a request body; a larger one gets 413 (default
-	// transport.DefaultMaxMessageBytes).
+	// transport.DefaultMaxMessageBytes). A body that stalls holds at most
+	// what it sent.
 	MaxBodyBytes int64
+	// BodyReadTimeout bounds the time a POST takes to deliver its body,
+	// from the start of the handler; a slower body gets 408 and its
+	// connection is closed (default DefaultBodyReadTimeout; negative:
+	// none). It is set with http.ResponseController, which net/http's
+	// ResponseWriters support; middleware wrapping the writer must
+	// implement Unwrap for it to apply. Headers are bounded by your
+	// http.Server's ReadHeaderTimeout.
+	BodyReadTimeout time.Duration
+	// RefusalLogsPerSecond bounds the log lines of refused requests (Host
+	// or Origin not allowed, a session of another user, a limit reached):
+	// a burst of as many, then as many a second; suppressed lines are
+	// counted in one line a second later. Values taken from the request
+	// are logged cut to 64 bytes, with their length (default
+	// DefaultRefusalLogsPerSecond; negative: refusals are not logged).
+	RefusalLogsPerSecond int
 	// MaxDepth bounds the nesting depth of a POSTed message (default
 	// 64, as the mcp Server).
 	MaxDepth int
@@ -206,6 +239,8 @@ type Handler struct {
 	stateless map[*httpSession]struct{} // sessions of stateless POSTs in progress
 
 	inflight atomic.Int64 // unanswered requests, all sessions
+	streams  atomic.Int64 // HTTP requests being served (MaxStreams)
+	refusals *refusalLog
 	closing  atomic.Bool
 	serveWG  sync.WaitGroup
 }
@@ -224,6 +259,24 @@ func NewHandler(opts *Options) *Handler {
 	}
 	if o.IdleTimeout == 0 {
 		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.InitTimeout == 0 {
+		o.InitTimeout = DefaultInitTimeout
+	}
+	if o.MaxSessions == 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.MaxStreams == 0 {
+		o.MaxStreams = DefaultMaxStreams
+	}
+	if o.MaxSessionGETStreams == 0 {
+		o.MaxSessionGETStreams = DefaultMaxSessionGETStreams
+	}
+	if o.BodyReadTimeout == 0 {
+		o.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if o.RefusalLogsPerSecond == 0 {
+		o.RefusalLogsPerSecond = DefaultRefusalLogsPerSecond
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = transport.DefaultMaxMessageBytes
@@ -257,6 +310,7 @@ func NewHandler(opts *Options) *Handler {
 			h.store = NewMemoryEventStore(nil)
 		}
 	}
+	h.refusals = newRefusalLog(o.Logger, slog.LevelWarn, o.RefusalLogsPerSecond)
 	h.hosts, h.anyHost = normalizeList(o.AllowedHosts, defaultLocalHosts)
 	h.origins = newOriginList(o.AllowedOrigins)
 	return h
@@ -285,12 +339,12 @@ func randomSessionID() string {
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.hostAllowed(r.Host) {
-		h.log.Warn("transport: request with a Host not allowed refused (DNS rebinding protection)", "host", r.Host)
+		h.refusals.print("transport: request with a Host not allowed refused (DNS rebinding protection)", clipped("host", r.Host))
 		writeHTTPError(w, http.StatusForbidden, codeServerError, "Forbidden: Host not allowed")
 		return
 	}
 	if o := r.Header.Get("Origin"); o != "" && !h.origins.allows(o) {
-		h.log.Warn("transport: request with an Origin not allowed refused", "origin", o)
+		h.refusals.print("transport: request with an Origin not allowed refused", clipped("origin", o))
 		writeHTTPError(w, http.StatusForbidden, codeServerError, "Forbidden: Origin not allowed")
 		return
 	}
@@ -429,7 +483,7 @@ func (h *Handler) lookup(w http.ResponseWriter, r *http.Request) *httpSession {
 	s := h.sessions[id]
 	h.mu.Unlock()
 	if s != nil && s.subject != subjectOf(r) {
-		h.log.Warn("transport: session used by another user refused", "session", id)
+		h.refusals.print("transport: session used by another user refused", clipped("session", id))
 		s = nil
 	}
 	if s == nil || !s.begin() {
@@ -476,15 +530,12 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusNotAcceptable, codeServerError, "Not Acceptable: Accept must include application/json and text/event-stream")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			writeHTTPError(w, http.StatusRequestEntityTooLarge, jsonrpc.CodeInvalidRequest,
-				(&transport.MessageTooLargeError{Limit: int(h.opts.MaxBodyBytes), Size: int(h.opts.MaxBodyBytes) + 1}).Error())
-			return
-		}
-		writeHTTPError(w, http.StatusBadRequest, codeServerError, "Bad Request: reading the body failed")
+	if !h.acquireStream(w) {
+		return
+	}
+	defer h.releaseStream()
+	body, ok := h.readBody(w, r)
+	if !ok {
 		return
 	}
 	env, derr := parseIncoming(body, h.opts.MaxDepth)
@@ -507,7 +558,7 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 	var s *httpSession
 	created := env.initialize && r.Header.Get(headerSessionID) == ""
 	if created {
-		if s = h.createSession(w, r); s == nil {
+		if s = h.createSession(w, r, env.id); s == nil {
 			return
 		}
 	} else {
@@ -519,6 +570,7 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 		if s = h.lookup(w, r); s == nil {
 			return
 		}
+		s.used()
 	}
 	defer s.end()
 	if env.batch {
@@ -533,12 +585,12 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 	h.dispatch(w, r, s, body, env, created)
 }
 
-// createSession starts a stateful session for an initialize request.
-func (h *Handler) createSession(w http.ResponseWriter, r *http.Request) *httpSession {
+// createSession starts a stateful session for the initialize request id.
+func (h *Handler) createSession(w http.ResponseWriter, r *http.Request, reqID []byte) *httpSession {
 	h.mu.Lock()
-	if h.opts.MaxSessions > 0 && len(h.sessions) >= h.opts.MaxSessions {
+	if max := h.opts.MaxSessions; max > 0 && len(h.sessions) >= max {
 		h.mu.Unlock()
-		writeHTTPError(w, http.StatusServiceUnavailable, codeServerError, "Service Unavailable: too many sessions")
+		h.refuseAtLimit(w, http.StatusServiceUnavailable, reqID, "MaxSessions", int64(max), "too many sessions")
 		return nil
 	}
 	id := h.opts.NewSessionID()
@@ -742,6 +794,7 @@ func (h *Handler) endListens() {
 // refuses new requests with 503.
 func (h *Handler) Close() error {
 	h.closing.Store(true)
+	h.refusals.close()
 	h.mu.Lock()
 	all := make([]*httpSession, 0, len(h.sessions)+len(h.stateless))
 	for _, s := range h.sessions {
