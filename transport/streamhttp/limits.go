@@ -19,36 +19,6 @@ import (
 	"github.com/keelmcp/keel/transport"
 )
 
-// Defaults of the bounds in Options: what one peer, or many, can make a
-// Handler hold.
-const (
-	// DefaultMaxSessions bounds live sessions. A session that only
-	// initialized costs about 18 KiB, so the bound caps their memory near
-	// 180 MiB, and it leaves room for a busy single node (sessions end on
-	// DELETE, after InitTimeout when never used, or after IdleTimeout).
-	DefaultMaxSessions = 10_000
-	// DefaultInitTimeout is how long a new session may go unused after the
-	// POST of its initialize request (the client's next message is
-	// notifications/initialized): an initialize flood then holds memory
-	// for seconds, not for IdleTimeout.
-	DefaultInitTimeout = 10 * time.Second
-	// DefaultMaxStreams bounds the HTTP requests a Handler serves at once:
-	// room for the GET stream of every session at DefaultMaxSessions and
-	// as many POSTs waiting for their answers. Each costs a goroutine and
-	// a connection's buffers (about 20 KiB when idle).
-	DefaultMaxStreams = 2 * DefaultMaxSessions
-	// DefaultMaxSessionGETStreams bounds the GET streams one session has
-	// open at once: its standalone stream and the resumptions of its
-	// requests' streams (SSE polling reconnects one per call).
-	DefaultMaxSessionGETStreams = 8
-	// DefaultBodyReadTimeout is how long a POST may take to deliver its
-	// body: a client trickling bytes is cut off after it.
-	DefaultBodyReadTimeout = 30 * time.Second
-	// DefaultRefusalLogsPerSecond bounds the log lines that refused
-	// requests cause (a burst of as many, then as many a second).
-	DefaultRefusalLogsPerSecond = 5
-)
-
 // maxLoggedValue is how much of a value taken from a refused request (a
 // Host, an Origin, a session id) reaches the log.
 const maxLoggedValue = 64
