@@ -14,17 +14,18 @@ import (
 // metadata at the well-known path: a client without a token learns where
 // to get one.
 func ExampleRequireBearer() {
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	resource := srv.URL + "/mcp" // the canonical URL of the endpoint: tokens name it in their audience
 	verifier := streamhttp.TokenVerifierFunc(func(_ context.Context, token string, _ *http.Request) (*streamhttp.TokenInfo, error) {
 		if token != "s3cret" {
 			return nil, streamhttp.ErrInvalidToken
 		}
-		return &streamhttp.TokenInfo{Subject: "ada"}, nil
+		return &streamhttp.TokenInfo{Subject: "ada", Audience: []string{resource}}, nil
 	})
-	mux := http.NewServeMux()
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
 	metadataURL := streamhttp.HandleProtectedResourceMetadata(mux, &streamhttp.ProtectedResourceMetadata{
-		Resource:             srv.URL + "/mcp",
+		Resource:             resource,
 		AuthorizationServers: []string{"https://auth.example.com"},
 	})
 	endpoint := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -32,7 +33,7 @@ func ExampleRequireBearer() {
 		// the same TokenInfo in their context.
 		fmt.Fprintf(w, "hello, %s", streamhttp.TokenInfoFromContext(r.Context()).Subject)
 	})
-	mux.Handle("/mcp", streamhttp.RequireBearer(verifier, &streamhttp.BearerOptions{ResourceMetadataURL: metadataURL})(endpoint))
+	mux.Handle("/mcp", streamhttp.RequireBearer(verifier, &streamhttp.BearerOptions{Resource: resource, ResourceMetadataURL: metadataURL})(endpoint))
 
 	resp, _ := http.Post(srv.URL+"/mcp", "application/json", nil)
 	resp.Body.Close()
