@@ -34,12 +34,15 @@ const (
 // Status rules: 403 for a Host or Origin not allowed; 405 for other
 // methods; 415 for a POST whose Content-Type is not application/json; 406
 // when Accept lacks application/json and text/event-stream (POST) or
-// text/event-stream (GET); 413 for a body over MaxBodyBytes; 400 for a
-// malformed JSON-RPC body (with the JSON-RPC error as body), a missing
-// Mcp-Session-Id, an unsupported MCP-Protocol-Version or a batch outside
-// 2025-03-26; 404 for an unknown or ended session (or one bound to another
-// user); 202 with no body for POSTs carrying only notifications and
-// responses; 503 while shutting down.
+// text/event-stream (GET); 413 for a body over MaxBodyBytes; 408 for a
+// body not received within BodyReadTimeout; 400 for a malformed JSON-RPC
+// body (with the JSON-RPC error as body), a missing Mcp-Session-Id, an
+// unsupported MCP-Protocol-Version or a batch outside 2025-03-26; 404 for
+// an unknown or ended session (or one bound to another user); 202 with no
+// body for POSTs carrying only notifications and responses; 503 while
+// shutting down, and at MaxSessions or MaxStreams; 429 at
+// MaxSessionGETStreams. The error bodies of limits carry data
+// {"limit": the Options field, "max": its value}.
 //
 // Each message the server sends goes on exactly one stream: a response on
 // the POST that carried its request; a message written with the context
