@@ -179,9 +179,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 	if d := h.opts.BodyReadTimeout; d > 0 {
 		timed = rc.SetReadDeadline(time.Now().Add(d)) == nil
 	}
-	// io.ReadAll grows its buffer as bytes arrive: a body that stalls holds
-	// what it sent, never more than MaxBodyBytes (and a growth margin).
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	body, err := readLimited(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes), h.opts.MaxBodyBytes)
 	if timed {
 		// Streams stay open after the body: no deadline on their reads.
 		_ = rc.SetReadDeadline(time.Time{})
@@ -205,4 +203,30 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 		writeHTTPError(w, http.StatusBadRequest, codeServerError, "Bad Request: reading the body failed")
 	}
 	return nil, false
+}
+
+// readLimited reads r, which fails beyond limit bytes (http.MaxBytesReader),
+// to its end. Its buffer grows as bytes arrive, never beyond limit+1
+// bytes: a body that stalls holds about what it sent, and never more than
+// its limit.
+func readLimited(r io.Reader, limit int64) ([]byte, error) {
+	buf := make([]byte, 0, min(512, limit+1))
+	for {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(2*int64(cap(buf)), limit+1))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+		if len(buf) == cap(buf) && int64(len(buf)) > limit {
+			return buf, &http.MaxBytesError{Limit: limit}
+		}
+	}
 }

@@ -124,8 +124,8 @@ type Options struct {
 	// negative: no bound).
 	MaxSessionGETStreams int
 	// MaxBodyBytes limits a request body; a larger one gets 413 (default
-	// transport.DefaultMaxMessageBytes). A body that stalls holds at most
-	// what it sent.
+	// transport.DefaultMaxMessageBytes). The buffer of a body grows as
+	// its bytes arrive, never beyond MaxBodyBytes.
 	MaxBodyBytes int64
 	// BodyReadTimeout bounds the time a POST takes to deliver its body,
 	// from the start of the handler; a slower body gets 408 and its
