@@ -6,6 +6,7 @@ import (
 	"github.com/keelmcp/keel/transport"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -53,21 +54,26 @@ var ErrInvalidToken = errors.New("transport: invalid access token")
 type BearerOptions struct {
 	// ResourceMetadataURL is the absolute URL of this server's protected
 	// resource metadata (RFC 9728), named in every challenge. Empty means
-	// derived from the request: <scheme>://<host>/.well-known/oauth-protected-resource<path>
-	// (set it when the server runs behind a proxy).
+	// derived from Resource at its path-based well-known location:
+	// https://mcp.example.com/mcp gives
+	// https://mcp.example.com/.well-known/oauth-protected-resource/mcp.
+	// A challenge never names the request's Host, which a peer chooses.
 	ResourceMetadataURL string
 	// Scopes are required on every request: a token lacking one gets 403
 	// with error="insufficient_scope". They are also named in 401
 	// challenges (scope=...), telling clients what to ask for.
 	Scopes []string
-	// Resource, if set, must be among the token's Audience (RFC 8707);
-	// otherwise the token is refused with 401. Verifiers may check the
-	// audience themselves instead.
+	// Resource is the canonical URL of this MCP endpoint, e.g.
+	// "https://mcp.example.com/mcp" (required: RequireBearer panics
+	// without it). A token is admitted only when Resource is among its
+	// Audience (RFC 8707), so that a token issued for another server is
+	// refused with 401.
 	Resource string
 	// Now is the clock for expiry checks (nil = time.Now).
 	Now func() time.Time
-	// Logger receives refusals at debug level and verifier failures at
-	// error level (nil = slog.Default()).
+	// Logger receives refusals at debug level (at most
+	// DefaultRefusalLogsPerSecond lines a second) and verifier failures
+	// at error level (nil = slog.Default()).
 	Logger *slog.Logger
 }
 
@@ -88,10 +94,29 @@ type BearerOptions struct {
 //
 // An admitted request continues with the TokenInfo in its context
 // (TokenInfoFromContext).
+//
+// Bearer auth without an audience would admit any token the verifier
+// accepts, whatever server it was issued for: RequireBearer panics when
+// opts lacks Resource, or when Resource or ResourceMetadataURL is not an
+// absolute http(s) URL. Challenges name only these configured URLs, never
+// the request's Host, so RequireBearer may wrap the Handler (whose Host and
+// Origin checks then run after it) without echoing an unchecked Host.
 func RequireBearer(v TokenVerifier, opts *BearerOptions) func(http.Handler) http.Handler {
 	var o BearerOptions
 	if opts != nil {
 		o = *opts
+	}
+	if o.Resource == "" {
+		panic("transport: RequireBearer needs BearerOptions.Resource, the canonical URL of this MCP endpoint " +
+			`(e.g. "https://mcp.example.com/mcp"): tokens must name it in their audience`)
+	}
+	if !isAbsoluteHTTPURL(o.Resource) {
+		panic("transport: BearerOptions.Resource must be an absolute http(s) URL without a fragment, got " + quoteHeader(o.Resource))
+	}
+	if o.ResourceMetadataURL == "" {
+		o.ResourceMetadataURL = metadataURLOf(o.Resource)
+	} else if !isAbsoluteHTTPURL(o.ResourceMetadataURL) {
+		panic("transport: BearerOptions.ResourceMetadataURL must be an absolute http(s) URL, got " + quoteHeader(o.ResourceMetadataURL))
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -100,6 +125,7 @@ func RequireBearer(v TokenVerifier, opts *BearerOptions) func(http.Handler) http
 		o.Logger = slog.Default()
 	}
 	o.Scopes = slices.Clone(o.Scopes)
+	refusals := newRefusalLog(o.Logger, slog.LevelDebug, DefaultRefusalLogsPerSecond)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			token, problem := bearerToken(r)
@@ -109,14 +135,14 @@ func RequireBearer(v TokenVerifier, opts *BearerOptions) func(http.Handler) http
 				return
 			case "":
 			default:
-				o.Logger.Debug("transport: malformed bearer credentials", "problem", problem)
+				refusals.print("transport: malformed bearer credentials", slog.String("problem", problem))
 				o.challenge(w, r, http.StatusBadRequest, "invalid_request", problem)
 				return
 			}
 			info, err := v.Verify(r.Context(), token, r)
 			switch {
 			case err != nil && errors.Is(err, ErrInvalidToken):
-				o.Logger.Debug("transport: bearer token refused", "error", err)
+				refusals.print("transport: bearer token refused", clipped("error", err.Error()))
 				o.challenge(w, r, http.StatusUnauthorized, "invalid_token", "the access token is invalid")
 				return
 			case err != nil:
@@ -131,7 +157,7 @@ func RequireBearer(v TokenVerifier, opts *BearerOptions) func(http.Handler) http
 				o.challenge(w, r, http.StatusUnauthorized, "invalid_token", "the access token has expired")
 				return
 			}
-			if o.Resource != "" && !slices.Contains(info.Audience, o.Resource) {
+			if !slices.Contains(info.Audience, o.Resource) {
 				o.challenge(w, r, http.StatusUnauthorized, "invalid_token", "the access token was not issued for this resource")
 				return
 			}
@@ -220,7 +246,7 @@ func (o *BearerOptions) challenge(w http.ResponseWriter, r *http.Request, status
 	if len(o.Scopes) > 0 {
 		param("scope", strings.Join(o.Scopes, " "))
 	}
-	param("resource_metadata", o.metadataURL(r))
+	param("resource_metadata", o.ResourceMetadataURL)
 	w.Header().Set("WWW-Authenticate", b.String())
 	msg := http.StatusText(status)
 	if desc != "" {
@@ -229,13 +255,16 @@ func (o *BearerOptions) challenge(w http.ResponseWriter, r *http.Request, status
 	writeHTTPError(w, status, codeServerError, msg)
 }
 
-func (o *BearerOptions) metadataURL(r *http.Request) string {
-	if o.ResourceMetadataURL != "" {
-		return o.ResourceMetadataURL
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host + wellKnownPRM + strings.TrimSuffix(r.URL.Path, "/")
+// isAbsoluteHTTPURL reports whether s is an absolute http or https URL
+// with a host and no fragment.
+func isAbsoluteHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && u.Fragment == "" && u.User == nil
+}
+
+// metadataURLOf returns the path-based well-known URL of the protected
+// resource metadata of resource (an absolute URL).
+func metadataURLOf(resource string) string {
+	u, _ := url.Parse(resource)
+	return u.Scheme + "://" + u.Host + ProtectedResourceMetadataPaths(resource)[0]
 }

@@ -3,10 +3,10 @@ package streamhttp_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/keelmcp/keel/transport/streamhttp"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,10 +16,11 @@ import (
 )
 
 // testVerifier accepts "alice-token" (scopes mcp:read mcp:write),
-// "bob-token" (mcp:read), "expired-token" and "other-audience-token";
+// "bob-token" (mcp:read), "expired-token", "other-audience-token" and
+// "no-audience-token";
 // "broken-token" makes it fail.
 var testVerifier = streamhttp.TokenVerifierFunc(func(_ context.Context, token string, _ *http.Request) (*streamhttp.TokenInfo, error) {
-	const resource = "http://127.0.0.1/mcp"
+	const resource = testResource
 	switch token {
 	case "alice-token":
 		return &streamhttp.TokenInfo{Subject: "alice", Scopes: []string{"mcp:read", "mcp:write"}, Audience: []string{resource}}, nil
@@ -29,13 +30,20 @@ var testVerifier = streamhttp.TokenVerifierFunc(func(_ context.Context, token st
 		return &streamhttp.TokenInfo{Subject: "carol", Audience: []string{resource}, Expiry: time.Unix(1, 0)}, nil
 	case "other-audience-token":
 		return &streamhttp.TokenInfo{Subject: "dave", Audience: []string{"https://elsewhere.example/mcp"}}, nil
+	case "no-audience-token":
+		return &streamhttp.TokenInfo{Subject: "erin", Scopes: []string{"mcp:read", "mcp:write"}}, nil
 	case "broken-token":
 		return nil, errors.New("introspection endpoint unreachable")
 	}
 	return nil, streamhttp.ErrInvalidToken
 })
 
-const prmURL = "http://127.0.0.1/.well-known/oauth-protected-resource/mcp"
+// testResource is the resource the test tokens are issued for, and prmURL
+// its protected resource metadata URL.
+const (
+	testResource = "http://127.0.0.1/mcp"
+	prmURL       = "http://127.0.0.1/.well-known/oauth-protected-resource/mcp"
+)
 
 func TestRequireBearer(t *testing.T) {
 	protect := streamhttp.RequireBearer(testVerifier, &streamhttp.BearerOptions{
@@ -62,6 +70,7 @@ func TestRequireBearer(t *testing.T) {
 		{name: "unknown token", auth: "Bearer nope", status: 401, challenge: `Bearer error="invalid_token", error_description="the access token is invalid", resource_metadata="` + prmURL + `"`},
 		{name: "expired", auth: "Bearer expired-token", status: 401, challenge: `has expired`},
 		{name: "another resource's token", auth: "Bearer other-audience-token", status: 401, challenge: `not issued for this resource`},
+		{name: "token without audience", auth: "Bearer no-audience-token", status: 401, challenge: `not issued for this resource`},
 		{name: "verifier failure", auth: "Bearer broken-token", status: 500},
 		{name: "valid", auth: "Bearer alice-token", status: 204},
 		{name: "scheme is case-insensitive", auth: "bearer alice-token", status: 204},
@@ -90,7 +99,7 @@ func TestRequireBearer(t *testing.T) {
 // Required scopes: a token without one gets 403 insufficient_scope naming
 // the scopes and the metadata; 401 challenges name the scopes too.
 func TestRequireBearerScopes(t *testing.T) {
-	protect := streamhttp.RequireBearer(testVerifier, &streamhttp.BearerOptions{Scopes: []string{"mcp:read", "mcp:write"}, Logger: quiet})
+	protect := streamhttp.RequireBearer(testVerifier, &streamhttp.BearerOptions{Resource: testResource, Scopes: []string{"mcp:read", "mcp:write"}, Logger: quiet})
 	h := protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	do := func(auth string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(http.MethodPost, "http://localhost:8080/mcp", nil)
@@ -103,11 +112,11 @@ func TestRequireBearerScopes(t *testing.T) {
 	}
 	w := do("Bearer bob-token")
 	assert.Equal(t, http.StatusForbidden, w.Code)
-	assert.Equal(t, `Bearer error="insufficient_scope", error_description="the access token lacks a required scope", scope="mcp:read mcp:write", resource_metadata="http://localhost:8080/.well-known/oauth-protected-resource/mcp"`,
+	assert.Equal(t, `Bearer error="insufficient_scope", error_description="the access token lacks a required scope", scope="mcp:read mcp:write", resource_metadata="`+prmURL+`"`,
 		w.Header().Get("WWW-Authenticate"))
 	w = do("")
 	assert.Equal(t, http.StatusUnauthorized, w.Code)
-	assert.Equal(t, `Bearer scope="mcp:read mcp:write", resource_metadata="http://localhost:8080/.well-known/oauth-protected-resource/mcp"`, w.Header().Get("WWW-Authenticate"))
+	assert.Equal(t, `Bearer scope="mcp:read mcp:write", resource_metadata="`+prmURL+`"`, w.Header().Get("WWW-Authenticate"))
 	assert.Equal(t, http.StatusNoContent, do("Bearer alice-token").Code)
 }
 
@@ -148,13 +157,13 @@ func TestProtectedResourceMetadata(t *testing.T) {
 func TestHTTPSessionBoundToUser(t *testing.T) {
 	f := newFakeServer()
 	h := streamhttp.NewHandler(&streamhttp.Options{Serve: f.serve, Logger: quiet})
-	srv := newServerHandler(t, h, streamhttp.RequireBearer(testVerifier, &streamhttp.BearerOptions{Logger: quiet})(h))
+	srv := newServerHandler(t, h, streamhttp.RequireBearer(testVerifier, &streamhttp.BearerOptions{Resource: testResource, Logger: quiet})(h))
 	as := func(token string) map[string]string { return map[string]string{"Authorization": "Bearer " + token} }
 
 	resp := do(t, srv, request{body: initBody})
 	readBody(t, resp)
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
-	assert.True(t, strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), `Bearer resource_metadata="http://127.0.0.1:`))
+	assert.Equal(t, `Bearer resource_metadata="`+prmURL+`"`, resp.Header.Get("WWW-Authenticate"))
 
 	resp = do(t, srv, request{body: initBody, header: as("alice-token")})
 	readBody(t, resp)
@@ -181,4 +190,63 @@ func newServerHandler(t *testing.T, h *streamhttp.Handler, handler http.Handler)
 		srv.Close()
 	})
 	return srv
+}
+
+// Bearer auth without an audience to check is refused at construction,
+// with a message that says what to set.
+func TestRequireBearerNeedsResource(t *testing.T) {
+	cases := []struct {
+		name string
+		opts *streamhttp.BearerOptions
+		want string
+	}{
+		{"nil options", nil, "needs BearerOptions.Resource"},
+		{"no Resource", &streamhttp.BearerOptions{ResourceMetadataURL: prmURL, Scopes: []string{"mcp"}}, "needs BearerOptions.Resource"},
+		{"relative Resource", &streamhttp.BearerOptions{Resource: "/mcp"}, "absolute http(s) URL"},
+		{"Resource without scheme", &streamhttp.BearerOptions{Resource: "mcp.example.com/mcp"}, "absolute http(s) URL"},
+		{"Resource with a fragment", &streamhttp.BearerOptions{Resource: "https://mcp.example.com/mcp#x"}, "absolute http(s) URL"},
+		{"relative metadata URL", &streamhttp.BearerOptions{Resource: testResource, ResourceMetadataURL: "/.well-known/x"}, "ResourceMetadataURL"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				require.NotNil(t, r, "RequireBearer must refuse to start")
+				assert.Contains(t, fmt.Sprint(r), c.want)
+			}()
+			streamhttp.RequireBearer(testVerifier, c.opts)
+		})
+	}
+}
+
+// The challenge names only configured URLs: a request with a foreign Host
+// (checked by the Handler only after RequireBearer) never sees it echoed,
+// and with a valid token still meets the Handler's 403.
+func TestRequireBearerChallengeIgnoresHost(t *testing.T) {
+	_, h, _ := startHTTP(t, nil)
+	srv := newServerHandler(t, h, streamhttp.RequireBearer(testVerifier, &streamhttp.BearerOptions{
+		Resource: "https://mcp.example.com/mcp", Logger: quiet})(h))
+	const evil = "evil.example:8080"
+	resp := do(t, srv, request{body: initBody, header: map[string]string{"Host": evil}})
+	body := readBody(t, resp)
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	challenge := resp.Header.Get("WWW-Authenticate")
+	assert.Equal(t, `Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"`, challenge)
+	assert.NotContains(t, challenge+body, "evil")
+
+	resp = do(t, srv, request{body: initBody, header: map[string]string{"Host": evil, "Authorization": "Bearer other-audience-token"}})
+	body = readBody(t, resp)
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	assert.NotContains(t, resp.Header.Get("WWW-Authenticate")+body, "evil")
+
+	// A token for this resource passes; the Handler then refuses the Host.
+	good := streamhttp.TokenVerifierFunc(func(context.Context, string, *http.Request) (*streamhttp.TokenInfo, error) {
+		return &streamhttp.TokenInfo{Subject: "ada", Audience: []string{"https://mcp.example.com/mcp"}}, nil
+	})
+	srv2 := newServerHandler(t, h, streamhttp.RequireBearer(good, &streamhttp.BearerOptions{
+		Resource: "https://mcp.example.com/mcp", Logger: quiet})(h))
+	resp = do(t, srv2, request{body: initBody, header: map[string]string{"Host": evil, "Authorization": "Bearer t"}})
+	body = readBody(t, resp)
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode, body)
+	assert.NotContains(t, body, "evil")
 }

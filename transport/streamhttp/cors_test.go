@@ -20,7 +20,7 @@ func TestCORS(t *testing.T) {
 	_, h, _ := startHTTP(t, &streamhttp.Options{AllowedOrigins: []string{"https://app.example.com", "localhost"}})
 	protected := httptest.NewServer(streamhttp.CORS(&streamhttp.CORSOptions{
 		AllowedOrigins: []string{"https://app.example.com", "localhost"},
-	})(streamhttp.RequireBearer(testVerifier, &streamhttp.BearerOptions{ResourceMetadataURL: prmURL, Logger: quiet})(h)))
+	})(streamhttp.RequireBearer(testVerifier, &streamhttp.BearerOptions{Resource: testResource, Logger: quiet})(h)))
 	t.Cleanup(protected.Close)
 
 	send := func(method, origin string, header map[string]string, body string) *http.Response {

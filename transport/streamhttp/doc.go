@@ -11,7 +11,37 @@
 // Mcp-Name and Mcp-Param-* headers, and answers its errors with their HTTP
 // statuses (404 for -32601; 400 for -32020, -32021 and -32022).
 //
+// # Safe by default
+//
+// Everything a peer can make the Handler hold is bounded, and a request
+// refused at a bound gets a JSON-RPC error whose message and data name the
+// Options field and its value:
+//
+//   - live sessions: MaxSessions (DefaultMaxSessions; an initialize beyond
+//     it gets 503);
+//   - a session no request names after its initialize ends after
+//     InitTimeout (DefaultInitTimeout), any other after IdleTimeout
+//     (DefaultIdleTimeout) without requests or open streams;
+//   - HTTP requests in progress, every POST until its answer and every GET
+//     stream, all sessions and modes together: MaxStreams
+//     (DefaultMaxStreams; 503);
+//   - GET streams of one session: MaxSessionGETStreams
+//     (DefaultMaxSessionGETStreams; 429);
+//   - a request body: MaxBodyBytes (413), delivered within BodyReadTimeout
+//     (DefaultBodyReadTimeout; 408 and the connection is closed);
+//   - log lines of refused requests: RefusalLogsPerSecond
+//     (DefaultRefusalLogsPerSecond), with the values a peer sent (Host,
+//     Origin, session id) cut to 64 bytes and their length.
+//
+// The Host and Origin checks against DNS rebinding are on by default
+// (localhost only): a server reachable under another name lists it in
+// Options.AllowedHosts. Request headers are bounded by your http.Server
+// (set ReadHeaderTimeout; MaxHeaderBytes defaults to 1 MB).
+//
 // Around the handler, RequireBearer makes the endpoint an OAuth resource
-// server (RFC 9728 metadata) and CORS answers browsers' preflights; the
-// Host and Origin checks against DNS rebinding are on by default.
+// server (RFC 9728 metadata) and CORS answers browsers' preflights.
+// RequireBearer needs BearerOptions.Resource, the endpoint's canonical URL,
+// and refuses tokens not issued for it; it panics without it. Its
+// challenges name only configured URLs, never the request's Host, so it
+// may wrap the Handler even though the Host check runs inside.
 package streamhttp

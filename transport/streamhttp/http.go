@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"github.com/keelmcp/keel/transport"
-	"io"
 	"log/slog"
 	"mime"
 	"net"
@@ -26,129 +25,6 @@ const (
 	headerLastEventID     = "Last-Event-Id"
 )
 
-// Defaults of Options.
-const (
-	DefaultIdleTimeout   = 30 * time.Minute
-	DefaultRetryInterval = time.Second
-	DefaultSSEAfter      = time.Second
-	DefaultKeepAlive     = 25 * time.Second
-)
-
-// ResponseMode selects how a Handler answers a POST carrying requests.
-type ResponseMode uint8
-
-const (
-	// ResponseAuto answers with one JSON body when the response is the
-	// first message about the request and comes within SSEAfter, and with
-	// an SSE stream otherwise: as soon as the handler sends a related
-	// message (progress, a log message, a request to the client), or
-	// after SSEAfter on a resumable session of 2025-11-25 or later (the
-	// priming event then lets the client resume a long call).
-	ResponseAuto ResponseMode = iota
-	// ResponseSSE always answers with an SSE stream, except that an error
-	// response to a modern (2026-07-28) request that comes first goes as
-	// JSON, with its HTTP status.
-	ResponseSSE
-	// ResponseJSON always answers with one JSON body; messages related to
-	// the request go to the session's GET stream instead. A modern
-	// subscriptions/listen request is always answered with SSE.
-	ResponseJSON
-)
-
-// Options configures NewHandler. Serve is required; the zero value
-// of every other field selects its default.
-type Options struct {
-	// Serve serves one MCP session over t until t's input ends (io.EOF
-	// from Read) or ctx is cancelled; mcp.Server.Run is such a function
-	// (NewServerHandler sets it). In stateful mode it is called once
-	// per session, when the client POSTs initialize; in stateless mode
-	// once per POST carrying requests, with a StatelessRequest in ctx
-	// unless the request is initialize. In both modes it is called once
-	// per modern (2026-07-28) request, with a StatelessRequest naming that
-	// revision (see Handler).
-	Serve func(ctx context.Context, t transport.Transport) error
-
-	// Stateless serves each POST with a fresh session and issues no
-	// Mcp-Session-Id: any replica can serve any request (horizontal
-	// scale, no shared memory). There is no GET stream and no DELETE
-	// (405), and requests from the server to the client are not possible.
-	Stateless bool
-	// ResponseMode selects JSON or SSE answers (default ResponseAuto).
-	ResponseMode ResponseMode
-	// SSEAfter is how long ResponseAuto waits for a response before it
-	// switches to SSE (default DefaultSSEAfter; negative: never).
-	SSEAfter time.Duration
-
-	// IdleTimeout ends a session that has had no HTTP request, open stream
-	// or unanswered request for this long (default DefaultIdleTimeout;
-	// negative: never).
-	IdleTimeout time.Duration
-	// MaxSessions bounds the number of live sessions; an initialize beyond
-	// it gets 503 (default 0: no bound).
-	MaxSessions int
-	// MaxBodyBytes limits a request body; a larger one gets 413 (default
-	// transport.DefaultMaxMessageBytes).
-	MaxBodyBytes int64
-	// MaxDepth bounds the nesting depth of a POSTed message (default
-	// 64, as the mcp Server).
-	MaxDepth int
-	// SupportedVersions are the protocol revisions accepted in the
-	// MCP-Protocol-Version header; another value gets 400. Nil means
-	// 2025-11-25, 2025-06-18, 2025-03-26 and 2024-11-05
-	// (NewServerHandler passes mcp.AllVersions()). Listing 2026-07-28
-	// turns on the modern, sessionless revision (see Handler): Serve must
-	// then serve it; a modern request for a revision not listed gets 400
-	// with error -32022, whose data lists these versions.
-	SupportedVersions []string
-
-	// AllowedHosts lists the Host header values accepted, against DNS
-	// rebinding: a bare host name ("localhost", "::1") matches any port,
-	// "host:port" only that port, "*" anything. Nil means localhost,
-	// 127.0.0.1 and ::1 on any port: a server reachable under another
-	// name must list it. A request with another Host gets 403.
-	AllowedHosts []string
-	// AllowedOrigins lists the Origin header values accepted (requests
-	// without Origin, from non-browser clients, are always accepted): an
-	// origin "https://app.example.com" matches exactly, a bare host name
-	// any scheme and port, "*" anything. Nil means localhost, 127.0.0.1
-	// and ::1. A request with another Origin gets 403.
-	AllowedOrigins []string
-
-	// EventStore keeps SSE events for resumption (Last-Event-ID); nil
-	// means a NewMemoryEventStore(nil) per handler. Stateless handlers
-	// keep no events.
-	EventStore EventStore
-	// DisableResumption sends events without ids and keeps none: streams
-	// cannot be resumed and CloseSSEStream is refused.
-	DisableResumption bool
-	// RetryInterval is the SSE retry field sent with priming events: how
-	// long a client waits before reconnecting (default
-	// DefaultRetryInterval).
-	RetryInterval time.Duration
-	// KeepAlive is how often an SSE comment is sent on the open stream of
-	// a modern subscriptions/listen request, which may stay silent for
-	// long, so that proxies do not close it as idle (default
-	// DefaultKeepAlive; negative: never).
-	KeepAlive time.Duration
-
-	// ToolParamHeaders, when set, returns the x-mcp-header annotated input
-	// properties of a tool (nil for none, or an unknown tool); the Handler
-	// then checks the Mcp-Param-{Name} headers of each modern tools/call
-	// against its arguments (400, -32020 when one is missing, malformed or
-	// different). NewServerHandler sets it from the server's tools.
-	ToolParamHeaders func(ctx context.Context, tool string) []ParamHeader
-
-	// Logger receives diagnostics (nil = slog.Default()).
-	Logger *slog.Logger
-	// NewSessionID generates session ids (nil: 128 random bits from
-	// crypto/rand, base64url). Ids must be visible ASCII and unguessable.
-	NewSessionID func() string
-}
-
-var defaultVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
-
-var defaultLocalHosts = []string{"localhost", "127.0.0.1", "::1"}
-
 // Handler serves MCP over the streamable HTTP transport on one
 // endpoint: POST carries client messages, GET opens the stream of
 // server-initiated messages, DELETE ends a session. Mount it on the
@@ -158,12 +34,15 @@ var defaultLocalHosts = []string{"localhost", "127.0.0.1", "::1"}
 // Status rules: 403 for a Host or Origin not allowed; 405 for other
 // methods; 415 for a POST whose Content-Type is not application/json; 406
 // when Accept lacks application/json and text/event-stream (POST) or
-// text/event-stream (GET); 413 for a body over MaxBodyBytes; 400 for a
-// malformed JSON-RPC body (with the JSON-RPC error as body), a missing
-// Mcp-Session-Id, an unsupported MCP-Protocol-Version or a batch outside
-// 2025-03-26; 404 for an unknown or ended session (or one bound to another
-// user); 202 with no body for POSTs carrying only notifications and
-// responses; 503 while shutting down.
+// text/event-stream (GET); 413 for a body over MaxBodyBytes; 408 for a
+// body not received within BodyReadTimeout; 400 for a malformed JSON-RPC
+// body (with the JSON-RPC error as body), a missing Mcp-Session-Id, an
+// unsupported MCP-Protocol-Version or a batch outside 2025-03-26; 404 for
+// an unknown or ended session (or one bound to another user); 202 with no
+// body for POSTs carrying only notifications and responses; 503 while
+// shutting down, and at MaxSessions or MaxStreams; 429 at
+// MaxSessionGETStreams. The error bodies of limits carry data
+// {"limit": the Options field, "max": its value}.
 //
 // Each message the server sends goes on exactly one stream: a response on
 // the POST that carried its request; a message written with the context
@@ -206,6 +85,8 @@ type Handler struct {
 	stateless map[*httpSession]struct{} // sessions of stateless POSTs in progress
 
 	inflight atomic.Int64 // unanswered requests, all sessions
+	streams  atomic.Int64 // HTTP requests being served (MaxStreams)
+	refusals *refusalLog
 	closing  atomic.Bool
 	serveWG  sync.WaitGroup
 }
@@ -224,6 +105,24 @@ func NewHandler(opts *Options) *Handler {
 	}
 	if o.IdleTimeout == 0 {
 		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.InitTimeout == 0 {
+		o.InitTimeout = DefaultInitTimeout
+	}
+	if o.MaxSessions == 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.MaxStreams == 0 {
+		o.MaxStreams = DefaultMaxStreams
+	}
+	if o.MaxSessionGETStreams == 0 {
+		o.MaxSessionGETStreams = DefaultMaxSessionGETStreams
+	}
+	if o.BodyReadTimeout == 0 {
+		o.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if o.RefusalLogsPerSecond == 0 {
+		o.RefusalLogsPerSecond = DefaultRefusalLogsPerSecond
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = transport.DefaultMaxMessageBytes
@@ -257,6 +156,7 @@ func NewHandler(opts *Options) *Handler {
 			h.store = NewMemoryEventStore(nil)
 		}
 	}
+	h.refusals = newRefusalLog(o.Logger, slog.LevelWarn, o.RefusalLogsPerSecond)
 	h.hosts, h.anyHost = normalizeList(o.AllowedHosts, defaultLocalHosts)
 	h.origins = newOriginList(o.AllowedOrigins)
 	return h
@@ -285,12 +185,12 @@ func randomSessionID() string {
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.hostAllowed(r.Host) {
-		h.log.Warn("transport: request with a Host not allowed refused (DNS rebinding protection)", "host", r.Host)
+		h.refusals.print("transport: request with a Host not allowed refused (DNS rebinding protection)", clipped("host", r.Host))
 		writeHTTPError(w, http.StatusForbidden, codeServerError, "Forbidden: Host not allowed")
 		return
 	}
 	if o := r.Header.Get("Origin"); o != "" && !h.origins.allows(o) {
-		h.log.Warn("transport: request with an Origin not allowed refused", "origin", o)
+		h.refusals.print("transport: request with an Origin not allowed refused", clipped("origin", o))
 		writeHTTPError(w, http.StatusForbidden, codeServerError, "Forbidden: Origin not allowed")
 		return
 	}
@@ -429,7 +329,7 @@ func (h *Handler) lookup(w http.ResponseWriter, r *http.Request) *httpSession {
 	s := h.sessions[id]
 	h.mu.Unlock()
 	if s != nil && s.subject != subjectOf(r) {
-		h.log.Warn("transport: session used by another user refused", "session", id)
+		h.refusals.print("transport: session used by another user refused", clipped("session", id))
 		s = nil
 	}
 	if s == nil || !s.begin() {
@@ -476,15 +376,12 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusNotAcceptable, codeServerError, "Not Acceptable: Accept must include application/json and text/event-stream")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			writeHTTPError(w, http.StatusRequestEntityTooLarge, jsonrpc.CodeInvalidRequest,
-				(&transport.MessageTooLargeError{Limit: int(h.opts.MaxBodyBytes), Size: int(h.opts.MaxBodyBytes) + 1}).Error())
-			return
-		}
-		writeHTTPError(w, http.StatusBadRequest, codeServerError, "Bad Request: reading the body failed")
+	if !h.acquireStream(w) {
+		return
+	}
+	defer h.releaseStream()
+	body, ok := h.readBody(w, r)
+	if !ok {
 		return
 	}
 	env, derr := parseIncoming(body, h.opts.MaxDepth)
@@ -507,7 +404,7 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 	var s *httpSession
 	created := env.initialize && r.Header.Get(headerSessionID) == ""
 	if created {
-		if s = h.createSession(w, r); s == nil {
+		if s = h.createSession(w, r, env.id); s == nil {
 			return
 		}
 	} else {
@@ -519,6 +416,7 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 		if s = h.lookup(w, r); s == nil {
 			return
 		}
+		s.used()
 	}
 	defer s.end()
 	if env.batch {
@@ -533,12 +431,12 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 	h.dispatch(w, r, s, body, env, created)
 }
 
-// createSession starts a stateful session for an initialize request.
-func (h *Handler) createSession(w http.ResponseWriter, r *http.Request) *httpSession {
+// createSession starts a stateful session for the initialize request id.
+func (h *Handler) createSession(w http.ResponseWriter, r *http.Request, reqID []byte) *httpSession {
 	h.mu.Lock()
-	if h.opts.MaxSessions > 0 && len(h.sessions) >= h.opts.MaxSessions {
+	if max := h.opts.MaxSessions; max > 0 && len(h.sessions) >= max {
 		h.mu.Unlock()
-		writeHTTPError(w, http.StatusServiceUnavailable, codeServerError, "Service Unavailable: too many sessions")
+		h.refuseAtLimit(w, http.StatusServiceUnavailable, reqID, "MaxSessions", int64(max), "too many sessions")
 		return nil
 	}
 	id := h.opts.NewSessionID()
@@ -742,6 +640,7 @@ func (h *Handler) endListens() {
 // refuses new requests with 503.
 func (h *Handler) Close() error {
 	h.closing.Store(true)
+	h.refusals.close()
 	h.mu.Lock()
 	all := make([]*httpSession, 0, len(h.sessions)+len(h.stateless))
 	for _, s := range h.sessions {

@@ -222,7 +222,7 @@ func TestHTTPClientStatusErrors(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, se.StatusCode)
 	assert.Contains(t, se.Error(), "Session not found")
 
-	protected := httptest.NewServer(streamhttp.RequireBearer(testVerifier, &streamhttp.BearerOptions{ResourceMetadataURL: prmURL, Logger: quiet})(h))
+	protected := httptest.NewServer(streamhttp.RequireBearer(testVerifier, &streamhttp.BearerOptions{Resource: testResource, Logger: quiet})(h))
 	defer protected.Close()
 	calls := 0
 	tr2 := streamhttp.NewClientTransport(protected.URL, &streamhttp.ClientOptions{Logger: quiet,

@@ -16,11 +16,19 @@ func (h *Handler) serveGET(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusServiceUnavailable, codeServerError, "Service Unavailable: shutting down")
 		return
 	}
+	if !h.acquireStream(w) {
+		return
+	}
+	defer h.releaseStream()
 	s := h.lookup(w, r)
 	if s == nil {
 		return
 	}
 	defer s.end()
+	if !h.acquireGET(w, s) {
+		return
+	}
+	defer s.releaseGET()
 	if last := r.Header.Get(headerLastEventID); last != "" {
 		h.resume(w, r, s, last)
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"github.com/keelmcp/keel/transport"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"sync"
@@ -46,8 +47,11 @@ type httpSession struct {
 	standalone *stream
 	nextStream uint64
 	active     int // HTTP requests being served for this session
+	gets       int // open GET streams (MaxSessionGETStreams)
 	lastActive time.Time
 	idle       *time.Timer
+	usedOnce   bool        // a request named the session (InitTimeout met)
+	init       *time.Timer // ends the session if unused after InitTimeout
 }
 
 var (
@@ -69,6 +73,9 @@ func (h *Handler) newHTTPSession(id, subject string, stateless bool) *httpSessio
 	s.lastActive = time.Now()
 	if !stateless && h.opts.IdleTimeout > 0 {
 		s.idle = time.AfterFunc(h.opts.IdleTimeout, s.checkIdle)
+	}
+	if !stateless && h.opts.InitTimeout > 0 {
+		s.init = time.AfterFunc(h.opts.InitTimeout, s.checkInit)
 	}
 	return s
 }
@@ -206,6 +213,9 @@ func (s *httpSession) close() {
 		s.standalone = nil
 		if s.idle != nil {
 			s.idle.Stop()
+		}
+		if s.init != nil {
+			s.init.Stop()
 		}
 		s.mu.Unlock()
 		s.h.inflight.Add(int64(-n))
@@ -373,5 +383,32 @@ func (s *httpSession) checkIdle() {
 	}
 	s.mu.Unlock()
 	s.h.log.Info("transport: idle session expired", "session", s.id, "idleTimeout", timeout)
+	s.close()
+}
+
+// used records that a POST named the session after its initialize: the
+// session is no longer subject to InitTimeout.
+func (s *httpSession) used() {
+	s.mu.Lock()
+	if !s.usedOnce {
+		s.usedOnce = true
+		if s.init != nil {
+			s.init.Stop()
+		}
+	}
+	s.mu.Unlock()
+}
+
+// checkInit ends a session that no POST named within InitTimeout after its
+// initialize.
+func (s *httpSession) checkInit() {
+	s.mu.Lock()
+	done := s.closed || s.usedOnce
+	s.mu.Unlock()
+	if done {
+		return
+	}
+	s.h.refusals.print("transport: session never used after initialize expired",
+		slog.Duration("initTimeout", s.h.opts.InitTimeout))
 	s.close()
 }

@@ -1,0 +1,232 @@
+package streamhttp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/transport"
+)
+
+// maxLoggedValue is how much of a value taken from a refused request (a
+// Host, an Origin, a session id) reaches the log.
+const maxLoggedValue = 64
+
+// clipped returns an attribute with the first maxLoggedValue bytes of v,
+// which came from a peer, and the length of the original when it was cut.
+func clipped(key, v string) slog.Attr {
+	if len(v) <= maxLoggedValue {
+		return slog.String(key, v)
+	}
+	cut := maxLoggedValue
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return slog.String(key, v[:cut]+"...("+strconv.Itoa(len(v))+" bytes)")
+}
+
+// refusalLog writes the log lines of refused requests through a token
+// bucket: a burst of perSecond lines, then perSecond lines a second. The
+// lines it suppresses are counted and reported in one line a second later.
+type refusalLog struct {
+	log       *slog.Logger
+	level     slog.Level
+	perSecond float64 // <= 0: refusals are not logged
+
+	mu         sync.Mutex
+	tokens     float64
+	last       time.Time
+	suppressed int64
+	report     *time.Timer // pending report of suppressed lines
+	closed     bool
+}
+
+func newRefusalLog(log *slog.Logger, level slog.Level, perSecond int) *refusalLog {
+	return &refusalLog{log: log, level: level, perSecond: float64(perSecond), tokens: float64(perSecond)}
+}
+
+// print logs msg with attrs unless the bucket is empty.
+func (l *refusalLog) print(msg string, attrs ...slog.Attr) {
+	if l.perSecond <= 0 || !l.log.Enabled(context.Background(), l.level) {
+		return
+	}
+	now := time.Now()
+	l.mu.Lock()
+	if !l.last.IsZero() {
+		l.tokens = min(l.perSecond, l.tokens+now.Sub(l.last).Seconds()*l.perSecond)
+	}
+	l.last = now
+	if l.tokens < 1 {
+		l.suppressed++
+		if l.report == nil && !l.closed {
+			l.report = time.AfterFunc(time.Second, l.reportSuppressed)
+		}
+		l.mu.Unlock()
+		return
+	}
+	l.tokens--
+	l.mu.Unlock()
+	l.log.LogAttrs(context.Background(), l.level, msg, attrs...)
+}
+
+func (l *refusalLog) reportSuppressed() {
+	l.mu.Lock()
+	n := l.suppressed
+	l.suppressed = 0
+	l.report = nil
+	l.mu.Unlock()
+	if n > 0 {
+		l.log.LogAttrs(context.Background(), l.level, "transport: log lines of refused requests suppressed (rate limit)",
+			slog.Int64("suppressed", n), slog.Float64("perSecond", l.perSecond))
+	}
+}
+
+// close stops the pending report.
+func (l *refusalLog) close() {
+	l.mu.Lock()
+	l.closed = true
+	if l.report != nil {
+		l.report.Stop()
+		l.report = nil
+	}
+	l.mu.Unlock()
+}
+
+// limitData is the data of a JSON-RPC error refusing a request at a bound:
+// the Options field and its value.
+type limitData struct {
+	Limit string `json:"limit"`
+	Max   int64  `json:"max"`
+}
+
+// refuseAtLimit answers status with a JSON-RPC error (echoing id) that
+// names the bound reached, and logs the refusal.
+func (h *Handler) refuseAtLimit(w http.ResponseWriter, status int, id jsontext.Value, limit string, max int64, what string) {
+	h.refusals.print("transport: request refused: "+what, slog.String("limit", limit), slog.Int64("max", max))
+	msg := http.StatusText(status) + ": " + what + " (" + limit + " = " + strconv.FormatInt(max, 10) + ")"
+	body, err := jsonrpc.AppendError(nil, id, codeServerError, msg, limitData{Limit: limit, Max: max})
+	if err != nil {
+		body, _ = jsonrpc.AppendError(nil, nil, codeServerError, msg, nil)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1")
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// acquireStream counts an HTTP request against MaxStreams; false means it
+// was refused (503). A true result must be paired with releaseStream.
+func (h *Handler) acquireStream(w http.ResponseWriter) bool {
+	max := int64(h.opts.MaxStreams)
+	if n := h.streams.Add(1); max > 0 && n > max {
+		h.streams.Add(-1)
+		h.refuseAtLimit(w, http.StatusServiceUnavailable, nil, "MaxStreams", max, "too many open streams")
+		return false
+	}
+	return true
+}
+
+func (h *Handler) releaseStream() { h.streams.Add(-1) }
+
+// StreamCount returns the number of HTTP requests the handler is serving:
+// open GET streams and POSTs (from their body to their answer), the count
+// that MaxStreams bounds.
+func (h *Handler) StreamCount() int { return int(h.streams.Load()) }
+
+// acquireGET counts a GET stream of s against MaxSessionGETStreams; false
+// means it was refused (429). A true result must be paired with
+// s.releaseGET.
+func (h *Handler) acquireGET(w http.ResponseWriter, s *httpSession) bool {
+	max := h.opts.MaxSessionGETStreams
+	s.mu.Lock()
+	if max > 0 && s.gets >= max {
+		s.mu.Unlock()
+		h.refuseAtLimit(w, http.StatusTooManyRequests, nil, "MaxSessionGETStreams", int64(max), "too many GET streams open for this session")
+		return false
+	}
+	s.gets++
+	s.mu.Unlock()
+	return true
+}
+
+func (s *httpSession) releaseGET() {
+	s.mu.Lock()
+	s.gets--
+	s.mu.Unlock()
+}
+
+// readBody reads a POST's body within MaxBodyBytes and BodyReadTimeout.
+// On failure it has answered (413, 408 or 400) and returns false. The
+// deadline is set on the connection, so w must support
+// http.ResponseController's SetReadDeadline (net/http's writers do;
+// wrappers must implement Unwrap); otherwise the body is read without one.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	rc := http.NewResponseController(w)
+	timed := false
+	if d := h.opts.BodyReadTimeout; d > 0 {
+		timed = rc.SetReadDeadline(time.Now().Add(d)) == nil
+	}
+	body, err := readLimited(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes), h.opts.MaxBodyBytes)
+	if timed {
+		// Streams stay open after the body: no deadline on their reads.
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	if err == nil {
+		return body, true
+	}
+	var tooLarge *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &tooLarge):
+		writeHTTPError(w, http.StatusRequestEntityTooLarge, jsonrpc.CodeInvalidRequest,
+			(&transport.MessageTooLargeError{Limit: int(h.opts.MaxBodyBytes), Size: int(h.opts.MaxBodyBytes) + 1}).Error())
+	case timed && (errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()):
+		h.refusals.print("transport: request refused: body not received in time",
+			slog.Duration("bodyReadTimeout", h.opts.BodyReadTimeout), slog.Int("received", len(body)))
+		w.Header().Set("Connection", "close")
+		writeHTTPError(w, http.StatusRequestTimeout, codeServerError,
+			"Request Timeout: the body was not received within BodyReadTimeout ("+h.opts.BodyReadTimeout.String()+")")
+	default:
+		writeHTTPError(w, http.StatusBadRequest, codeServerError, "Bad Request: reading the body failed")
+	}
+	return nil, false
+}
+
+// readLimited reads r, which fails beyond limit bytes (http.MaxBytesReader),
+// to its end. Its buffer grows as bytes arrive, never beyond limit+1
+// bytes: a body that stalls holds about what it sent, and never more than
+// its limit.
+func readLimited(r io.Reader, limit int64) ([]byte, error) {
+	buf := make([]byte, 0, min(512, limit+1))
+	for {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(2*int64(cap(buf)), limit+1))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+		if len(buf) == cap(buf) && int64(len(buf)) > limit {
+			return buf, &http.MaxBytesError{Limit: limit}
+		}
+	}
+}
