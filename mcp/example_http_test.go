@@ -30,23 +30,25 @@ func Example_streamableHTTP() {
 
 	// Tokens are checked by your verifier: JWT validation or introspection
 	// against your authorization server. This one knows a single token.
+	mux := http.NewServeMux()
+	hs := httptest.NewServer(mux) // your own http.Server in production
+	defer hs.Close()
+	resource := hs.URL + "/mcp" // the endpoint's canonical URL, e.g. https://mcp.example.com/mcp
 	verifier := streamhttp.TokenVerifierFunc(func(_ context.Context, token string, _ *http.Request) (*transport.TokenInfo, error) {
 		if token != "s3cret" {
 			return nil, streamhttp.ErrInvalidToken
 		}
-		return &transport.TokenInfo{Subject: "ada", Scopes: []string{"greet"}}, nil
+		return &transport.TokenInfo{Subject: "ada", Scopes: []string{"greet"}, Audience: []string{resource}}, nil
 	})
-	mux := http.NewServeMux()
-	hs := httptest.NewServer(mux) // your own http.Server in production
-	defer hs.Close()
 	metadataURL := streamhttp.HandleProtectedResourceMetadata(mux, &streamhttp.ProtectedResourceMetadata{
-		Resource:             hs.URL + "/mcp",
+		Resource:             resource,
 		AuthorizationServers: []string{"https://auth.example.com"},
 		ScopesSupported:      []string{"greet"},
 	})
 	h := streamhttp.NewServerHandler(srv, nil) // stateful sessions, SSE when needed, DNS-rebinding protection
 	defer h.Shutdown(context.Background())
 	mux.Handle("/mcp", streamhttp.RequireBearer(verifier, &streamhttp.BearerOptions{
+		Resource:            resource,
 		ResourceMetadataURL: metadataURL,
 		Scopes:              []string{"greet"},
 	})(h))

@@ -27,9 +27,9 @@ type Request struct {
 	Session *Session
 
 	view   atomic.Pointer[Session] // the Session handlers see (session)
-	r      responder     // where the answer goes, and the request's revision scope
-	f      inflight      // the owner of the request's life (request.go); unused for notifications
-	handle MethodHandler // the method's own handler, innermost in the chain
+	r      responder               // where the answer goes, and the request's revision scope
+	f      inflight                // the owner of the request's life (request.go); unused for notifications
+	handle MethodHandler           // the method's own handler, innermost in the chain
 }
 
 // IsNotification reports whether the request is a notification (no

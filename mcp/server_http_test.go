@@ -83,10 +83,10 @@ func TestHTTPEndToEnd(t *testing.T) {
 		if token != "secret" {
 			return nil, streamhttp.ErrInvalidToken
 		}
-		return &transport.TokenInfo{Subject: "alice", Scopes: []string{"mcp"}}, nil
+		return &transport.TokenInfo{Subject: "alice", Scopes: []string{"mcp"}, Audience: []string{"http://127.0.0.1/mcp"}}, nil
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", streamhttp.RequireBearer(verifier, &streamhttp.BearerOptions{Scopes: []string{"mcp"}, Logger: slog.New(slog.DiscardHandler)})(h))
+	mux.Handle("/mcp", streamhttp.RequireBearer(verifier, &streamhttp.BearerOptions{Resource: "http://127.0.0.1/mcp", Scopes: []string{"mcp"}, Logger: slog.New(slog.DiscardHandler)})(h))
 	hs := httptest.NewServer(mux)
 	defer hs.Close()
 	defer h.Close()
