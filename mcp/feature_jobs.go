@@ -25,7 +25,7 @@ func (r *responder) answer(res any, err error) {
 	case err == nil:
 		r.result(res)
 	case errors.As(err, &ir):
-		r.inputRequired(ir)
+		r.engine().inputRequired(r, ir)
 	case errors.As(err, &e):
 		r.error(e)
 	case errors.As(err, &p) && r.call != nil:

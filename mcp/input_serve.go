@@ -19,9 +19,6 @@ import (
 // legacy request has no Input from its params: the server asks the client
 // itself (withInput).
 func (r *responder) inputFor(ctx context.Context, method, target string, args jsontext.Value, responses map[string]jsontext.Value, state string) (*Input, *Error) {
-	if r.mod == nil {
-		return nil, nil
-	}
 	s := r.ss.server
 	subject := ""
 	if ti := TokenInfoFromContext(ctx); ti != nil {
@@ -54,21 +51,6 @@ func (r *responder) inputFor(ctx context.Context, method, target string, args js
 		in.Responses[k] = raw
 	}
 	return in, nil
-}
-
-// withInput runs call with in in its context. For a legacy request whose
-// handler answers *InputRequiredError, it makes the requests to the client
-// (elicitation, sampling, roots: each needs the client's capability) and
-// runs call again with the answers, up to MaxInputRounds times. A modern
-// request's *InputRequiredError is returned as it is: the answer becomes
-// an input_required result (inputRequired).
-func (r responder) withInput(ctx context.Context, in *Input, call func(ctx context.Context) (any, error)) (any, error) {
-	res, err := call(withInput(ctx, in))
-	var ir *InputRequiredError
-	if err == nil || r.mod != nil || !errors.As(err, &ir) {
-		return res, err
-	}
-	return r.bridge(ctx, in, ir, call)
 }
 
 // bridge serves a legacy request whose handler answered ir (after being
@@ -230,12 +212,12 @@ func missingFor(need, have ClientCapabilities) (ClientCapabilities, bool) {
 	return miss, any
 }
 
-// inputRequired answers a modern request with an input_required result:
+// modernInputRequired answers a modern request with an input_required result:
 // the requests (each checked against the capabilities the request
 // declared: one it lacks is refused with -32021) and the handler's state,
 // sealed. A legacy request never gets here (withInput asked the client).
-func (r responder) inputRequired(ir *InputRequiredError) {
-	if r.mod == nil || r.mod.bind == nil {
+func (r *responder) modernInputRequired(ir *InputRequiredError) {
+	if r.mod.bind == nil {
 		r.error(&Error{Code: CodeInternalError, Message: "Internal error: the handler needs input from the client, which this request cannot ask for"})
 		return
 	}

@@ -6,28 +6,16 @@ import (
 	"github.com/keelmcp/keel/internal/jsonrpc"
 )
 
-// era is a bit set of the protocol eras a method exists in.
-type era uint8
-
-const (
-	// eraLegacy: sessions initialized at 2025-11-25 or earlier.
-	eraLegacy era = 1 << iota
-	// eraModern: requests of revision 2026-07-28 (per-request _meta).
-	eraModern
-
-	eraBoth = eraLegacy | eraModern
-)
-
-// method is one row of the method table: the eras the method exists in,
-// whether this server (or session) offers it, and its handler.
+// method is one row of the method table: whether this server (or session)
+// offers the method, and its handler in each protocol era (nil: the method
+// does not exist in that era). Each engine takes its own column.
 type method struct {
-	eras era
 	// offered reports whether the server offers the method to this
 	// session (nil: always); when not, the request gets -32601.
 	offered func(ss *Session) bool
-	// handle serves the request and returns its outcome; the request
-	// answers with it (request.go).
-	handle MethodHandler
+	// legacy and modern serve the request and return its outcome; the
+	// request answers with it (request.go).
+	legacy, modern MethodHandler
 	// cacheable: modern results carry ttlMs and cacheScope.
 	cacheable bool
 	// inline: the handler answers at once (it waits for nothing): it runs
@@ -39,56 +27,70 @@ type method struct {
 	lasting bool
 }
 
+// both returns a row whose handler is the same in both eras.
+func both(h MethodHandler) method { return method{legacy: h, modern: h} }
+
 // lookupMethod is the method table of every request method the server
-// serves after the handshake (initialize and ping are served before it;
-// see handleRequest): the built-in methods, then the server's custom ones
-// (ServerOptions.Methods). It is a switch rather than a map literal: the
-// handlers reach handleRequest again (a handler waiting for the client
-// hands reading over), which a package-level map could not refer to
-// without an initialization cycle.
-func (s *Server) lookupMethod(name string) (method, bool) {
+// serves after the handshake (initialize and ping are the legacy engine's:
+// engine_legacy.go): the built-in methods, then the server's custom ones
+// (ServerOptions.Methods), which exist in both eras. It is a switch rather
+// than a map literal: the handlers reach handleRequest again (a handler
+// waiting for the client hands reading over), which a package-level map
+// could not refer to without an initialization cycle.
+func (s *Server) lookupMethod(name string) (md method, ok bool) {
 	switch name {
 	case MethodToolsList:
-		return method{eras: eraBoth, offered: hasTools, handle: handleToolsList, cacheable: true, inline: true}, true
+		md = both(handleToolsList)
+		md.offered, md.cacheable, md.inline = hasTools, true, true
 	case MethodToolsCall:
-		return method{eras: eraBoth, offered: hasTools, handle: handleToolsCall}, true
+		md = both(handleToolsCall)
+		md.offered = hasTools
 	case MethodResourcesList:
-		return method{eras: eraBoth, offered: hasResources, handle: handleResourcesList, cacheable: true, inline: true}, true
+		md = both(handleResourcesList)
+		md.offered, md.cacheable, md.inline = hasResources, true, true
 	case MethodResourcesTemplatesList:
-		return method{eras: eraBoth, offered: hasResources, handle: handleResourceTemplatesList, cacheable: true, inline: true}, true
+		md = both(handleResourceTemplatesList)
+		md.offered, md.cacheable, md.inline = hasResources, true, true
 	case MethodResourcesRead:
-		return method{eras: eraBoth, offered: hasResources, handle: handleResourcesRead, cacheable: true}, true
+		md = both(handleResourcesRead)
+		md.offered, md.cacheable = hasResources, true
 	case MethodResourcesSubscribe:
-		return method{eras: eraLegacy, offered: hasSubscriptions, handle: handleSubscribe, inline: true}, true
+		md = method{offered: hasSubscriptions, legacy: handleSubscribe, inline: true}
 	case MethodResourcesUnsubscribe:
-		return method{eras: eraLegacy, offered: hasSubscriptions, handle: handleUnsubscribe, inline: true}, true
+		md = method{offered: hasSubscriptions, legacy: handleUnsubscribe, inline: true}
 	case MethodPromptsList:
-		return method{eras: eraBoth, offered: hasPrompts, handle: handlePromptsList, cacheable: true, inline: true}, true
+		md = both(handlePromptsList)
+		md.offered, md.cacheable, md.inline = hasPrompts, true, true
 	case MethodPromptsGet:
-		return method{eras: eraBoth, offered: hasPrompts, handle: handlePromptsGet}, true
+		md = both(handlePromptsGet)
+		md.offered = hasPrompts
 	case MethodCompletionComplete:
-		return method{eras: eraBoth, offered: hasCompletions, handle: handleComplete}, true
+		md = both(handleComplete)
+		md.offered = hasCompletions
 	case MethodLoggingSetLevel:
-		return method{eras: eraLegacy, offered: hasLogging, handle: handleSetLevel, inline: true}, true
+		md = method{offered: hasLogging, legacy: handleSetLevel, inline: true}
 	case MethodTasksGet:
-		return method{eras: eraBoth, offered: hasTasks, handle: byEra(handleTasksGet, handleModernTasksGet), inline: true}, true
+		md = method{offered: hasTasks, legacy: legacyTasks(handleTasksGet), modern: handleModernTasksGet, inline: true}
 	case MethodTasksResult:
-		return method{eras: eraLegacy, offered: (*Session).tasksOn, handle: handleTasksResult}, true
+		md = method{offered: hasTasks, legacy: legacyTasks(handleTasksResult)}
 	case MethodTasksCancel:
-		return method{eras: eraBoth, offered: hasTasks, handle: byEra(handleTasksCancel, handleModernTasksCancel), inline: true}, true
+		md = method{offered: hasTasks, legacy: legacyTasks(handleTasksCancel), modern: handleModernTasksCancel, inline: true}
 	case MethodTasksUpdate:
-		return method{eras: eraModern, offered: hasTasks, handle: handleModernTasksUpdate, inline: true}, true
+		md = method{offered: hasTasks, modern: handleModernTasksUpdate, inline: true}
 	case MethodTasksList:
-		return method{eras: eraLegacy, offered: (*Session).tasksOn, handle: handleTasksList, inline: true}, true
+		md = method{offered: hasTasks, legacy: legacyTasks(handleTasksList), inline: true}
 	case MethodServerDiscover:
-		return method{eras: eraModern, handle: handleDiscover, cacheable: true, inline: true}, true
+		md = method{modern: handleDiscover, cacheable: true, inline: true}
 	case MethodSubscriptionsListen:
-		return method{eras: eraModern, handle: handleListen, lasting: true}, true
+		md = method{modern: handleListen, lasting: true}
+	default:
+		h, ok := s.opts.Methods[name]
+		if !ok {
+			return method{}, false
+		}
+		return both(h), true
 	}
-	if h, ok := s.opts.Methods[name]; ok {
-		return method{eras: eraBoth, handle: h}, true
-	}
-	return method{}, false
+	return md, true
 }
 
 // builtinMethod reports whether name is a request method or notification
@@ -104,13 +106,11 @@ func builtinMethod(name string) bool {
 }
 
 // serveMethod registers request m as in flight and returns the job that
-// runs its handler chain (middleware, then md.handle) and answers with its
-// outcome; a lasting request is started on its own goroutine instead.
-func (ss *Session) serveMethod(m *jsonrpc.Message, r responder, md *method) func() {
-	req := &Request{ID: m.ID, Method: m.Method, Params: m.Params, Session: ss, r: r, handle: md.handle}
-	if r.mod != nil {
-		r.mod.cacheable = md.cacheable
-	}
+// runs its handler chain (middleware, then h, the method's handler in the
+// request's era) and answers with its outcome; a lasting request is
+// started on its own goroutine instead.
+func (ss *Session) serveMethod(m *jsonrpc.Message, r responder, md *method, h MethodHandler) func() {
+	req := &Request{ID: m.ID, Method: m.Method, Params: m.Params, Session: ss, r: r, handle: h}
 	if !ss.begin(req, ss.messageContext()) {
 		return nil
 	}
@@ -136,18 +136,14 @@ func (req *Request) serve(ctx context.Context) (any, error) {
 // dispatch is the innermost handler of the chain: the method's own.
 func dispatch(ctx context.Context, req *Request) (any, error) { return req.handle(ctx, req) }
 
-// byEra serves a method both eras have under different rules: legacy
-// requests (offered to sessions whose revision has tasks: tasksOn) with
-// legacy, modern requests with modern.
-func byEra(legacy, modern MethodHandler) MethodHandler {
+// legacyTasks serves a tasks method to 2025 sessions whose revision has
+// tasks (2025-11-25): -32601 for the others.
+func legacyTasks(h MethodHandler) MethodHandler {
 	return func(ctx context.Context, req *Request) (any, error) {
-		if req.r.mod != nil {
-			return modern(ctx, req)
-		}
 		if !req.Session.tasksOn() {
 			return nil, methodNotFound(req.Method)
 		}
-		return legacy(ctx, req)
+		return h(ctx, req)
 	}
 }
 

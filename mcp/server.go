@@ -2,7 +2,10 @@ package mcp
 
 import (
 	"context"
+
 	"errors"
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"log/slog"
 	"time"
 
@@ -164,6 +167,9 @@ type Server struct {
 	hub    changeHub     // list_changed and resource update notifications (listchanged.go)
 	tasks  *taskStore    // nil without ServerOptions.Tasks (server_tasks.go)
 	states *stateRing    // requestState keys (request_state_keys.go)
+	// serverInfoJSON is the serverInfo every 2026-07-28 result names,
+	// encoded once (engine_modern.go).
+	serverInfoJSON jsontext.Value
 }
 
 // NewServer returns a Server configured by opts (nil = defaults).
@@ -240,6 +246,11 @@ func NewServer(opts *ServerOptions) *Server {
 	}
 	s := &Server{opts: o, log: o.Logger, states: states}
 	s.handle = chainMiddleware(dispatch, o.Middleware)
+	info, err := json.Marshal(s.serverInfo(), json.Deterministic(true))
+	if err != nil { // plain strings and icons: cannot happen
+		panic("mcp: encoding serverInfo: " + err.Error())
+	}
+	s.serverInfoJSON = info
 	s.initTasks()
 	s.watchSources()
 	return s

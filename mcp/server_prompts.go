@@ -35,7 +35,7 @@ func handlePromptsList(ctx context.Context, req *Request) (any, error) {
 	if perr != nil {
 		return nil, perr
 	}
-	return &ListPromptsResult{Prompts: downgradePrompts(page, req.r.version()), NextCursor: next}, nil
+	return &ListPromptsResult{Prompts: page, NextCursor: next}, nil
 }
 
 func handlePromptsGet(ctx context.Context, req *Request) (any, error) {
@@ -50,18 +50,18 @@ func handlePromptsGet(ctx context.Context, req *Request) (any, error) {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: name is required"}
 	}
 	ss, r := req.Session, &req.r
-	src, v := ss.server.opts.Prompts, r.version()
+	src := ss.server.opts.Prompts
 	args, err := json.Marshal(p.Arguments, json.Deterministic(true))
 	if err != nil {
 		return nil, invalidParams(err)
 	}
-	in, e := r.inputFor(ctx, MethodPromptsGet, p.Name, args, p.InputResponses, p.RequestState)
+	in, e := r.engine().input(r, ctx, MethodPromptsGet, p.Name, args, p.InputResponses, p.RequestState)
 	if e != nil {
 		return nil, e
 	}
 	p.InputResponses, p.RequestState = nil, ""
 	ctx = req.withProgress(ctx)
-	return r.withInput(ctx, in, func(ctx context.Context) (any, error) {
+	return r.engine().complete(r, ctx, in, func(ctx context.Context) (any, error) {
 		res, err := src.GetPrompt(ctx, p)
 		var ir *InputRequiredError
 		switch {
@@ -72,6 +72,6 @@ func handlePromptsGet(ctx context.Context, req *Request) (any, error) {
 		case res == nil:
 			return nil, &Error{Code: CodeInternalError, Message: "Internal error: prompt source returned no result"}
 		}
-		return downgradePromptResult(res, v), nil
+		return res, nil
 	})
 }

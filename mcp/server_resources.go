@@ -78,7 +78,7 @@ func handleResourcesList(ctx context.Context, req *Request) (any, error) {
 	if perr != nil {
 		return nil, perr
 	}
-	return &ListResourcesResult{Resources: downgradeResources(page, req.r.version()), NextCursor: next}, nil
+	return &ListResourcesResult{Resources: page, NextCursor: next}, nil
 }
 
 func handleResourceTemplatesList(ctx context.Context, req *Request) (any, error) {
@@ -95,7 +95,7 @@ func handleResourceTemplatesList(ctx context.Context, req *Request) (any, error)
 	if perr != nil {
 		return nil, perr
 	}
-	return &ListResourceTemplatesResult{ResourceTemplates: downgradeTemplates(page, req.r.version()), NextCursor: next}, nil
+	return &ListResourceTemplatesResult{ResourceTemplates: page, NextCursor: next}, nil
 }
 
 // decodeURIParams decodes params holding a required absolute "uri".
@@ -118,46 +118,41 @@ func handleResourcesRead(ctx context.Context, req *Request) (any, error) {
 		return nil, e
 	}
 	ss, r := req.Session, &req.r
-	src, v := ss.server.opts.Resources, r.version()
-	in, e := r.inputFor(ctx, MethodResourcesRead, p.URI, nil, p.InputResponses, p.RequestState)
+	src := ss.server.opts.Resources
+	in, e := r.engine().input(r, ctx, MethodResourcesRead, p.URI, nil, p.InputResponses, p.RequestState)
 	if e != nil {
 		return nil, e
 	}
 	p.InputResponses, p.RequestState = nil, ""
 	ctx = req.withProgress(ctx)
-	return r.withInput(ctx, in, func(ctx context.Context) (any, error) {
+	return r.engine().complete(r, ctx, in, func(ctx context.Context) (any, error) {
 		res, err := src.ReadResource(ctx, p)
 		var ir *InputRequiredError
 		switch {
 		case errors.As(err, &ir):
 			return nil, ir
 		case err != nil:
-			return nil, ss.resourceError(err, p.URI, r.mod != nil)
+			return nil, ss.resourceError(r, err, p.URI)
 		case res == nil:
 			return nil, &Error{Code: CodeInternalError, Message: "Internal error: resource source returned no result"}
 		}
-		return downgradeReadResult(res, v), nil
+		return res, nil
 	})
 }
 
 // resourceError maps a read error to its JSON-RPC error: not found (a
 // NOT_FOUND StructuredError or fs.ErrNotExist) is -32002 with the uri.
-func (ss *Session) resourceError(err error, uri string, modern bool) *Error {
+func (ss *Session) resourceError(r *responder, err error, uri string) *Error {
 	var se *StructuredError
 	var rpc *Error
 	switch {
 	case errors.As(err, &rpc):
-		if modern && rpc.Code == CodeResourceNotFound {
-			e := *rpc
-			e.Code = CodeInvalidParams
-			return &e
+		if rpc.Code == CodeResourceNotFound {
+			return r.engine().resourceNotFound(uri, rpc)
 		}
 		return ss.featureError(err)
 	case errors.As(err, &se) && se.Code == ErrNotFound, errors.Is(err, fs.ErrNotExist):
-		if modern { // 2026-07-28: -32602 (-32002 must not be used)
-			return &Error{Code: CodeInvalidParams, Message: "Resource not found", Data: resourceErrData{URI: uri}}
-		}
-		return ResourceNotFoundError(uri)
+		return r.engine().resourceNotFound(uri, nil)
 	}
 	return ss.featureError(err)
 }

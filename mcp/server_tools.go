@@ -85,7 +85,7 @@ func handleToolsList(ctx context.Context, req *Request) (any, error) {
 	if perr != nil {
 		return nil, perr
 	}
-	return &ListToolsResult{Tools: downgradeTools(page, req.r.version()), NextCursor: next}, nil
+	return &ListToolsResult{Tools: page, NextCursor: next}, nil
 }
 
 func asProtocolError(err error) *Error {
@@ -123,24 +123,14 @@ func handleToolsCall(ctx context.Context, req *Request) (any, error) {
 	if corr == "" {
 		corr = opts.NewID()
 	}
-	if r.mod != nil {
-		p.Task = nil // tasks are an extension in 2026-07-28: params.task is ignored
-	}
 	call := &ToolCall{Name: p.Name, Arguments: p.Arguments, Meta: p.Meta, Task: p.Task,
 		CorrelationID: corr, RunID: opts.NewID(), Session: ss}
 	call.Logger = slog.New(&callHandler{next: ss.log.Handler(), corr: corr, run: call.RunID})
 	r.call = call
-	if r.mod == nil && (p.Task != nil || ss.server.tasks != nil) {
-		if res, err, handled := ss.taskCall(ctx, req, call); handled { // server_tasks.go
-			return res, err
-		}
+	if res, err, handled := r.engine().taskCall(ctx, req, call, &p); handled {
+		return res, err
 	}
-	if r.mod != nil && ss.server.tasks != nil {
-		if res, err, handled := ss.modernTaskCall(ctx, req, call, &p); handled { // tasks_modern_serve.go
-			return res, err
-		}
-	}
-	in, e := r.inputFor(ctx, MethodToolsCall, p.Name, p.Arguments, p.InputResponses, p.RequestState) // input_serve.go
+	in, e := r.engine().input(r, ctx, MethodToolsCall, p.Name, p.Arguments, p.InputResponses, p.RequestState)
 	if e != nil {
 		return nil, e
 	}
@@ -150,18 +140,15 @@ func handleToolsCall(ctx context.Context, req *Request) (any, error) {
 		r.answer(r.toolResponse(call, res, err))
 		return true
 	}
-	ctx = WithToolCall(ctx, call)
-	if in != nil {
-		ctx = withInput(ctx, in)
-	}
 	src := opts.Tools
-	res, err := src.CallTool(ctx, call)
-	var ir *InputRequiredError
-	if err != nil && r.mod == nil && errors.As(err, &ir) {
-		out, err := r.bridge(ctx, in, ir, func(ctx context.Context) (any, error) { return src.CallTool(ctx, call) })
-		tr, _ := out.(*CallToolResult)
-		return r.toolResponse(call, tr, err)
-	}
+	out, err := r.engine().complete(r, WithToolCall(ctx, call), in, func(ctx context.Context) (any, error) {
+		res, err := src.CallTool(ctx, call)
+		if res == nil {
+			return nil, err // not a typed nil in an interface
+		}
+		return res, err
+	})
+	res, _ := out.(*CallToolResult)
 	return r.toolResponse(call, res, err)
 }
 
@@ -196,7 +183,7 @@ func (r *responder) toolResponse(call *ToolCall, res *CallToolResult, err error)
 	if res == nil {
 		res = &CallToolResult{}
 	}
-	return downgradeResult(res, r.version()), nil
+	return res, nil
 }
 
 // withIDs returns se with the call's correlation and run ids filled in.

@@ -174,18 +174,17 @@ type responder struct {
 	id    jsontext.Value
 	batch *batch
 	call  *ToolCall  // the tools/call answered, if any
-	mod   *modernReq // the request's scope if it is of revision 2026-07-28 (modern_serve.go)
+	mod   *modernReq // the request's scope if it is of revision 2026-07-28 (engine_modern.go)
+	eng   engine     // the engine the request was handed to (nil: legacy; engine.go)
 }
 
 func (r responder) result(v any) {
-	if r.mod != nil {
-		b, err := r.stamp(v)
-		if err != nil {
-			r.ss.log.Error("mcp: result not serializable", "error", err)
-			r.error(r.notSerializable())
-			return
-		}
-		v = b
+	var err error
+	v, err = r.engine().encode(&r, v)
+	if err != nil {
+		r.ss.log.Error("mcp: result not serializable", "error", err)
+		r.error(r.notSerializable())
+		return
 	}
 	if r.batch != nil {
 		b, err := jsonrpc.AppendResponse(nil, r.id, v)
@@ -197,7 +196,7 @@ func (r responder) result(v any) {
 		r.batch.add(b)
 		return
 	}
-	err := r.ss.conn.writeResult(r.ss.ctx, r.id, v)
+	err = r.ss.conn.writeResult(r.ss.ctx, r.id, v)
 	if err == errNotSerializable {
 		r.error(r.notSerializable())
 		return
@@ -437,65 +436,6 @@ type CancelledParams struct {
 	RequestID jsontext.Value `json:"requestId"`
 	Reason    string         `json:"reason,omitempty"`
 	Meta      Meta           `json:"_meta,omitempty"`
-}
-
-func (ss *Session) handleRequest(m *jsonrpc.Message, r responder) func() {
-	if ss.modernOnly || isModernRequest(m.Params) {
-		return ss.handleModern(m, r) // modern_serve.go
-	}
-	switch m.Method {
-	case MethodInitialize:
-		return ss.serveMethod(m, r, &initializeMethod)
-	case MethodPing:
-		return ss.serveMethod(m, r, &pingMethod)
-	}
-	if st := ss.State(); st != StateRunning {
-		r.error(&Error{Code: CodeNotInitialized, Message: "Not initialized",
-			Data: &StructuredError{Code: ErrNotInitialized,
-				Message:       "method " + quote(m.Method) + " received in state " + st.String() + "; send initialize and notifications/initialized first",
-				CorrelationID: ss.connCorrelationID}})
-		return nil
-	}
-	md, ok := ss.server.lookupMethod(m.Method)
-	if !ok || md.eras&eraLegacy == 0 || (md.offered != nil && !md.offered(ss)) {
-		r.error(methodNotFound(m.Method))
-		return nil
-	}
-	return ss.serveMethod(m, r, &md)
-}
-
-// initialize and ping are served in every state, before the state gate.
-var (
-	initializeMethod = method{eras: eraLegacy, handle: handleInitialize, inline: true}
-	pingMethod       = method{eras: eraLegacy, handle: handlePing, inline: true}
-)
-
-func handlePing(context.Context, *Request) (any, error) { return EmptyResult{}, nil }
-
-func handleInitialize(_ context.Context, req *Request) (any, error) {
-	var p InitializeParams
-	if req.Params == nil {
-		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: initialize requires params"}
-	}
-	if err := json.Unmarshal(req.Params, &p); err != nil {
-		return nil, invalidParams(err)
-	}
-	if p.ProtocolVersion == "" {
-		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: protocolVersion is required"}
-	}
-	ss := req.Session
-	if !ss.state.CompareAndSwap(int32(StateStarting), int32(StateInitializing)) {
-		return nil, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize was already received on this connection"}
-	}
-	v := p.ProtocolVersion
-	if !IsSupportedVersion(v) {
-		v = LatestVersion
-	}
-	ss.mu.Lock()
-	ss.version, ss.clientInfo, ss.clientCaps = v, p.ClientInfo, p.Capabilities
-	ss.mu.Unlock()
-	ss.log.Info("mcp: initialize", "requested", p.ProtocolVersion, "negotiated", v, "client", p.ClientInfo.Name)
-	return ss.server.initializeResult(v), nil
 }
 
 func (s *Server) initializeResult(v string) *InitializeResult {

@@ -8,8 +8,6 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/keelmcp/keel/internal/jsonrpc"
 )
 
 // modernReq is the per-request scope of a 2026-07-28 request: what its
@@ -92,46 +90,11 @@ func ParseRequestMeta(params jsontext.Value) (RequestMeta, *Error) {
 	return rm, nil
 }
 
-// handleModern serves a 2026-07-28 request statelessly from its own _meta,
-// whatever the session's state: checks in the order the specification
-// gives (_meta -32602, version -32022, method -32601), then the method.
-func (ss *Session) handleModern(m *jsonrpc.Message, r responder) func() {
-	meta, e := ParseRequestMeta(m.Params)
-	if e != nil {
-		r.error(e)
-		return nil
-	}
-	if !IsModernVersion(meta.ProtocolVersion) {
-		r.error(UnsupportedVersionError(meta.ProtocolVersion))
-		return nil
-	}
-	md, ok := ss.server.lookupMethod(m.Method)
-	if !ok || md.eras&eraModern == 0 || (md.offered != nil && !md.offered(ss)) {
-		r.error(methodNotFound(m.Method))
-		return nil
-	}
-	r.mod = &modernReq{meta: meta}
-	return ss.serveMethod(m, r, &md)
-}
-
-type modernKey struct{}
-
-// context returns the context of the request r answers: parent with the
-// session and, for a modern request, its per-request scope.
-func (r responder) context(parent context.Context) context.Context {
-	ctx := r.ss.requestContext(parent)
-	if r.mod != nil {
-		ctx = context.WithValue(ctx, modernKey{}, r.mod)
-	}
-	return ctx
-}
-
 func modernFromContext(ctx context.Context) *modernReq {
 	if req, ok := ctx.Value(requestKey{}).(*Request); ok {
 		return req.r.mod
 	}
-	m, _ := ctx.Value(modernKey{}).(*modernReq)
-	return m
+	return nil
 }
 
 // ProtocolVersionFromContext returns the protocol revision of the request
@@ -165,67 +128,10 @@ func ClientCapabilitiesFromContext(ctx context.Context) ClientCapabilities {
 var errModernNoRequests = errors.New("mcp: a " + Version20260728 +
 	" request cannot send requests to the client; return mcp.InputRequired(...) instead")
 
-// version returns the revision r's request is served at.
-func (r responder) version() string {
-	if r.mod != nil {
-		return r.mod.meta.ProtocolVersion
-	}
-	return r.ss.ProtocolVersion()
-}
-
 // serverInfo is the Implementation a result's _meta names (2026-07-28).
 func (s *Server) serverInfo() Implementation {
 	o := &s.opts
 	return Implementation{Name: o.Name, Version: o.Version, Title: o.Title, Description: o.Description, WebsiteURL: o.WebsiteURL, Icons: o.Icons}
-}
-
-// stamp returns the wire form of a modern result: v's members plus
-// resultType ("complete" unless v has one), the caching hints of a
-// cacheable complete result, and serverInfo in _meta. A subscription's
-// final answer also names its subscriptionId.
-func (r responder) stamp(v any) (jsontext.Value, error) {
-	b, ok := v.(jsontext.Value)
-	if !ok {
-		var err error
-		if b, err = json.Marshal(v); err != nil {
-			return nil, err
-		}
-	}
-	var members map[string]jsontext.Value
-	if err := json.Unmarshal(b, &members); err != nil || members == nil {
-		members = map[string]jsontext.Value{}
-	}
-	if _, ok := members["resultType"]; !ok {
-		members["resultType"] = jsontext.Value(`"` + ResultTypeComplete + `"`)
-	}
-	if r.mod.cacheable && string(members["resultType"]) == `"`+ResultTypeComplete+`"` {
-		o := &r.ss.server.opts
-		if _, ok := members["ttlMs"]; !ok {
-			members["ttlMs"] = jsontext.Value(strconv.FormatInt(o.CacheTTL.Milliseconds(), 10))
-		}
-		if _, ok := members["cacheScope"]; !ok {
-			members["cacheScope"] = jsontext.Value(`"` + o.CacheScope + `"`)
-		}
-	}
-	var meta map[string]any
-	if raw, ok := members["_meta"]; ok {
-		_ = json.Unmarshal(raw, &meta)
-	}
-	if meta == nil {
-		meta = map[string]any{}
-	}
-	if _, ok := meta[MetaServerInfo]; !ok {
-		meta[MetaServerInfo] = r.ss.server.serverInfo()
-	}
-	if r.mod.subscriptionID != nil {
-		meta[MetaSubscriptionID] = r.mod.subscriptionID
-	}
-	mb, err := json.Marshal(meta, json.Deterministic(true))
-	if err != nil {
-		return nil, err
-	}
-	members["_meta"] = mb
-	return json.Marshal(members, json.Deterministic(true))
 }
 
 // handleDiscover serves server/discover.

@@ -1,0 +1,114 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+)
+
+// legacyEngine serves the revisions negotiated per connection (2024-11-05
+// to 2025-11-25): the initialize handshake and the state gate, results
+// downgraded to the negotiated revision, and the server-to-client bridge
+// (a handler's need for input is met by asking the client). Batches
+// (2025-03-26), logging/setLevel, resources/subscribe and the 2025-11-25
+// tasks are its methods too (see the legacy column of the method table).
+type legacyEngine struct{}
+
+func (legacyEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) func() {
+	switch m.Method {
+	case MethodInitialize:
+		return ss.serveMethod(m, r, &initializeMethod, handleInitialize)
+	case MethodPing:
+		return ss.serveMethod(m, r, &pingMethod, handlePing)
+	}
+	if st := ss.State(); st != StateRunning {
+		r.error(&Error{Code: CodeNotInitialized, Message: "Not initialized",
+			Data: &StructuredError{Code: ErrNotInitialized,
+				Message:       "method " + quote(m.Method) + " received in state " + st.String() + "; send initialize and notifications/initialized first",
+				CorrelationID: ss.connCorrelationID}})
+		return nil
+	}
+	md, ok := ss.server.lookupMethod(m.Method)
+	if !ok || md.legacy == nil || (md.offered != nil && !md.offered(ss)) {
+		r.error(methodNotFound(m.Method))
+		return nil
+	}
+	return ss.serveMethod(m, r, &md, md.legacy)
+}
+
+// initialize and ping are served in every state, before the state gate.
+var (
+	initializeMethod = method{legacy: handleInitialize, inline: true}
+	pingMethod       = method{legacy: handlePing, inline: true}
+)
+
+func handlePing(context.Context, *Request) (any, error) { return EmptyResult{}, nil }
+
+func handleInitialize(_ context.Context, req *Request) (any, error) {
+	var p InitializeParams
+	if req.Params == nil {
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: initialize requires params"}
+	}
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		return nil, invalidParams(err)
+	}
+	if p.ProtocolVersion == "" {
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: protocolVersion is required"}
+	}
+	ss := req.Session
+	if !ss.state.CompareAndSwap(int32(StateStarting), int32(StateInitializing)) {
+		return nil, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize was already received on this connection"}
+	}
+	v := p.ProtocolVersion
+	if !IsSupportedVersion(v) {
+		v = LatestVersion
+	}
+	ss.mu.Lock()
+	ss.version, ss.clientInfo, ss.clientCaps = v, p.ClientInfo, p.Capabilities
+	ss.mu.Unlock()
+	ss.log.Info("mcp: initialize", "requested", p.ProtocolVersion, "negotiated", v, "client", p.ClientInfo.Name)
+	return ss.server.initializeResult(v), nil
+}
+
+func (legacyEngine) version(r *responder) string { return r.ss.ProtocolVersion() }
+
+func (legacyEngine) encode(r *responder, v any) (any, error) {
+	return shapeResult(v, r.ss.ProtocolVersion()), nil
+}
+
+// input: a legacy request carries no input of its own; the server asks
+// the client when the handler needs some (complete).
+func (legacyEngine) input(*responder, context.Context, string, string, jsontext.Value, map[string]jsontext.Value, string) (*Input, *Error) {
+	return nil, nil
+}
+
+func (legacyEngine) complete(r *responder, ctx context.Context, in *Input, call func(ctx context.Context) (any, error)) (any, error) {
+	res, err := call(withInput(ctx, in))
+	var ir *InputRequiredError
+	if err == nil || !errors.As(err, &ir) {
+		return res, err
+	}
+	return r.bridge(ctx, in, ir, call)
+}
+
+func (legacyEngine) inputRequired(r *responder, _ *InputRequiredError) {
+	r.error(&Error{Code: CodeInternalError, Message: "Internal error: the handler needs input from the client, which this request cannot ask for"})
+}
+
+func (legacyEngine) resourceNotFound(uri string, rpc *Error) *Error {
+	if rpc != nil {
+		return rpc
+	}
+	return ResourceNotFoundError(uri)
+}
+
+func (legacyEngine) taskCall(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (any, error, bool) {
+	if p.Task == nil && req.Session.server.tasks == nil {
+		return nil, nil, false
+	}
+	return req.Session.taskCall(ctx, req, call) // server_tasks.go
+}

@@ -1,0 +1,170 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+)
+
+// modernEngine serves revision 2026-07-28: each request statelessly from
+// its own _meta (revision, client capabilities, log level, progress
+// token), whatever the session's state; results stamped with resultType,
+// serverInfo and caching hints; a handler's need for input answered as an
+// input_required result with a sealed requestState.
+type modernEngine struct{}
+
+// dispatch checks in the order the specification gives (_meta -32602,
+// version -32022, method -32601), then starts the method.
+func (modernEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) func() {
+	meta, e := ParseRequestMeta(m.Params)
+	if e != nil {
+		r.error(e)
+		return nil
+	}
+	if !IsModernVersion(meta.ProtocolVersion) {
+		r.error(UnsupportedVersionError(meta.ProtocolVersion))
+		return nil
+	}
+	md, ok := ss.server.lookupMethod(m.Method)
+	if !ok || md.modern == nil || (md.offered != nil && !md.offered(ss)) {
+		r.error(methodNotFound(m.Method))
+		return nil
+	}
+	r.mod = &modernReq{meta: meta, cacheable: md.cacheable}
+	return ss.serveMethod(m, r, &md, md.modern)
+}
+
+func (modernEngine) version(r *responder) string { return r.mod.meta.ProtocolVersion }
+
+func (e modernEngine) encode(r *responder, v any) (any, error) {
+	v = shapeResult(v, r.mod.meta.ProtocolVersion)
+	b, ok := v.(jsontext.Value)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			return nil, err
+		}
+	}
+	return r.ss.server.stamp(b, r.mod)
+}
+
+func (modernEngine) input(r *responder, ctx context.Context, method, target string, args jsontext.Value, responses map[string]jsontext.Value, state string) (*Input, *Error) {
+	return r.inputFor(ctx, method, target, args, responses, state) // input_serve.go
+}
+
+func (modernEngine) complete(_ *responder, ctx context.Context, in *Input, call func(ctx context.Context) (any, error)) (any, error) {
+	return call(withInput(ctx, in))
+}
+
+func (modernEngine) inputRequired(r *responder, ir *InputRequiredError) {
+	r.modernInputRequired(ir) // input_serve.go
+}
+
+// resourceNotFound: 2026-07-28 answers -32602 (-32002 must not be used).
+func (modernEngine) resourceNotFound(uri string, rpc *Error) *Error {
+	if rpc != nil {
+		e := *rpc
+		e.Code = CodeInvalidParams
+		return &e
+	}
+	return &Error{Code: CodeInvalidParams, Message: "Resource not found", Data: resourceErrData{URI: uri}}
+}
+
+func (modernEngine) taskCall(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (any, error, bool) {
+	p.Task, call.Task = nil, nil // tasks are an extension in 2026-07-28: params.task is ignored
+	if req.Session.server.tasks == nil {
+		return nil, nil, false
+	}
+	return req.Session.modernTaskCall(ctx, req, call, p) // tasks_modern_serve.go
+}
+
+// stamp returns the wire form of a modern result from its encoding b,
+// read once: b's members plus resultType ("complete" unless b has one),
+// the caching hints of a cacheable complete result, and serverInfo in
+// _meta. A subscription's final answer also names its subscriptionId.
+func (s *Server) stamp(b []byte, mod *modernReq) (jsontext.Value, error) {
+	out := make([]byte, 0, len(b)+len(s.serverInfoJSON)+96)
+	out = append(out, '{')
+	var meta jsontext.Value
+	hasType, complete, hasTTL, hasScope := false, true, false, false
+	if bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
+		dec := jsontext.NewDecoder(bytes.NewReader(b))
+		if _, err := dec.ReadToken(); err != nil { // {
+			return nil, err
+		}
+		for dec.PeekKind() != '}' {
+			start := dec.InputOffset()
+			tok, err := dec.ReadToken()
+			if err != nil {
+				return nil, err
+			}
+			name := tok.String() // before the next read invalidates tok
+			val, err := dec.ReadValue()
+			if err != nil {
+				return nil, err
+			}
+			switch name {
+			case "_meta":
+				meta = val.Clone()
+				continue
+			case "resultType":
+				hasType, complete = true, string(val) == `"`+ResultTypeComplete+`"`
+			case "ttlMs":
+				hasTTL = true
+			case "cacheScope":
+				hasScope = true
+			}
+			if len(out) > 1 {
+				out = append(out, ',')
+			}
+			out = append(out, bytes.TrimLeft(b[start:dec.InputOffset()], " \t\r\n,")...)
+		}
+	}
+	if len(out) > 1 {
+		out = append(out, ',')
+	}
+	if !hasType {
+		out = append(out, `"resultType":"`+ResultTypeComplete+`",`...)
+	}
+	if mod.cacheable && complete {
+		if !hasTTL {
+			out = strconv.AppendInt(append(out, `"ttlMs":`...), s.opts.CacheTTL.Milliseconds(), 10)
+			out = append(out, ',')
+		}
+		if !hasScope {
+			out = append(out, `"cacheScope":"`+s.opts.CacheScope+`",`...)
+		}
+	}
+	out = append(out, `"_meta":`...)
+	if meta == nil {
+		out = append(out, `{"`+MetaServerInfo+`":`...)
+		out = append(out, s.serverInfoJSON...)
+		if mod.subscriptionID != nil {
+			out = append(out, `,"`+MetaSubscriptionID+`":`...)
+			out = append(out, mod.subscriptionID...)
+		}
+		out = append(out, '}')
+	} else {
+		members := map[string]jsontext.Value{}
+		if err := json.Unmarshal(meta, &members); err != nil || members == nil {
+			members = map[string]jsontext.Value{}
+		}
+		if _, ok := members[MetaServerInfo]; !ok {
+			members[MetaServerInfo] = s.serverInfoJSON
+		}
+		if mod.subscriptionID != nil {
+			members[MetaSubscriptionID] = mod.subscriptionID
+		}
+		mb, err := json.Marshal(members, json.Deterministic(true))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, mb...)
+	}
+	return append(out, '}'), nil
+}
