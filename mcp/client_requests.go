@@ -83,7 +83,7 @@ func (ss *Session) call(ctx context.Context, method string, params, result any) 
 	defer cancel()
 	// A tools/call running on the reading goroutine hands reading over now:
 	// the response it waits for must be read by someone else.
-	ss.takeOverReading()
+	ss.rd.takeOverReading()
 	err = ss.conn.call(tctx, method, params, result, func(id int64, reason string) {
 		raw := jsontext.Value(strconv.AppendInt(nil, id, 10))
 		nctx, ncancel := context.WithTimeout(context.WithoutCancel(ctx), logSendTimeout)

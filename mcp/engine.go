@@ -41,15 +41,6 @@ type engine interface {
 	taskCall(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (res any, err error, handled bool)
 }
 
-// handleRequest hands request m to its era's engine.
-func (ss *Session) handleRequest(m *jsonrpc.Message, r responder) func() {
-	if ss.modernOnly || isModernRequest(m.Params) {
-		r.eng = modernEngine{}
-		return r.eng.dispatch(ss, m, r)
-	}
-	return legacyEngine{}.dispatch(ss, m, r)
-}
-
 // engine returns the engine r's request was handed to.
 func (r *responder) engine() engine {
 	if r.eng == nil {

@@ -111,7 +111,7 @@ func builtinMethod(name string) bool {
 // started on its own goroutine instead.
 func (ss *Session) serveMethod(m *jsonrpc.Message, r responder, md *method, h MethodHandler) func() {
 	req := &Request{ID: m.ID, Method: m.Method, Params: m.Params, Session: ss, r: r, handle: h}
-	if !ss.begin(req, ss.messageContext()) {
+	if !ss.begin(req, ss.rd.messageContext()) {
 		return nil
 	}
 	req.f.keepAlive = md.lasting

@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 
-	"errors"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"log/slog"
@@ -274,22 +273,22 @@ func (ss *Session) serve(parent context.Context) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	ss.ctx = ctx
-	ss.parent = parent
-	ss.inputDone = make(chan struct{})
+	ss.rd.parent = parent
+	ss.rd.inputDone = make(chan struct{})
 	ss.server.hub.add(ss)
 	defer ss.server.hub.remove(ss)
-	ss.takeover = time.AfterFunc(time.Hour, ss.takeOverReading)
-	ss.takeover.Stop()
+	ss.rd.takeover = time.AfterFunc(time.Hour, ss.rd.takeOverReading)
+	ss.rd.takeover.Stop()
 	stop := context.AfterFunc(ctx, func() { ss.conn.t.Close() })
 	defer stop()
 	ss.log.Debug("mcp: connection open", "transport", ss.conn.t.Kind())
 	// The reader runs on its own goroutine: it may be busy with an inline
 	// call when the input ends (see runInline), and Run must still be able
 	// to drain and close.
-	go ss.readLoop()
-	<-ss.inputDone
-	runErr := ss.inputErr
-	ss.takeover.Stop()
+	go ss.rd.readLoop()
+	<-ss.rd.inputDone
+	runErr := ss.rd.inputErr
+	ss.rd.takeover.Stop()
 	if runErr == nil {
 		ss.drain(ctx)
 	}
@@ -297,66 +296,6 @@ func (ss *Session) serve(parent context.Context) error {
 	ss.conn.t.Close()
 	ss.log.Debug("mcp: connection closed")
 	return runErr
-}
-
-// readLoop reads and handles messages until the input ends, or until this
-// goroutine, while running a tools/call inline, has handed reading over to
-// another goroutine. Exactly one goroutine reads at a time.
-func (ss *Session) readLoop() {
-	for {
-		msg, err := ss.conn.t.Read(ss.ctx)
-		if err != nil {
-			var tooLarge *transport.MessageTooLargeError
-			if errors.As(err, &tooLarge) {
-				responder{ss: ss}.error(&Error{Code: CodeInvalidRequest,
-					Message: "Invalid Request: " + tooLarge.Error(),
-					Data:    map[string]any{"limit": "MaxMessageBytes", "maxBytes": tooLarge.Limit, "correlationId": ss.connCorrelationID}})
-				continue
-			}
-			if ss.parent.Err() != nil {
-				ss.inputErr = ss.parent.Err()
-			} else if !isEOF(err) {
-				ss.inputErr = err
-			}
-			close(ss.inputDone)
-			return
-		}
-		ss.noteMessage() // values the transport attached to msg (server_http.go)
-		if job := ss.handleRaw(msg); job != nil && !ss.runInline(job) {
-			return
-		}
-	}
-}
-
-// runInline runs a tools/call on the reading goroutine, which saves the
-// hand-off to another goroutine (and the thread wake-ups it costs) for the
-// many calls that finish quickly. If the call is still running after
-// InlineBudget, a new goroutine takes over reading, so a slow call never
-// holds up the connection for longer than that. runInline reports whether
-// this goroutine is still the reader.
-func (ss *Session) runInline(job func()) bool {
-	budget := ss.server.opts.InlineBudget
-	if budget < 0 {
-		ss.workers.run(job)
-		return true
-	}
-	tok := ss.inlineSeq.Add(1)
-	ss.inlineTok.Store(tok)
-	ss.takeover.Reset(budget)
-	job()
-	if !ss.inlineTok.CompareAndSwap(tok, 0) {
-		return false // another goroutine reads now; it owns the timer
-	}
-	ss.takeover.Stop()
-	return true
-}
-
-// takeOverReading runs when an inline call exceeds its budget: unless the
-// call has just finished, a new goroutine becomes the reader.
-func (ss *Session) takeOverReading() {
-	if tok := ss.inlineTok.Load(); tok != 0 && ss.inlineTok.CompareAndSwap(tok, 0) {
-		go ss.readLoop()
-	}
 }
 
 // drain waits for in-flight requests, up to ShutdownTimeout. Open

@@ -34,24 +34,3 @@ func (ss *Session) applyTransportContext(ctx context.Context) {
 	ss.mu.Unlock()
 	ss.state.Store(int32(StateRunning))
 }
-
-// noteMessage records the context the transport attached to the message
-// just read (HTTP: the request's values and stream), or nil; the reading
-// goroutine calls it after each Read.
-func (ss *Session) noteMessage() {
-	ss.msgCtx = nil
-	if mc, ok := ss.conn.t.(transport.MessageContexter); ok {
-		ss.msgCtx = mc.MessageContext(ss.ctx)
-	}
-}
-
-// messageContext is the parent context of a request being handled: the
-// session's context, overlaid with what the transport attached to the
-// request's message. Only the reading goroutine may call it, while it
-// handles the message.
-func (ss *Session) messageContext() context.Context {
-	if ss.msgCtx != nil {
-		return ss.msgCtx
-	}
-	return ss.ctx
-}

@@ -2,12 +2,9 @@ package mcp
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -69,19 +66,8 @@ type Session struct {
 	feat sessionFeatures
 	// notes holds pending change notifications (listchanged.go).
 	notes sessionNotes
-	// msgCtx is the context the transport attached to the message being
-	// handled, or nil; reader-owned (server_http.go).
-	msgCtx context.Context
-
-	// Reading (see readLoop): inputDone is closed, with inputErr set, when
-	// the input ends; inlineTok identifies the tools/call the reader is
-	// running inline (0: none), and takeover fires when it runs too long.
-	parent    context.Context
-	inputDone chan struct{}
-	inputErr  error
-	inlineSeq atomic.Uint64
-	inlineTok atomic.Uint64
-	takeover  *time.Timer
+	// rd reads the session's input (reader.go).
+	rd reader
 
 	// base and mod are set on a view of the session for one 2026-07-28
 	// request (see Request.session): its peer accessors answer for the
@@ -108,6 +94,7 @@ func (s *Server) newSession(t transport.Transport) *Session {
 		ctx:               context.Background(),
 	}
 	ss.reqs.log = log
+	ss.rd.ss = ss
 	ss.conn = newConn(t, s.opts.MaxDepth, log)
 	ss.conn.ss, ss.conn.out = ss, sendChain(ss.conn, s.opts.SendMiddleware)
 	ss.workers = newWorkers(64, ss.conn.done)
@@ -287,117 +274,6 @@ func (b *batch) flush() {
 	if err != nil && err != ErrClosed {
 		b.ss.log.Warn("mcp: writing batch response failed", "error", err)
 	}
-}
-
-// handleRaw handles one framed message. It returns the job of a tools/call
-// for the reading goroutine to run (see runInline), or nil.
-func (ss *Session) handleRaw(msg []byte) func() {
-	if jsonrpc.IsBatch(msg) {
-		return ss.handleBatch(msg)
-	}
-	m, derr := jsonrpc.Decode(msg, ss.server.opts.MaxDepth)
-	if derr != nil {
-		responder{ss: ss, id: derr.ID}.error(&Error{Code: derr.Code, Message: derr.Message})
-		return nil
-	}
-	return ss.handleMessage(&m, nil)
-}
-
-// handleBatch handles a batch; the requests that run user code are run
-// one after another by the returned job (the batch is answered as one
-// array once all are done), on the reading goroutine as a single
-// tools/call would be (see runInline).
-func (ss *Session) handleBatch(msg []byte) func() {
-	r := responder{ss: ss}
-	if derr := jsonrpc.CheckDepth(msg, ss.server.opts.MaxDepth); derr != nil {
-		r.error(&Error{Code: derr.Code, Message: derr.Message})
-		return nil
-	}
-	elems, derr := jsonrpc.SplitBatch(msg)
-	if derr != nil {
-		r.error(&Error{Code: derr.Code, Message: derr.Message})
-		return nil
-	}
-	if v := ss.ProtocolVersion(); v != Version20250326 {
-		if v == "" {
-			v = "none (before initialize)"
-		}
-		r.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: batches are accepted only in protocol revision 2025-03-26; negotiated: " + v})
-		return nil
-	}
-	if len(elems) > ss.server.opts.MaxBatch {
-		r.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: batch exceeds MaxBatch (" + strconv.Itoa(ss.server.opts.MaxBatch) + " messages)"})
-		return nil
-	}
-	msgs := make([]jsonrpc.Message, len(elems))
-	errs := make([]*jsonrpc.DecodeError, len(elems))
-	b := &batch{ss: ss}
-	var jobs []func()
-	for i, e := range elems {
-		msgs[i], errs[i] = jsonrpc.Decode(e, ss.server.opts.MaxDepth)
-		if errs[i] != nil || msgs[i].Kind == jsonrpc.KindRequest {
-			b.want++
-		}
-	}
-	for i := range elems {
-		if errs[i] != nil {
-			responder{ss: ss, id: errs[i].ID, batch: b}.error(&Error{Code: errs[i].Code, Message: errs[i].Message})
-			continue
-		}
-		if msgs[i].Kind == jsonrpc.KindRequest && msgs[i].Method == MethodInitialize {
-			responder{ss: ss, id: msgs[i].ID, batch: b}.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize must not be part of a batch"})
-			continue
-		}
-		if job := ss.handleMessage(&msgs[i], b); job != nil {
-			jobs = append(jobs, job)
-		}
-	}
-	if len(jobs) == 0 {
-		return nil
-	}
-	return func() {
-		for _, job := range jobs {
-			job()
-		}
-	}
-}
-
-func (ss *Session) handleMessage(m *jsonrpc.Message, b *batch) func() {
-	switch m.Kind {
-	case jsonrpc.KindResponse:
-		if m.ID != nil {
-			ss.conn.deliver(m)
-		}
-	case jsonrpc.KindNotification:
-		ss.handleNotification(m)
-	case jsonrpc.KindRequest:
-		return ss.handleRequest(m, responder{ss: ss, id: m.ID, batch: b})
-	}
-	return nil
-}
-
-// handleNotification serves a notification through the middleware chain,
-// on the reading goroutine: the built-in ones (initialized, cancelled,
-// roots/list_changed) and the server's custom ones
-// (ServerOptions.Notifications); others are ignored.
-func (ss *Session) handleNotification(m *jsonrpc.Message) {
-	h := ss.server.notificationHandler(m.Method)
-	if h == nil {
-		ss.log.Debug("mcp: notification ignored", "method", m.Method)
-		return
-	}
-	req := &Request{Method: m.Method, Params: m.Params, Session: ss, r: responder{ss: ss}, handle: h}
-	ctx := context.WithValue(ss.messageContext(), requestKey{}, req)
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				ss.log.Error("mcp: notification handler panicked", "method", m.Method, "panic", fmt.Sprint(p))
-			}
-		}()
-		if _, err := ss.server.handle(ctx, req); err != nil {
-			ss.log.Warn("mcp: notification handler failed", "method", m.Method, "error", err)
-		}
-	}()
 }
 
 // notificationHandler returns the handler of notification name, or nil.

@@ -1,0 +1,243 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/transport"
+)
+
+// reader is a session's input side: it reads messages, hands each
+// request to its era's engine (handleRequest), and runs quick tools/calls
+// inline on its goroutine, handing reading over to a new goroutine when
+// one runs too long (runInline). Exactly one goroutine reads at a time.
+type reader struct {
+	ss *Session
+	// inputDone is closed, with inputErr set, when the input ends.
+	parent    context.Context
+	inputDone chan struct{}
+	inputErr  error
+	// inlineTok identifies the tools/call the reader is running inline
+	// (0: none), and takeover fires when it runs too long.
+	inlineSeq atomic.Uint64
+	inlineTok atomic.Uint64
+	takeover  *time.Timer
+	// msgCtx is the context the transport attached to the message being
+	// handled, or nil; reader-owned (server_http.go).
+	msgCtx context.Context
+}
+
+// readLoop reads and handles messages until the input ends, or until this
+// goroutine, while running a tools/call inline, has handed reading over to
+// another goroutine. Exactly one goroutine reads at a time.
+func (rd *reader) readLoop() {
+	ss := rd.ss
+	for {
+		msg, err := ss.conn.t.Read(ss.ctx)
+		if err != nil {
+			var tooLarge *transport.MessageTooLargeError
+			if errors.As(err, &tooLarge) {
+				responder{ss: ss}.error(&Error{Code: CodeInvalidRequest,
+					Message: "Invalid Request: " + tooLarge.Error(),
+					Data:    map[string]any{"limit": "MaxMessageBytes", "maxBytes": tooLarge.Limit, "correlationId": ss.connCorrelationID}})
+				continue
+			}
+			if rd.parent.Err() != nil {
+				rd.inputErr = rd.parent.Err()
+			} else if !isEOF(err) {
+				rd.inputErr = err
+			}
+			close(rd.inputDone)
+			return
+		}
+		rd.noteMessage() // values the transport attached to msg (server_http.go)
+		if job := rd.handleRaw(msg); job != nil && !rd.runInline(job) {
+			return
+		}
+	}
+}
+
+// runInline runs a tools/call on the reading goroutine, which saves the
+// hand-off to another goroutine (and the thread wake-ups it costs) for the
+// many calls that finish quickly. If the call is still running after
+// InlineBudget, a new goroutine takes over reading, so a slow call never
+// holds up the connection for longer than that. runInline reports whether
+// this goroutine is still the reader.
+func (rd *reader) runInline(job func()) bool {
+	ss := rd.ss
+	budget := ss.server.opts.InlineBudget
+	if budget < 0 {
+		ss.workers.run(job)
+		return true
+	}
+	tok := rd.inlineSeq.Add(1)
+	rd.inlineTok.Store(tok)
+	rd.takeover.Reset(budget)
+	job()
+	if !rd.inlineTok.CompareAndSwap(tok, 0) {
+		return false // another goroutine reads now; it owns the timer
+	}
+	rd.takeover.Stop()
+	return true
+}
+
+// takeOverReading runs when an inline call exceeds its budget: unless the
+// call has just finished, a new goroutine becomes the reader.
+func (rd *reader) takeOverReading() {
+	if tok := rd.inlineTok.Load(); tok != 0 && rd.inlineTok.CompareAndSwap(tok, 0) {
+		go rd.readLoop()
+	}
+}
+
+// handleRaw handles one framed message. It returns the job of a tools/call
+// for the reading goroutine to run (see runInline), or nil.
+func (rd *reader) handleRaw(msg []byte) func() {
+	ss := rd.ss
+	if jsonrpc.IsBatch(msg) {
+		return rd.handleBatch(msg)
+	}
+	m, derr := jsonrpc.Decode(msg, ss.server.opts.MaxDepth)
+	if derr != nil {
+		responder{ss: ss, id: derr.ID}.error(&Error{Code: derr.Code, Message: derr.Message})
+		return nil
+	}
+	return rd.handleMessage(&m, nil)
+}
+
+// handleBatch handles a batch; the requests that run user code are run
+// one after another by the returned job (the batch is answered as one
+// array once all are done), on the reading goroutine as a single
+// tools/call would be (see runInline).
+func (rd *reader) handleBatch(msg []byte) func() {
+	ss := rd.ss
+	r := responder{ss: ss}
+	if derr := jsonrpc.CheckDepth(msg, ss.server.opts.MaxDepth); derr != nil {
+		r.error(&Error{Code: derr.Code, Message: derr.Message})
+		return nil
+	}
+	elems, derr := jsonrpc.SplitBatch(msg)
+	if derr != nil {
+		r.error(&Error{Code: derr.Code, Message: derr.Message})
+		return nil
+	}
+	if v := ss.ProtocolVersion(); v != Version20250326 {
+		if v == "" {
+			v = "none (before initialize)"
+		}
+		r.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: batches are accepted only in protocol revision 2025-03-26; negotiated: " + v})
+		return nil
+	}
+	if len(elems) > ss.server.opts.MaxBatch {
+		r.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: batch exceeds MaxBatch (" + strconv.Itoa(ss.server.opts.MaxBatch) + " messages)"})
+		return nil
+	}
+	msgs := make([]jsonrpc.Message, len(elems))
+	errs := make([]*jsonrpc.DecodeError, len(elems))
+	b := &batch{ss: ss}
+	var jobs []func()
+	for i, e := range elems {
+		msgs[i], errs[i] = jsonrpc.Decode(e, ss.server.opts.MaxDepth)
+		if errs[i] != nil || msgs[i].Kind == jsonrpc.KindRequest {
+			b.want++
+		}
+	}
+	for i := range elems {
+		if errs[i] != nil {
+			responder{ss: ss, id: errs[i].ID, batch: b}.error(&Error{Code: errs[i].Code, Message: errs[i].Message})
+			continue
+		}
+		if msgs[i].Kind == jsonrpc.KindRequest && msgs[i].Method == MethodInitialize {
+			responder{ss: ss, id: msgs[i].ID, batch: b}.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize must not be part of a batch"})
+			continue
+		}
+		if job := rd.handleMessage(&msgs[i], b); job != nil {
+			jobs = append(jobs, job)
+		}
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	return func() {
+		for _, job := range jobs {
+			job()
+		}
+	}
+}
+
+func (rd *reader) handleMessage(m *jsonrpc.Message, b *batch) func() {
+	ss := rd.ss
+	switch m.Kind {
+	case jsonrpc.KindResponse:
+		if m.ID != nil {
+			ss.conn.deliver(m)
+		}
+	case jsonrpc.KindNotification:
+		rd.handleNotification(m)
+	case jsonrpc.KindRequest:
+		return rd.handleRequest(m, responder{ss: ss, id: m.ID, batch: b})
+	}
+	return nil
+}
+
+// handleNotification serves a notification through the middleware chain,
+// on the reading goroutine: the built-in ones (initialized, cancelled,
+// roots/list_changed) and the server's custom ones
+// (ServerOptions.Notifications); others are ignored.
+func (rd *reader) handleNotification(m *jsonrpc.Message) {
+	ss := rd.ss
+	h := ss.server.notificationHandler(m.Method)
+	if h == nil {
+		ss.log.Debug("mcp: notification ignored", "method", m.Method)
+		return
+	}
+	req := &Request{Method: m.Method, Params: m.Params, Session: ss, r: responder{ss: ss}, handle: h}
+	ctx := context.WithValue(rd.messageContext(), requestKey{}, req)
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				ss.log.Error("mcp: notification handler panicked", "method", m.Method, "panic", fmt.Sprint(p))
+			}
+		}()
+		if _, err := ss.server.handle(ctx, req); err != nil {
+			ss.log.Warn("mcp: notification handler failed", "method", m.Method, "error", err)
+		}
+	}()
+}
+
+// handleRequest hands request m to its era's engine.
+func (rd *reader) handleRequest(m *jsonrpc.Message, r responder) func() {
+	ss := rd.ss
+	if ss.modernOnly || isModernRequest(m.Params) {
+		r.eng = modernEngine{}
+		return r.eng.dispatch(ss, m, r)
+	}
+	return legacyEngine{}.dispatch(ss, m, r)
+}
+
+// noteMessage records the context the transport attached to the message
+// just read (HTTP: the request's values and stream), or nil; the reading
+// goroutine calls it after each Read.
+func (rd *reader) noteMessage() {
+	ss := rd.ss
+	rd.msgCtx = nil
+	if mc, ok := ss.conn.t.(transport.MessageContexter); ok {
+		rd.msgCtx = mc.MessageContext(ss.ctx)
+	}
+}
+
+// messageContext is the parent context of a request being handled: the
+// session's context, overlaid with what the transport attached to the
+// request's message. Only the reading goroutine may call it, while it
+// handles the message.
+func (rd *reader) messageContext() context.Context {
+	ss := rd.ss
+	if rd.msgCtx != nil {
+		return rd.msgCtx
+	}
+	return ss.ctx
+}
