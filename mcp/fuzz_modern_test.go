@@ -29,7 +29,7 @@ func FuzzParseRequestMeta(f *testing.F) {
 		if rm.LogLevel != "" && !rm.LogLevel.Valid() {
 			t.Fatalf("accepted an unknown logLevel %q", rm.LogLevel)
 		}
-		if !isModernRequest(jsontext.Value(b)) {
+		if !IsModernRequest(jsontext.Value(b)) {
 			t.Fatalf("accepted params the era test calls legacy: %s", b)
 		}
 	})

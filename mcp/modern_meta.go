@@ -25,11 +25,12 @@ type modernReq struct {
 
 var metaProtocolVersionKey = []byte(`"` + MetaProtocolVersion + `"`)
 
-// isModernRequest reports whether params carry
-// _meta["io.modelcontextprotocol/protocolVersion"]: the era test of a
-// request that arrives without an HTTP header saying so. Legacy requests pay
+// IsModernRequest reports whether a request's (or notification's) params
+// carry _meta["io.modelcontextprotocol/protocolVersion"]: the mark of a
+// message of revision 2026-07-28 or later, served per request (transports
+// use it to classify a message before they route it). Legacy messages pay
 // one bytes.Contains.
-func isModernRequest(params jsontext.Value) bool {
+func IsModernRequest(params jsontext.Value) bool {
 	if !bytes.Contains(params, metaProtocolVersionKey) {
 		return false
 	}
@@ -37,7 +38,7 @@ func isModernRequest(params jsontext.Value) bool {
 		Meta map[string]jsontext.Value `json:"_meta"`
 	}
 	if json.Unmarshal(params, &p) != nil {
-		return true // malformed: the modern rules answer -32602
+		return true // malformed params that name the key: the modern rules answer -32602
 	}
 	_, ok := p.Meta[MetaProtocolVersion]
 	return ok

@@ -212,7 +212,7 @@ func (rd *reader) handleNotification(m *jsonrpc.Message) {
 // handleRequest hands request m to its era's engine.
 func (rd *reader) handleRequest(m *jsonrpc.Message, r responder) func() {
 	ss := rd.ss
-	if ss.modernOnly || isModernRequest(m.Params) {
+	if ss.modernOnly || IsModernRequest(m.Params) {
 		r.eng = modernEngine{}
 		return r.eng.dispatch(ss, m, r)
 	}

@@ -189,6 +189,16 @@ func (r *Registry) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 	return r.load().defs, nil
 }
 
+// FindTool returns the wire definition of the named tool (mcp.ToolFinder):
+// a lookup by name, without listing every tool.
+func (r *Registry) FindTool(_ context.Context, name string) (*mcp.Tool, bool) {
+	t, ok := r.Lookup(name)
+	if !ok {
+		return nil, false
+	}
+	return t.def, true
+}
+
 // CallTool runs one tools/call with plain dispatch (mcp.ToolSource): it
 // looks the tool up, validates the arguments and invokes the handler.
 //

@@ -9,6 +9,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/mcp"
 )
 
 // envelope is what the HTTP transport needs to know about one message (or
@@ -74,7 +75,7 @@ func parseIncoming(body []byte, maxDepth int) (*envelope, *jsonrpc.DecodeError) 
 
 func (e *envelope) add(m *jsonrpc.Message) {
 	if m.Kind != jsonrpc.KindResponse && !e.metaVersion {
-		e.metaVersion = hasMetaVersion(m.Params)
+		e.metaVersion = mcp.IsModernRequest(m.Params)
 	}
 	switch m.Kind {
 	case jsonrpc.KindRequest:

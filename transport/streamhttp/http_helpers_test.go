@@ -122,6 +122,7 @@ func (f *fakeServer) serve(ctx context.Context, t transport.Transport) error {
 			defer wg.Done()
 			res := f.handle(ctx, mctx, t, &m)
 			b, _ := json.Marshal(rpcMsg{JSONRPC: "2.0", ID: m.ID, Result: res})
+			wctx := ctx
 			if m.Method == "fail" {
 				var p struct {
 					Code int64 `json:"code"`
@@ -132,8 +133,9 @@ func (f *fakeServer) serve(ctx context.Context, t transport.Transport) error {
 					ID      jsontext.Value `json:"id"`
 					Error   any            `json:"error"`
 				}{"2.0", m.ID, map[string]any{"code": p.Code, "message": "failed"}})
+				wctx = transport.WithErrorCode(ctx, p.Code) // as mcp.Server writes its errors
 			}
-			_ = t.Write(ctx, b) // responses are routed by id, whatever the context
+			_ = t.Write(wctx, b) // responses are routed by id, whatever the context
 		}()
 	}
 }

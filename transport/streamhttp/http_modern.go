@@ -38,22 +38,6 @@ const (
 // -32022).
 func isModernHeader(v string) bool { return v >= modernVersion }
 
-// hasMetaVersion reports whether params (a request's or notification's)
-// carry _meta["io.modelcontextprotocol/protocolVersion"].
-func hasMetaVersion(params jsontext.Value) bool {
-	if len(params) == 0 || !bytes.Contains(params, []byte(metaProtocolVersion)) {
-		return false // cheap test first: legacy traffic never pays for a parse
-	}
-	var p struct {
-		Meta map[string]jsontext.Value `json:"_meta"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return false
-	}
-	_, ok := p.Meta[metaProtocolVersion]
-	return ok
-}
-
 // isModernPOST applies the era test to a POST: modern when a message
 // carries _meta.protocolVersion or when MCP-Protocol-Version names a
 // modern revision.
@@ -347,21 +331,11 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, body []byt
 }
 
 // modernErrorStatus returns the HTTP status of a JSON answer to a modern
-// request: 404 for an error -32601 (method not found), 400 for -32020,
-// -32021 and -32022, 200 otherwise.
-func modernErrorStatus(msg []byte) int {
-	if !bytes.Contains(msg, []byte(`"error"`)) {
-		return http.StatusOK
-	}
-	var m struct {
-		Error *struct {
-			Code int64 `json:"code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(msg, &m, json.RejectUnknownMembers(false)) != nil || m.Error == nil {
-		return http.StatusOK
-	}
-	switch m.Error.Code {
+// request whose error code the server gave with the response
+// (transport.WithErrorCode; 0: not an error): 404 for -32601 (method not
+// found), 400 for -32020, -32021 and -32022, 200 otherwise.
+func modernErrorStatus(code int64) int {
+	switch code {
 	case jsonrpc.CodeMethodNotFound:
 		return http.StatusNotFound
 	case codeHeaderMismatch, codeMissingClientCapability, codeUnsupportedProtocolVersion:
@@ -390,7 +364,7 @@ func modernOutgoing(msg []byte) (modernRequest, bool) {
 		Method string         `json:"method"`
 		Params jsontext.Value `json:"params"`
 	}
-	if json.Unmarshal(msg, &w) != nil || w.Method == "" || !hasMetaVersion(w.Params) {
+	if json.Unmarshal(msg, &w) != nil || w.Method == "" || !mcp.IsModernRequest(w.Params) {
 		return m, false
 	}
 	var p modernParams

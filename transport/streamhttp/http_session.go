@@ -133,10 +133,11 @@ func (s *httpSession) Write(ctx context.Context, msg []byte) error {
 			s.h.log.Debug("transport: response to an unknown or cancelled request dropped", "session", s.id)
 			return nil
 		}
-		return st.send(msg, n)
+		code, _ := transport.ErrorCodeFromContext(ctx)
+		return st.send(msg, n, code)
 	}
 	if st, _ := ctx.Value(streamKey{}).(*stream); st != nil && st.sess == s && !st.standalone {
-		if err := st.send(msg, 0); err != errStreamFinished && err != errNoRelated {
+		if err := st.send(msg, 0, 0); err != errStreamFinished && err != errNoRelated {
 			return err
 		}
 	}
@@ -191,7 +192,7 @@ func (s *httpSession) sendStandalone(msg []byte, request bool) error {
 		return nil
 	}
 	st.mu.Unlock()
-	return st.send(msg, 0)
+	return st.send(msg, 0, 0)
 }
 
 // Close ends the session (as DELETE does).

@@ -98,7 +98,7 @@ func (st *stream) dropAttLocked(a *attachment) {
 // answers requests of this stream (answered of them); the stream finishes
 // when none is left. It returns errStreamFinished for a related message on
 // a finished stream (the caller then uses the standalone stream).
-func (st *stream) send(msg []byte, answered int) error {
+func (st *stream) send(msg []byte, answered int, code int64) error {
 	h := st.sess.h
 	st.mu.Lock()
 	if st.finished {
@@ -116,7 +116,7 @@ func (st *stream) send(msg []byte, answered int) error {
 	if st.mode == modeUndecided {
 		// A modern error response goes as JSON even in ResponseSSE mode:
 		// its HTTP status (404, 400) is part of the answer.
-		if last && (h.opts.ResponseMode != ResponseSSE || st.modern && modernErrorStatus(msg) != http.StatusOK) {
+		if last && (h.opts.ResponseMode != ResponseSSE || st.modern && modernErrorStatus(code) != http.StatusOK) {
 			st.mode = modeJSON
 		} else {
 			st.mode = modeSSE
@@ -124,7 +124,7 @@ func (st *stream) send(msg []byte, answered int) error {
 	}
 	var err error
 	if st.mode == modeJSON {
-		err = st.writeJSONLocked(msg)
+		err = st.writeJSONLocked(msg, code)
 	} else {
 		err = st.writeEventLocked(msg)
 	}
@@ -172,7 +172,7 @@ func (st *stream) release(n int) {
 	}
 }
 
-func (st *stream) writeJSONLocked(msg []byte) error {
+func (st *stream) writeJSONLocked(msg []byte, code int64) error {
 	a := st.att
 	if a == nil {
 		st.sess.h.log.Debug("transport: response dropped: the client's connection is gone", "session", st.sess.id)
@@ -183,7 +183,7 @@ func (st *stream) writeJSONLocked(msg []byte) error {
 	st.sess.setInitHeaderLocked(st, hdr, msg)
 	status := http.StatusOK
 	if st.modern {
-		status = modernErrorStatus(msg)
+		status = modernErrorStatus(code)
 	}
 	a.w.WriteHeader(status)
 	a.headerSent = true

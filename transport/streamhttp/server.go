@@ -55,7 +55,8 @@ func NewServerHandler(srv *mcp.Server, opts *Options) *Handler {
 	return NewHandler(&o)
 }
 
-// toolParamHeaders looks a tool up in src and returns its x-mcp-header
+// toolParamHeaders looks a tool up in src (by name when src is an
+// mcp.ToolFinder, as registry.Registry and middleware.Chain are) and returns its x-mcp-header
 // annotations; the annotations of each tool are parsed again only when its
 // input schema changes.
 func toolParamHeaders(src mcp.ToolSource) func(ctx context.Context, tool string) []ParamHeader {
@@ -65,16 +66,24 @@ func toolParamHeaders(src mcp.ToolSource) func(ctx context.Context, tool string)
 	}
 	var mu sync.Mutex
 	cache := map[string]entry{}
+	find, _ := src.(mcp.ToolFinder)
 	return func(ctx context.Context, name string) []ParamHeader {
-		tools, err := src.ListTools(ctx)
-		if err != nil {
+		var tool *mcp.Tool
+		if find != nil { // looked up by name
+			tool, _ = find.FindTool(ctx, name)
+		} else {
+			tools, err := src.ListTools(ctx)
+			if err != nil {
+				return nil
+			}
+			if i := slices.IndexFunc(tools, func(t *mcp.Tool) bool { return t != nil && t.Name == name }); i >= 0 {
+				tool = tools[i]
+			}
+		}
+		if tool == nil {
 			return nil
 		}
-		i := slices.IndexFunc(tools, func(t *mcp.Tool) bool { return t != nil && t.Name == name })
-		if i < 0 {
-			return nil
-		}
-		schema := tools[i].InputSchema
+		schema := tool.InputSchema
 		mu.Lock()
 		defer mu.Unlock()
 		if e, ok := cache[name]; ok && bytes.Equal(e.schema, schema) {
