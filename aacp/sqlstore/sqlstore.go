@@ -15,6 +15,11 @@
 // for each other; on SQLite, the claim is one immediate (write-locked)
 // transaction that moves the rows' next_retry_at past the lease and records
 // the owner in claimed_by.
+//
+// Agent leases live in table aacp_leases (schema version 2, added to older
+// databases on open without touching their data). A write fenced by a
+// lease reads the lease row in its own transaction (FOR SHARE on
+// PostgreSQL), so a takeover is ordered entirely before or after it.
 package sqlstore
 
 import (

@@ -1,6 +1,10 @@
 // Package storetest is the conformance suite of aacp.Store: every
 // implementation (aacp.MemoryStore, the SQLite and PostgreSQL stores of
-// aacp/sqlstore, and third-party ones) must pass Run.
+// aacp/sqlstore, and third-party ones) must pass Run. Besides the records,
+// sequences, acknowledgments and claims, it checks agent leases (acquire,
+// renew, expiry and takeover, release, concurrent acquisition), fenced
+// writes (a stale fencing token stores nothing), and that retry updates
+// never overwrite a final request.
 package storetest
 
 import (
