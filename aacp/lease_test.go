@@ -56,7 +56,7 @@ func slowWorker(log *runLog, node string, d time.Duration) *aacp.Mux {
 
 func leaseOptions(id string) *aacp.Options {
 	return &aacp.Options{ID: id, PollInterval: 5 * time.Millisecond, RetransmitTimeout: 20 * time.Millisecond,
-		LeaseTTL: 400 * time.Millisecond, LeaseRenewInterval: 40 * time.Millisecond, Logger: quiet,
+		LeaseTTL: 800 * time.Millisecond, LeaseRenewInterval: 50 * time.Millisecond, Logger: quiet,
 		Retry: &aacp.RetryPolicy{MaxAttempts: 100, BaseDelay: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond}}
 }
 
