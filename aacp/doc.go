@@ -89,10 +89,10 @@
 //
 // # Delivery and recovery
 //
-// Messages to agents of the same Node are delivered at once, in process.
-// Messages to agents of other Nodes sharing the ledger (other processes on
-// one PostgreSQL database or SQLite file) are claimed by the target's Node
-// when it polls (Store.ClaimDue). A message not acknowledged in time is
+// Messages to agents the sending Node owns are delivered at once, in
+// process. Messages to agents owned by other Nodes sharing the ledger
+// (other processes on one PostgreSQL database or SQLite file) are claimed
+// by the owner when it polls (Store.ClaimDue). A message not acknowledged in time is
 // claimed again with backoff: the ledger is the retransmission queue. On
 // Start, and when a Node takes an agent over, Recover runs the requests
 // still pending for the agents it owns again and redelivers their

@@ -95,11 +95,11 @@ var ErrClosed = errors.New("aacp: node is closed")
 // retries with exponential backoff and jitter, and recovery after a
 // restart.
 //
-// Messages between agents of the same Node are delivered in-process at
-// once (the caller's goroutine runs the handler with a Mux); messages to
-// agents of other Nodes that share the ledger (several processes on one
-// PostgreSQL database or SQLite file) are picked up by the target's Node
-// when it polls.
+// Messages to agents the Node owns are delivered in-process at once (the
+// caller's goroutine runs the handler with a Mux); messages to agents
+// owned by other Nodes that share the ledger (several processes on one
+// PostgreSQL database or SQLite file) are picked up by the owner when it
+// polls.
 //
 // Each agent is owned by one Node at a time, through a lease kept in the
 // ledger (see Lease): Nodes that host the same agent on one ledger take

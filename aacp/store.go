@@ -13,7 +13,9 @@ import (
 // Store is the ledger behind a Node: seed 000's AACPPersistenceAdapter,
 // plus the few atomic operations a Node needs to keep its promises (a
 // status is durable before it is reported; a sequence number is never
-// handed out twice; several processes poll one ledger safely).
+// handed out twice; several processes poll one ledger safely; one Node at a
+// time owns an agent, through a lease, and a Node that lost the lease
+// cannot write; a retry never overwrites a final state).
 //
 // Implementations: NewMemoryStore (one process lifetime, for tests) and
 // package aacp/sqlstore (SQLite file or PostgreSQL). Package
