@@ -177,3 +177,53 @@ func TestLeaseOptionBounds(t *testing.T) {
 	assert.Equal(t, DefaultLeaseTTL, n.opts.LeaseTTL)
 	assert.Equal(t, DefaultLeaseTTL/3, n.opts.LeaseRenewInterval)
 }
+
+// A node stops counting on a lease it could not renew in time; it renews
+// it when nobody took it over meanwhile, and gives the agent up when its
+// renewal finds it taken over: its requests go to the new owner.
+func TestLeaseExpiryAndLoss(t *testing.T) {
+	st := NewMemoryStore()
+	clock := newFakeClock()
+	var runs1, runs2 counter
+	opts := func(id string) *Options {
+		return &Options{ID: id, Clock: clock, PollInterval: -1, Logger: quietLogger, Rand: func() float64 { return 0 }}
+	}
+	n1 := New(st, echoMux(&runs1), opts("node-1"))
+	require.NoError(t, n1.Start(bg))
+	defer n1.Close(bg)
+	require.True(t, n1.Owns("echo"))
+
+	// Paused past the expiry: not the owner as far as it knows...
+	clock.Advance(DefaultLeaseTTL)
+	assert.False(t, n1.Owns("echo"))
+	// ...but nobody took over, so its renewal succeeds with the same token.
+	poll(t, n1)
+	assert.True(t, n1.Owns("echo"))
+	l, err := st.GetLease(bg, "echo")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), l.Token)
+
+	// Now another node takes over while node-1 is paused.
+	n2 := New(st, echoMux(&runs2), opts("node-2"))
+	require.NoError(t, n2.Start(bg))
+	defer n2.Close(bg)
+	assert.False(t, n2.Owns("echo"))
+	clock.Advance(DefaultLeaseTTL)
+	poll(t, n2)
+	require.True(t, n2.Owns("echo"))
+	poll(t, n1) // the renewal finds the lease taken over
+	assert.False(t, n1.Owns("echo"))
+
+	// A request sent through node-1 is left in the ledger for node-2.
+	id, err := n1.Submit(bg, "client", "echo", 7)
+	require.NoError(t, err)
+	n1.bg.Wait()
+	assert.Zero(t, runs1.get(id))
+	poll(t, n2)
+	res, err := n2.Await(bg, id)
+	require.NoError(t, err)
+	assert.JSONEq(t, "7", string(res.Result))
+	assert.Equal(t, 1, runs2.get(id))
+	poll(t, n1)
+	assert.Zero(t, runs1.total(), "node-1 waits: it tries again every renew interval, the lease is held")
+}
