@@ -46,6 +46,13 @@
 // execution, then on failure the retry decision (RetryPolicy.ShouldRetry,
 // at most MaxAttempts attempts) and exponential backoff with jitter.
 //
+// Retries never overwrite a final state. The failed attempt is recorded,
+// and each retry starts, with a conditional update of the ledger
+// (Store.UpdateRetry) that applies only while the request is still
+// UNKNOWN: a request that became COMPLETED or FAILED in between (MarkFailed
+// from outside included) keeps its state, the retry is dropped, and the
+// handler does not run again.
+//
 // # Outcomes
 //
 // The ledger records every request as UNKNOWN until it is resolved
@@ -59,22 +66,45 @@
 // 24h, unless WithTTL or WithExpiresAt says otherwise); Poll purges
 // expired records every PurgeInterval.
 //
+// # One owner per agent: leases and fencing
+//
+// Several Nodes may host the same agent on one ledger (replicas, or a
+// standby); each request still runs once. An agent is owned by one Node at
+// a time, through a lease kept in the Store (Lease). The first Node to start
+// acquires it; the others wait, trying again every LeaseRenewInterval. The
+// owner renews the lease every LeaseRenewInterval (a heartbeat) while it
+// hosts the agent and releases it on Close, so another Node takes over at
+// once; if the owner dies, its lease expires after LeaseTTL (default 15s)
+// and another Node takes over then, running the requests the dead owner
+// left pending. Only the owner delivers and runs the agent's requests.
+//
+// Each acquisition gets a new fencing token, and every state transition the
+// owner records for the agent's requests (a resolution with its RESPONSE,
+// a failed attempt, the start of a retry or of a recovered request) is
+// conditioned on that token being current: a Node that lost the lease
+// while paused past its expiry cannot commit anything, and gets an error
+// matching ErrLeaseLost from the Store. Lease expiry is judged by the
+// clocks of the Nodes, which must agree far better than LeaseTTL; fencing
+// keeps the ledger right even when they do not.
+//
 // # Delivery and recovery
 //
-// Messages to agents of the same Node are delivered at once, in process.
-// Messages to agents of other Nodes sharing the ledger (other processes on
-// one PostgreSQL database or SQLite file) are claimed by the target's Node
-// when it polls (Store.ClaimDue). A message not acknowledged in time is
+// Messages to agents the sending Node owns are delivered at once, in
+// process. Messages to agents owned by other Nodes sharing the ledger
+// (other processes on one PostgreSQL database or SQLite file) are claimed
+// by the owner when it polls (Store.ClaimDue). A message not acknowledged in time is
 // claimed again with backoff: the ledger is the retransmission queue. On
-// Start, Recover runs the requests still pending for this Node's agents
-// again and redelivers their unacknowledged messages. Handlers must
-// therefore be idempotent: a request that was executing when the process
-// died runs again; one recorded COMPLETED or FAILED never does.
+// Start, and when a Node takes an agent over, Recover runs the requests
+// still pending for the agents it owns again and redelivers their
+// unacknowledged messages. Handlers must therefore be idempotent: a request
+// that was executing when the process died runs again; one recorded
+// COMPLETED or FAILED never does.
 //
 // # Stores
 //
 // Store is seed 000's persistence adapter plus the atomic operations the
-// Node needs. MemoryStore keeps records for one process lifetime (tests);
+// Node needs (enqueue, resolve, conditional retry updates, claims, agent
+// leases and fenced writes). MemoryStore keeps records for one process lifetime (tests);
 // package aacp/sqlstore is the durable store on SQLite (a file path is all
 // it needs) or PostgreSQL (several processes), with versioned migrations;
 // package aacp/storetest is the conformance suite every Store passes.

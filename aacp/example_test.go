@@ -135,3 +135,46 @@ func ExampleDecodeEnvelope() {
 }
 
 var _ jsontext.Value
+
+// Two Nodes host the same agent on one ledger: the first to start owns it
+// (its lease's fencing token is 1) and runs every request, also those sent
+// through the other; the other waits, and takes the agent over (token 2)
+// when the owner stops and releases the lease, or when the lease expires.
+func ExampleNode_Owns() {
+	ctx := context.Background()
+	store := aacp.NewMemoryStore() // one ledger: a PostgreSQL database for several processes
+	worker := func(node string) *aacp.Mux {
+		mux := aacp.NewMux()
+		mux.HandleFunc("worker", func(context.Context, *aacp.Envelope) (any, error) { return "ran on " + node, nil })
+		return mux
+	}
+	opts := func(id string) *aacp.Options {
+		return &aacp.Options{ID: id, LeaseTTL: time.Second, LeaseRenewInterval: 10 * time.Millisecond}
+	}
+	a := aacp.New(store, worker("a"), opts("node-a"))
+	b := aacp.New(store, worker("b"), opts("node-b"))
+	for _, n := range []*aacp.Node{a, b} {
+		if err := n.Start(ctx); err != nil {
+			panic(err)
+		}
+		defer n.Close(ctx)
+	}
+	lease, _ := store.GetLease(ctx, "worker")
+	fmt.Println("a owns:", a.Owns("worker"), "b owns:", b.Owns("worker"), "token:", lease.Token)
+	res, _ := b.SendRequest(ctx, "client", "worker", nil)
+	fmt.Println(string(res))
+
+	_ = a.Close(ctx) // releases the lease
+	for !b.Owns("worker") {
+		time.Sleep(time.Millisecond)
+	}
+	lease, _ = store.GetLease(ctx, "worker")
+	fmt.Println("b owns:", b.Owns("worker"), "token:", lease.Token)
+	res, _ = b.SendRequest(ctx, "client", "worker", nil)
+	fmt.Println(string(res))
+	// Output:
+	// a owns: true b owns: false token: 1
+	// "ran on a"
+	// b owns: true token: 2
+	// "ran on b"
+}

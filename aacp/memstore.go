@@ -37,6 +37,13 @@ type MemoryStore struct {
 
 	reqs [memShards]reqShard
 	msgs [memShards]msgShard
+
+	// lmu guards leases. Fenced writes hold it for reading from their
+	// fence check to the end of their update, so that an acquisition (which
+	// holds it for writing) is ordered before or after them as a whole.
+	// It is taken after every other lock.
+	lmu    sync.RWMutex
+	leases map[string]*Lease
 }
 
 const memShards = 32
@@ -66,7 +73,7 @@ type memPair struct {
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore {
-	s := &MemoryStore{seed: maphash.MakeSeed(), byTarget: map[string][]*memPair{}}
+	s := &MemoryStore{seed: maphash.MakeSeed(), byTarget: map[string][]*memPair{}, leases: map[string]*Lease{}}
 	for i := range s.reqs {
 		s.reqs[i].m = map[string]*RequestRecord{}
 		s.msgs[i].m = map[string]*MessageRecord{}
@@ -225,13 +232,13 @@ func (s *MemoryStore) MarkCompleted(ctx context.Context, requestID string, outco
 	if !outcome.Final() {
 		return fmt.Errorf("aacp: MarkCompleted with outcome %q", outcome)
 	}
-	_, err := s.Resolve(ctx, &Resolution{RequestID: requestID, Outcome: outcome, CompletionRef: completionRef, CompletedAt: time.Now()}, nil)
+	_, err := s.Resolve(ctx, &Resolution{RequestID: requestID, Outcome: outcome, CompletionRef: completionRef, CompletedAt: time.Now()}, nil, Fence{})
 	return err
 }
 
 // MarkFailed implements Store.
 func (s *MemoryStore) MarkFailed(ctx context.Context, requestID string, serr *mcp.StructuredError) error {
-	_, err := s.Resolve(ctx, &Resolution{RequestID: requestID, Outcome: OutcomeFailed, Error: serr, CompletedAt: time.Now()}, nil)
+	_, err := s.Resolve(ctx, &Resolution{RequestID: requestID, Outcome: OutcomeFailed, Error: serr, CompletedAt: time.Now()}, nil, Fence{})
 	return err
 }
 
@@ -465,7 +472,7 @@ func (s *MemoryStore) enqueue(p *memPair, msg *MessageRecord) {
 }
 
 // Resolve implements Store.
-func (s *MemoryStore) Resolve(_ context.Context, res *Resolution, response *MessageRecord) (bool, error) {
+func (s *MemoryStore) Resolve(_ context.Context, res *Resolution, response *MessageRecord, fence Fence) (bool, error) {
 	if err := s.check(); err != nil {
 		return false, err
 	}
@@ -477,6 +484,14 @@ func (s *MemoryStore) Resolve(_ context.Context, res *Resolution, response *Mess
 	}
 	rs := s.reqShard(res.RequestID)
 	rs.mu.Lock()
+	if !fence.IsZero() {
+		s.lmu.RLock()
+		defer s.lmu.RUnlock() // after the updates below
+		if err := s.checkFence(fence); err != nil {
+			rs.mu.Unlock()
+			return false, err
+		}
+	}
 	r := rs.m[res.RequestID]
 	switch {
 	case r == nil:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,6 +63,18 @@ type Options struct {
 	// Logger receives the node's warnings (default slog.Default()).
 	Logger *slog.Logger
 
+	// LeaseTTL is how long the lease of a hosted agent lasts unless the
+	// node renews it (default DefaultLeaseTTL, 15s; bounds MinLeaseTTL and
+	// MaxLeaseTTL, 50ms to 10m). It is how long the agents of a Node that
+	// died wait before another Node hosting them takes them over.
+	LeaseTTL time.Duration
+	// LeaseRenewInterval is how often the node renews its leases, and how
+	// often it tries to acquire the leases other Nodes hold (default
+	// LeaseTTL/3; bounds MinLeaseRenewInterval, 10ms, and LeaseTTL/2).
+	// With a negative PollInterval, Poll renews them: call it at least
+	// this often.
+	LeaseRenewInterval time.Duration
+
 	// OnMessageReceived is called once for each REQUEST or EVENT received
 	// for a hosted agent, before its handler runs.
 	OnMessageReceived func(env *Envelope)
@@ -82,17 +95,27 @@ var ErrClosed = errors.New("aacp: node is closed")
 // retries with exponential backoff and jitter, and recovery after a
 // restart.
 //
-// Messages between agents of the same Node are delivered in-process at
-// once (the caller's goroutine runs the handler with a Mux); messages to
-// agents of other Nodes that share the ledger (several processes on one
-// PostgreSQL database or SQLite file) are picked up by the target's Node
-// when it polls. Each agent is hosted by one Node at a time.
+// Messages to agents the Node owns are delivered in-process at once (the
+// caller's goroutine runs the handler with a Mux); messages to agents
+// owned by other Nodes that share the ledger (several processes on one
+// PostgreSQL database or SQLite file) are picked up by the owner when it
+// polls.
+//
+// Each agent is owned by one Node at a time, through a lease kept in the
+// ledger (see Lease): Nodes that host the same agent on one ledger take
+// turns, the first to start owns it, the others wait and take it over when
+// its lease expires (the owner died) or is released (Close). Only the
+// owner delivers and runs the agent's requests, and each state transition
+// it records for them is fenced by its lease's token, so that a Node that
+// lost the lease (paused past its expiry) cannot commit anything.
 //
 // Guarantees: a message is redelivered until acknowledged; a handler runs
 // at least once per request and never again once the request is recorded
-// COMPLETED or FAILED; a status is recorded durably before anyone is told
-// about it; a caller that stops waiting gets UNKNOWN, and the late result
-// is still recorded.
+// COMPLETED or FAILED (a retry whose request became final meanwhile,
+// MarkFailed from outside included, does not run); a request is resolved
+// once, by the owner of its target; a status is recorded durably before
+// anyone is told about it; a caller that stops waiting gets UNKNOWN, and
+// the late result is still recorded.
 type Node struct {
 	id     string
 	store  Store
@@ -119,6 +142,15 @@ type Node struct {
 
 	rmu     sync.Mutex
 	retries []*execution // due executions, unordered
+
+	// Agent leases: what the node holds or waits for, by agent.
+	tendMu sync.Mutex // serializes the node's lease operations on the store
+	lmu    sync.RWMutex
+	leases map[string]*agentLease
+	hbDone chan struct{}
+
+	recMu     sync.Mutex
+	toRecover []string // agents acquired and not yet recovered
 
 	sem       chan struct{}
 	bg        sync.WaitGroup
@@ -176,12 +208,19 @@ func New(store Store, ep Endpoint, opts *Options) *Node {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.LeaseTTL == 0 {
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.LeaseRenewInterval == 0 {
+		o.LeaseRenewInterval = o.LeaseTTL / 3
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &Node{
 		id: o.ID, store: store, ep: ep, clock: o.Clock, policy: p, opts: o,
 		log: o.Logger.With("node", o.ID), rand: o.Rand,
 		calls: map[string]*call{}, callers: map[string]int{},
 		inflight: map[string]*execution{},
+		leases:   map[string]*agentLease{},
 		sem:      make(chan struct{}, o.MaxBackground),
 		ctx:      ctx, cancel: cancel,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}),
@@ -197,30 +236,44 @@ func (n *Node) ID() string { return n.id }
 // Store returns the node's ledger.
 func (n *Node) Store() Store { return n.store }
 
-// Start recovers (see Recover) and starts the background loop (unless
-// Options.PollInterval is negative). It must be called once, before
-// messages are sent.
+// Start acquires the leases of the hosted agents that no other Node holds,
+// recovers their pending work (see Recover), and starts the background
+// loop and the lease heartbeat (unless Options.PollInterval is negative).
+// It must be called once, before messages are sent. Agents whose lease
+// another Node holds are taken over when it expires (or is released).
+// Invalid lease options fail it with an error naming the option.
 func (n *Node) Start(ctx context.Context) error {
 	if n.closed.Load() {
 		return ErrClosed
 	}
+	if err := n.opts.checkLeaseOptions(); err != nil {
+		return err
+	}
 	if !n.started.CompareAndSwap(false, true) {
 		return errors.New("aacp: node already started")
 	}
+	n.tendLeases(ctx)
+	n.recMu.Lock()
+	n.toRecover = nil // Recover covers them
+	n.recMu.Unlock()
 	if err := n.Recover(ctx); err != nil {
 		return err
 	}
 	if n.opts.PollInterval > 0 {
 		n.loopDone = make(chan struct{})
+		n.hbDone = make(chan struct{})
 		go n.loop()
+		go n.heartbeat()
 	}
 	return nil
 }
 
-// Close stops the background loop, waits (until ctx ends) for handlers
-// running in the background, writes the pending acknowledgments, and tells
-// the callers still waiting that the outcome of their requests is UNKNOWN
-// (an *UnknownOutcomeError; the ledger keeps the requests for Await after a
+// Close stops the background loop and the lease heartbeat, waits (until
+// ctx ends) for handlers running in the background, writes the pending
+// acknowledgments, releases the node's agent leases (so that another Node
+// hosting the agents takes them over at once), and tells the callers still
+// waiting that the outcome of their requests is UNKNOWN (an
+// *UnknownOutcomeError; the ledger keeps the requests for Await after a
 // restart). The Store is not closed.
 func (n *Node) Close(ctx context.Context) error {
 	if !n.closed.CompareAndSwap(false, true) {
@@ -229,6 +282,7 @@ func (n *Node) Close(ctx context.Context) error {
 	close(n.stop)
 	if n.loopDone != nil {
 		<-n.loopDone
+		<-n.hbDone
 	}
 	idle := make(chan struct{})
 	go func() { n.bg.Wait(); close(idle) }()
@@ -242,6 +296,7 @@ func (n *Node) Close(ctx context.Context) error {
 	if ferr := n.flushAcks(context.WithoutCancel(ctx)); err == nil {
 		err = ferr
 	}
+	n.releaseLeases(context.WithoutCancel(ctx))
 	n.cmu.Lock()
 	calls := n.calls
 	n.calls, n.callers = map[string]*call{}, map[string]int{}
@@ -353,7 +408,7 @@ func (n *Node) Window(ctx context.Context, source, target string) (WindowInfo, e
 // hostsLocally reports whether messages to agentID are delivered by this
 // node: a hosted agent, or a caller waiting here.
 func (n *Node) hostsLocally(agentID string) bool {
-	if n.ep.Hosts(agentID) {
+	if n.holds(agentID) {
 		return true
 	}
 	n.cmu.Lock()
@@ -361,22 +416,21 @@ func (n *Node) hostsLocally(agentID string) bool {
 	return n.callers[agentID] > 0
 }
 
-// claimTargets returns the agents whose messages this node claims.
+// claimTargets returns the agents whose messages this node claims: those
+// it owns, and the sources of its waiting callers.
 func (n *Node) claimTargets() []string {
-	agents := n.ep.Agents()
+	agents := n.heldAgents()
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
 	if len(n.callers) == 0 {
 		return agents
 	}
-	out := make([]string, 0, len(agents)+len(n.callers))
-	out = append(out, agents...)
 	for id := range n.callers {
-		if !n.ep.Hosts(id) {
-			out = append(out, id)
+		if !slices.Contains(agents, id) {
+			agents = append(agents, id)
 		}
 	}
-	return out
+	return agents
 }
 
 // deliveryBackoff is the claim backoff: how long a claimed message waits

@@ -600,8 +600,13 @@ func TestRecoverAfterRestart(t *testing.T) {
 	var second counter
 	m2 := echoMux(&second)
 	n2 := New(st, m2, opts)
-	require.NoError(t, n2.Start(bg)) // Recover
+	require.NoError(t, n2.Start(bg))
+	assert.False(t, n2.Owns("echo"), "n1's lease has not expired yet")
 	n2.bg.Wait()
+	assert.Zero(t, second.total(), "nothing runs on a node that does not own the agent")
+	clock.Advance(DefaultLeaseTTL) // n1 does not renew: its lease expires
+	poll(t, n2)                    // takes the agent over and recovers it
+	assert.True(t, n2.Owns("echo"))
 	res, err := n2.Await(bg, stuck)
 	require.NoError(t, err)
 	assert.Equal(t, OutcomeCompleted, res.Outcome)

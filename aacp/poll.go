@@ -8,17 +8,24 @@ import (
 	"time"
 )
 
-// Poll does one round of the node's background work: it writes the
-// acknowledgments gathered since the last round, starts the retries whose
-// backoff elapsed, purges expired records (every PurgeInterval), and claims
-// the due messages addressed to this node's agents and callers from the
-// ledger and delivers them. It returns the number of messages claimed.
-// The background loop calls it every PollInterval; with a negative
-// PollInterval, call it yourself.
+// Poll does one round of the node's background work: it renews the agent
+// leases due for renewal and tries to acquire those it waits for (with a
+// negative PollInterval; otherwise the lease heartbeat does, and Poll only
+// acquires the leases of agents registered since), recovers the agents it
+// just acquired, writes the acknowledgments gathered since the last round,
+// starts the retries whose backoff elapsed, purges expired records (every
+// PurgeInterval), and claims the due messages addressed to its agents and
+// callers from the ledger and delivers them. It returns the number of
+// messages claimed. The background loop calls it every PollInterval; with
+// a negative PollInterval, call it yourself.
 func (n *Node) Poll(ctx context.Context) (int, error) {
 	if n.closed.Load() {
 		return 0, ErrClosed
 	}
+	if n.opts.PollInterval < 0 || n.newAgents() {
+		n.tendLeases(ctx)
+	}
+	n.startRecoveries()
 	if err := n.flushAcks(ctx); err != nil {
 		return 0, err
 	}
@@ -30,7 +37,7 @@ func (n *Node) Poll(ctx context.Context) (int, error) {
 			n.log.Warn("aacp: purge failed", "err", err)
 		}
 	}
-	return n.claim(ctx, now, n.opts.ClaimLimit, false)
+	return n.claim(ctx, n.claimTargets(), now, n.opts.ClaimLimit, false)
 }
 
 // PurgeExpired deletes the ledger records whose ExpiresAt is at or before
@@ -40,8 +47,7 @@ func (n *Node) PurgeExpired(ctx context.Context, now time.Time) (int, error) {
 	return n.store.PurgeExpired(ctx, now)
 }
 
-func (n *Node) claim(ctx context.Context, now time.Time, limit int, ignoreSchedule bool) (int, error) {
-	targets := n.claimTargets()
+func (n *Node) claim(ctx context.Context, targets []string, now time.Time, limit int, ignoreSchedule bool) (int, error) {
 	if len(targets) == 0 {
 		return 0, nil
 	}
@@ -58,6 +64,8 @@ func (n *Node) claim(ctx context.Context, now time.Time, limit int, ignoreSchedu
 // or EVENT claimed more often than the retry policy allows, and still not
 // received, fails with protocol_error. Pairs whose ack is held back by a
 // gap that the ledger can no longer fill (its messages expired) skip it.
+// A REQUEST or EVENT to an agent this node does not own is left to its
+// owner.
 func (n *Node) deliverClaimed(ctx context.Context, msgs []*MessageRecord) {
 	slices.SortFunc(msgs, func(a, b *MessageRecord) int {
 		if c := strings.Compare(a.Envelope.SourceAgentID, b.Envelope.SourceAgentID); c != 0 {
@@ -71,6 +79,9 @@ func (n *Node) deliverClaimed(ctx context.Context, msgs []*MessageRecord) {
 	var stuck []*window
 	for _, m := range msgs {
 		env := &m.Envelope
+		if env.MessageType != MessageResponse && !n.holds(env.TargetAgentID) {
+			continue
+		}
 		w := n.window(env.SourceAgentID, env.TargetAgentID)
 		w.mu.Lock()
 		err := w.load(ctx, n.store)
@@ -163,18 +174,26 @@ func (n *Node) flushAcks(ctx context.Context) error {
 }
 
 // Recover resumes after a restart (seed 000's recovery protocol): it
-// queries the ledger for the requests still pending for this node's agents
-// and runs them again (handlers are idempotent; requests recorded COMPLETED
-// or FAILED never run again), then redelivers every unacknowledged message
-// addressed to this node's agents at once, whatever its schedule. Start
-// calls it.
+// queries the ledger for the requests still pending for the agents this
+// node owns and runs them again (handlers are idempotent; requests
+// recorded COMPLETED or FAILED never run again: each run starts with a
+// conditional update that fails on a final request), then redelivers every
+// unacknowledged message addressed to this node's agents at once, whatever
+// its schedule. Start calls it; so does Poll for the agents whose lease
+// the node takes over.
 func (n *Node) Recover(ctx context.Context) error {
+	return n.recoverAgents(ctx, n.heldAgents(), n.claimTargets())
+}
+
+// recoverAgents runs the pending requests of agents again, then claims the
+// unacknowledged messages of targets.
+func (n *Node) recoverAgents(ctx context.Context, agents, targets []string) error {
 	pending, err := n.store.ListPendingRequests(ctx, time.Time{})
 	if err != nil {
 		return fmt.Errorf("aacp: recover: %w", err)
 	}
 	for _, rec := range pending {
-		if !n.ep.Hosts(rec.TargetAgentID) {
+		if !slices.Contains(agents, rec.TargetAgentID) || !n.holds(rec.TargetAgentID) {
 			continue
 		}
 		env := &Envelope{MessageID: newUUID(), RequestID: rec.RequestID, SourceAgentID: rec.SourceAgentID,
@@ -184,13 +203,15 @@ func (n *Node) Recover(ctx context.Context) error {
 			continue
 		}
 		ex.deadline, ex.expiresAt, ex.attempts = rec.Deadline, rec.ExpiresAt, rec.Attempts+1
+		ex.conditional = true
 		if !n.run(ctx, ex, nil, false, true) {
 			return ctx.Err()
 		}
 	}
 	// One pass ignoring the schedule (messages stored just before a crash
-	// are not due yet); Poll delivers the rest when due.
-	if _, err := n.claim(ctx, n.clock.Now(), 10*n.opts.ClaimLimit, true); err != nil {
+	// are not due yet, those claimed by a previous owner neither); Poll
+	// delivers the rest when due.
+	if _, err := n.claim(ctx, targets, n.clock.Now(), 10*n.opts.ClaimLimit, true); err != nil {
 		return fmt.Errorf("aacp: recover: %w", err)
 	}
 	return nil

@@ -40,6 +40,8 @@ func TestHelperProcess(t *testing.T) {
 		err = crashChild(mode == "crash-restart")
 	case "peer":
 		err = peerChild()
+	case "lease-owner":
+		err = leaseOwnerChild()
 	default:
 		err = fmt.Errorf("unknown helper %q", mode)
 	}

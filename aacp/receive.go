@@ -17,11 +17,14 @@ import (
 // the deduplication check until its resolution is recorded (retries
 // included). While it exists, duplicates of its request are ignored.
 type execution struct {
-	env          *Envelope
-	deadline     time.Time
-	expiresAt    time.Time // of the request record: its RESPONSE expires with it
-	attempts     int       // attempts started, the current one included
-	due          time.Time // when a scheduled retry is due
+	env       *Envelope
+	deadline  time.Time
+	expiresAt time.Time // of the request record: its RESPONSE expires with it
+	attempts  int       // attempts started, the current one included
+	due       time.Time // when a scheduled retry is due
+	// conditional: the attempt starts only if the request is still
+	// pending and the agent's lease current (retries, recovery).
+	conditional  bool
 	cancel       context.CancelFunc
 	disconnected atomic.Bool
 }
@@ -135,6 +138,9 @@ func (n *Node) receiveResponseReceipt(ctx context.Context, env *Envelope) {
 // deduplication check, cached result, execution (then the retry decision
 // and backoff in finish).
 func (n *Node) onRequest(ctx context.Context, env *Envelope, w *window, rec *RequestRecord, inline bool) {
+	if !n.owns(ctx, env.TargetAgentID) {
+		return // another Node owns the agent: left in the ledger for it
+	}
 	if env.RequestID == "" { // an EVENT from a sender that gave it no requestId
 		n.run(ctx, &execution{env: env, attempts: 1}, w, inline, false)
 		return
@@ -209,6 +215,9 @@ func (n *Node) run(ctx context.Context, ex *execution, w *window, inline, block 
 }
 
 func (n *Node) dispatch(ctx context.Context, ex *execution, w *window, inline bool) {
+	if ex.conditional && !n.startAttempt(ctx, ex) {
+		return
+	}
 	a := &attempt{ctx: ctx, inline: inline}
 	if !inline {
 		var cancel context.CancelFunc
@@ -302,15 +311,36 @@ func (n *Node) finish(ex *execution, a *attempt, result any, err error) {
 }
 
 // scheduleRetry records the failed attempt and schedules the next one
-// after the policy's backoff. The execution stays in flight meanwhile.
+// after the policy's backoff. The execution stays in flight meanwhile. The
+// record is a conditional update: a request that became final meanwhile
+// (MarkFailed from outside, for one) keeps its state and is not retried,
+// and neither is one whose agent's lease this node lost.
 func (n *Node) scheduleRetry(ex *execution, se *mcp.StructuredError, now time.Time) {
 	ctx := context.Background()
-	if rec, err := n.store.GetRequestRecord(ctx, ex.env.RequestID); err == nil && !rec.Status.Final() {
-		rec.Attempts, rec.Error = ex.attempts, se
-		if err := n.store.PutRequestRecord(ctx, rec); err != nil {
-			n.log.Warn("aacp: cannot record failed attempt", "requestId", ex.env.RequestID, "err", err)
-		}
+	fence, ok := n.fenceFor(ex.env.TargetAgentID)
+	if !ok {
+		n.end(ex) // the agent's new owner recovers the request
+		return
 	}
+	applied, err := n.store.UpdateRetry(ctx, &RetryUpdate{RequestID: ex.env.RequestID, Attempts: ex.attempts, Error: se, Fence: fence})
+	switch {
+	case errors.Is(err, ErrLeaseLost):
+		n.end(ex)
+		n.leaseLost(fence)
+		return
+	case err != nil:
+		// The retry stays scheduled: its start is conditional too.
+		n.log.Warn("aacp: cannot record failed attempt", "requestId", ex.env.RequestID, "err", err)
+	case !applied:
+		n.end(ex)
+		n.notifyRecorded(ctx, ex.env.RequestID)
+		return
+	}
+	n.requeue(ex, now)
+}
+
+// requeue schedules ex's next attempt after the policy's backoff.
+func (n *Node) requeue(ex *execution, now time.Time) {
 	ex.due = now.Add(n.policy.Backoff(ex.attempts, n.rand()))
 	n.imu.Lock()
 	c := ex.cancel
@@ -359,6 +389,7 @@ func (n *Node) runRetry(ex *execution) bool {
 		return false
 	}
 	ex.attempts++
+	ex.conditional = true
 	n.bg.Add(1)
 	go func() {
 		defer func() {
@@ -382,6 +413,7 @@ func (n *Node) settle(ex *execution, res *Resolution) {
 		resp    *MessageRecord
 		local   bool
 	)
+	fence, fenced := n.fenceFor(env.TargetAgentID)
 	if env.MessageType == MessageRequest {
 		local = n.hostsLocally(env.SourceAgentID)
 		now := res.CompletedAt
@@ -399,11 +431,23 @@ func (n *Node) settle(ex *execution, res *Resolution) {
 		if local {
 			resp.NextRetryAt = now.Add(n.opts.RetransmitTimeout)
 		}
-		applied, err = n.withSeq(ctx, env.TargetAgentID, env.SourceAgentID, &resp.Envelope, seqOp{res: res, msg: resp})
-	} else {
-		applied, err = n.store.Resolve(ctx, res, nil)
+		if fenced {
+			applied, err = n.withSeq(ctx, env.TargetAgentID, env.SourceAgentID, &resp.Envelope, seqOp{res: res, msg: resp, fence: fence})
+		}
+	} else if fenced {
+		applied, err = n.store.Resolve(ctx, res, nil, fence)
 	}
 	n.end(ex)
+	if !fenced || errors.Is(err, ErrLeaseLost) {
+		// Another Node owns the agent now: it runs the request again and
+		// resolves it; local waiters learn that through the ledger.
+		n.log.Warn("aacp: agent lease lost; the resolution is left to the agent's new owner", "requestId", env.RequestID,
+			"agent", env.TargetAgentID)
+		if fenced {
+			n.leaseLost(fence)
+		}
+		return
+	}
 	if err != nil {
 		// Not durable, so not reported: local callers learn UNKNOWN.
 		n.log.Warn("aacp: cannot record resolution; the request stays pending", "requestId", env.RequestID, "err", err)
@@ -469,4 +513,49 @@ func (n *Node) onResponse(env *Envelope) {
 	}
 	n.notify(&Resolution{RequestID: env.RequestID, Outcome: p.Outcome, Completion: p.Completion, Result: p.Result,
 		Error: p.Error, CompletionRef: p.CompletionRef, CompletedAt: env.Timestamp, Attempts: p.Attempts})
+}
+
+// startAttempt records that attempt ex.attempts of a pending request
+// starts, as a conditional update, and reports whether it may run. It may
+// not when the request is final by now (its waiters get the recorded
+// resolution) or when this node lost the agent's lease; both end ex. When
+// the ledger cannot tell, the attempt is scheduled again later.
+func (n *Node) startAttempt(ctx context.Context, ex *execution) bool {
+	fence, ok := n.fenceFor(ex.env.TargetAgentID)
+	if !ok {
+		n.end(ex)
+		return false
+	}
+	applied, err := n.store.UpdateRetry(ctx, &RetryUpdate{RequestID: ex.env.RequestID, Attempts: ex.attempts, Fence: fence})
+	switch {
+	case errors.Is(err, ErrLeaseLost):
+		n.end(ex)
+		n.leaseLost(fence)
+		return false
+	case errors.Is(err, ErrNotFound):
+		n.end(ex)
+		return false
+	case err != nil:
+		if n.ctx.Err() != nil {
+			n.end(ex) // closing: the request stays pending for recovery
+			return false
+		}
+		n.log.Warn("aacp: cannot record the start of an attempt; trying later", "requestId", ex.env.RequestID, "err", err)
+		ex.attempts--
+		n.requeue(ex, n.clock.Now())
+		return false
+	case !applied:
+		n.end(ex)
+		n.notifyRecorded(ctx, ex.env.RequestID)
+		return false
+	}
+	return true
+}
+
+// notifyRecorded hands the recorded resolution of a request that is final
+// to its local waiters.
+func (n *Node) notifyRecorded(ctx context.Context, requestID string) {
+	if rec, err := n.store.GetRequestRecord(ctx, requestID); err == nil && rec.Status.Final() {
+		n.notify(rec.Resolution())
+	}
 }

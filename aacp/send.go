@@ -144,7 +144,7 @@ func (n *Node) enqueueNew(ctx context.Context, typ MessageType, source, target s
 		expires = now.Add(ttl)
 	}
 	deadline, _ := ctx.Deadline()
-	local := n.ep.Hosts(target)
+	local := n.owns(ctx, target)
 	rec := &RequestRecord{
 		RequestID: reqID, SourceAgentID: source, TargetAgentID: target, MessageType: typ, Payload: raw,
 		Status: OutcomeUnknown, Deadline: deadline, Timestamp: now, ExpiresAt: expires,
@@ -179,14 +179,15 @@ func (n *Node) enqueueNew(ctx context.Context, typ MessageType, source, target s
 // with its RESPONSE (Resolve). A struct rather than a closure: it does not
 // escape to the heap.
 type seqOp struct {
-	rec *RequestRecord
-	msg *MessageRecord
-	res *Resolution
+	rec   *RequestRecord
+	msg   *MessageRecord
+	res   *Resolution
+	fence Fence
 }
 
 func (o *seqOp) run(ctx context.Context, s Store) (bool, error) {
 	if o.res != nil {
-		return s.Resolve(ctx, o.res, o.msg)
+		return s.Resolve(ctx, o.res, o.msg, o.fence)
 	}
 	return true, s.Enqueue(ctx, o.rec, o.msg)
 }
@@ -245,7 +246,7 @@ func (n *Node) Await(ctx context.Context, requestID string) (*Resolution, error)
 	if res := n.recheck(ctx, c); res != nil {
 		return res, nil
 	}
-	if !n.ep.Hosts(rec.SourceAgentID) {
+	if !n.holds(rec.SourceAgentID) {
 		n.wake() // claim the caller's responses from now on
 	}
 	return n.wait(ctx, c, false)

@@ -13,7 +13,9 @@ import (
 // Store is the ledger behind a Node: seed 000's AACPPersistenceAdapter,
 // plus the few atomic operations a Node needs to keep its promises (a
 // status is durable before it is reported; a sequence number is never
-// handed out twice; several processes poll one ledger safely).
+// handed out twice; several processes poll one ledger safely; one Node at a
+// time owns an agent, through a lease, and a Node that lost the lease
+// cannot write; a retry never overwrites a final state).
 //
 // Implementations: NewMemoryStore (one process lifetime, for tests) and
 // package aacp/sqlstore (SQLite file or PostgreSQL). Package
@@ -69,8 +71,17 @@ type Store interface {
 	// Resolve atomically records res as the final state of its request (if
 	// the request is not final already) and stores response (may be nil) as
 	// Enqueue would. It reports whether res was applied; when it was not,
-	// nothing is stored. A missing request is ErrNotFound.
-	Resolve(ctx context.Context, res *Resolution, response *MessageRecord) (bool, error)
+	// nothing is stored. A missing request is ErrNotFound. A non-zero fence
+	// that is not current fails with ErrLeaseLost and stores nothing.
+	Resolve(ctx context.Context, res *Resolution, response *MessageRecord, fence Fence) (bool, error)
+	// UpdateRetry atomically records u (Attempts, and Error unless nil) on
+	// a request that is still UNKNOWN, and reports whether it did. It never
+	// changes a final request: one resolved meanwhile (by its handler, or
+	// from outside with MarkFailed or MarkCompleted) is left as it is and
+	// the result is false, so that the retry does not run. A non-zero fence
+	// that is not current fails with ErrLeaseLost; a missing request is
+	// ErrNotFound.
+	UpdateRetry(ctx context.Context, u *RetryUpdate) (bool, error)
 	// Acknowledge records cumulative acknowledgments: for each Ack the
 	// pair's acknowledged seq is raised to Seq and every UNKNOWN message of
 	// the pair with a seq at or below it becomes COMPLETED (delivered).
@@ -85,6 +96,24 @@ type Store interface {
 	// several processes may poll one ledger. It returns the updated
 	// records, most overdue first.
 	ClaimDue(ctx context.Context, q ClaimQuery) ([]*MessageRecord, error)
+
+	// AcquireLease gives owner the lease of agentID until now+ttl, with a
+	// new fencing token (one above the previous one; 1 for a first lease),
+	// when the lease is free: never acquired, released, expired at now, or
+	// held by owner itself (a restarted Node with the same ID takes its
+	// agents back at once). Otherwise it fails with ErrLeaseHeld and
+	// returns the current lease too.
+	AcquireLease(ctx context.Context, agentID, owner string, now time.Time, ttl time.Duration) (*Lease, error)
+	// RenewLease extends l (matched by AgentID, Owner and Token) to
+	// now+ttl, even if it expired, as long as nobody acquired it since;
+	// otherwise it fails with ErrLeaseLost.
+	RenewLease(ctx context.Context, l *Lease, now time.Time, ttl time.Duration) (*Lease, error)
+	// ReleaseLease frees l at once (the next acquisition gets a new token)
+	// and fails with ErrLeaseLost when l is not current.
+	ReleaseLease(ctx context.Context, l *Lease) error
+	// GetLease returns the lease of agentID, or an error matching
+	// ErrNotFound if it was never acquired.
+	GetLease(ctx context.Context, agentID string) (*Lease, error)
 
 	// Close releases the store's resources.
 	Close() error

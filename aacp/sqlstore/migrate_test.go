@@ -2,12 +2,18 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/keelmcp/keel/aacp"
+	"github.com/keelmcp/keel/internal/pgtest"
 )
 
 func TestRebind(t *testing.T) {
@@ -40,8 +46,8 @@ func TestSQLiteMigrations(t *testing.T) {
 	require.NoError(t, err)
 	v, err := s.AppliedMigrations(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, []int{1}, v)
-	assert.Equal(t, 1, SchemaVersion())
+	assert.Equal(t, []int{1, 2}, v)
+	assert.Equal(t, 2, SchemaVersion())
 	assert.Equal(t, "sqlite", s.Dialect())
 
 	_, err = s.DB().Exec(`INSERT INTO aacp_schema_migrations (version, name, applied_at) VALUES (99, 'future', 0)`)
@@ -68,4 +74,50 @@ func TestOpenSQLiteOptions(t *testing.T) {
 	assert.ErrorContains(t, err, "synchronous")
 	_, err = OpenSQLite(filepath.Join(t.TempDir(), "missing-dir", "x", "ledger.db"))
 	assert.Error(t, err)
+}
+
+// A database of schema version 1 (before leases), holding a pending
+// request, is upgraded in place on its next open: the lease table is added,
+// nothing else changes, and the request can be resolved under a lease.
+func testUpgradeFromV1(t *testing.T, driver, dsn string, d dialect, open func() (*Store, error)) {
+	ctx := context.Background()
+	db, err := sql.Open(driver, dsn)
+	require.NoError(t, err)
+	saved := migrations
+	migrations = migrations[:1]
+	err = migrate(ctx, db, d)
+	migrations = saved
+	require.NoError(t, err)
+	const id = "6f1c3c3e-8a4b-4c2d-9e1f-0a1b2c3d4e5f"
+	_, err = db.Exec(d.rebind(`INSERT INTO aacp_requests (request_id, source_agent_id, target_agent_id, message_type,
+		payload, status, created_at) VALUES (?, 'a', 'b', 'REQUEST', '1', 'UNKNOWN', 1)`), id)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	s, err := open()
+	require.NoError(t, err)
+	defer s.Close()
+	v, err := s.AppliedMigrations(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 2}, v)
+	got, err := s.GetRequestRecord(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, aacp.OutcomeUnknown, got.Status, "existing rows are kept")
+	now := time.Now()
+	l, err := s.AcquireLease(ctx, "b", "n1", now, time.Minute)
+	require.NoError(t, err)
+	applied, err := s.Resolve(ctx, &aacp.Resolution{RequestID: id, Outcome: aacp.OutcomeCompleted, Result: jsontext.Value(`2`),
+		CompletedAt: now}, nil, l.Fence())
+	require.NoError(t, err)
+	assert.True(t, applied)
+}
+
+func TestSQLiteUpgradeFromV1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	testUpgradeFromV1(t, "sqlite", "file:"+path, dialectSQLite, func() (*Store, error) { return OpenSQLite(path) })
+}
+
+func TestPostgresUpgradeFromV1(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	testUpgradeFromV1(t, "pgx", dsn, dialectPostgres, func() (*Store, error) { return OpenPostgres(dsn) })
 }

@@ -66,6 +66,16 @@ var migrations = []migration{
 			PRIMARY KEY (source_agent_id, target_agent_id)
 		)` + withoutRowID,
 	}},
+	// Additive: a new table, nothing existing changes. Databases of
+	// version 1 gain it on their next open.
+	{2, "agent leases", []string{
+		`CREATE TABLE aacp_leases (
+			agent_id   TEXT PRIMARY KEY,
+			owner      TEXT NOT NULL DEFAULT '',
+			token      BIGINT NOT NULL DEFAULT 0,
+			expires_at BIGINT NOT NULL DEFAULT 0
+		)` + withoutRowID,
+	}},
 }
 
 // withoutRowID marks a table clustered on its primary key (SQLite); it is

@@ -15,6 +15,11 @@
 // for each other; on SQLite, the claim is one immediate (write-locked)
 // transaction that moves the rows' next_retry_at past the lease and records
 // the owner in claimed_by.
+//
+// Agent leases live in table aacp_leases (schema version 2, added to older
+// databases on open without touching their data). A write fenced by a
+// lease reads the lease row in its own transaction (FOR SHARE on
+// PostgreSQL), so a takeover is ordered entirely before or after it.
 package sqlstore
 
 import (
@@ -148,7 +153,7 @@ func newStore(db *sql.DB, d dialect) (*Store, error) {
 	s := &Store{db: db, d: d, stmts: map[string]*sql.Stmt{}, writes: make(chan *writeOp, maxBatch),
 		stopped: make(chan struct{}), writerDone: make(chan struct{})}
 	for name, q := range queries {
-		stmt, err := db.PrepareContext(ctx, d.rebind(q))
+		stmt, err := db.PrepareContext(ctx, d.rebind(strings.ReplaceAll(q, shareLock, d.lockClause())))
 		if err != nil {
 			s.closeStmts()
 			return nil, fmt.Errorf("sqlstore: prepare %s: %w", name, err)
@@ -407,13 +412,13 @@ func (s *Store) MarkCompleted(ctx context.Context, requestID string, outcome aac
 	if !outcome.Final() {
 		return fmt.Errorf("sqlstore: MarkCompleted with outcome %q", outcome)
 	}
-	_, err := s.Resolve(ctx, &aacp.Resolution{RequestID: requestID, Outcome: outcome, CompletionRef: completionRef, CompletedAt: time.Now()}, nil)
+	_, err := s.Resolve(ctx, &aacp.Resolution{RequestID: requestID, Outcome: outcome, CompletionRef: completionRef, CompletedAt: time.Now()}, nil, aacp.Fence{})
 	return err
 }
 
 // MarkFailed implements aacp.Store.
 func (s *Store) MarkFailed(ctx context.Context, requestID string, serr *mcp.StructuredError) error {
-	_, err := s.Resolve(ctx, &aacp.Resolution{RequestID: requestID, Outcome: aacp.OutcomeFailed, Error: serr, CompletedAt: time.Now()}, nil)
+	_, err := s.Resolve(ctx, &aacp.Resolution{RequestID: requestID, Outcome: aacp.OutcomeFailed, Error: serr, CompletedAt: time.Now()}, nil, aacp.Fence{})
 	return err
 }
 
@@ -566,7 +571,7 @@ func (s *Store) Enqueue(ctx context.Context, req *aacp.RequestRecord, msg *aacp.
 }
 
 // Resolve implements aacp.Store.
-func (s *Store) Resolve(ctx context.Context, res *aacp.Resolution, response *aacp.MessageRecord) (bool, error) {
+func (s *Store) Resolve(ctx context.Context, res *aacp.Resolution, response *aacp.MessageRecord, fence aacp.Fence) (bool, error) {
 	errText, err := encodeError(res.Error)
 	if err != nil {
 		return false, err
@@ -574,6 +579,9 @@ func (s *Store) Resolve(ctx context.Context, res *aacp.Resolution, response *aac
 	applied := false
 	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		applied = false
+		if err := s.checkFence(ctx, tx, fence); err != nil {
+			return err
+		}
 		r, err := s.stmt(tx, ctx, "resolve").ExecContext(ctx, string(res.Outcome), string(res.Completion), nullText(res.Result),
 			errText, res.CompletionRef, nanos(res.CompletedAt), res.Attempts, res.Attempts, res.RequestID)
 		if err != nil {

@@ -1,6 +1,10 @@
 // Package storetest is the conformance suite of aacp.Store: every
 // implementation (aacp.MemoryStore, the SQLite and PostgreSQL stores of
-// aacp/sqlstore, and third-party ones) must pass Run.
+// aacp/sqlstore, and third-party ones) must pass Run. Besides the records,
+// sequences, acknowledgments and claims, it checks agent leases (acquire,
+// renew, expiry and takeover, release, concurrent acquisition), fenced
+// writes (a stale fencing token stores nothing), and that retry updates
+// never overwrite a final request.
 package storetest
 
 import (
@@ -45,6 +49,7 @@ func Run(t *testing.T, open Opener) {
 		{"ClaimDueConcurrent", testClaimConcurrent},
 		{"EnqueueConcurrentSamePair", testEnqueueConcurrent},
 	}
+	cases = append(cases, leaseCases...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := open(t)
@@ -241,20 +246,20 @@ func testEnqueueSeqConflict(t *testing.T, s aacp.Store) {
 }
 
 func testResolve(t *testing.T, s aacp.Store) {
-	_, err := s.Resolve(ctx(), &aacp.Resolution{RequestID: uuid(), Outcome: aacp.OutcomeCompleted}, nil)
+	_, err := s.Resolve(ctx(), &aacp.Resolution{RequestID: uuid(), Outcome: aacp.OutcomeCompleted}, nil, aacp.Fence{})
 	require.ErrorIs(t, err, aacp.ErrNotFound)
 
 	r := Request("a", "b", base)
 	require.NoError(t, s.Enqueue(ctx(), r, Message(r, 1, base)))
 	res := &aacp.Resolution{RequestID: r.RequestID, Outcome: aacp.OutcomeCompleted, Completion: aacp.CompletionLateCompleted,
 		Result: jsontext.Value(`{"ok":true}`), CompletedAt: base.Add(time.Second), Attempts: 2}
-	applied, err := s.Resolve(ctx(), res, nil)
+	applied, err := s.Resolve(ctx(), res, nil, aacp.Fence{})
 	require.NoError(t, err)
 	assert.True(t, applied)
 
 	// The first resolution wins.
 	applied, err = s.Resolve(ctx(), &aacp.Resolution{RequestID: r.RequestID, Outcome: aacp.OutcomeFailed,
-		Error: &mcp.StructuredError{Code: mcp.ErrInternal, Message: "x"}}, nil)
+		Error: &mcp.StructuredError{Code: mcp.ErrInternal, Message: "x"}}, nil, aacp.Fence{})
 	require.NoError(t, err)
 	assert.False(t, applied)
 
@@ -276,7 +281,7 @@ func testResolveWithResponse(t *testing.T, s aacp.Store) {
 	resp.Envelope.SourceAgentID, resp.Envelope.TargetAgentID, resp.Envelope.MessageType = "b", "a", aacp.MessageResponse
 	resp.Envelope.Payload = jsontext.Value(`{"outcome":"COMPLETED"}`)
 	applied, err := s.Resolve(ctx(), &aacp.Resolution{RequestID: r.RequestID, Outcome: aacp.OutcomeCompleted,
-		CompletedAt: base}, resp)
+		CompletedAt: base}, resp, aacp.Fence{})
 	require.NoError(t, err)
 	require.True(t, applied)
 	gm, err := s.GetMessageRecord(ctx(), resp.MessageID)
@@ -291,7 +296,7 @@ func testResolveWithResponse(t *testing.T, s aacp.Store) {
 	require.NoError(t, s.Enqueue(ctx(), r2, Message(r2, 2, base)))
 	resp2 := Message(r2, 1, base)
 	resp2.Envelope.SourceAgentID, resp2.Envelope.TargetAgentID, resp2.Envelope.MessageType = "b", "a", aacp.MessageResponse
-	applied, err = s.Resolve(ctx(), &aacp.Resolution{RequestID: r2.RequestID, Outcome: aacp.OutcomeCompleted}, resp2)
+	applied, err = s.Resolve(ctx(), &aacp.Resolution{RequestID: r2.RequestID, Outcome: aacp.OutcomeCompleted}, resp2, aacp.Fence{})
 	require.ErrorIs(t, err, aacp.ErrSeqConflict)
 	assert.False(t, applied)
 	got, err := s.GetRequestRecord(ctx(), r2.RequestID)

@@ -1,0 +1,229 @@
+package aacp
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keelmcp/keel/mcp"
+)
+
+// failingStore fails a request from outside (MarkFailed, as an operator
+// would) at the moment the node next looks at it or records its retry,
+// once armed: the external write lands between a failed attempt and the
+// retry's record.
+type failingStore struct {
+	Store
+	armed atomic.Bool
+	se    *mcp.StructuredError
+}
+
+func (s *failingStore) GetRequestRecord(ctx context.Context, id string) (*RequestRecord, error) {
+	rec, err := s.Store.GetRequestRecord(ctx, id)
+	if s.armed.CompareAndSwap(true, false) {
+		_ = s.Store.MarkFailed(ctx, id, s.se) // just after the read
+	}
+	return rec, err
+}
+
+func (s *failingStore) UpdateRetry(ctx context.Context, u *RetryUpdate) (bool, error) {
+	if s.armed.CompareAndSwap(true, false) {
+		_ = s.Store.MarkFailed(ctx, u.RequestID, s.se) // just before the update
+	}
+	return s.Store.UpdateRetry(ctx, u)
+}
+
+// A retry never overwrites a final state: a request failed from outside
+// between a failed attempt and its retry stays FAILED with the external
+// error, and its handler does not run again.
+func TestRetryRacingExternalMarkFailed(t *testing.T) {
+	external := &mcp.StructuredError{Code: mcp.ErrInternal, Message: "cancelled by an operator"}
+	for _, tt := range []struct {
+		name string
+		// during the first attempt, or during the backoff that follows it
+		duringAttempt bool
+	}{
+		{"MarkFailedBeforeTheRetryIsRecorded", true},
+		{"MarkFailedDuringTheBackoff", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &failingStore{Store: NewMemoryStore(), se: external}
+			clock := newFakeClock()
+			var calls atomic.Int32
+			m := NewMux()
+			m.HandleFunc("flaky", func(context.Context, *Envelope) (any, error) {
+				if calls.Add(1) == 1 && tt.duringAttempt {
+					st.armed.Store(true)
+				}
+				return nil, &mcp.StructuredError{Code: CodeUnavailable, Message: "try later"}
+			})
+			policy := RetryPolicy{MaxAttempts: 5, BaseDelay: 100 * time.Millisecond}
+			n := New(st, m, &Options{Clock: clock, PollInterval: -1, Retry: &policy, Logger: quietLogger,
+				Rand: func() float64 { return 0 }})
+			require.NoError(t, n.Start(bg))
+			t.Cleanup(func() { n.Close(bg) })
+
+			id, err := n.Submit(bg, "client", "flaky", 1)
+			require.NoError(t, err)
+			n.bg.Wait()
+			require.Equal(t, int32(1), calls.Load())
+			if !tt.duringAttempt {
+				require.NoError(t, st.MarkFailed(bg, id, external))
+			}
+			for i := 0; i < 10; i++ {
+				clock.Advance(time.Second)
+				poll(t, n)
+			}
+			assert.Equal(t, int32(1), calls.Load(), "the request ran again after it was failed")
+			rec, err := st.GetRequestRecord(bg, id)
+			require.NoError(t, err)
+			assert.Equal(t, OutcomeFailed, rec.Status)
+			assert.Equal(t, external, rec.Error)
+			res, err := n.Await(bg, id)
+			require.NoError(t, err)
+			assert.Equal(t, OutcomeFailed, res.Outcome)
+			assert.Equal(t, external, res.Error)
+		})
+	}
+}
+
+// A node whose lease was taken over while its handler ran (a pause past
+// the lease's expiry) cannot commit: its resolution is refused by the
+// store, and the new owner's stands.
+func TestFencedOwnerCannotCommit(t *testing.T) {
+	st := NewMemoryStore()
+	clock := newFakeClock()
+	opts := func(id string) *Options {
+		return &Options{ID: id, Clock: clock, PollInterval: -1, Logger: quietLogger, Rand: func() float64 { return 0 }}
+	}
+	blocking := func(result string, started chan<- struct{}, release <-chan struct{}) *Mux {
+		m := NewMux()
+		m.HandleFunc("worker", func(context.Context, *Envelope) (any, error) {
+			started <- struct{}{}
+			<-release
+			return result, nil
+		})
+		return m
+	}
+	started1, release1 := make(chan struct{}, 1), make(chan struct{})
+	n1 := New(st, blocking("old", started1, release1), opts("node-1"))
+	require.NoError(t, n1.Start(bg))
+	defer n1.Close(bg)
+	started2, release2 := make(chan struct{}, 1), make(chan struct{})
+	n2 := New(st, blocking("new", started2, release2), opts("node-2"))
+	require.NoError(t, n2.Start(bg))
+	defer n2.Close(bg)
+	require.True(t, n1.Owns("worker"))
+	require.False(t, n2.Owns("worker"))
+
+	id, err := n1.Submit(bg, "client", "worker", 1)
+	require.NoError(t, err)
+	<-started1 // n1's handler runs, and n1 stops renewing (paused)
+
+	clock.Advance(DefaultLeaseTTL)
+	_, err = n2.Poll(bg) // takes the agent over, runs the pending request again
+	require.NoError(t, err)
+	require.True(t, n2.Owns("worker"))
+	<-started2
+
+	close(release1) // the old owner wakes up and tries to commit
+	n1.bg.Wait()
+	rec, err := st.GetRequestRecord(bg, id)
+	require.NoError(t, err)
+	assert.Equal(t, OutcomeUnknown, rec.Status, "the old owner's resolution was refused")
+	assert.False(t, n1.Owns("worker"), "the refusal told the old owner it lost the lease")
+
+	close(release2)
+	n2.bg.Wait()
+	res, err := n2.Await(bg, id)
+	require.NoError(t, err)
+	assert.Equal(t, OutcomeCompleted, res.Outcome)
+	assert.JSONEq(t, `"new"`, string(res.Result))
+}
+
+// Lease options out of their bounds fail Start with an error naming the
+// option; zero ones take their defaults.
+func TestLeaseOptionBounds(t *testing.T) {
+	for _, tt := range []struct {
+		ttl, renew time.Duration
+		err        string
+	}{
+		{0, 0, ""},
+		{time.Second, 0, ""},
+		{MinLeaseTTL, MinLeaseRenewInterval, ""},
+		{MaxLeaseTTL, MaxLeaseTTL / 2, ""},
+		{MinLeaseTTL - 1, 0, "Options.LeaseTTL"},
+		{MaxLeaseTTL + 1, 0, "Options.LeaseTTL"},
+		{-time.Second, 0, "Options.LeaseTTL"},
+		{time.Second, time.Second/2 + 1, "Options.LeaseRenewInterval"},
+		{time.Second, MinLeaseRenewInterval - 1, "Options.LeaseRenewInterval"},
+		{time.Second, -1, "Options.LeaseRenewInterval"},
+	} {
+		n := New(NewMemoryStore(), echoMux(nil), &Options{LeaseTTL: tt.ttl, LeaseRenewInterval: tt.renew, PollInterval: -1,
+			Logger: quietLogger})
+		err := n.Start(bg)
+		if tt.err == "" {
+			assert.NoError(t, err, "ttl %v renew %v", tt.ttl, tt.renew)
+		} else {
+			assert.ErrorContains(t, err, tt.err, "ttl %v renew %v", tt.ttl, tt.renew)
+		}
+		n.Close(bg)
+	}
+	n := New(NewMemoryStore(), echoMux(nil), nil)
+	assert.Equal(t, DefaultLeaseTTL, n.opts.LeaseTTL)
+	assert.Equal(t, DefaultLeaseTTL/3, n.opts.LeaseRenewInterval)
+}
+
+// A node stops counting on a lease it could not renew in time; it renews
+// it when nobody took it over meanwhile, and gives the agent up when its
+// renewal finds it taken over: its requests go to the new owner.
+func TestLeaseExpiryAndLoss(t *testing.T) {
+	st := NewMemoryStore()
+	clock := newFakeClock()
+	var runs1, runs2 counter
+	opts := func(id string) *Options {
+		return &Options{ID: id, Clock: clock, PollInterval: -1, Logger: quietLogger, Rand: func() float64 { return 0 }}
+	}
+	n1 := New(st, echoMux(&runs1), opts("node-1"))
+	require.NoError(t, n1.Start(bg))
+	defer n1.Close(bg)
+	require.True(t, n1.Owns("echo"))
+
+	// Paused past the expiry: not the owner as far as it knows...
+	clock.Advance(DefaultLeaseTTL)
+	assert.False(t, n1.Owns("echo"))
+	// ...but nobody took over, so its renewal succeeds with the same token.
+	poll(t, n1)
+	assert.True(t, n1.Owns("echo"))
+	l, err := st.GetLease(bg, "echo")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), l.Token)
+
+	// Now another node takes over while node-1 is paused.
+	n2 := New(st, echoMux(&runs2), opts("node-2"))
+	require.NoError(t, n2.Start(bg))
+	defer n2.Close(bg)
+	assert.False(t, n2.Owns("echo"))
+	clock.Advance(DefaultLeaseTTL)
+	poll(t, n2)
+	require.True(t, n2.Owns("echo"))
+	poll(t, n1) // the renewal finds the lease taken over
+	assert.False(t, n1.Owns("echo"))
+
+	// A request sent through node-1 is left in the ledger for node-2.
+	id, err := n1.Submit(bg, "client", "echo", 7)
+	require.NoError(t, err)
+	n1.bg.Wait()
+	assert.Zero(t, runs1.get(id))
+	poll(t, n2)
+	res, err := n2.Await(bg, id)
+	require.NoError(t, err)
+	assert.JSONEq(t, "7", string(res.Result))
+	assert.Equal(t, 1, runs2.get(id))
+	poll(t, n1)
+	assert.Zero(t, runs1.total(), "node-1 waits: it tries again every renew interval, the lease is held")
+}
