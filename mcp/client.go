@@ -5,8 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
+	"strconv"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -103,17 +102,16 @@ type ClientOptions struct {
 // performs the initialize handshake and calls the server. It is what
 // downstream tests use against a server over transport.NewPipe.
 type Client struct {
+	// Its parts are cut by concern, each in its own file; they share the
+	// options (read-only once NewClient returns) and, from Connect, conn.
 	opts ClientOptions
 	log  *slog.Logger
 
-	conn     *conn
-	init     atomic.Pointer[InitializeResult]
-	reinitMu sync.Mutex // one re-initialization at a time
-	readDone chan struct{}
-	closeMu  sync.Mutex
-	readErr  error
-	side     clientSide  // server-to-client requests (client_handlers.go)
-	mod      modernState // revision 2026-07-28 (client_modern.go)
+	conn *conn         // nil before Connect
+	in   clientReader  // reads conn (client_reader.go)
+	sess clientSession // initialize result and legacy calls (client_session.go)
+	side clientSide    // server-to-client requests (client_handlers.go)
+	mod  modernState   // revision 2026-07-28 (client_modern.go)
 }
 
 // NewClient returns an unconnected Client configured by opts.
@@ -142,8 +140,9 @@ func NewClient(opts *ClientOptions) *Client {
 	}
 	declareHandlerCapabilities(&o)
 	c := &Client{opts: o, log: o.Logger}
-	c.side.reqs.log = o.Logger
-	c.setupModern()
+	c.sess.opts, c.sess.log = &c.opts, c.log
+	c.side.opts, c.side.log, c.side.reqs.log = &c.opts, c.log, c.log
+	c.mod.setup(&c.opts, c.log, &c.side)
 	return c
 }
 
@@ -157,155 +156,51 @@ func (c *Client) Connect(ctx context.Context, t transport.Transport) error {
 	if c.conn != nil {
 		return errors.New("mcp: client already connected")
 	}
-	c.conn = newConn(t, c.opts.MaxDepth, c.log)
-	c.readDone = make(chan struct{})
-	go c.readLoop()
+	cn := newConn(t, c.opts.MaxDepth, c.log)
+	c.conn = cn
+	c.sess.connect(cn)
+	c.mod.connect(cn)
+	c.in = clientReader{cn: cn, opts: &c.opts, log: c.log, side: &c.side, mod: &c.mod, done: make(chan struct{})}
+	go c.in.run()
+	var (
+		res *InitializeResult
+		err error
+	)
 	if c.mod.on {
-		if err := c.discover(ctx); err != nil {
-			c.Close()
-			return err
-		}
-		return nil
+		res, err = c.mod.discover(ctx)
+	} else {
+		res, err = c.sess.handshake(ctx)
 	}
-	res, err := c.handshake(ctx)
 	if err != nil {
 		c.Close()
 		return err
 	}
-	c.init.Store(res)
+	c.sess.init.Store(res)
 	return nil
 }
 
-// handshake sends initialize and, once the server has answered with a
-// revision this client supports, notifications/initialized.
-func (c *Client) handshake(ctx context.Context) (*InitializeResult, error) {
-	var res InitializeResult
-	err := c.conn.call(ctx, MethodInitialize, &InitializeParams{
-		ProtocolVersion: c.opts.ProtocolVersion,
-		Capabilities:    c.opts.Capabilities,
-		ClientInfo:      Implementation{Name: c.opts.Name, Version: c.opts.Version, Title: c.opts.Title},
-	}, &res, nil)
-	if err == nil && !IsSupportedVersion(res.ProtocolVersion) {
-		err = fmt.Errorf("mcp: server chose unsupported protocol revision %q", res.ProtocolVersion)
-	}
-	if err == nil {
-		err = c.conn.notify(ctx, NotificationInitialized, nil)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &res, nil
-}
-
-// inSession runs send; if it fails because the server no longer knows the
-// session, it starts a new session (see renewed) and runs send once more.
-func (c *Client) inSession(ctx context.Context, send func() error) error {
-	old := c.init.Load()
-	err := send()
-	if again, err := c.renewed(ctx, old, err); !again {
-		return err
-	}
-	return send()
-}
-
-// renewed handles err, the failure of a message sent within the session
-// whose initialize result was old: when the server no longer knows that
-// session, it starts a new one (unless another call did already) and
-// reports true, meaning "send the message again". A failed handshake is
-// returned, joined to err.
-func (c *Client) renewed(ctx context.Context, old *InitializeResult, err error) (bool, error) {
-	if err == nil || old == nil || c.mod.on || c.opts.DisableReinitialize || !errors.Is(err, transport.ErrSessionNotFound) {
-		return false, err
-	}
-	c.reinitMu.Lock()
-	defer c.reinitMu.Unlock()
-	if c.init.Load() != old { // another call started the new session
-		return true, nil
-	}
-	c.log.Info("mcp: the server ended the session; initializing a new one", "error", err)
-	res, herr := c.handshake(ctx)
-	if herr != nil {
-		return false, fmt.Errorf("mcp: the server ended the session and a new one could not start: %w", errors.Join(err, herr))
-	}
-	c.init.Store(res)
-	if c.opts.OnReinitialized != nil {
-		c.opts.OnReinitialized(ctx, res)
-	}
-	return true, nil
-}
-
-func (c *Client) readLoop() {
-	defer close(c.readDone)
-	defer c.conn.close()
-	for {
-		msg, err := c.conn.t.Read(context.Background())
-		if err != nil {
-			var tooLarge *transport.MessageTooLargeError
-			if errors.As(err, &tooLarge) {
-				c.log.Warn("mcp: client dropped an oversized message", "error", err)
-				continue
-			}
-			if !isEOF(err) {
-				c.closeMu.Lock()
-				c.readErr = err
-				c.closeMu.Unlock()
-			}
-			return
+// cancelSender returns what tells the server, with notifications/cancelled,
+// that the client stopped waiting for its request id. When modern (a
+// revision) is set, the notification names it in _meta, so that an HTTP
+// transport knows it is modern.
+func cancelSender(cn *conn, modern string) func(id int64, reason string) {
+	return func(id int64, reason string) {
+		p := &CancelledParams{RequestID: jsontext.Value(strconv.AppendInt(nil, id, 10)), Reason: reason}
+		if modern != "" {
+			p.Meta = Meta{MetaProtocolVersion: modern}
 		}
-		if jsonrpc.IsBatch(msg) {
-			elems, derr := jsonrpc.SplitBatch(msg)
-			if derr != nil {
-				c.log.Warn("mcp: client received a malformed batch", "error", derr)
-				continue
-			}
-			for _, e := range elems {
-				c.handle(e)
-			}
-			continue
-		}
-		c.handle(msg)
-	}
-}
-
-func (c *Client) handle(raw []byte) {
-	m, derr := jsonrpc.Decode(raw, c.opts.MaxDepth)
-	if derr != nil {
-		c.log.Warn("mcp: client received a malformed message", "error", derr)
-		if derr.ID != nil && string(derr.ID) != "null" {
-			_ = c.conn.writeError(context.Background(), derr.ID, &Error{Code: derr.Code, Message: derr.Message})
-		}
-		return
-	}
-	switch m.Kind {
-	case jsonrpc.KindResponse:
-		if m.ID != nil {
-			c.conn.deliver(&m)
-		}
-	case jsonrpc.KindNotification:
-		c.listenNotification(&m)  // subscriptions/listen acknowledgements (client_modern_listen.go)
-		c.featureNotification(&m) // resources and list_changed (client_features.go)
-		c.handleNotification(&m)
-	case jsonrpc.KindRequest:
-		ctx := context.Background()
-		if m.Method == MethodPing {
-			_ = c.conn.writeResult(ctx, m.ID, EmptyResult{})
-			return
-		}
-		if c.serveRequest(&m) {
-			return
-		}
-		_ = c.conn.writeError(ctx, m.ID, &Error{Code: CodeMethodNotFound, Message: "Method not found: " + quote(m.Method)})
+		_ = cn.notify(context.Background(), NotificationCancelled, p)
 	}
 }
 
 // InitializeResult returns the server's answer to initialize (nil before Connect).
 // It is the newest result after a re-initialization (ClientOptions). On a
 // modern connection it is built from the DiscoverResult.
-func (c *Client) InitializeResult() *InitializeResult { return c.init.Load() }
+func (c *Client) InitializeResult() *InitializeResult { return c.sess.init.Load() }
 
 // ProtocolVersion returns the negotiated revision ("" before Connect).
 func (c *Client) ProtocolVersion() string {
-	if res := c.init.Load(); res != nil {
+	if res := c.sess.init.Load(); res != nil {
 		return res.ProtocolVersion
 	}
 	return ""
@@ -331,18 +226,9 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 		return errors.New("mcp: client not connected")
 	}
 	if c.mod.on {
-		return c.modernCall(ctx, method, params, result)
+		return c.mod.call(ctx, method, params, result)
 	}
-	return c.inSession(ctx, func() error { return c.conn.call(ctx, method, params, result, c.sendCancelled) })
-}
-
-func (c *Client) sendCancelled(id int64, reason string) {
-	raw := jsontext.Value(fmt.Appendf(nil, "%d", id))
-	p := &CancelledParams{RequestID: raw, Reason: reason}
-	if c.mod.on { // names its revision, so that an HTTP transport knows it is modern
-		p.Meta = Meta{MetaProtocolVersion: c.opts.ProtocolVersion}
-	}
-	_ = c.conn.notify(context.Background(), NotificationCancelled, p)
+	return c.sess.call(ctx, method, params, result)
 }
 
 // Notify sends a notification; like Call, it starts a new session and
@@ -351,13 +237,13 @@ func (c *Client) Notify(ctx context.Context, method string, params any) error {
 	if c.conn == nil {
 		return errors.New("mcp: client not connected")
 	}
-	return c.inSession(ctx, func() error { return c.conn.notify(ctx, method, params) })
+	return c.sess.notify(ctx, method, params)
 }
 
 // Ping sends ping and waits for the answer. A modern client has no ping:
 // the error wraps ErrMethodRemoved.
 func (c *Client) Ping(ctx context.Context) error {
-	if err := c.removed(MethodPing, ""); err != nil {
+	if err := c.mod.removed(MethodPing, ""); err != nil {
 		return err
 	}
 	return c.Call(ctx, MethodPing, nil, nil)
@@ -441,6 +327,6 @@ func (c *Client) Close() error {
 	}
 	c.conn.close()
 	err := c.conn.t.Close()
-	<-c.readDone
+	<-c.in.done
 	return err
 }

@@ -9,24 +9,24 @@ import (
 	"github.com/keelmcp/keel/internal/jsonrpc"
 )
 
-// featureNotification hands resource updates and list_changed
-// notifications to their typed callbacks.
-func (c *Client) featureNotification(m *jsonrpc.Message) {
+// featureNotification hands task status, resource updates and
+// list_changed notifications to their typed callbacks.
+func (r *clientReader) featureNotification(m *jsonrpc.Message) {
 	switch m.Method {
 	case NotificationTasksStatus:
-		c.taskStatusNotification(m) // client_tasks.go
+		r.taskStatus(m) // client_tasks.go
 	case NotificationResourceUpdated:
-		if c.opts.OnResourceUpdated != nil {
+		if r.opts.OnResourceUpdated != nil {
 			var p ResourceUpdatedNotificationParams
 			if m.Params == nil || json.Unmarshal(m.Params, &p) != nil {
-				c.log.Warn("mcp: client received a malformed notifications/resources/updated")
+				r.log.Warn("mcp: client received a malformed notifications/resources/updated")
 				return
 			}
-			c.opts.OnResourceUpdated(p.URI)
+			r.opts.OnResourceUpdated(p.URI)
 		}
 	case NotificationToolsListChanged, NotificationResourcesListChanged, NotificationPromptsListChanged:
-		if c.opts.OnListChanged != nil {
-			c.opts.OnListChanged(m.Method)
+		if r.opts.OnListChanged != nil {
+			r.opts.OnListChanged(m.Method)
 		}
 	}
 }
@@ -110,7 +110,7 @@ func (c *Client) ReadResource(ctx context.Context, uri string) (*ReadResourceRes
 // resources.subscribe; otherwise the error is -32601. A modern client
 // subscribes with Listen instead: the error wraps ErrMethodRemoved.
 func (c *Client) Subscribe(ctx context.Context, uri string) error {
-	if err := c.removed(MethodResourcesSubscribe, "use Client.Listen with SubscriptionFilter.ResourceSubscriptions"); err != nil {
+	if err := c.mod.removed(MethodResourcesSubscribe, "use Client.Listen with SubscriptionFilter.ResourceSubscriptions"); err != nil {
 		return err
 	}
 	return c.Call(ctx, MethodResourcesSubscribe, &SubscribeParams{URI: uri}, nil)
@@ -118,7 +118,7 @@ func (c *Client) Subscribe(ctx context.Context, uri string) error {
 
 // Unsubscribe ends a subscription made with Subscribe.
 func (c *Client) Unsubscribe(ctx context.Context, uri string) error {
-	if err := c.removed(MethodResourcesUnsubscribe, "end the Subscription of Client.Listen"); err != nil {
+	if err := c.mod.removed(MethodResourcesUnsubscribe, "end the Subscription of Client.Listen"); err != nil {
 		return err
 	}
 	return c.Call(ctx, MethodResourcesUnsubscribe, &UnsubscribeParams{URI: uri}, nil)
@@ -171,7 +171,7 @@ func (c *Client) Complete(ctx context.Context, p *CompleteParams) (*CompleteResu
 // partial value is value; args are the prompt's arguments already chosen
 // (sent only to servers of 2025-06-18 and later; nil for none).
 func (c *Client) CompletePrompt(ctx context.Context, prompt, arg, value string, args map[string]string) (*Completion, error) {
-	return c.complete(ctx, CompleteReference{Type: RefPrompt, Name: prompt}, arg, value, args)
+	return completion(c.Complete(ctx, completeParams(CompleteReference{Type: RefPrompt, Name: prompt}, arg, value, args)))
 }
 
 // CompleteTemplate asks for completions of variable name of the resource
@@ -179,15 +179,21 @@ func (c *Client) CompletePrompt(ctx context.Context, prompt, arg, value string, 
 // template's variables already chosen (sent only to servers of 2025-06-18
 // and later; nil for none).
 func (c *Client) CompleteTemplate(ctx context.Context, uriTemplate, name, value string, vars map[string]string) (*Completion, error) {
-	return c.complete(ctx, CompleteReference{Type: RefResource, URI: uriTemplate}, name, value, vars)
+	return completion(c.Complete(ctx, completeParams(CompleteReference{Type: RefResource, URI: uriTemplate}, name, value, vars)))
 }
 
-func (c *Client) complete(ctx context.Context, ref CompleteReference, arg, value string, args map[string]string) (*Completion, error) {
+// completeParams asks for completions of argument arg of ref, whose
+// partial value is value; args (nil for none) are those already chosen.
+func completeParams(ref CompleteReference, arg, value string, args map[string]string) *CompleteParams {
 	p := &CompleteParams{Ref: ref, Argument: CompleteArgument{Name: arg, Value: value}}
 	if args != nil {
 		p.Context = &CompleteContext{Arguments: args}
 	}
-	res, err := c.Complete(ctx, p)
+	return p
+}
+
+// completion returns the Completion of a completion/complete answer.
+func completion(res *CompleteResult, err error) (*Completion, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -14,19 +16,24 @@ import (
 )
 
 // The client's side of server-to-client requests (sampling, elicitation,
-// roots) and of the notifications it receives (logging, progress,
-// cancellation). Requests from the server each run on their own goroutine,
-// so a slow handler never holds up the client's reading; their context ends
-// when the server cancels the request (notifications/cancelled) or the
-// client closes, and a cancelled request is not answered.
+// roots). Requests from the server each run on their own goroutine, so a
+// slow handler never holds up the client's reading (client_reader.go);
+// their context ends when the server cancels the request
+// (notifications/cancelled) or the client closes, and a cancelled request
+// is not answered.
 
 // CodeUserRejected is the error code a client answers sampling with when
 // the user rejected the request (return &Error{Code: CodeUserRejected, ...}
 // from ClientOptions.OnSampling).
 const CodeUserRejected = -1
 
-// clientSide is the Client's state for server-to-client requests.
+// clientSide is the Client's side of server-to-client requests: it serves
+// those a legacy server sends, answers the input requests of a modern one
+// (client_modern.go) with the same handlers, and holds the roots it exposes.
 type clientSide struct {
+	opts *ClientOptions // the Client's, read-only: its handlers
+	log  *slog.Logger
+
 	once     sync.Once
 	base     context.Context // ends when the connection ends
 	mu       sync.Mutex
@@ -53,88 +60,57 @@ func declareHandlerCapabilities(o *ClientOptions) {
 	o.Roots = slices.Clone(o.Roots)
 }
 
-func (c *Client) handleNotification(m *jsonrpc.Message) {
-	switch m.Method {
-	case NotificationCancelled:
-		var p CancelledParams
-		if m.Params != nil && json.Unmarshal(m.Params, &p) == nil && p.RequestID != nil {
-			c.side.reqs.cancel(idKey(p.RequestID), p.Reason)
-		}
-	case NotificationMessage:
-		if c.opts.OnLog != nil {
-			var p LoggingMessageNotificationParams
-			if m.Params == nil || json.Unmarshal(m.Params, &p) != nil {
-				c.log.Warn("mcp: client received a malformed notifications/message")
-				break
-			}
-			c.opts.OnLog(&p)
-		}
-	case NotificationProgress:
-		if c.opts.OnProgress != nil {
-			var p ProgressParams
-			if m.Params == nil || json.Unmarshal(m.Params, &p) != nil {
-				c.log.Warn("mcp: client received a malformed notifications/progress")
-				break
-			}
-			c.opts.OnProgress(&p)
-		}
-	}
-	if c.opts.OnNotification != nil {
-		c.opts.OnNotification(m.Method, m.Params)
-	}
-}
-
 // clientRequestHandler decodes params and serves one server request.
-type clientRequestHandler func(c *Client, ctx context.Context, params jsontext.Value) (any, error)
+type clientRequestHandler func(s *clientSide, ctx context.Context, params jsontext.Value) (any, error)
 
 // clientRequestHandlers serve the server's requests; each reports ok=false
 // when the client has no handler (the request then gets -32601).
-var clientRequestHandlers = map[string]func(c *Client) (clientRequestHandler, bool){
-	MethodSamplingCreateMessage: func(c *Client) (clientRequestHandler, bool) {
-		if c.opts.OnSampling == nil {
+var clientRequestHandlers = map[string]func(s *clientSide) (clientRequestHandler, bool){
+	MethodSamplingCreateMessage: func(s *clientSide) (clientRequestHandler, bool) {
+		if s.opts.OnSampling == nil {
 			return nil, false
 		}
-		return func(c *Client, ctx context.Context, raw jsontext.Value) (any, error) {
+		return func(s *clientSide, ctx context.Context, raw jsontext.Value) (any, error) {
 			var p CreateMessageParams
 			if err := decodeParams(raw, &p); err != nil {
 				return nil, err
 			}
-			res, err := c.opts.OnSampling(ctx, &p)
+			res, err := s.opts.OnSampling(ctx, &p)
 			if err == nil && res == nil {
 				err = errors.New("OnSampling returned no result")
 			}
 			return res, err
 		}, true
 	},
-	MethodElicitationCreate: func(c *Client) (clientRequestHandler, bool) {
-		if c.opts.OnElicitation == nil {
+	MethodElicitationCreate: func(s *clientSide) (clientRequestHandler, bool) {
+		if s.opts.OnElicitation == nil {
 			return nil, false
 		}
-		return func(c *Client, ctx context.Context, raw jsontext.Value) (any, error) {
+		return func(s *clientSide, ctx context.Context, raw jsontext.Value) (any, error) {
 			var p ElicitParams
 			if err := decodeParams(raw, &p); err != nil {
 				return nil, err
 			}
-			res, err := c.opts.OnElicitation(ctx, &p)
+			res, err := s.opts.OnElicitation(ctx, &p)
 			if err == nil && res == nil {
 				err = errors.New("OnElicitation returned no result")
 			}
 			return res, err
 		}, true
 	},
-	MethodRootsList: func(c *Client) (clientRequestHandler, bool) {
-		if c.opts.Capabilities.Roots == nil {
+	MethodRootsList: func(s *clientSide) (clientRequestHandler, bool) {
+		if s.opts.Capabilities.Roots == nil {
 			return nil, false
 		}
-		return func(c *Client, ctx context.Context, _ jsontext.Value) (any, error) {
-			if c.opts.OnListRoots != nil {
-				roots, err := c.opts.OnListRoots(ctx)
+		return func(s *clientSide, ctx context.Context, _ jsontext.Value) (any, error) {
+			if s.opts.OnListRoots != nil {
+				roots, err := s.opts.OnListRoots(ctx)
 				if err != nil {
 					return nil, err
 				}
 				return &ListRootsResult{Roots: roots}, nil
 			}
-			return &ListRootsResult{Roots: c.Roots()}, nil
+			return &ListRootsResult{Roots: s.currentRoots()}, nil
 		}, true
 	},
 }
@@ -149,22 +125,21 @@ func decodeParams(raw jsontext.Value, p any) error {
 	return nil
 }
 
-// serveRequest starts serving a request of the server on its own
+// serve starts serving a request of the server, read from cn, on its own
 // goroutine; it reports false when the client has no handler for it.
-func (c *Client) serveRequest(m *jsonrpc.Message) bool {
+func (s *clientSide) serve(cn *conn, m *jsonrpc.Message) bool {
 	mk := clientRequestHandlers[m.Method]
 	if mk == nil {
 		return false
 	}
-	h, ok := mk(c)
+	h, ok := mk(s)
 	if !ok {
 		return false
 	}
-	s := &c.side
 	s.once.Do(func() {
 		base, cancel := context.WithCancel(context.Background())
 		s.base = base
-		done := c.conn.done
+		done := cn.done
 		go func() { <-done; cancel() }()
 	})
 	id, method := m.ID, m.Method
@@ -179,38 +154,79 @@ func (c *Client) serveRequest(m *jsonrpc.Message) bool {
 			if !errors.As(err, &rpcErr) {
 				rpcErr = &Error{Code: CodeInternalError, Message: "Internal error: " + err.Error()}
 			}
-			_ = c.conn.writeError(wctx, id, rpcErr)
+			_ = cn.writeError(wctx, id, rpcErr)
 			return
 		}
-		if werr := c.conn.writeResult(wctx, id, res); werr == errNotSerializable {
-			_ = c.conn.writeError(wctx, id, &Error{Code: CodeInternalError, Message: "Internal error: result not serializable"})
+		if werr := cn.writeResult(wctx, id, res); werr == errNotSerializable {
+			_ = cn.writeError(wctx, id, &Error{Code: CodeInternalError, Message: "Internal error: result not serializable"})
 		}
 	})
 	if f == nil {
-		_ = c.conn.writeError(context.Background(), m.ID, errIDInUse)
+		_ = cn.writeError(context.Background(), m.ID, errIDInUse)
 		return true
 	}
 	params := m.Params
-	go f.run(func(ctx context.Context) (any, error) { return h(c, ctx, params) })
+	go f.run(func(ctx context.Context) (any, error) { return h(s, ctx, params) })
 	return true
+}
+
+// answer runs the client's handler of an input request of a modern server
+// (the same one that answers a legacy server's request of that method).
+func (s *clientSide) answer(ctx context.Context, method string, params jsontext.Value) (res any, err error) {
+	mk := clientRequestHandlers[method]
+	if mk == nil {
+		return nil, fmt.Errorf("the client cannot answer method %q", method)
+	}
+	h, ok := mk(s)
+	if !ok {
+		return nil, fmt.Errorf("the client has no handler for %s (see ClientOptions: %s)", method, inputHandlerOption[method])
+	}
+	if params == nil && method == MethodRootsList {
+		params = jsontext.Value("{}")
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("mcp: client handler panicked", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			res, err = nil, fmt.Errorf("the handler of %s panicked", method)
+		}
+	}()
+	return h(s, ctx, params)
+}
+
+// inputHandlerOption names the ClientOptions field that answers each input method.
+var inputHandlerOption = map[string]string{
+	MethodSamplingCreateMessage: "OnSampling",
+	MethodElicitationCreate:     "OnElicitation",
+	MethodRootsList:             "Roots or OnListRoots",
+}
+
+// currentRoots returns the roots the client exposes.
+func (s *clientSide) currentRoots() []Root {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rootsSet {
+		return slices.Clone(s.roots)
+	}
+	return slices.Clone(s.opts.Roots)
+}
+
+// setRoots replaces the roots the client exposes.
+func (s *clientSide) setRoots(roots []Root) {
+	s.mu.Lock()
+	s.roots, s.rootsSet = slices.Clone(roots), true
+	s.mu.Unlock()
 }
 
 // Roots returns the roots the client exposes (ClientOptions.Roots, or what
 // SetRoots set last).
-func (c *Client) Roots() []Root {
-	c.side.mu.Lock()
-	defer c.side.mu.Unlock()
-	if c.side.rootsSet {
-		return slices.Clone(c.side.roots)
-	}
-	return slices.Clone(c.opts.Roots)
-}
+func (c *Client) Roots() []Root { return c.side.currentRoots() }
 
 // SetRoots replaces the roots the client exposes and, when connected, tells
 // the server with notifications/roots/list_changed (if the client declared
 // roots with listChanged; a modern client tells nothing, the server asks
-// for roots with each request that needs them). It returns a *CapabilityError when the client
-// did not declare roots at all (see ClientOptions.Roots).
+// for roots with each request that needs them). It returns a
+// *CapabilityError when the client did not declare roots at all (see
+// ClientOptions.Roots).
 func (c *Client) SetRoots(ctx context.Context, roots []Root) error {
 	rc := c.opts.Capabilities.Roots
 	if rc == nil {
@@ -219,10 +235,8 @@ func (c *Client) SetRoots(ctx context.Context, roots []Root) error {
 	if roots == nil {
 		roots = []Root{}
 	}
-	c.side.mu.Lock()
-	c.side.roots, c.side.rootsSet = slices.Clone(roots), true
-	c.side.mu.Unlock()
-	if c.conn == nil || c.init.Load() == nil || !rc.ListChanged || c.mod.on {
+	c.side.setRoots(roots)
+	if c.conn == nil || c.sess.init.Load() == nil || !rc.ListChanged || c.mod.on {
 		return nil
 	}
 	return c.Notify(ctx, NotificationRootsListChanged, nil)
@@ -233,7 +247,7 @@ func (c *Client) SetRoots(ctx context.Context, roots []Root) error {
 // client sends its level with each request instead (ClientOptions.LogLevel):
 // the error wraps ErrMethodRemoved.
 func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel) error {
-	if err := c.removed(MethodLoggingSetLevel, "set ClientOptions.LogLevel instead"); err != nil {
+	if err := c.mod.removed(MethodLoggingSetLevel, "set ClientOptions.LogLevel instead"); err != nil {
 		return err
 	}
 	return c.Call(ctx, MethodLoggingSetLevel, &SetLevelParams{Level: level}, nil)

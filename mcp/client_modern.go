@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -38,10 +38,21 @@ var ErrMethodRemoved = errors.New("mcp: method removed in protocol revision " + 
 // exists only at revision 2026-07-28 (Listen) when the connection is legacy.
 var ErrNotModern = errors.New("mcp: method requires protocol revision " + Version20260728)
 
-// modernState is the Client's state for revision 2026-07-28.
+// modernState is the Client's machinery for revision 2026-07-28: the
+// _meta every request carries, server/discover, requests whose
+// input_required results it fulfils (with the handlers of clientSide),
+// subscriptions (client_modern_listen.go) and the checks of the Client
+// methods one revision family lacks.
 type modernState struct {
-	on   bool                              // ClientOptions.ProtocolVersion is modern
-	meta map[string]jsontext.Value         // the _meta every request carries
+	on   bool           // ClientOptions.ProtocolVersion is modern
+	opts *ClientOptions // the Client's, read-only
+	log  *slog.Logger
+	side *clientSide               // answers input requests (client_handlers.go)
+	meta map[string]jsontext.Value // the _meta every request carries
+
+	cn     *conn                         // set by connect
+	cancel func(id int64, reason string) // notifications/cancelled naming the revision
+
 	disc atomic.Pointer[DiscoverResult]    // the server/discover result
 	mu   sync.Mutex                        // guards acks
 	acks map[int64]chan *listenAcknowledge // listen requests awaiting their ack
@@ -50,27 +61,27 @@ type modernState struct {
 // inputMethods are the methods whose results may be input_required.
 var inputMethods = map[string]bool{MethodToolsCall: true, MethodPromptsGet: true, MethodResourcesRead: true}
 
-// setupModern prepares the per-request _meta of a modern client (opts are
-// final: handler capabilities are declared).
-func (c *Client) setupModern() {
-	o := &c.opts
+// setup prepares the per-request _meta of a modern client (o is final:
+// handler capabilities are declared); side answers its input requests.
+func (m *modernState) setup(o *ClientOptions, log *slog.Logger, side *clientSide) {
+	m.opts, m.log, m.side = o, log, side
 	if !IsModernVersion(o.ProtocolVersion) {
 		return
 	}
-	c.mod.on = true
+	m.on = true
 	caps := o.Capabilities
 	caps.Tasks = nil // no core tasks at 2026-07-28 (see ExtensionTasks)
 	if caps.Roots != nil {
 		caps.Roots = &RootsCapability{} // roots list_changed is gone
 	}
-	c.mod.meta = map[string]jsontext.Value{}
+	m.meta = map[string]jsontext.Value{}
 	put := func(k string, v any) {
 		b, err := json.Marshal(v, json.Deterministic(true))
 		if err != nil { // only a user's Experimental or Extensions value can fail
-			c.log.Error("mcp: encoding request _meta", "key", k, "error", err)
+			log.Error("mcp: encoding request _meta", "key", k, "error", err)
 			b = []byte("{}")
 		}
-		c.mod.meta[k] = b
+		m.meta[k] = b
 	}
 	put(MetaProtocolVersion, o.ProtocolVersion)
 	put(MetaClientCapabilities, caps)
@@ -80,16 +91,23 @@ func (c *Client) setupModern() {
 	}
 }
 
+// connect makes the requests go over cn.
+func (m *modernState) connect(cn *conn) {
+	m.cn, m.cancel = cn, cancelSender(cn, m.opts.ProtocolVersion)
+}
+
 // discover sends server/discover and checks that the server supports the
-// client's revision. A -32022 answer is returned as *Error.
-func (c *Client) discover(ctx context.Context) error {
+// client's revision; it keeps the result (see Client.DiscoverResult) and
+// returns the InitializeResult built from it. A -32022 answer is returned
+// as *Error.
+func (m *modernState) discover(ctx context.Context) (*InitializeResult, error) {
 	var res DiscoverResult
-	if err := c.modernCall(ctx, MethodServerDiscover, nil, &res); err != nil {
-		return err
+	if err := m.call(ctx, MethodServerDiscover, nil, &res); err != nil {
+		return nil, err
 	}
-	v := c.opts.ProtocolVersion
+	v := m.opts.ProtocolVersion
 	if !slices.Contains(res.SupportedVersions, v) {
-		return fmt.Errorf("mcp: the server does not support protocol revision %s (it supports: %s)", v, strings.Join(res.SupportedVersions, ", "))
+		return nil, fmt.Errorf("mcp: the server does not support protocol revision %s (it supports: %s)", v, strings.Join(res.SupportedVersions, ", "))
 	}
 	init := &InitializeResult{ProtocolVersion: v, Capabilities: res.Capabilities, Instructions: res.Instructions, Meta: res.Meta}
 	if info, ok := res.Meta[MetaServerInfo]; ok {
@@ -97,9 +115,8 @@ func (c *Client) discover(ctx context.Context) error {
 			_ = json.Unmarshal(b, &init.ServerInfo)
 		}
 	}
-	c.mod.disc.Store(&res)
-	c.init.Store(init)
-	return nil
+	m.disc.Store(&res)
+	return init, nil
 }
 
 // DiscoverResult returns the server's answer to server/discover (nil before
@@ -110,7 +127,7 @@ func (c *Client) DiscoverResult() *DiscoverResult { return c.mod.disc.Load() }
 
 // withRequestMeta returns params as a JSON object whose _meta holds the
 // client's per-request keys; those the caller's _meta already has are kept.
-func (c *Client) withRequestMeta(method string, params any) (map[string]jsontext.Value, error) {
+func (m *modernState) withRequestMeta(method string, params any) (map[string]jsontext.Value, error) {
 	obj := map[string]jsontext.Value{}
 	if params != nil {
 		b, err := json.Marshal(params)
@@ -132,7 +149,7 @@ func (c *Client) withRequestMeta(method string, params any) (map[string]jsontext
 			return nil, fmt.Errorf("mcp: %s params: _meta must be a JSON object: %w", method, err)
 		}
 	}
-	for k, v := range c.mod.meta {
+	for k, v := range m.meta {
 		if _, ok := meta[k]; !ok {
 			meta[k] = v
 		}
@@ -145,21 +162,21 @@ func (c *Client) withRequestMeta(method string, params any) (map[string]jsontext
 	return obj, nil
 }
 
-// modernCall sends a modern request and decodes its result into result
-// (may be nil), fulfilling input-required results on the way.
-func (c *Client) modernCall(ctx context.Context, method string, params, result any) error {
-	obj, err := c.withRequestMeta(method, params)
+// call sends a modern request and decodes its result into result (may be
+// nil), fulfilling input-required results on the way.
+func (m *modernState) call(ctx context.Context, method string, params, result any) error {
+	obj, err := m.withRequestMeta(method, params)
 	if err != nil {
 		return err
 	}
-	rounds := c.opts.MaxInputRounds
+	rounds := m.opts.MaxInputRounds
 	for round := 0; ; round++ {
 		wire, err := json.Marshal(obj, json.Deterministic(true))
 		if err != nil {
 			return fmt.Errorf("mcp: encoding %s params: %w", method, err)
 		}
 		var raw jsontext.Value
-		if err := c.conn.call(ctx, method, jsontext.Value(wire), &raw, c.sendCancelled); err != nil {
+		if err := m.cn.call(ctx, method, jsontext.Value(wire), &raw, m.cancel); err != nil {
 			return err
 		}
 		rt, body, err := splitResultType(raw)
@@ -175,7 +192,7 @@ func (c *Client) modernCall(ctx context.Context, method string, params, result a
 			if round >= rounds {
 				return fmt.Errorf("mcp: %s: the server still asks for input after %d rounds", method, rounds)
 			}
-			responses, state, err := c.fulfilInput(ctx, method, body)
+			responses, state, err := m.fulfilInput(ctx, method, body)
 			if err != nil {
 				return err
 			}
@@ -193,7 +210,7 @@ func (c *Client) modernCall(ctx context.Context, method string, params, result a
 			}
 			continue
 		case ResultTypeTask:
-			if _, ok := c.opts.Capabilities.Extensions[ExtensionTasks]; !ok {
+			if _, ok := m.opts.Capabilities.Extensions[ExtensionTasks]; !ok {
 				return fmt.Errorf("mcp: %s: the server answered with a task, but the client did not declare the %s extension", method, ExtensionTasks)
 			}
 			if _, ok := result.(*CallToolResult); ok {
@@ -239,7 +256,7 @@ func splitResultType(raw jsontext.Value) (string, jsontext.Value, error) {
 // fulfilInput answers the inputRequests of an input_required result with
 // the client's handlers, in key order. It returns the answers by key and
 // the raw requestState (nil when absent).
-func (c *Client) fulfilInput(ctx context.Context, method string, body jsontext.Value) (map[string]jsontext.Value, jsontext.Value, error) {
+func (m *modernState) fulfilInput(ctx context.Context, method string, body jsontext.Value) (map[string]jsontext.Value, jsontext.Value, error) {
 	var ir struct {
 		InputRequests map[string]struct {
 			Method string         `json:"method"`
@@ -263,7 +280,7 @@ func (c *Client) fulfilInput(ctx context.Context, method string, body jsontext.V
 			reqs[k] = InputRequest{Method: r.Method, Params: r.Params} // raw: re-encoded as sent
 		}
 	}
-	out, err := c.answerInputs(ctx, method, reqs)
+	out, err := m.answerInputs(ctx, method, reqs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -271,9 +288,9 @@ func (c *Client) fulfilInput(ctx context.Context, method string, body jsontext.V
 }
 
 // answerInputs answers input requests (of an input_required result, or of
-// a task: what names them in errors) with the client's handlers, in key
-// order, and returns the answers by key.
-func (c *Client) answerInputs(ctx context.Context, what string, reqs map[string]InputRequest) (map[string]jsontext.Value, error) {
+// a task: what names them in errors) with the client's handlers
+// (clientSide.answer), in key order, and returns the answers by key.
+func (m *modernState) answerInputs(ctx context.Context, what string, reqs map[string]InputRequest) (map[string]jsontext.Value, error) {
 	out := make(map[string]jsontext.Value, len(reqs))
 	for _, k := range sortedKeys(reqs) {
 		req := reqs[k]
@@ -284,7 +301,7 @@ func (c *Client) answerInputs(ctx context.Context, what string, reqs map[string]
 				return nil, fmt.Errorf("mcp: %s: input request %q: %w", what, k, err)
 			}
 		}
-		res, err := c.answerInput(ctx, req.Method, params)
+		res, err := m.side.answer(ctx, req.Method, params)
 		if err != nil {
 			return nil, fmt.Errorf("mcp: %s: input request %q (%s): %w", what, k, req.Method, err)
 		}
@@ -295,44 +312,24 @@ func (c *Client) answerInputs(ctx context.Context, what string, reqs map[string]
 	return out, nil
 }
 
-// answerInput runs the client's handler of an input request (the same one
-// that answers a legacy server's request of that method).
-func (c *Client) answerInput(ctx context.Context, method string, params jsontext.Value) (res any, err error) {
-	mk := clientRequestHandlers[method]
-	if mk == nil {
-		return nil, fmt.Errorf("the client cannot answer method %q", method)
-	}
-	h, ok := mk(c)
-	if !ok {
-		return nil, fmt.Errorf("the client has no handler for %s (see ClientOptions: %s)", method, inputHandlerOption[method])
-	}
-	if params == nil && method == MethodRootsList {
-		params = jsontext.Value("{}")
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			c.log.Error("mcp: client handler panicked", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			res, err = nil, fmt.Errorf("the handler of %s panicked", method)
-		}
-	}()
-	return h(c, ctx, params)
-}
-
-// inputHandlerOption names the ClientOptions field that answers each input method.
-var inputHandlerOption = map[string]string{
-	MethodSamplingCreateMessage: "OnSampling",
-	MethodElicitationCreate:     "OnElicitation",
-	MethodRootsList:             "Roots or OnListRoots",
-}
-
 // removed returns an error wrapping ErrMethodRemoved for method on a
 // modern client (hint, if any, says what to do instead); nil otherwise.
-func (c *Client) removed(method, hint string) error {
-	if !c.mod.on {
+func (m *modernState) removed(method, hint string) error {
+	if !m.on {
 		return nil
 	}
 	if hint != "" {
 		return fmt.Errorf("%w: %s (%s)", ErrMethodRemoved, method, hint)
 	}
 	return fmt.Errorf("%w: %s", ErrMethodRemoved, method)
+}
+
+// need refuses method, which exists only at revision 2026-07-28, on a
+// legacy connection (of revision negotiated) with an error wrapping
+// ErrNotModern.
+func (m *modernState) need(method, negotiated string) error {
+	if !m.on {
+		return fmt.Errorf("%w: %s (negotiated: %s)", ErrNotModern, method, negotiated)
+	}
+	return nil
 }

@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"sync"
 
@@ -27,7 +26,8 @@ type listenAcknowledge struct {
 
 // Subscription is a running subscriptions/listen request (see Client.Listen).
 type Subscription struct {
-	c        *Client
+	cn       *conn
+	cancel   func(id int64, reason string) // notifications/cancelled
 	id       int64
 	honoured SubscriptionFilter
 	stop     chan struct{}
@@ -51,10 +51,16 @@ func (c *Client) Listen(ctx context.Context, filter SubscriptionFilter) (*Subscr
 	if c.conn == nil {
 		return nil, errors.New("mcp: client not connected")
 	}
-	if !c.mod.on {
-		return nil, fmt.Errorf("%w: %s (negotiated: %s)", ErrNotModern, MethodSubscriptionsListen, c.ProtocolVersion())
+	if err := c.mod.need(MethodSubscriptionsListen, c.ProtocolVersion()); err != nil {
+		return nil, err
 	}
-	obj, err := c.withRequestMeta(MethodSubscriptionsListen, &ListenParams{Notifications: filter})
+	return c.mod.listen(ctx, filter)
+}
+
+// listen sends subscriptions/listen and waits for its acknowledgement (see
+// Client.Listen).
+func (m *modernState) listen(ctx context.Context, filter SubscriptionFilter) (*Subscription, error) {
+	obj, err := m.withRequestMeta(MethodSubscriptionsListen, &ListenParams{Notifications: filter})
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +68,7 @@ func (c *Client) Listen(ctx context.Context, filter SubscriptionFilter) (*Subscr
 	if err != nil {
 		return nil, err
 	}
-	cn := c.conn
+	cn := m.cn
 	id := cn.nextID.Add(1)
 	resp := make(chan *jsonrpc.Message, 1)
 	ack := make(chan *listenAcknowledge, 1)
@@ -73,13 +79,13 @@ func (c *Client) Listen(ctx context.Context, filter SubscriptionFilter) (*Subscr
 	}
 	cn.pending[id] = resp
 	cn.mu.Unlock()
-	c.mod.mu.Lock()
-	if c.mod.acks == nil {
-		c.mod.acks = map[int64]chan *listenAcknowledge{}
+	m.mu.Lock()
+	if m.acks == nil {
+		m.acks = map[int64]chan *listenAcknowledge{}
 	}
-	c.mod.acks[id] = ack
-	c.mod.mu.Unlock()
-	s := &Subscription{c: c, id: id, stop: make(chan struct{}), done: make(chan struct{})}
+	m.acks[id] = ack
+	m.mu.Unlock()
+	s := &Subscription{cn: cn, cancel: m.cancel, id: id, stop: make(chan struct{}), done: make(chan struct{})}
 	rawID := jsontext.Value(strconv.AppendInt(nil, id, 10))
 	err = cn.send(ctx, func(b []byte) ([]byte, error) {
 		return jsonrpc.AppendRequest(b, rawID, MethodSubscriptionsListen, jsontext.Value(wire))
@@ -88,21 +94,21 @@ func (c *Client) Listen(ctx context.Context, filter SubscriptionFilter) (*Subscr
 		select {
 		case a := <-ack:
 			s.honoured = a.Notifications
-		case m := <-resp:
-			err = responseError(m)
+		case r := <-resp:
+			err = responseError(r)
 			if err == nil {
 				err = errors.New("mcp: subscriptions/listen: the server ended the subscription before acknowledging it")
 			}
 		case <-ctx.Done():
-			c.sendCancelled(id, context.Cause(ctx).Error())
+			m.cancel(id, context.Cause(ctx).Error())
 			err = ctx.Err()
 		case <-cn.done:
 			err = ErrClosed
 		}
 	}
-	c.mod.mu.Lock()
-	delete(c.mod.acks, id)
-	c.mod.mu.Unlock()
+	m.mu.Lock()
+	delete(m.acks, id)
+	m.mu.Unlock()
 	if err != nil {
 		s.forget()
 		return nil, err
@@ -128,7 +134,7 @@ func responseError(m *jsonrpc.Message) error {
 // server's final answer (or the connection's end), so that the answer is
 // not reported as a response to an unknown request.
 func (s *Subscription) run(ctx context.Context, resp chan *jsonrpc.Message) {
-	cn := s.c.conn
+	cn := s.cn
 	defer s.forget()
 	select {
 	case m := <-resp:
@@ -140,9 +146,9 @@ func (s *Subscription) run(ctx context.Context, resp chan *jsonrpc.Message) {
 		close(s.done)
 		return
 	case <-ctx.Done():
-		s.c.sendCancelled(s.id, context.Cause(ctx).Error())
+		s.cancel(s.id, context.Cause(ctx).Error())
 	case <-s.stop:
-		s.c.sendCancelled(s.id, "subscription closed by the client")
+		s.cancel(s.id, "subscription closed by the client")
 	}
 	close(s.done)
 	select {
@@ -153,7 +159,7 @@ func (s *Subscription) run(ctx context.Context, resp chan *jsonrpc.Message) {
 
 // forget stops routing the listen request's response.
 func (s *Subscription) forget() {
-	cn := s.c.conn
+	cn := s.cn
 	cn.mu.Lock()
 	delete(cn.pending, s.id)
 	cn.mu.Unlock()
@@ -193,31 +199,31 @@ func (s *Subscription) Close() error {
 	return nil
 }
 
-// listenNotification hands notifications/subscriptions/acknowledged to the
-// Listen call waiting for it.
-func (c *Client) listenNotification(m *jsonrpc.Message) {
-	if m.Method != NotificationSubscriptionsAcknowledged {
+// acknowledged hands notifications/subscriptions/acknowledged to the
+// Listen call waiting for it; other notifications it leaves alone.
+func (m *modernState) acknowledged(msg *jsonrpc.Message) {
+	if msg.Method != NotificationSubscriptionsAcknowledged {
 		return
 	}
 	var p struct {
 		Notifications SubscriptionFilter        `json:"notifications"`
 		Meta          map[string]jsontext.Value `json:"_meta"`
 	}
-	if m.Params == nil || json.Unmarshal(m.Params, &p) != nil {
-		c.log.Warn("mcp: client received a malformed " + NotificationSubscriptionsAcknowledged)
+	if msg.Params == nil || json.Unmarshal(msg.Params, &p) != nil {
+		m.log.Warn("mcp: client received a malformed " + NotificationSubscriptionsAcknowledged)
 		return
 	}
 	raw := p.Meta[MetaSubscriptionID]
 	id, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil || raw.Kind() != '0' {
-		c.log.Warn("mcp: "+NotificationSubscriptionsAcknowledged+" for an unknown subscription", "subscriptionId", string(raw))
+		m.log.Warn("mcp: "+NotificationSubscriptionsAcknowledged+" for an unknown subscription", "subscriptionId", string(raw))
 		return
 	}
-	c.mod.mu.Lock()
-	ch := c.mod.acks[id]
-	c.mod.mu.Unlock()
+	m.mu.Lock()
+	ch := m.acks[id]
+	m.mu.Unlock()
 	if ch == nil {
-		c.log.Warn("mcp: "+NotificationSubscriptionsAcknowledged+" for an unknown subscription", "subscriptionId", string(raw))
+		m.log.Warn("mcp: "+NotificationSubscriptionsAcknowledged+" for an unknown subscription", "subscriptionId", string(raw))
 		return
 	}
 	select {

@@ -42,7 +42,7 @@ func taskStarted(raw jsontext.Value) error {
 // its error (failed). An unknown task is an *Error with code
 // CodeInvalidParams.
 func (c *Client) PollTask(ctx context.Context, taskID string) (*DetailedTask, error) {
-	if err := c.needModern(MethodTasksGet); err != nil {
+	if err := c.mod.need(MethodTasksGet, c.ProtocolVersion()); err != nil {
 		return nil, err
 	}
 	var res DetailedTask
@@ -55,7 +55,7 @@ func (c *Client) PollTask(ctx context.Context, taskID string) (*DetailedTask, er
 // UpdateTask sends answers to the input requests of an input_required task
 // (tasks/update, 2026-07-28), under the keys PollTask named them by.
 func (c *Client) UpdateTask(ctx context.Context, taskID string, responses map[string]jsontext.Value) error {
-	if err := c.needModern(MethodTasksUpdate); err != nil {
+	if err := c.mod.need(MethodTasksUpdate, c.ProtocolVersion()); err != nil {
 		return err
 	}
 	return c.Call(ctx, MethodTasksUpdate, &UpdateTaskParams{TaskID: taskID, InputResponses: responses}, nil)
@@ -69,7 +69,7 @@ func (c *Client) AnswerTask(ctx context.Context, t *DetailedTask) error {
 	if t == nil || t.Status != TaskStatusInputRequired || len(t.InputRequests) == 0 {
 		return nil
 	}
-	out, err := c.answerInputs(ctx, "task "+t.TaskID, t.InputRequests)
+	out, err := c.mod.answerInputs(ctx, "task "+t.TaskID, t.InputRequests)
 	if err != nil {
 		return err
 	}
@@ -121,12 +121,4 @@ func (c *Client) WaitTask(ctx context.Context, taskID string) (*CallToolResult, 
 		case <-timer.C:
 		}
 	}
-}
-
-// needModern refuses a 2026-07-28 tasks method on a legacy connection.
-func (c *Client) needModern(method string) error {
-	if !c.mod.on {
-		return fmt.Errorf("%w: %s (negotiated: %s)", ErrNotModern, method, c.ProtocolVersion())
-	}
-	return nil
 }

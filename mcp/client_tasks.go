@@ -29,7 +29,7 @@ var ErrTasksNotOffered = errors.New("mcp: the server does not offer task-augment
 // see the returned Task's TTL). A tool whose execution.taskSupport forbids
 // tasks gets an *Error with code CodeMethodNotFound.
 func (c *Client) CallToolAsTask(ctx context.Context, name string, args any, ttl time.Duration) (*CreateTaskResult, error) {
-	if caps := c.serverTasks(); caps == nil || caps.Requests == nil || caps.Requests.Tools == nil || caps.Requests.Tools.Call == nil {
+	if !offersTaskCalls(c.InitializeResult()) {
 		return nil, ErrTasksNotOffered
 	}
 	p := &CallToolParams{Name: name, Task: &TaskMetadata{}}
@@ -59,12 +59,14 @@ func (c *Client) CallToolAsTask(ctx context.Context, name string, args any, ttl 
 	return &res, nil
 }
 
-// serverTasks returns the server's tasks capability (nil if none).
-func (c *Client) serverTasks() *ServerTasksCapability {
-	if res := c.init.Load(); res != nil {
-		return res.Capabilities.Tasks
+// offersTaskCalls reports whether the server of res declared
+// task-augmented tools/call (capabilities.tasks.requests.tools.call).
+func offersTaskCalls(res *InitializeResult) bool {
+	if res == nil {
+		return false
 	}
-	return nil
+	caps := res.Capabilities.Tasks
+	return caps != nil && caps.Requests != nil && caps.Requests.Tools != nil && caps.Requests.Tools.Call != nil
 }
 
 // GetTask returns the current state of a task (tasks/get). An unknown or
@@ -145,16 +147,15 @@ func RelatedTaskID(meta Meta) string {
 	return ""
 }
 
-// taskStatusNotification hands notifications/tasks/status to
-// ClientOptions.OnTaskStatus.
-func (c *Client) taskStatusNotification(m *jsonrpc.Message) {
-	if c.opts.OnTaskStatus == nil || m.Method != NotificationTasksStatus {
+// taskStatus hands notifications/tasks/status to ClientOptions.OnTaskStatus.
+func (r *clientReader) taskStatus(m *jsonrpc.Message) {
+	if r.opts.OnTaskStatus == nil || m.Method != NotificationTasksStatus {
 		return
 	}
 	var p TaskStatusNotificationParams
 	if m.Params == nil || json.Unmarshal(m.Params, &p) != nil {
-		c.log.Warn("mcp: client received a malformed notifications/tasks/status")
+		r.log.Warn("mcp: client received a malformed notifications/tasks/status")
 		return
 	}
-	c.opts.OnTaskStatus(&p)
+	r.opts.OnTaskStatus(&p)
 }
