@@ -153,6 +153,9 @@ func NewClient(opts *ClientOptions) *Client {
 // among its supportedVersions; a -32022 answer is returned as *Error.
 // On failure the transport is closed. Close ends the connection.
 func (c *Client) Connect(ctx context.Context, t transport.Transport) error {
+	if t == nil {
+		return errors.New("mcp: Connect: nil transport")
+	}
 	if c.conn != nil {
 		return errors.New("mcp: client already connected")
 	}

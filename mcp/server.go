@@ -262,7 +262,10 @@ func (s *Server) Options() ServerOptions { return s.opts }
 // cancelled (ctx's error), or the transport fails. When the input ends,
 // in-flight requests get up to ShutdownTimeout to finish and be answered;
 // then the session is CLOSED, remaining handlers are cancelled and their
-// results dropped. Run closes t before returning.
+// results dropped. When the transport reports that the client has gone
+// away (transport.PeerWatcher: a closed in-memory pipe, a broken stdout,
+// a deleted or expired HTTP session), the contexts of the handlers still
+// running end at once. Run closes t before returning.
 func (s *Server) Run(ctx context.Context, t transport.Transport) error {
 	ss := s.newSession(t)
 	ss.applyTransportContext(ctx) // stateless HTTP: already initialized (server_http.go)
@@ -281,6 +284,19 @@ func (ss *Session) serve(parent context.Context) error {
 	ss.rd.takeover.Stop()
 	stop := context.AfterFunc(ctx, func() { ss.conn.t.Close() })
 	defer stop()
+	if pw, ok := ss.conn.t.(transport.PeerWatcher); ok {
+		// The peer is gone: nobody will receive the answers, so the
+		// handlers still running for it end (their contexts are cancelled).
+		gone := pw.PeerGone()
+		go func() {
+			select {
+			case <-gone:
+				ss.log.Debug("mcp: the client went away; cancelling its requests")
+				ss.reqs.cancelAll(false)
+			case <-ctx.Done():
+			}
+		}()
+	}
 	ss.log.Debug("mcp: connection open", "transport", ss.conn.t.Kind())
 	// The reader runs on its own goroutine: it may be busy with an inline
 	// call when the input ends (see runInline), and Run must still be able

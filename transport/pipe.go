@@ -170,6 +170,10 @@ func (e *pipeEnd) Write(ctx context.Context, msg []byte) error {
 	}
 }
 
+// PeerGone returns a channel closed when either end is closed
+// (PeerWatcher): after that nothing written reaches the peer.
+func (e *pipeEnd) PeerGone() <-chan struct{} { return e.p.done }
+
 // Close closes the pipe (both ends).
 func (e *pipeEnd) Close() error {
 	e.closed.Store(true)

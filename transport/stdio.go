@@ -101,6 +101,9 @@ type Stdio struct {
 	closed    atomic.Bool
 	closeErr  error
 	closeOnce sync.Once
+
+	gone     chan struct{} // closed when a write fails: the output's reader is gone
+	goneOnce sync.Once
 }
 
 var _ Transport = (*Stdio)(nil)
@@ -124,6 +127,7 @@ func NewStdioStreams(r io.Reader, w io.Writer, opts *StdioOptions) *Stdio {
 		kind: streamKind(r, w),
 		br:   bufio.NewReaderSize(r, stdioBufferSize),
 		bw:   bufio.NewWriterSize(w, stdioBufferSize),
+		gone: make(chan struct{}),
 	}
 	if opts != nil && opts.MaxMessageBytes > 0 {
 		s.max = opts.MaxMessageBytes
@@ -337,8 +341,15 @@ func (s *Stdio) writeErr(err error) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
+	s.goneOnce.Do(func() { close(s.gone) })
 	return err
 }
+
+// PeerGone returns a channel closed when a write fails (PeerWatcher): the
+// reader of the output is gone (a broken pipe), so nothing written reaches
+// the client any more. The end of the input alone does not close it: a
+// client may close its side and still read the answers.
+func (s *Stdio) PeerGone() <-chan struct{} { return s.gone }
 
 // Close closes the transport: later Reads return io.EOF and later Writes
 // ErrClosed. It flushes buffered output unless a writer is blocked in a

@@ -70,3 +70,14 @@ type MessageTooLargeError struct {
 func (e *MessageTooLargeError) Error() string {
 	return fmt.Sprintf("transport: message exceeds MaxMessageBytes (%d bytes)", e.Limit)
 }
+
+// PeerWatcher is implemented by transports that learn when their peer has
+// gone away — not merely stopped sending: the in-memory pipe when either
+// end is closed, Stdio when a write fails (the reader of its output is
+// gone), a streamable HTTP session when the client deletes it or it
+// expires. A server ends the contexts of the handlers still running for
+// that peer: nobody is left to receive their answers.
+type PeerWatcher interface {
+	// PeerGone returns a channel that is closed once the peer is gone.
+	PeerGone() <-chan struct{}
+}

@@ -502,10 +502,14 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, s *httpSessio
 	if len(env.cancelled) > 0 {
 		s.release(env.cancelled)
 	}
-	st.wait(r, a)
+	finished := st.wait(r, a)
 	st.mu.Lock()
 	sent := a.headerSent
+	resumable := st.mode == modeSSE && s.resumable()
 	st.mu.Unlock()
+	if !finished && r.Context().Err() != nil && !resumable {
+		s.cancelAbandoned(env.requests)
+	}
 	if !sent && r.Context().Err() == nil {
 		writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found (it ended before the response)")
 	}

@@ -332,6 +332,32 @@ func (s *httpSession) forgetStream(st *stream) {
 	s.mu.Unlock()
 }
 
+// cancelAbandoned ends the requests of a POST whose client went away
+// before they were answered, when their stream cannot be resumed: the
+// server reads notifications/cancelled for each one still unanswered, so
+// their handlers stop (nobody could receive the answers).
+func (s *httpSession) cancelAbandoned(ids []string) {
+	s.mu.Lock()
+	var open []string
+	for _, id := range ids {
+		if s.pending[id] != nil {
+			open = append(open, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range open {
+		msg := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `,"reason":"the client closed the connection"}}`)
+		select {
+		case s.in <- inbound{msg: msg}:
+		case <-s.done:
+			return
+		case <-s.eof:
+			return
+		}
+	}
+	s.release(open)
+}
+
 // deliver queues a POSTed message for Read.
 func (s *httpSession) deliver(r *http.Request, msg []byte, st *stream) bool {
 	m := inbound{msg: msg, values: context.WithoutCancel(r.Context()), stream: st}
