@@ -119,7 +119,7 @@ func TestProbeGreedySessionBesidePoliteOne(t *testing.T) {
 	for range 12 {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				_, err := greedy.CallTool(ctx, "slow_compute", map[string]any{"seconds": 20})
+				_, err := greedy.CallTool(ctx, "slow_compute", map[string]any{"seconds": 5})
 				switch {
 				case exhausted(err):
 					refused.Add(1)
@@ -357,7 +357,7 @@ func TestProbeTrickledBodyIsCutOff(t *testing.T) {
 	t.Parallel()
 	check := func(t *testing.T, opts *streamhttp.Options, timeout time.Duration) {
 		p := startProbeServer(t, opts)
-		elapsed, answer, closed := trickle(t, p.addr, timeout+30*time.Second, 5*time.Second)
+		elapsed, answer, closed := trickle(t, p.addr, timeout+30*time.Second, 3*time.Second)
 		assert.True(t, strings.HasPrefix(answer, "408 "), "answer: %q", answer)
 		assert.GreaterOrEqual(t, elapsed, timeout-time.Second)
 		assert.Less(t, elapsed, timeout+10*time.Second)
