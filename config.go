@@ -1,6 +1,7 @@
 package keel
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -68,7 +69,94 @@ type ServerConfig struct {
 	// ShutdownTimeoutMs bounds a graceful shutdown, in milliseconds.
 	// Default 10000.
 	ShutdownTimeoutMs int64 `json:"shutdownTimeoutMs"`
+	// StateKey is the secret that seals the requestState of input-required
+	// results, in standard base64 (RFC 4648 with padding) of at least
+	// MinStateKeyBytes random bytes, such as the output of
+	// `openssl rand -base64 32`. Every replica of a server must have the
+	// same key, so that a state sealed by one replica opens on another.
+	// Default "": a random key per process (states do not survive a
+	// restart and do not cross replicas). Use StateKeyBytes to read it.
+	StateKey Secret `json:"stateKey"`
 }
+
+// MinStateKeyBytes is the shortest server.stateKey accepted, in bytes after
+// base64 decoding: 32, the size of the AES-256 key derived from it.
+const MinStateKeyBytes = 32
+
+// StateKeyBytes returns the decoded server.stateKey: nil when it is unset,
+// or an error (a *ConfigError that does not quote the value) when it is not
+// standard base64 of at least MinStateKeyBytes bytes. Pass the bytes to
+// mcp.ServerOptions.StateKey.
+func (s ServerConfig) StateKeyBytes() ([]byte, error) {
+	key, msg := decodeStateKey(s.StateKey)
+	if msg != "" {
+		return nil, &ConfigError{Field: "server.stateKey", Message: msg}
+	}
+	return key, nil
+}
+
+// decodeStateKey decodes a state key, or says what is wrong with it without
+// quoting it.
+func decodeStateKey(s Secret) ([]byte, string) {
+	v := strings.TrimSpace(string(s))
+	if v == "" {
+		return nil, ""
+	}
+	const want = "must be standard base64 (with padding) of at least %d random bytes, e.g. from `openssl rand -base64 32`"
+	key, err := base64.StdEncoding.Strict().DecodeString(v)
+	if err != nil {
+		return nil, fmt.Sprintf(want+"; the value (%d characters, not shown) is not standard base64", MinStateKeyBytes, len(v))
+	}
+	if len(key) < MinStateKeyBytes {
+		return nil, fmt.Sprintf(want+"; the value (not shown) decodes to %d bytes, too short to be safe", MinStateKeyBytes, len(key))
+	}
+	return key, ""
+}
+
+// Secret is a configuration value that must never be shown, such as
+// server.stateKey. Its string is the value itself; every way of printing
+// it (fmt verbs, log/slog, JSON encoding) gives RedactedValue instead, or
+// "" when it is empty, so that logging a whole Config is safe. Read the
+// value with a string conversion, string(s).
+type Secret string
+
+// shown is what every printed form of s shows.
+func (s Secret) shown() string {
+	if s == "" {
+		return ""
+	}
+	return RedactedValue
+}
+
+// String returns RedactedValue, or "" when s is empty.
+func (s Secret) String() string { return s.shown() }
+
+// GoString returns RedactedValue quoted, or "" quoted when s is empty.
+func (s Secret) GoString() string { return fmt.Sprintf("%q", s.shown()) }
+
+// Format prints RedactedValue (or "" when s is empty) for every fmt verb.
+func (s Secret) Format(f fmt.State, verb rune) {
+	switch verb {
+	case 'q':
+		fmt.Fprintf(f, "%q", s.shown())
+	case 'v':
+		if f.Flag('#') {
+			io.WriteString(f, s.GoString())
+			return
+		}
+		io.WriteString(f, s.shown())
+	default:
+		io.WriteString(f, s.shown())
+	}
+}
+
+// LogValue returns RedactedValue as a string (or "" when s is empty), so
+// that no slog handler logs the secret.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.shown()) }
+
+// MarshalJSON encodes RedactedValue (or "" when s is empty): an encoded
+// Config never carries the secret. Decoding reads the value itself.
+func (s Secret) MarshalJSON() ([]byte, error) { return []byte(fmt.Sprintf("%q", s.shown())), nil }
 
 // ToolsConfig is the "tools" section of Config.
 type ToolsConfig struct {
@@ -245,7 +333,9 @@ func (e *ConfigError) Error() string {
 // millisecond fields fit a time.Duration); tools.adminPolicy.mode is
 // deny_all, local_stdio_only or token, and token requires
 // tools.adminPolicy.tokenEnvVar; logging.level is debug, info, warn or error;
-// no logging.redactKeys entry is empty.
+// no logging.redactKeys entry is empty; server.stateKey, when set, is
+// standard base64 of at least MinStateKeyBytes bytes (its value is never
+// quoted in the error).
 func (c Config) Validate() error { return c.validate(nil) }
 
 // validate is Validate, naming the environment variable that set a field
@@ -275,6 +365,9 @@ func (c Config) validate(env map[string]string) error {
 		bad("server.name", "must not be empty")
 	}
 	positiveMs("server.shutdownTimeoutMs", c.Server.ShutdownTimeoutMs)
+	if _, msg := decodeStateKey(c.Server.StateKey); msg != "" {
+		bad("server.stateKey", "%s", msg)
+	}
 	positiveMs("tools.defaultTimeoutMs", c.Tools.DefaultTimeoutMs)
 	positive("tools.maxPayloadBytes", c.Tools.MaxPayloadBytes)
 	positive("tools.maxStateBytes", c.Tools.MaxStateBytes)
@@ -341,6 +434,7 @@ type LoadOptions struct {
 //	KEEL_SERVER_NAME                           server.name
 //	KEEL_SERVER_VERSION                        server.version
 //	KEEL_SERVER_SHUTDOWN_TIMEOUT_MS            server.shutdownTimeoutMs
+//	KEEL_SERVER_STATE_KEY                      server.stateKey (a secret)
 //	KEEL_TOOLS_DEFAULT_TIMEOUT_MS              tools.defaultTimeoutMs
 //	KEEL_TOOLS_MAX_PAYLOAD_BYTES               tools.maxPayloadBytes
 //	KEEL_TOOLS_MAX_STATE_BYTES                 tools.maxStateBytes

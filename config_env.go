@@ -50,9 +50,11 @@ func decodeConfigFile(file string, cfg *Config) error {
 			ce.Message = "unknown member"
 		case se.GoType != nil && se.JSONKind != 0:
 			ce.Message = fmt.Sprintf("cannot use JSON %s as %s", kindName(se.JSONKind), goTypeName(se.GoType))
-			if se.JSONValue != nil {
+			if se.JSONValue != nil && !isSecretField(ce.Field) {
 				ce.Message = fmt.Sprintf("cannot use JSON %s %s as %s", kindName(se.JSONKind), se.JSONValue, goTypeName(se.GoType))
 			}
+		case isSecretField(ce.Field):
+			ce.Message = "invalid value (not shown: the field is a secret)"
 		case se.Err != nil:
 			ce.Message = se.Err.Error()
 		default:
@@ -120,10 +122,21 @@ func goTypeName(t reflect.Type) string {
 
 // envField is one configuration field settable from the environment.
 type envField struct {
-	path  string // JSON path, such as tools.defaultTimeoutMs
-	env   string // variable name, such as KEEL_TOOLS_DEFAULT_TIMEOUT_MS
-	index []int  // reflect field index within Config
-	kind  reflect.Kind
+	path   string // JSON path, such as tools.defaultTimeoutMs
+	env    string // variable name, such as KEEL_TOOLS_DEFAULT_TIMEOUT_MS
+	index  []int  // reflect field index within Config
+	kind   reflect.Kind
+	secret bool // a Secret: its value is never quoted in an error
+}
+
+// isSecretField reports whether the field at path holds a Secret.
+func isSecretField(path string) bool {
+	for _, f := range envFields() {
+		if f.path == path {
+			return f.secret
+		}
+	}
+	return false
 }
 
 // envFields lists Config's leaf fields with their variables, derived once
@@ -148,7 +161,8 @@ var envFields = sync.OnceValue(func() []envField {
 				walk(sf.Type, p, e, idx)
 				continue
 			}
-			out = append(out, envField{path: p, env: e, index: idx, kind: sf.Type.Kind()})
+			out = append(out, envField{path: p, env: e, index: idx, kind: sf.Type.Kind(),
+				secret: sf.Type == reflect.TypeFor[Secret]()})
 		}
 	}
 	walk(reflect.TypeFor[Config](), "", "", nil)

@@ -2,7 +2,10 @@ package keel
 
 import (
 	"bytes"
+	"encoding/base64"
+	stdjson "encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -10,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/keelmcp/keel/mcp"
 )
 
 // envMap is an injectable Getenv.
@@ -286,6 +292,7 @@ func TestEnvVarNames(t *testing.T) {
 		"KEEL_SERVER_NAME server.name",
 		"KEEL_SERVER_VERSION server.version",
 		"KEEL_SERVER_SHUTDOWN_TIMEOUT_MS server.shutdownTimeoutMs",
+		"KEEL_SERVER_STATE_KEY server.stateKey",
 		"KEEL_TOOLS_DEFAULT_TIMEOUT_MS tools.defaultTimeoutMs",
 		"KEEL_TOOLS_MAX_PAYLOAD_BYTES tools.maxPayloadBytes",
 		"KEEL_TOOLS_MAX_STATE_BYTES tools.maxStateBytes",
@@ -351,4 +358,118 @@ func TestConfigLogger(t *testing.T) {
 	c.Logging.RedactKeys = nil
 	c.Logger(&buf).Error("x", "password", "p")
 	assert.Equal(t, RedactedValue, lastLine(t, &buf)["password"])
+}
+
+// stateKeyB64 is a valid server.stateKey: 32 bytes, standard base64. Its
+// text is distinctive, so that a leak is easy to spot.
+var (
+	stateKeyRaw = []byte("0123456789abcdefghijklmnopqrstuv")
+	stateKeyB64 = base64.StdEncoding.EncodeToString(stateKeyRaw)
+)
+
+func TestStateKey(t *testing.T) {
+	assert.Equal(t, mcp.MinStateKeyBytes, MinStateKeyBytes, "the same bound as the mcp Server")
+	short := base64.StdEncoding.EncodeToString([]byte("sixteen-byte-key"))
+	long := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0xfe}, 64))
+	tests := []struct {
+		name, file, env string
+		want            []byte
+		wantErr         []string
+	}{
+		{name: "unset", want: nil},
+		{name: "env", env: stateKeyB64, want: stateKeyRaw},
+		{name: "env, surrounding blanks", env: " " + stateKeyB64 + "\n", want: stateKeyRaw},
+		{name: "file", file: `{"server": {"stateKey": "` + stateKeyB64 + `"}}`, want: stateKeyRaw},
+		{name: "64 bytes", env: long, want: bytes.Repeat([]byte{0xfe}, 64)},
+		{name: "env overrides file", file: `{"server": {"stateKey": "` + short + `"}}`, env: stateKeyB64, want: stateKeyRaw},
+		{name: "too short", env: short, wantErr: []string{
+			"config: server.stateKey (KEEL_SERVER_STATE_KEY): must be standard base64",
+			"at least 32 random bytes", "decodes to 16 bytes, too short"}},
+		{name: "too short in the file", file: `{"server": {"stateKey": "` + short + `"}}`, wantErr: []string{
+			"config: server.stateKey: must be standard base64", "decodes to 16 bytes"}},
+		{name: "not base64", env: "not base64: " + stateKeyB64, wantErr: []string{
+			"server.stateKey (KEEL_SERVER_STATE_KEY)", "is not standard base64"}},
+		{name: "url alphabet", env: base64.URLEncoding.EncodeToString(bytes.Repeat([]byte{0xfb, 0xff}, 16)), wantErr: []string{
+			"server.stateKey (KEEL_SERVER_STATE_KEY)", "is not standard base64"}},
+		{name: "no padding", env: base64.RawStdEncoding.EncodeToString(stateKeyRaw), wantErr: []string{"is not standard base64"}},
+		{name: "a number in the file", file: `{"server": {"stateKey": 31415926535897932384626}}`, wantErr: []string{
+			"server.stateKey: cannot use JSON number as a string"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := &LoadOptions{Getenv: envMap("KEEL_SERVER_STATE_KEY", tt.env)}
+			if tt.file != "" {
+				opts.File = writeFile(t, tt.file)
+			}
+			c, err := LoadConfig(opts)
+			if tt.wantErr != nil {
+				require.Error(t, err)
+				var ce *ConfigError
+				require.ErrorAs(t, err, &ce)
+				assert.Equal(t, "server.stateKey", ce.Field)
+				for _, w := range tt.wantErr {
+					assert.Contains(t, err.Error(), w)
+				}
+				for _, secret := range []string{stateKeyB64, short, strings.TrimRight(stateKeyB64, "="), "31415926535897932384626", "not base64"} {
+					assert.NotContains(t, err.Error(), secret, "the value is never quoted")
+				}
+				return
+			}
+			require.NoError(t, err)
+			key, err := c.Server.StateKeyBytes()
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, key)
+		})
+	}
+
+	t.Run("StateKeyBytes of an unvalidated config", func(t *testing.T) {
+		c := DefaultConfig()
+		c.Server.StateKey = Secret(short)
+		key, err := c.Server.StateKeyBytes()
+		assert.Nil(t, key)
+		var ce *ConfigError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, "server.stateKey", ce.Field)
+		assert.NotContains(t, err.Error(), short)
+		require.Error(t, c.Validate())
+	})
+}
+
+// A Config holding a state key can be printed and logged in every usual
+// way without showing the key.
+func TestStateKeyNeverShown(t *testing.T) {
+	c := DefaultConfig()
+	c.Server.StateKey = Secret(stateKeyB64)
+	require.NoError(t, c.Validate())
+
+	var out bytes.Buffer
+	c.Logger(&out).Info("config", "config", c, "server", c.Server, "key", c.Server.StateKey)
+	slog.New(slog.NewJSONHandler(&out, nil)).Info("config", "config", c, "key", c.Server.StateKey)
+	slog.New(slog.NewTextHandler(&out, nil)).Info("config", "config", c, "key", c.Server.StateKey)
+	for _, format := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%d", "%10.3s"} {
+		fmt.Fprintf(&out, format+"\n", c)
+		fmt.Fprintf(&out, format+"\n", c.Server.StateKey)
+	}
+	fmt.Fprintln(&out, c, c.Server.StateKey, c.Server.StateKey.String(), c.Server.StateKey.GoString())
+	enc, err := json.Marshal(c)
+	require.NoError(t, err)
+	out.Write(enc)
+	enc, err = stdjson.Marshal(c)
+	require.NoError(t, err)
+	out.Write(enc)
+
+	assert.NotContains(t, out.String(), stateKeyB64)
+	assert.NotContains(t, out.String(), string(stateKeyRaw))
+	assert.NotContains(t, out.String(), stateKeyB64[:16])
+	assert.Contains(t, out.String(), RedactedValue)
+
+	var back Config
+	require.NoError(t, stdjson.Unmarshal(enc, &back))
+	assert.Equal(t, Secret(RedactedValue), back.Server.StateKey, "encoding shows the placeholder only")
+	require.Error(t, back.Validate(), "and the placeholder is no key")
+
+	var empty Secret
+	assert.Equal(t, "", empty.String(), "an unset secret shows as empty")
+	assert.Equal(t, "", fmt.Sprint(empty))
+	assert.Equal(t, slog.StringValue(""), empty.LogValue())
 }

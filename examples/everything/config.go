@@ -45,7 +45,11 @@ func newServer(reg *registry.Registry, logger *slog.Logger) *mcp.Server {
 // it as cfg says: tools through keel's standard middleware chain with cfg's
 // limits (and the admission policy of cfg's mode unless it is FULL, which
 // admits every fixture); resources, prompts and completions straight from
-// the registry; logging declared so that tools can log to the client.
+// the registry; logging declared so that tools can log to the client; the
+// requestStates of input-required results sealed with server.stateKey
+// (KEEL_SERVER_STATE_KEY), so that -stateless replicas sharing the key
+// accept each other's states, or with a random key per process when it is
+// unset.
 func configuredServer(cfg keel.Config, reg *registry.Registry, logger *slog.Logger) (*mcp.Server, error) {
 	lim := middleware.NewLimiter(cfg.Resources.MaxConcurrentExecutions)
 	if err := middleware.RegisterHealthTool(reg, &middleware.HealthOptions{
@@ -68,7 +72,11 @@ func configuredServer(cfg keel.Config, reg *registry.Registry, logger *slog.Logg
 	if cfg.Mode != keel.ModeFull {
 		opts.Admission = middleware.ModePolicy(middleware.Mode(cfg.Mode))
 	}
-	return mcp.NewServer(&mcp.ServerOptions{
+	stateKey, err := cfg.Server.StateKeyBytes() // nil when unset: a random key per process
+	if err != nil {
+		return nil, err
+	}
+	so := &mcp.ServerOptions{
 		Name:            cfg.Server.Name,
 		Title:           "keel everything server",
 		Version:         cfg.Server.Version,
@@ -81,5 +89,10 @@ func configuredServer(cfg keel.Config, reg *registry.Registry, logger *slog.Logg
 		Logger:          logger,
 		ShutdownTimeout: cfg.Server.ShutdownTimeout(),
 		Tasks:           &mcp.TaskOptions{}, // tasks_modern.go: the defaults
-	}), nil
+		StateKey:        stateKey,
+	}
+	if err := so.Validate(); err != nil {
+		return nil, err
+	}
+	return mcp.NewServer(so), nil
 }

@@ -2,6 +2,10 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -175,4 +179,82 @@ func TestHealthAndPing(t *testing.T) {
 	assert.Equal(t, "keel-everything", health.Server.Name)
 	ping := callJSON[middleware.PingResult](t, c, "server_ping")
 	assert.Equal(t, middleware.PingResult{Version: "1.0.0", Mode: middleware.ModeFull, UptimeMs: ping.UptimeMs}, ping)
+}
+
+// startReplica serves cfg over stateless HTTP on a fresh port, as one
+// replica behind a load balancer, until the test ends; it returns the URL.
+func startReplica(t *testing.T, cfg keel.Config) string {
+	t.Helper()
+	srv, err := configuredServer(cfg, newRegistry(quiet), quiet)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- serveHTTP(ctx, srv, ln, &streamhttp.Options{Stateless: true}) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-served)
+	})
+	return "http://" + ln.Addr().String() + "/mcp"
+}
+
+// Replicas configured with the same server.stateKey open each other's
+// requestStates: a client answers an input-required result on another
+// replica. A replica with another key (here none: a random one) refuses it.
+func TestStateKeySharedByReplicas(t *testing.T) {
+	key := make([]byte, 32)
+	_, err := rand.Read(key)
+	require.NoError(t, err)
+	b64 := base64.StdEncoding.EncodeToString(key)
+	shared, err := loadConfig("", func(k string) string {
+		if k == "KEEL_SERVER_STATE_KEY" {
+			return b64
+		}
+		return ""
+	})
+	require.NoError(t, err)
+	replicaA, replicaB := startReplica(t, shared), startReplica(t, shared)
+	stranger := startReplica(t, defaults())
+
+	const tool = "test_input_required_result_request_state"
+	call := `"name":"` + tool + `","arguments":{}`
+	round1 := statelessPost(t, replicaA, "tools/call", tool, call)
+	res, ok := round1["result"].(map[string]any)
+	require.True(t, ok, "want a result, got %v", round1)
+	require.Equal(t, "input_required", res["resultType"])
+	state, _ := res["requestState"].(string)
+	require.NotEmpty(t, state)
+	answer := call + `,"inputResponses":{"` + keyConfirm + `":{"action":"accept","content":{"ok":true}}},"requestState":"` + state + `"`
+
+	round2 := statelessPost(t, replicaB, "tools/call", tool, answer)
+	res, ok = round2["result"].(map[string]any)
+	require.True(t, ok, "want a result, got %v", round2)
+	assert.Contains(t, fmt.Sprint(res["content"]), "state-ok", "replica B opens the state replica A sealed")
+
+	refused := statelessPost(t, stranger, "tools/call", tool, answer)
+	rerr, ok := refused["error"].(map[string]any)
+	require.True(t, ok, "a replica with another key cannot open it; got %v", refused)
+	assert.Equal(t, float64(mcp.CodeInvalidParams), rerr["code"])
+}
+
+// An invalid state key stops the process with status 2 and a message
+// naming the field and the variable, never showing the value.
+func TestStateKeyInvalid(t *testing.T) {
+	t.Parallel()
+	short := base64.StdEncoding.EncodeToString([]byte("too-short-secret"))
+	for _, tt := range []struct{ name, value, want string }{
+		{"too short", short, "decodes to 16 bytes, too short"},
+		{"not base64", "correct horse battery staple, a password", "is not standard base64"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			code, stderr := exampletest.Fail(t, []string{"KEEL_SERVER_STATE_KEY=" + tt.value}, "-http", "127.0.0.1:0", "-stateless")
+			assert.Equal(t, 2, code)
+			assert.Contains(t, stderr, "everything: config: server.stateKey (KEEL_SERVER_STATE_KEY): must be standard base64")
+			assert.Contains(t, stderr, tt.want)
+			assert.NotContains(t, stderr, tt.value)
+			assert.NotContains(t, stderr, "horse")
+		})
+	}
 }

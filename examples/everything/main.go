@@ -50,6 +50,17 @@
 // status) and server_ping (version, mode, uptime). KEEL_MODE=READONLY keeps
 // the read-only tools, MINIMAL only health and server_ping.
 //
+// Replicas behind a load balancer (-http with -stateless) must share the
+// key that seals the requestState of input-required results, so that a
+// client may send its answers to any replica: set server.stateKey, or
+// KEEL_SERVER_STATE_KEY, to the same standard base64 text of at least 32
+// random bytes on each, for example
+//
+//	KEEL_SERVER_STATE_KEY=$(openssl rand -base64 32)
+//
+// generated once and kept as a secret. It is never logged or shown in an
+// error; without it each process draws its own key.
+//
 // # Connecting an MCP client
 //
 // Build the binary (go build -o ~/bin/keel-everything ./examples/everything),
