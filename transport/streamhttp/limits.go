@@ -180,8 +180,10 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 		timed = rc.SetReadDeadline(time.Now().Add(d)) == nil
 	}
 	body, err := readLimited(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes), h.opts.MaxBodyBytes)
-	if timed {
+	if timed && err == nil {
 		// Streams stay open after the body: no deadline on their reads.
+		// After a failed read the deadline stays, so that the connection
+		// closes instead of draining a trickled body without one.
 		_ = rc.SetReadDeadline(time.Time{})
 	}
 	if err == nil {
