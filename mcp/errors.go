@@ -22,6 +22,10 @@ const (
 	CodeNotInitialized   = jsonrpc.CodeNotInitialized   // -32002: a method called before the handshake completed
 	CodeResourceNotFound = jsonrpc.CodeResourceNotFound // -32002: resources/read of an unknown uri
 	CodeURLElicitation   = jsonrpc.CodeURLElicitation   // -32042: a URL-mode elicitation is required
+	// CodeServerBusy (-32000, implementation-defined) refuses a request
+	// over one of the server's limits; data is a RESOURCE_EXHAUSTED
+	// StructuredError naming the limit.
+	CodeServerBusy = -32000
 )
 
 // Error is a JSON-RPC error: what a request failed with at the protocol

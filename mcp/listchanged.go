@@ -84,7 +84,8 @@ type changeHub struct {
 	sessions map[*Session]struct{}
 	subs     map[string]map[*Session]struct{} // resource URI → subscribers
 	// listeners are the open subscriptions/listen requests (listen.go).
-	listeners map[*listener]struct{}
+	listeners   map[*listener]struct{}
+	listenersOf map[string]int // open subscriptions by client key (listen.go)
 }
 
 // watchSources registers the server with the sources that report changes.

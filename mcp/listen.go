@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -32,6 +33,7 @@ type listener struct {
 	states []*taskEntry  // tasks whose status changed
 	notes  []pendingNote // Server.NotifyAll notifications (sessions.go)
 	wake   chan struct{} // capacity 1: a send is pending
+	client string        // the key its per-client limit counts under ("": none)
 }
 
 // markTask queues notifications/tasks for e.
@@ -142,6 +144,11 @@ func handleListen(ctx context.Context, req *Request) (any, error) {
 		}
 	}
 	id := req.ID
+	l.client = listenClient(ctx, ss)
+	if e := ss.server.hub.addListener(l, &ss.server.opts); e != nil {
+		return nil, e
+	}
+	defer ss.server.hub.removeListener(l)
 	if ss.conn.t.Kind() != "http" { // stdio and memory: the channel is shared
 		fctx := ctx
 		req.f.after = func() {
@@ -157,20 +164,8 @@ func handleListen(ctx context.Context, req *Request) (any, error) {
 // listen acknowledges the subscription and sends its notifications until
 // ctx ends.
 func (ss *Session) listen(ctx context.Context, id jsontext.Value, l *listener) {
-	// Registered before the acknowledgement, so that no change after it is
-	// missed; what is marked meanwhile is sent after it.
-	h := &ss.server.hub
-	h.mu.Lock()
-	if h.listeners == nil {
-		h.listeners = map[*listener]struct{}{}
-	}
-	h.listeners[l] = struct{}{}
-	h.mu.Unlock()
-	defer func() {
-		h.mu.Lock()
-		delete(h.listeners, l)
-		h.mu.Unlock()
-	}()
+	// Registered (addListener) before the acknowledgement, so that no
+	// change after it is missed; what is marked meanwhile is sent after it.
 	meta := Meta{MetaSubscriptionID: id}
 	if err := ss.conn.notify(ctx, NotificationSubscriptionsAcknowledged,
 		&SubscriptionAcknowledgedParams{Notifications: l.filter, Meta: meta}); err != nil {
@@ -217,6 +212,60 @@ func (ss *Session) listen(ctx context.Context, id jsontext.Value, l *listener) {
 			if ss.conn.notify(ctx, notes[i].method, p) != nil {
 				return
 			}
+		}
+	}
+}
+
+// listenClient is the key a subscription counts under for
+// MaxListensPerClient: the bearer token's subject, else the connection of
+// a session that outlives its request (stdio, in-memory, stateful HTTP);
+// "" (only the total counts) for anonymous per-request HTTP sessions,
+// which have no identity the server could trust.
+func listenClient(ctx context.Context, ss *Session) string {
+	if ti := TokenInfoFromContext(ctx); ti != nil && ti.Subject != "" {
+		return "subject:" + ti.Subject
+	}
+	if !ss.modernOnly {
+		return "session:" + ss.connCorrelationID
+	}
+	return ""
+}
+
+// addListener registers l, or returns the error that refuses it when
+// MaxListens subscriptions are open, or MaxListensPerClient of its client.
+func (h *changeHub) addListener(l *listener, o *ServerOptions) *Error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	limit, max := "", 0
+	switch {
+	case len(h.listeners) >= o.MaxListens:
+		limit, max = "MaxListens", o.MaxListens
+	case l.client != "" && h.listenersOf[l.client] >= o.MaxListensPerClient:
+		limit, max = "MaxListensPerClient", o.MaxListensPerClient
+	}
+	if limit != "" {
+		return &Error{Code: CodeServerBusy, Message: fmt.Sprintf("Server busy: too many open subscriptions (%s is %d)", limit, max),
+			Data: &StructuredError{Code: ErrResourceExhausted, Message: "too many open subscriptions", Retryable: true,
+				Details: map[string]any{"limit": limit, "max": max}}}
+	}
+	if h.listeners == nil {
+		h.listeners = map[*listener]struct{}{}
+		h.listenersOf = map[string]int{}
+	}
+	h.listeners[l] = struct{}{}
+	if l.client != "" {
+		h.listenersOf[l.client]++
+	}
+	return nil
+}
+
+func (h *changeHub) removeListener(l *listener) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.listeners, l)
+	if l.client != "" {
+		if h.listenersOf[l.client]--; h.listenersOf[l.client] <= 0 {
+			delete(h.listenersOf, l.client)
 		}
 	}
 }

@@ -132,6 +132,16 @@ type ServerOptions struct {
 	CacheTTL   time.Duration
 	CacheScope string
 
+	// MaxListens bounds the subscriptions/listen requests open at once on
+	// the server (default 1000); MaxListensPerClient those of one client
+	// (default 16): a bearer token's subject, or a connection that
+	// outlives its request. Anonymous per-request HTTP clients count only
+	// in the total; the HTTP handler's MaxStreams bounds them too. Over a
+	// limit the request gets CodeServerBusy with a RESOURCE_EXHAUSTED
+	// StructuredError naming it.
+	MaxListens          int
+	MaxListensPerClient int
+
 	// Middleware wraps the handling of every incoming request and
 	// notification, built-in and custom methods alike; the first listed
 	// is the outermost. The chain is built once, by NewServer.
@@ -227,6 +237,12 @@ func NewServer(opts *ServerOptions) *Server {
 	states := newStateRing(&o) // o.StateKeys: the effective ring
 	if o.MaxInputRounds <= 0 {
 		o.MaxInputRounds = 8
+	}
+	if o.MaxListens <= 0 {
+		o.MaxListens = 1000
+	}
+	if o.MaxListensPerClient <= 0 {
+		o.MaxListensPerClient = 16
 	}
 	if o.CacheScope != CacheScopePublic {
 		o.CacheScope = CacheScopePrivate
