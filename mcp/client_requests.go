@@ -50,6 +50,16 @@ func (e *CapabilityError) Error() string {
 // Unwrap returns ErrCapabilityNotDeclared.
 func (e *CapabilityError) Unwrap() error { return ErrCapabilityNotDeclared }
 
+// modernRefusal refuses a server-to-client request made while serving a
+// 2026-07-28 request (ErrNoClientRequests): checked before the
+// capabilities, so that the error gives the true reason.
+func (ss *Session) modernRefusal(ctx context.Context, method string) error {
+	if ss.mod != nil || ss.real().modernOnly || modernFromContext(ctx) != nil {
+		return fmt.Errorf("mcp: %s not sent: %w", method, ErrNoClientRequests)
+	}
+	return nil
+}
+
 // need returns a *CapabilityError unless the revision is at least min
 // (empty: any) and declared is true.
 func (ss *Session) need(method, capability, min string, declared bool) error {
@@ -68,7 +78,7 @@ func (ss *Session) need(method, capability, min string, declared bool) error {
 // notifications/cancelled for the request.
 func (ss *Session) call(ctx context.Context, method string, params, result any) error {
 	if ss.modernOnly || modernFromContext(ctx) != nil {
-		return fmt.Errorf("%s not sent: %w", method, errModernNoRequests)
+		return fmt.Errorf("mcp: %s not sent: %w", method, ErrNoClientRequests)
 	}
 	if ss.State() != StateRunning {
 		return fmt.Errorf("mcp: %s not sent: the session is %s, not RUNNING", method, ss.State())
@@ -108,6 +118,9 @@ func (ss *Session) call(ctx context.Context, method string, params, result any) 
 // Task-augmented sampling (Task) is not supported here. A client that
 // rejects the request answers with an error, returned as *Error.
 func (ss *Session) CreateMessage(ctx context.Context, p *CreateMessageParams) (*CreateMessageResult, error) {
+	if err := ss.modernRefusal(ctx, MethodSamplingCreateMessage); err != nil {
+		return nil, err
+	}
 	ss = ss.real()
 	const m = MethodSamplingCreateMessage
 	caps := ss.ClientCapabilities()
@@ -198,6 +211,9 @@ func downgradeCreateMessage(p *CreateMessageParams, v string) (*CreateMessagePar
 // the form's values), declined or cancelled. Task-augmented elicitation
 // (Task) is not supported here.
 func (ss *Session) Elicit(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
+	if err := ss.modernRefusal(ctx, MethodElicitationCreate); err != nil {
+		return nil, err
+	}
 	ss = ss.real()
 	const m = MethodElicitationCreate
 	caps := ss.ClientCapabilities()
@@ -263,6 +279,9 @@ func (ss *Session) NotifyElicitationComplete(ctx context.Context, elicitationID 
 // have declared roots. See ServerOptions.OnRootsListChanged to learn when
 // they change.
 func (ss *Session) ListRoots(ctx context.Context) ([]Root, error) {
+	if err := ss.modernRefusal(ctx, MethodRootsList); err != nil {
+		return nil, err
+	}
 	ss = ss.real()
 	caps := ss.ClientCapabilities()
 	if err := ss.need(MethodRootsList, "roots", "", caps.Roots != nil); err != nil {

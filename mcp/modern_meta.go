@@ -124,10 +124,15 @@ func ClientCapabilitiesFromContext(ctx context.Context) ClientCapabilities {
 	return ClientCapabilities{}
 }
 
-// errModernNoRequests refuses a server-to-client request from a modern
-// request's handler: revision 2026-07-28 has none.
-var errModernNoRequests = errors.New("mcp: a " + Version20260728 +
-	" request cannot send requests to the client; return mcp.InputRequired(...) instead")
+// ErrNoClientRequests is matched (errors.Is) by the error of a
+// server-to-client request (Session.CreateMessage, Elicit, ListRoots, Ping)
+// made while serving a request of revision 2026-07-28: that revision has no
+// server-to-client requests. The handler returns what it needs instead,
+// with mcp.InputRequired and mcp.ElicitInput, mcp.SamplingInput or
+// mcp.RootsInput; the client answers and calls again (on a 2025 session
+// keel makes the request itself and runs the handler again).
+var ErrNoClientRequests = errors.New("mcp: revision " + Version20260728 +
+	" has no server-to-client requests: return mcp.InputRequired(...) with mcp.ElicitInput, mcp.SamplingInput or mcp.RootsInput instead")
 
 // serverInfo is the Implementation a result's _meta names (2026-07-28).
 func (s *Server) serverInfo() Implementation {
