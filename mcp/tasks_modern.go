@@ -127,26 +127,13 @@ func (s *Server) StopTasks(ctx context.Context) error {
 	if st == nil {
 		return nil
 	}
+	st.runner.stop()
 	st.mu.Lock()
-	st.stopped = true
-	for run := range st.live {
-		run.cancel()
-	}
 	for _, e := range st.byID {
 		e.cancel()
 	}
 	st.mu.Unlock()
-	done := make(chan struct{})
-	go func() { // ends when the last handler returns
-		st.running.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return st.runner.wait(ctx)
 }
 
 // declaresTasks reports whether caps declare the tasks extension.
