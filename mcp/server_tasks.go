@@ -26,11 +26,20 @@ import (
 // is forbidden (or absent) gets -32601, and so does a call without "task" of
 // a tool whose support is required.
 //
-// A task runs the call in the background, on a goroutine of its own, with
-// the same context values as a plain call (ToolCallFromContext,
-// SessionFromContext, ProgressFromContext, ClientLogger): it ends when the
-// handler returns, and is cancelled by tasks/cancel, by the end of its
-// session (for tasks bound to the session) and when its ttl runs out.
+// A task runs the call in the background, on the server's task runner
+// (task_runner.go), with the same context values as a plain call
+// (ToolCallFromContext, SessionFromContext, ProgressFromContext,
+// ClientLogger): it ends when the handler returns, and is cancelled by
+// tasks/cancel, by the end of its session (for tasks bound to the
+// session), when its ttl runs out and after TaskOptions.MaxRunTime (the
+// task then fails naming that limit).
+//
+// Bounds: a task's handler runs in the task pool (TaskOptions.MaxRunning
+// in all, MaxRunningPerOwner per owner), not in the request slots of the
+// tools/call chain; a task-augmented call that finds the pool full gets a
+// RESOURCE_EXHAUSTED isError result naming the limit. Finished tasks are
+// kept per owner within MaxFinishedTasks and MaxFinishedBytes (the oldest
+// evicted first), and a result over MaxResultBytes fails its task.
 // While it waits for the client (sampling, elicitation, roots: see
 // Session.CreateMessage and friends) the task is input_required, and those
 // requests, like its progress notifications, carry the related-task _meta.

@@ -261,3 +261,31 @@ func TestModernTaskLimits(t *testing.T) {
 		return c.result("tools/call", `"name":"slow"`, taskCaps)["resultType"] == "task"
 	}, 5*time.Second, 5*time.Millisecond)
 }
+
+// A panicking task handler is recovered by the task runner: the task fails
+// with an INTERNAL tool error, its pool slot comes back, the server lives on.
+func TestTaskHandlerPanic(t *testing.T) {
+	ctx := context.Background()
+	tools := taskTools{
+		"boom": func(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) { panic("kaboom") },
+		"ok":   func(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) { return mcp.TextResult("fine"), nil },
+	}
+	c, _ := connect(t, taskServerOptions(tools, &mcp.TaskOptions{MaxRunningPerOwner: 1}), nil)
+	for range 3 { // one slot: each panic must give it back
+		created, err := c.CallToolAsTask(ctx, "boom", nil, 0)
+		require.NoError(t, err)
+		_, err = c.TaskResult(ctx, created.Task.TaskID)
+		var se *mcp.StructuredError
+		require.ErrorAs(t, err, &se, "an isError result")
+		assert.Equal(t, mcp.ErrInternal, se.Code)
+		assert.Equal(t, "panic", se.Details["reason"])
+		require.Eventually(t, func() bool {
+			created, _ := callTaskRaw(t, c, "ok")
+			if created == nil {
+				return false
+			}
+			_, err := c.TaskResult(ctx, created.Task.TaskID)
+			return err == nil
+		}, 5*time.Second, time.Millisecond)
+	}
+}

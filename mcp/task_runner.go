@@ -239,13 +239,6 @@ func (tr *taskRunner) wait(ctx context.Context) error {
 	}
 }
 
-// running returns the number of pool slots taken, in all and by owner.
-func (tr *taskRunner) running(owner string) (total, mine int) {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	return tr.total, tr.byOwner[owner]
-}
-
 // measureOutcome checks the outcome a task stores against the response
 // cap (MaxResultBytes), by its JSON size, encoded once. It returns the
 // size, or the error the task fails with instead: over is the limit's
