@@ -166,7 +166,9 @@ func TestTaskMaxRunTime(t *testing.T) {
 	c := dial(t, srv, nil)
 	created, err := c.CallToolAsTask(ctx, "stubborn", nil, 0)
 	require.NoError(t, err)
-	_, err = c.TaskResult(ctx, created.Task.TaskID)
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second) // the limit, not this, must end it
+	defer cancel()
+	_, err = c.TaskResult(wctx, created.Task.TaskID)
 	var e *mcp.Error
 	require.ErrorAs(t, err, &e)
 	assert.Contains(t, e.Message, "MaxRunTime")
