@@ -2,8 +2,10 @@ package mcp_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/keelmcp/keel/mcp"
@@ -58,4 +60,49 @@ func ExampleServerOptions_tasks() {
 	// task working ttl 3600000 ms
 	// report 2025: 42 pages | related task found: true
 	// notified: completed
+}
+
+// Tasks are bounded by default; TaskOptions tightens the bounds. Here a
+// result over MaxResultBytes is not stored: the task fails with an error
+// naming the limit.
+func ExampleTaskOptions_limits() {
+	reg := registry.New(nil)
+	registry.MustRegister(reg, "export", "Exports the whole table.",
+		func(ctx context.Context, _ struct{}) (string, error) {
+			return strings.Repeat("row\n", 1000), nil // about 4 KB
+		}, &registry.ToolOptions{TaskSupport: mcp.TaskOptional})
+	quiet := slog.New(slog.DiscardHandler)
+	srv := mcp.NewServer(&mcp.ServerOptions{
+		Tools: middleware.Standard(reg, nil),
+		Tasks: &mcp.TaskOptions{
+			MaxRunningPerOwner: 4,                // task handlers running at once per caller
+			MaxRunTime:         10 * time.Minute, // then the task fails
+			MaxFinishedTasks:   20,               // finished tasks kept per caller...
+			MaxFinishedBytes:   1 << 20,          // ...and the bytes of their results
+			MaxResultBytes:     1024,             // one result, as JSON
+		},
+		Logger: quiet,
+	})
+
+	ctx := context.Background()
+	clientEnd, serverEnd := transport.NewPipe(nil)
+	go srv.Run(ctx, serverEnd)
+	c := mcp.NewClient(&mcp.ClientOptions{Logger: quiet})
+	if err := c.Connect(ctx, clientEnd); err != nil {
+		panic(err)
+	}
+	defer c.Close()
+
+	created, err := c.CallToolAsTask(ctx, "export", nil, 0)
+	if err != nil {
+		panic(err)
+	}
+	_, err = c.TaskResult(ctx, created.Task.TaskID)
+	var e *mcp.Error
+	fmt.Println(errors.As(err, &e), e.Code, strings.Contains(e.Message, "TaskOptions.MaxResultBytes"))
+	task, _ := c.GetTask(ctx, created.Task.TaskID)
+	fmt.Println(task.Status)
+	// Output:
+	// true -32603 true
+	// failed
 }

@@ -26,11 +26,20 @@ import (
 // is forbidden (or absent) gets -32601, and so does a call without "task" of
 // a tool whose support is required.
 //
-// A task runs the call in the background, on a goroutine of its own, with
-// the same context values as a plain call (ToolCallFromContext,
-// SessionFromContext, ProgressFromContext, ClientLogger): it ends when the
-// handler returns, and is cancelled by tasks/cancel, by the end of its
-// session (for tasks bound to the session) and when its ttl runs out.
+// A task runs the call in the background, on the server's task runner
+// (task_runner.go), with the same context values as a plain call
+// (ToolCallFromContext, SessionFromContext, ProgressFromContext,
+// ClientLogger): it ends when the handler returns, and is cancelled by
+// tasks/cancel, by the end of its session (for tasks bound to the
+// session), when its ttl runs out and after TaskOptions.MaxRunTime (the
+// task then fails naming that limit).
+//
+// Bounds: a task's handler runs in the task pool (TaskOptions.MaxRunning
+// in all, MaxRunningPerOwner per owner), not in the request slots of the
+// tools/call chain; a task-augmented call that finds the pool full gets a
+// RESOURCE_EXHAUSTED isError result naming the limit. Finished tasks are
+// kept per owner within MaxFinishedTasks and MaxFinishedBytes (the oldest
+// evicted first), and a result over MaxResultBytes fails its task.
 // While it waits for the client (sampling, elicitation, roots: see
 // Session.CreateMessage and friends) the task is input_required, and those
 // requests, like its progress notifications, carry the related-task _meta.
@@ -41,13 +50,17 @@ import (
 // are visible to it only: another owner's task id is answered like an
 // unknown one. Task ids are random UUIDs (128 bits, 122 of them random).
 
-// Defaults of TaskOptions.
+// Defaults of TaskOptions. Together they bound what a remote client can
+// make the server hold for tasks: running handlers (MaxRunning,
+// MaxRunningPerOwner, MaxRunTime), tasks in progress (MaxTasks), finished
+// tasks (MaxFinishedTasks, MaxFinishedBytes, MaxResultBytes) and how long
+// any task is kept (TTL, MaxTTL).
 const (
 	// DefaultTaskTTL is how long a task is kept when its request names no
 	// ttl: one hour from its creation.
 	DefaultTaskTTL = time.Hour
-	// DefaultMaxTaskTTL caps the ttl a request may ask for: one day.
-	DefaultMaxTaskTTL = 24 * time.Hour
+	// DefaultMaxTaskTTL caps the ttl a request may ask for: four hours.
+	DefaultMaxTaskTTL = 4 * time.Hour
 	// DefaultTaskPollInterval is the polling interval suggested to clients.
 	DefaultTaskPollInterval = time.Second
 	// DefaultMaxTasks bounds the tasks in progress per owner.
@@ -55,10 +68,32 @@ const (
 	// DefaultTaskImmediateWait is how long a 2026-07-28 tools/call that
 	// may become a task waits for its handler before answering with a task.
 	DefaultTaskImmediateWait = 50 * time.Millisecond
+	// DefaultMaxRunningTasks bounds the task handlers running at once on
+	// a server, all owners together.
+	DefaultMaxRunningTasks = 128
+	// DefaultMaxRunningTasksPerOwner bounds the task handlers running at
+	// once for one owner.
+	DefaultMaxRunningTasksPerOwner = 32
+	// DefaultMaxTaskRunTime is how long a task's handler may run.
+	DefaultMaxTaskRunTime = time.Hour
+	// DefaultMaxFinishedTasks bounds the finished tasks kept per owner.
+	DefaultMaxFinishedTasks = 100
+	// DefaultMaxFinishedTaskBytes bounds the bytes of results (their JSON
+	// size) the finished tasks of one owner hold: 16 MiB.
+	DefaultMaxFinishedTaskBytes = 16 << 20
+	// DefaultMaxTaskResultBytes bounds the JSON size of one task's result:
+	// 10 MiB.
+	DefaultMaxTaskResultBytes = 10 << 20
 )
 
 // TaskOptions configure tasks (ServerOptions.Tasks). The zero value gives
 // the defaults.
+//
+// Tasks run outside the request slots: their handlers run in the task
+// pool (MaxRunning, MaxRunningPerOwner), not in the concurrency slots of
+// the tools/call chain (middleware.Limiter leaves calls with ToolCall.Task
+// set alone), so a client that starts long tasks and goes away holds task
+// slots only, never the slots other clients' plain calls need.
 type TaskOptions struct {
 	// TTL is the ttl of tasks whose request names none (0 =
 	// DefaultTaskTTL; negative = unlimited, sent as null).
@@ -73,6 +108,41 @@ type TaskOptions struct {
 	// (0 = DefaultMaxTasks; negative = no limit). A task-augmented call
 	// beyond it gets a RESOURCE_EXHAUSTED isError result.
 	MaxTasks int
+	// MaxRunning bounds the task handlers running at once, all owners
+	// together (0 = DefaultMaxRunningTasks; negative = no limit), and
+	// MaxRunningPerOwner those of one owner (0 =
+	// DefaultMaxRunningTasksPerOwner; negative = no limit). A handler holds
+	// its slot until it returns, also after its task was cancelled or
+	// removed. A call that finds no slot gets a retryable
+	// RESOURCE_EXHAUSTED isError result naming the limit ("maxRunning" or
+	// "maxRunningPerOwner"); a 2026-07-28 task resumed by tasks/update
+	// that finds none fails with it.
+	MaxRunning         int
+	MaxRunningPerOwner int
+	// MaxRunTime bounds how long a task's handler runs (0 =
+	// DefaultMaxTaskRunTime; negative = no limit; for a 2026-07-28 task,
+	// each run of it, between input rounds). When it passes, the handler's
+	// context is cancelled and the task fails at once with an -32603 error
+	// whose data is a TIMEOUT StructuredError with details {"limit":
+	// "maxRunTime"}; whatever the handler returns later is dropped. The
+	// task's ttl also ends it (cancelled, then removed).
+	MaxRunTime time.Duration
+	// MaxFinishedTasks bounds the finished tasks kept per owner (0 =
+	// DefaultMaxFinishedTasks; negative = no limit), and
+	// MaxFinishedBytes the bytes they hold: the JSON size of each one's
+	// result or error, plus 512 bytes for the task itself (0 =
+	// DefaultMaxFinishedTaskBytes; negative = no limit). Beyond either,
+	// the owner's oldest finished task is evicted: it then reads as not
+	// found (-32602), as an expired one does.
+	MaxFinishedTasks int
+	MaxFinishedBytes int64
+	// MaxResultBytes bounds the JSON size of one task's result (or
+	// error), measured once when the task finishes (0 =
+	// DefaultMaxTaskResultBytes; negative = no limit). A larger one is not
+	// stored: the task fails with an -32603 error whose data is a
+	// RESOURCE_EXHAUSTED StructuredError with details {"limit":
+	// "maxResultBytes"}.
+	MaxResultBytes int64
 	// NewID generates task ids (nil = random UUID v4 from crypto/rand).
 	// Ids must be unique and, unless Owner binds tasks to an authorization
 	// context, hard to guess.
@@ -92,6 +162,7 @@ type TaskOptions struct {
 	// input, within it is answered directly). 0 = DefaultTaskImmediateWait;
 	// negative = no wait: such calls become tasks before their handler
 	// starts. A handler may also become a task at once with StartTask.
+	// Such a call runs in the task pool from its start.
 	ImmediateWait time.Duration
 }
 
@@ -108,6 +179,24 @@ func (o TaskOptions) withDefaults() TaskOptions {
 	}
 	if o.MaxTasks == 0 {
 		o.MaxTasks = DefaultMaxTasks
+	}
+	if o.MaxRunning == 0 {
+		o.MaxRunning = DefaultMaxRunningTasks
+	}
+	if o.MaxRunningPerOwner == 0 {
+		o.MaxRunningPerOwner = DefaultMaxRunningTasksPerOwner
+	}
+	if o.MaxRunTime == 0 {
+		o.MaxRunTime = DefaultMaxTaskRunTime
+	}
+	if o.MaxFinishedTasks == 0 {
+		o.MaxFinishedTasks = DefaultMaxFinishedTasks
+	}
+	if o.MaxFinishedBytes == 0 {
+		o.MaxFinishedBytes = DefaultMaxFinishedTaskBytes
+	}
+	if o.MaxResultBytes == 0 {
+		o.MaxResultBytes = DefaultMaxTaskResultBytes
 	}
 	if o.NewID == nil {
 		o.NewID = ids.NewUUID
@@ -135,7 +224,7 @@ func (s *Server) initTasks() {
 	}
 	o := s.opts.Tasks.withDefaults()
 	s.opts.Tasks = &o
-	s.tasks = newTaskStore(o, s.opts.Now)
+	s.tasks = newTaskStore(o, s.opts.Now, s.opts.Tools)
 	s.tasks.onChange = s.hub.taskChanged // notifications/tasks (listen.go)
 }
 
@@ -187,6 +276,7 @@ func (ss *Session) taskCall(ctx context.Context, req *Request, call *ToolCall) (
 	}
 	def, ok := ss.findTool(ctx, call.Name)
 	if !ok {
+		call.Task = nil        // not run as a task: it holds a request slot
 		return nil, nil, false // the source answers for unknown tools
 	}
 	support := TaskForbidden
@@ -225,15 +315,19 @@ func (o *TaskOptions) taskTTL(requested *int64) *int64 {
 }
 
 // startTask creates the task of call and returns CreateTaskResult; the
-// call starts in the background once the request is answered.
+// call starts in the background, on the task runner, once the request is
+// answered.
 func (ss *Session) startTask(reqCtx context.Context, req *Request, call *ToolCall) (any, error) {
 	st := ss.server.tasks
-	owner := st.opts.owner(reqCtx)
+	owner := st.ownerOf(ss, st.opts.owner(reqCtx))
 	ttl := st.opts.taskTTL(call.Task.TTL)
-	// The task outlives its request; without an owner it is bound to the
-	// session and ends with it.
+	if se := st.runner.reserve(owner); se != nil { // a slot of the task pool, from now on
+		return ToolErrorResult(withIDs(se, call)), nil
+	}
+	// The task outlives its request; bound to the session (no
+	// authorization context), it ends with it.
 	ctx, cancel := context.WithCancel(WithToolCall(context.WithoutCancel(reqCtx), call))
-	if owner == "" {
+	if strings.HasPrefix(owner, "session:") {
 		stop := context.AfterFunc(ss.ctx, cancel)
 		c := cancel
 		cancel = func() { stop(); c() }
@@ -247,48 +341,21 @@ func (ss *Session) startTask(reqCtx context.Context, req *Request, call *ToolCal
 	e := st.create(ss, owner, call, ttl, cancel)
 	if e == nil {
 		cancel()
+		st.runner.release(owner)
 		return ToolErrorResult(withIDs(errTooManyTasks(st.opts.MaxTasks), call)), nil
 	}
 	call.task = e
-	call.respond = func(res *CallToolResult, err error) bool { // RespondEarly (middleware.Timeout)
-		ss.finishTask(e, res, err)
-		return true
-	}
+	run := &taskRun{call: call, owner: owner, ctx: ctx, reserved: true, exit: cancel,
+		settle: func(res *CallToolResult, err error) { ss.finishTask(e, res, err) }}
+	call.respond = run.deliver // RespondEarly (middleware.Timeout)
 	call.Logger.Debug("mcp: task created", "tool", call.Name, "taskId", e.id)
 	req.f.after = func() { // the task starts once its CreateTaskResult is sent
-		if !st.track() { // the server stopped its tasks (Server.StopTasks)
+		if err := st.runner.start(run); err != nil { // the server stopped its tasks (Server.StopTasks)
 			cancel()
-			ss.finishTask(e, nil, &Error{Code: CodeInternalError, Message: "Internal error: the server is stopping its tasks"})
-			return
+			ss.finishTask(e, nil, err)
 		}
-		go func() {
-			defer st.running.Done()
-			ss.runTask(ctx, cancel, e)
-		}()
 	}
 	return &CreateTaskResult{Task: st.snapshot(e)}, nil
-}
-
-// runTask runs the task's call to completion.
-func (ss *Session) runTask(ctx context.Context, cancel context.CancelFunc, e *taskEntry) {
-	defer cancel()
-	call := e.call
-	var res *CallToolResult
-	var err error
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				call.Logger.Error("mcp: task panicked", "tool", call.Name, "taskId", e.id, "panic", p)
-				res, err = nil, &StructuredError{Code: ErrInternal, Message: "internal error", Details: map[string]any{"reason": "panic"}}
-			}
-		}()
-		res, err = ss.server.opts.Tools.CallTool(ctx, call)
-	}()
-	if call.responded.CompareAndSwap(false, true) {
-		ss.finishTask(e, res, err)
-		return
-	}
-	call.Logger.Debug("mcp: late task result dropped (the task was already over)", "tool", call.Name, "taskId", e.id)
 }
 
 // toolOutcome maps the error a task's call returned to what tools/call
@@ -324,20 +391,24 @@ func (ss *Session) finishTask(e *taskEntry, res *CallToolResult, err error) {
 	if res == nil && rpcErr == nil {
 		res = &CallToolResult{}
 	}
-	if res != nil {
-		if _, merr := json.Marshal(res); merr != nil {
-			call.Logger.Error("mcp: task result not serializable", "error", merr)
-			res, rpcErr, msg = nil, &Error{Code: CodeInternalError, Message: "Internal error: result not serializable",
-				Data: &StructuredError{Code: ErrInternal, Message: "the result could not be encoded as JSON",
-					CorrelationID: call.CorrelationID, RunID: call.RunID}}, "result not serializable"
-		} else if res.IsError && msg == "" {
-			msg = resultErrorText(res)
-		}
+	st := ss.server.tasks
+	size, over, merr := st.opts.measureOutcome(call, res, rpcErr)
+	switch {
+	case merr != nil:
+		call.Logger.Error("mcp: task result not serializable", "error", merr)
+		res, rpcErr, msg = nil, &Error{Code: CodeInternalError, Message: "Internal error: result not serializable",
+			Data: &StructuredError{Code: ErrInternal, Message: "the result could not be encoded as JSON",
+				CorrelationID: call.CorrelationID, RunID: call.RunID}}, "result not serializable"
+	case over != nil:
+		call.Logger.Warn("mcp: task result over the limit: the task fails", "tool", call.Name, "taskId", e.id, "error", over.Message)
+		res, rpcErr, msg = nil, over, over.Message
+	case res != nil && res.IsError && msg == "":
+		msg = resultErrorText(res)
 	}
 	if rpcErr != nil || res.IsError {
 		status, msg = TaskStatusFailed, "Tool execution failed: "+msg
 	}
-	if ss.server.tasks.finish(e, status, msg, res, rpcErr) {
+	if st.finish(e, status, msg, res, rpcErr, size) {
 		call.Logger.Debug("mcp: task finished", "tool", call.Name, "taskId", e.id, "status", string(status))
 		ss.server.tasks.notifyStatus(e)
 	}
@@ -537,7 +608,7 @@ func handleTasksCancel(ctx context.Context, req *Request) (any, error) {
 	call := e.call
 	res := ToolErrorResult(&StructuredError{Code: ErrInternal, Message: "the task was cancelled",
 		Details: map[string]any{"reason": "cancelled", "taskId": e.id}, CorrelationID: call.CorrelationID, RunID: call.RunID})
-	if !st.finish(e, TaskStatusCancelled, "The task was cancelled by request.", res, nil) {
+	if !st.finish(e, TaskStatusCancelled, "The task was cancelled by request.", res, nil, 0) {
 		return nil, &Error{Code: CodeInvalidParams,
 			Message: "Cannot cancel task: already in terminal status '" + string(st.snapshot(e).Status) + "'",
 			Data:    map[string]any{"taskId": e.id}}

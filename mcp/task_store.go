@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"cmp"
+	"container/list"
 	"context"
 	"slices"
 	"strconv"
@@ -10,13 +11,54 @@ import (
 	"time"
 )
 
-// The server's tasks (2025-11-25): an in-memory table shared by the
+// The server's tasks, of both revisions: an in-memory table shared by the
 // sessions of one Server. Each task belongs to an owner — the
 // authorization context its request came with (TaskOptions.Owner), or the
 // session itself when there is none — and is visible to that owner only.
 // Expired tasks (createdAt + ttl in the past) are purged when the table is
 // next used; a purged task that still runs is cancelled. Session-bound
 // tasks are cancelled and dropped when their session ends.
+//
+// Finished tasks are bounded per owner: at most MaxFinishedTasks of them,
+// holding at most MaxFinishedBytes of results (each counts the JSON size
+// of its result or error plus finishedTaskOverhead); beyond either, the
+// owner's oldest finished task is evicted and reads as not found, as an
+// expired one does.
+
+// finishedTaskOverhead is what every finished task counts against
+// MaxFinishedBytes besides its result: the entry itself.
+const finishedTaskOverhead = 512
+
+// taskTable is the task store as the tasks/* handlers and the task runner
+// use it: create, look up, list, change and finish tasks, and evict
+// finished ones (finish does, within the per-owner bounds). taskStore, the
+// in-memory table, implements it; a store shared by replicas (PostgreSQL)
+// is meant to implement the same operations over task records. It stays
+// unexported while entries carry live handles of the process that runs
+// them (the call, its cancel function, the done channel): a shared store
+// needs those split from the record first.
+type taskTable interface {
+	// create adds a working task for owner ("" = the session ss), or
+	// returns nil when owner has MaxTasks tasks in progress.
+	create(ss *Session, owner string, call *ToolCall, ttl *int64, cancel context.CancelFunc) *taskEntry
+	// get returns owner's task id, or nil (unknown, expired, evicted, or
+	// another owner's).
+	get(owner, id string) *taskEntry
+	// list returns owner's tasks in creation order.
+	list(owner string) []*taskEntry
+	// snapshot returns a task's current state.
+	snapshot(e *taskEntry) Task
+	// setWaiting counts the requests a task waits for (input_required).
+	setWaiting(e *taskEntry, delta int) bool
+	// finish moves a task to a terminal status with its outcome (size is
+	// its JSON size), evicting the owner's oldest finished tasks beyond
+	// the bounds; false when the task was terminal already.
+	finish(e *taskEntry, status TaskStatus, message string, res *CallToolResult, rpcErr *Error, size int64) bool
+	// outcome returns a terminal task's result or error.
+	outcome(e *taskEntry) (*CallToolResult, *Error)
+}
+
+var _ taskTable = (*taskStore)(nil)
 
 // taskEntry is one task. Its mutable fields are guarded by the store's mu.
 type taskEntry struct {
@@ -35,6 +77,8 @@ type taskEntry struct {
 
 	result *CallToolResult // terminal: the result of the call (isError for failures and cancellation)
 	rpcErr *Error          // terminal: the JSON-RPC error the call ended with
+	size   int64           // terminal: what it counts against MaxFinishedBytes
+	fin    *list.Element   // terminal: its place in its owner's finished list
 
 	notifyMu sync.Mutex // serializes status notifications
 	notified Task       // the state last notified (guarded by notifyMu)
@@ -54,14 +98,11 @@ type taskStore struct {
 	sessions   map[*Session]string // owner keys of the sessions with tasks (their end is watched)
 	sessionSeq uint64
 	active     map[string]int            // owner → non-terminal tasks
+	finished   map[string]*finishedTasks // owner → its terminal tasks, oldest first
 	index      atomic.Pointer[toolIndex] // tool definitions by name (see findTool)
 
-	// running counts the goroutines that run task handlers (both eras);
-	// live holds the 2026-07-28 calls whose handler runs; after stopped
-	// (Server.StopTasks) no handler starts.
-	running sync.WaitGroup
-	live    map[*modernRun]struct{}
-	stopped bool
+	// runner runs the handlers of both eras (task_runner.go).
+	runner *taskRunner
 
 	// onChange is told of every status change of a 2026-07-28 task
 	// (subscriptions that listen to it: listen.go).
@@ -75,9 +116,18 @@ func (st *taskStore) changed(e *taskEntry) {
 	}
 }
 
-func newTaskStore(o TaskOptions, now func() time.Time) *taskStore {
-	return &taskStore{opts: o, now: now, byID: map[string]*taskEntry{},
-		sessions: map[*Session]string{}, active: map[string]int{}, live: map[*modernRun]struct{}{}}
+// finishedTasks are the terminal tasks of one owner, in the order they
+// finished, and the bytes they count.
+type finishedTasks struct {
+	l     list.List // of *taskEntry
+	bytes int64
+}
+
+func newTaskStore(o TaskOptions, now func() time.Time, tools ToolSource) *taskStore {
+	st := &taskStore{opts: o, now: now, byID: map[string]*taskEntry{},
+		sessions: map[*Session]string{}, active: map[string]int{}, finished: map[string]*finishedTasks{}}
+	st.runner = newTaskRunner(&st.opts, tools)
+	return st
 }
 
 // formatTime formats t as an ISO 8601 (RFC 3339) UTC timestamp with at most
@@ -242,9 +292,11 @@ func (st *taskStore) setWaiting(e *taskEntry, delta int) bool {
 	return true
 }
 
-// finish moves e to a terminal status with its outcome, unless it is
-// terminal already; it reports whether it did.
-func (st *taskStore) finish(e *taskEntry, status TaskStatus, message string, res *CallToolResult, rpcErr *Error) bool {
+// finish moves e to a terminal status with its outcome (size: its JSON
+// size), unless it is terminal already; it reports whether it did. The
+// owner's oldest finished tasks are evicted beyond MaxFinishedTasks and
+// MaxFinishedBytes (e itself too, when its result alone is over).
+func (st *taskStore) finish(e *taskEntry, status TaskStatus, message string, res *CallToolResult, rpcErr *Error, size int64) bool {
 	now := st.now()
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -258,7 +310,45 @@ func (st *taskStore) finish(e *taskEntry, status TaskStatus, message string, res
 		delete(st.active, e.owner)
 	}
 	close(e.done)
+	st.retireLocked(e, size)
 	return true
+}
+
+// retireLocked adds the terminal task e to its owner's finished list and
+// evicts the oldest ones beyond the bounds.
+func (st *taskStore) retireLocked(e *taskEntry, size int64) {
+	if st.byID[e.id] != e {
+		return // removed meanwhile
+	}
+	f := st.finished[e.owner]
+	if f == nil {
+		f = &finishedTasks{}
+		st.finished[e.owner] = f
+	}
+	e.size = size + finishedTaskOverhead
+	e.fin = f.l.PushBack(e)
+	f.bytes += e.size
+	maxN, maxB := st.opts.MaxFinishedTasks, st.opts.MaxFinishedBytes
+	for f.l.Len() > 0 && ((maxN > 0 && f.l.Len() > maxN) || (maxB > 0 && f.bytes > maxB)) {
+		old := f.l.Front().Value.(*taskEntry)
+		delete(st.byID, old.id)
+		st.unlinkLocked(old)
+		old.cancel()
+	}
+}
+
+// unlinkLocked takes a terminal task out of its owner's finished list.
+func (st *taskStore) unlinkLocked(e *taskEntry) {
+	if e.fin == nil {
+		return
+	}
+	f := st.finished[e.owner]
+	f.l.Remove(e.fin)
+	f.bytes -= e.size
+	e.fin = nil
+	if f.l.Len() == 0 {
+		delete(st.finished, e.owner)
+	}
 }
 
 // outcome returns e's final result or error (e must be terminal).
@@ -292,6 +382,7 @@ func (st *taskStore) purgeLocked(now time.Time) {
 // of tasks/result see it vanish.
 func (st *taskStore) removeLocked(id string, e *taskEntry, why string) {
 	delete(st.byID, id)
+	st.unlinkLocked(e)
 	if !e.task.Status.Terminal() {
 		st.active[e.owner]--
 		if st.active[e.owner] <= 0 {
@@ -329,16 +420,4 @@ func (st *taskStore) dropSession(ss *Session) {
 type toolIndex struct {
 	list []*Tool
 	byID map[string]*Tool
-}
-
-// track counts a task goroutine about to start in running, unless the
-// server stopped its tasks; it reports whether the goroutine may start.
-func (st *taskStore) track() bool {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.stopped {
-		return false
-	}
-	st.running.Add(1)
-	return true
 }

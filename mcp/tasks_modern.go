@@ -41,8 +41,14 @@ import (
 // the same caller (the subject of its verified bearer token, or
 // TaskOptions.Owner) may poll them; callers without one share a scope, and
 // task ids are random UUIDs. A task's handler runs on a goroutine the
-// server owns; it ends with the handler, and its context is cancelled by
-// tasks/cancel, by the task's ttl, and by Server.StopTasks.
+// server owns (the task runner, in the task pool: TaskOptions.MaxRunning
+// and MaxRunningPerOwner bound such calls from their start, and a call
+// that finds the pool full is answered with a RESOURCE_EXHAUSTED isError
+// result); it ends with the handler, and its context is cancelled by
+// tasks/cancel, by the task's ttl, by TaskOptions.MaxRunTime (the task
+// then fails naming that limit) and by Server.StopTasks. Finished tasks
+// are bounded as those of 2025-11-25 are (MaxFinishedTasks,
+// MaxFinishedBytes, MaxResultBytes; see TaskOptions).
 
 // TaskInfo is the state of a task of the tasks extension (2026-07-28).
 type TaskInfo struct {
@@ -127,26 +133,13 @@ func (s *Server) StopTasks(ctx context.Context) error {
 	if st == nil {
 		return nil
 	}
+	st.runner.stop()
 	st.mu.Lock()
-	st.stopped = true
-	for run := range st.live {
-		run.cancel()
-	}
 	for _, e := range st.byID {
 		e.cancel()
 	}
 	st.mu.Unlock()
-	done := make(chan struct{})
-	go func() { // ends when the last handler returns
-		st.running.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return st.runner.wait(ctx)
 }
 
 // declaresTasks reports whether caps declare the tasks extension.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -14,10 +13,11 @@ import (
 )
 
 // modernRun is one 2026-07-28 tools/call that may become a task (see
-// tasks_modern.go). Its handler runs on a goroutine the task store counts
-// (taskStore.running), under ctx: a context with the request's values that
-// outlives the request. Until the call becomes a task, the request waits
-// for the handler, and its end (cancellation, disconnection) cancels ctx.
+// tasks_modern.go). Each run of its handler (the first, then one per input
+// round) is a taskRun on the task runner (task_runner.go), under ctx: a
+// context with the request's values that outlives the request. Until the
+// call becomes a task, the request waits for the handler, and its end
+// (cancellation, disconnection) cancels ctx.
 //
 // Lock order: mu before the store's mu.
 type modernRun struct {
@@ -31,6 +31,7 @@ type modernRun struct {
 	cancel context.CancelFunc
 
 	mu        sync.Mutex
+	cur       *taskRun      // the handler's current run (RespondEarly answers through its gate)
 	entry     *taskEntry    // set once the call is a task
 	settled   bool          // the request is answered directly (or went away)
 	out       runOutcome    // the direct answer (settled)
@@ -110,11 +111,13 @@ func (ss *Session) modernTaskCall(ctx context.Context, req *Request, call *ToolC
 	}
 	run.ctx, run.cancel = context.WithCancel(context.WithoutCancel(WithToolCall(ctx, call)))
 	call.run = run
-	// The response deadline settles the run (run.outcome), which serve
-	// then answers: the call keeps its own gate.
+	// The response deadline settles the current run through its gate
+	// (run.outcome), which serve then answers.
 	call.respond = func(res *CallToolResult, err error) bool { // RespondEarly
-		run.outcome(res, err)
-		return true
+		run.mu.Lock()
+		cur := run.cur
+		run.mu.Unlock()
+		return cur != nil && cur.deliver(res, err)
 	}
 	res, err = run.serve(ctx, in)
 	return res, err, true
@@ -191,38 +194,26 @@ func (run *modernRun) escalate() bool {
 	return true
 }
 
-// start runs the handler with in on a goroutine of its own.
+// start runs the handler with in on the task runner; its outcome goes to
+// run.outcome. When the runner cannot start it (the pool is full, the
+// server stops its tasks), the call is answered with that (an isError
+// result before it is a task), or the task fails with it.
 func (run *modernRun) start(in *Input) {
-	st := run.st
-	st.mu.Lock()
-	if st.stopped {
-		st.mu.Unlock()
-		run.outcome(nil, &Error{Code: CodeInternalError, Message: "Internal error: the server is stopping its tasks"})
-		return
+	r := &taskRun{call: run.call, owner: run.owner, ctx: run.ctx, in: in, settle: run.outcome}
+	run.mu.Lock()
+	run.cur = r
+	run.mu.Unlock()
+	err := run.st.runner.start(r)
+	var se *StructuredError
+	switch {
+	case err == nil:
+	case errors.As(err, &se) && !run.isTask():
+		run.outcome(ToolErrorResult(withIDs(se, run.call)), nil)
+	case errors.As(err, &se):
+		run.outcome(nil, &Error{Code: CodeInternalError, Message: "Internal error: " + se.Message, Data: withIDs(se, run.call)})
+	default:
+		run.outcome(nil, err)
 	}
-	st.live[run] = struct{}{}
-	st.running.Add(1)
-	st.mu.Unlock()
-	go func() {
-		defer st.running.Done()
-		res, err := run.invoke(in)
-		st.mu.Lock()
-		delete(st.live, run)
-		st.mu.Unlock()
-		run.outcome(res, err)
-	}()
-}
-
-// invoke calls the tool once, recovering a panic.
-func (run *modernRun) invoke(in *Input) (res *CallToolResult, err error) {
-	call := run.call
-	defer func() {
-		if p := recover(); p != nil {
-			call.Logger.Error("mcp: tool call panicked", "tool", call.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			res, err = nil, &StructuredError{Code: ErrInternal, Message: "internal error", Details: map[string]any{"reason": "panic"}}
-		}
-	}()
-	return run.ss.server.opts.Tools.CallTool(withInput(run.ctx, in), call)
 }
 
 // outcome takes what the handler returned (or RespondEarly sent): the
@@ -266,17 +257,22 @@ func (run *modernRun) settleTask(e *taskEntry, res *CallToolResult, err error) {
 	}
 	if res != nil {
 		res = downgradeResult(res, Version20260728)
-		if _, merr := json.Marshal(res); merr != nil {
-			call.Logger.Error("mcp: task result not serializable", "error", merr)
-			res, rpcErr, msg = nil, &Error{Code: CodeInternalError, Message: "Internal error: result not serializable"}, "result not serializable"
-		} else if res.IsError {
-			msg = resultErrorText(res)
-		}
+	}
+	size, over, merr := st.opts.measureOutcome(call, res, rpcErr)
+	switch {
+	case merr != nil:
+		call.Logger.Error("mcp: task result not serializable", "error", merr)
+		res, rpcErr, msg = nil, &Error{Code: CodeInternalError, Message: "Internal error: result not serializable"}, "result not serializable"
+	case over != nil:
+		call.Logger.Warn("mcp: task result over the limit: the task fails", "tool", call.Name, "taskId", e.id, "error", over.Message)
+		res, rpcErr, msg = nil, over, ""
+	case res != nil && res.IsError:
+		msg = resultErrorText(res)
 	}
 	if rpcErr != nil {
 		status = TaskStatusFailed
 	}
-	if st.finish(e, status, msg, res, rpcErr) {
+	if st.finish(e, status, msg, res, rpcErr, size) {
 		call.Logger.Debug("mcp: task finished", "tool", call.Name, "taskId", e.id, "status", string(status))
 		st.changed(e)
 	}
@@ -393,7 +389,7 @@ func handleModernTasksCancel(ctx context.Context, req *Request) (any, error) {
 		return nil, perr
 	}
 	st := req.Session.server.tasks
-	if st.finish(e, TaskStatusCancelled, "The task was cancelled by request.", nil, nil) {
+	if st.finish(e, TaskStatusCancelled, "The task was cancelled by request.", nil, nil, 0) {
 		st.changed(e)
 		e.call.progress.finish()
 		e.cancel()

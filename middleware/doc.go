@@ -30,7 +30,10 @@
 //   - Concurrency (Limiter): at most N calls execute at once, and one
 //     client at most its share of them (half by default); the rest get
 //     RESOURCE_EXHAUSTED at once, nothing queues. A slot is held until the
-//     handler returns.
+//     handler returns. Calls that run as tasks (mcp.ToolCall.Task set)
+//     take no slot: the Server's task pool bounds them
+//     (mcp.TaskOptions.MaxRunning, MaxRunningPerOwner, MaxRunTime), so
+//     long tasks never crowd out plain calls.
 //   - Lock: a per-tool mutex, for tools registered Serial (or all tools).
 //   - Validate: the arguments must match the tool's input schema, or the
 //     call ends with INVALID_ARGUMENT listing every violation.

@@ -21,6 +21,13 @@ import (
 // slot and starve the others: a greedy client gets RESOURCE_EXHAUSTED for
 // the calls over its share while a polite one still finds free slots.
 //
+// Calls that run as tasks take no slot: a call with mcp.ToolCall.Task set
+// (a 2025-11-25 task-augmented call, or a 2026-07-28 call that may become a
+// task) passes the stage untouched. Their handlers run in the Server's task
+// pool instead, bounded by mcp.TaskOptions (MaxRunning, MaxRunningPerOwner,
+// MaxRunTime), so a client that starts long tasks and goes away cannot hold
+// the slots other clients' plain calls need.
+//
 // InUse and Max feed the health tool. A Limiter is safe for concurrent use.
 type Limiter struct {
 	max       int64
@@ -184,10 +191,14 @@ func (l *Limiter) releaseFor(key string) {
 // "concurrentExecutions": n}; a call whose client already holds its share
 // gets {"limit": "maxConcurrentPerClient", "maxConcurrentPerClient": share,
 // "clientExecutions": held, "maxConcurrentExecutions": max,
-// "concurrentExecutions": n}. The share is checked first.
+// "concurrentExecutions": n}. The share is checked first. A call that runs
+// as a task (c.Task set) takes no slot: the task pool bounds it.
 func (l *Limiter) Middleware() Middleware {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, c *Call) (*mcp.CallToolResult, error) {
+			if c.Task != nil {
+				return next(ctx, c) // a task: the Server's task pool bounds it
+			}
 			key := ""
 			if l.perClient > 0 {
 				key = clientKeyOf(l.key, ctx, c)

@@ -1,0 +1,293 @@
+package mcp_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keelmcp/keel/mcp"
+)
+
+// The bounds of tasks: every resource a client can make the server hold
+// through tasks has a limit (TaskOptions), tested here by greedy clients.
+
+// callRaw sends a task-augmented tools/call and returns its raw result.
+func callTaskRaw(t *testing.T, c *mcp.Client, name string) (*mcp.CreateTaskResult, *mcp.CallToolResult) {
+	t.Helper()
+	var raw jsontext.Value
+	require.NoError(t, c.Call(context.Background(), mcp.MethodToolsCall,
+		&mcp.CallToolParams{Name: name, Task: &mcp.TaskMetadata{}}, &raw))
+	var created mcp.CreateTaskResult
+	if err := json.Unmarshal(raw, &created); err == nil && created.Task.TaskID != "" {
+		return &created, nil
+	}
+	var res mcp.CallToolResult
+	require.NoError(t, json.Unmarshal(raw, &res))
+	return nil, &res
+}
+
+// structured decodes the StructuredError an isError result carries.
+func structured(t *testing.T, res *mcp.CallToolResult) map[string]any {
+	t.Helper()
+	require.True(t, res.IsError, "want an isError result")
+	var se map[string]any
+	require.NoError(t, json.Unmarshal([]byte(res.Content[0].Text), &se))
+	return se
+}
+
+func TestTaskDefaults(t *testing.T) {
+	assert.Equal(t, 128, mcp.DefaultMaxRunningTasks)
+	assert.Equal(t, 32, mcp.DefaultMaxRunningTasksPerOwner)
+	assert.Equal(t, time.Hour, mcp.DefaultMaxTaskRunTime)
+	assert.Equal(t, 100, mcp.DefaultMaxFinishedTasks)
+	assert.Equal(t, 16<<20, mcp.DefaultMaxFinishedTaskBytes)
+	assert.Equal(t, 10<<20, mcp.DefaultMaxTaskResultBytes)
+	assert.Equal(t, time.Hour, mcp.DefaultTaskTTL)
+	assert.Equal(t, 4*time.Hour, mcp.DefaultMaxTaskTTL)
+}
+
+// Finished tasks are bounded per owner by the bytes of their results: the
+// oldest are evicted and read as not found.
+func TestFinishedTasksBoundedByBytes(t *testing.T) {
+	ctx := context.Background()
+	const size, limit = 20 << 10, 200 << 10 // 20 KiB per result, 200 KiB per owner
+	big := strings.Repeat("x", size)
+	tools := taskTools{"big": func(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) {
+		return mcp.TextResult(big), nil
+	}}
+	c, _ := connect(t, taskServerOptions(tools, &mcp.TaskOptions{MaxFinishedBytes: limit}), nil)
+	var ids []string
+	for range 60 {
+		created, err := c.CallToolAsTask(ctx, "big", nil, 0)
+		require.NoError(t, err)
+		res, err := c.TaskResult(ctx, created.Task.TaskID)
+		require.NoError(t, err)
+		require.Len(t, res.Content[0].Text, size)
+		ids = append(ids, created.Task.TaskID)
+	}
+	all, err := c.ListAllTasks(ctx)
+	require.NoError(t, err)
+	// Each result is a little over 20 KiB of JSON: fewer than 10 fit.
+	assert.Less(t, len(all), limit/size, "the finished tasks stay within MaxFinishedBytes")
+	assert.GreaterOrEqual(t, len(all), 5)
+	assert.Equal(t, ids[len(ids)-1], all[len(all)-1].TaskID, "the newest is kept")
+	for _, id := range ids[:len(ids)-len(all)] {
+		_, err := c.GetTask(ctx, id)
+		var e *mcp.Error
+		require.ErrorAs(t, err, &e, "an evicted task reads as not found")
+		assert.EqualValues(t, mcp.CodeInvalidParams, e.Code)
+	}
+}
+
+// Finished tasks are bounded per owner by count; another owner (here a
+// second session) has its own bound.
+func TestFinishedTasksBoundedByCount(t *testing.T) {
+	ctx := context.Background()
+	tools := taskTools{"echo": func(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) {
+		return mcp.TextResult("ok"), nil
+	}}
+	srv := mcp.NewServer(taskServerOptions(tools, &mcp.TaskOptions{MaxFinishedTasks: 5}))
+	a, b := dial(t, srv, nil), dial(t, srv, nil)
+	created, err := b.CallToolAsTask(ctx, "echo", nil, 0)
+	require.NoError(t, err)
+	_, err = b.TaskResult(ctx, created.Task.TaskID)
+	require.NoError(t, err)
+	for range 12 {
+		created, err := a.CallToolAsTask(ctx, "echo", nil, 0)
+		require.NoError(t, err)
+		_, err = a.TaskResult(ctx, created.Task.TaskID)
+		require.NoError(t, err)
+	}
+	all, err := a.ListAllTasks(ctx)
+	require.NoError(t, err)
+	assert.Len(t, all, 5)
+	mine, err := b.ListAllTasks(ctx)
+	require.NoError(t, err)
+	assert.Len(t, mine, 1, "another owner's finished task is not evicted")
+}
+
+// A result over MaxResultBytes is not stored: the task fails with an error
+// naming the limit.
+func TestTaskResultOverCap(t *testing.T) {
+	ctx := context.Background()
+	tools := taskTools{
+		"big": func(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) {
+			return mcp.TextResult(strings.Repeat("y", 5000)), nil
+		},
+		"small": func(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) { return mcp.TextResult("fits"), nil },
+	}
+	c, _ := connect(t, taskServerOptions(tools, &mcp.TaskOptions{MaxResultBytes: 4096}), nil)
+	created, err := c.CallToolAsTask(ctx, "big", nil, 0)
+	require.NoError(t, err)
+	_, err = c.TaskResult(ctx, created.Task.TaskID)
+	var e *mcp.Error
+	require.ErrorAs(t, err, &e)
+	assert.EqualValues(t, mcp.CodeInternalError, e.Code)
+	assert.Contains(t, e.Message, "MaxResultBytes")
+	assert.Contains(t, e.Message, "4096")
+	task, err := c.GetTask(ctx, created.Task.TaskID)
+	require.NoError(t, err)
+	assert.Equal(t, mcp.TaskStatusFailed, task.Status)
+	assert.Contains(t, task.StatusMessage, "MaxResultBytes")
+
+	created, err = c.CallToolAsTask(ctx, "small", nil, 0)
+	require.NoError(t, err)
+	res, err := c.TaskResult(ctx, created.Task.TaskID)
+	require.NoError(t, err)
+	assert.Equal(t, "fits", res.Content[0].Text)
+}
+
+// A task past MaxRunTime fails at once with an error naming the limit,
+// even when its handler ignores its context.
+func TestTaskMaxRunTime(t *testing.T) {
+	ctx := context.Background()
+	release := make(chan struct{})
+	var returned atomic.Bool
+	tools := taskTools{"stubborn": func(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) {
+		<-release // ignores its context
+		returned.Store(true)
+		return mcp.TextResult("too late"), nil
+	}}
+	srv := mcp.NewServer(taskServerOptions(tools, &mcp.TaskOptions{MaxRunTime: 50 * time.Millisecond}))
+	defer func() {
+		close(release)
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		assert.NoError(t, srv.StopTasks(sctx))
+	}()
+	c := dial(t, srv, nil)
+	created, err := c.CallToolAsTask(ctx, "stubborn", nil, 0)
+	require.NoError(t, err)
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second) // the limit, not this, must end it
+	defer cancel()
+	_, err = c.TaskResult(wctx, created.Task.TaskID)
+	var e *mcp.Error
+	require.ErrorAs(t, err, &e)
+	assert.Contains(t, e.Message, "MaxRunTime")
+	data, _ := json.Marshal(e.Data)
+	assert.Contains(t, string(data), `"limit":"maxRunTime"`)
+	assert.Contains(t, string(data), `"code":"TIMEOUT"`)
+	assert.False(t, returned.Load(), "the task failed while its handler still ran")
+	task, err := c.GetTask(ctx, created.Task.TaskID)
+	require.NoError(t, err)
+	assert.Equal(t, mcp.TaskStatusFailed, task.Status)
+}
+
+// A client that starts many tasks and goes away cannot exceed the running
+// caps: the total for the server, and its own share.
+func TestTaskRunningCaps(t *testing.T) {
+	ctx := context.Background()
+	release := make(chan struct{})
+	var running atomic.Int32
+	tools := taskTools{"stubborn": func(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) {
+		running.Add(1)
+		defer running.Add(-1)
+		<-release // ignores its context: holds its slot until it returns
+		return mcp.TextResult("done"), nil
+	}}
+	srv := mcp.NewServer(taskServerOptions(tools, &mcp.TaskOptions{MaxRunning: 6, MaxRunningPerOwner: 4}))
+	var once sync.Once
+	releaseAll := func() { once.Do(func() { close(release) }) }
+	defer func() {
+		releaseAll()
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		assert.NoError(t, srv.StopTasks(sctx))
+	}()
+
+	greedy := dial(t, srv, nil)
+	refusals := map[string]int{}
+	for range 10 {
+		created, res := callTaskRaw(t, greedy, "stubborn")
+		if created == nil {
+			se := structured(t, res)
+			assert.Equal(t, "RESOURCE_EXHAUSTED", se["code"])
+			refusals[se["details"].(map[string]any)["limit"].(string)]++
+		}
+	}
+	assert.Equal(t, map[string]int{"maxRunningPerOwner": 6}, refusals, "one owner gets its share only")
+	require.NoError(t, greedy.Close()) // its tasks are cancelled; their handlers go on
+
+	second := dial(t, srv, nil)
+	refusals = map[string]int{}
+	for range 4 {
+		if created, res := callTaskRaw(t, second, "stubborn"); created == nil {
+			refusals[structured(t, res)["details"].(map[string]any)["limit"].(string)]++
+		}
+	}
+	assert.Equal(t, map[string]int{"maxRunning": 2}, refusals, "the handlers of the gone client still count")
+	require.Eventually(t, func() bool { return running.Load() == 6 }, 5*time.Second, time.Millisecond)
+
+	releaseAll()
+	third := dial(t, srv, nil)
+	require.Eventually(t, func() bool {
+		created, _ := callTaskRaw(t, third, "stubborn")
+		return created != nil
+	}, 5*time.Second, 5*time.Millisecond, "slots come back when the handlers return")
+}
+
+// The same limits hold for tasks of the 2026-07-28 extension: the running
+// caps refuse a call that may become a task, and a task past MaxRunTime
+// fails naming the limit.
+func TestModernTaskLimits(t *testing.T) {
+	c := startTaskServer(t, &mcp.TaskOptions{MaxRunningPerOwner: 2, MaxRunTime: 150 * time.Millisecond})
+	var ids []string
+	for range 2 {
+		res := c.result("tools/call", `"name":"slow"`, taskCaps)
+		require.Equal(t, "task", res["resultType"])
+		ids = append(ids, res["taskId"].(string))
+	}
+	res := c.result("tools/call", `"name":"slow"`, taskCaps)
+	assert.Equal(t, "complete", res["resultType"])
+	assert.Equal(t, true, res["isError"])
+	assert.Contains(t, firstText(res), `"limit":"maxRunningPerOwner"`)
+
+	for _, id := range ids {
+		d := c.await(id, mcp.TaskStatusFailed)
+		e := d["error"].(map[string]any)
+		assert.EqualValues(t, mcp.CodeInternalError, e["code"])
+		assert.Contains(t, e["message"], "MaxRunTime")
+		assert.Equal(t, "maxRunTime", e["data"].(map[string]any)["details"].(map[string]any)["limit"])
+	}
+	// Their handlers returned: the slots are free again.
+	require.Eventually(t, func() bool { return c.tools.cancelled.Load() == 2 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool {
+		return c.result("tools/call", `"name":"slow"`, taskCaps)["resultType"] == "task"
+	}, 5*time.Second, 5*time.Millisecond)
+}
+
+// A panicking task handler is recovered by the task runner: the task fails
+// with an INTERNAL tool error, its pool slot comes back, the server lives on.
+func TestTaskHandlerPanic(t *testing.T) {
+	ctx := context.Background()
+	tools := taskTools{
+		"boom": func(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) { panic("kaboom") },
+		"ok":   func(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) { return mcp.TextResult("fine"), nil },
+	}
+	c, _ := connect(t, taskServerOptions(tools, &mcp.TaskOptions{MaxRunningPerOwner: 1}), nil)
+	for range 3 { // one slot: each panic must give it back
+		created, err := c.CallToolAsTask(ctx, "boom", nil, 0)
+		require.NoError(t, err)
+		_, err = c.TaskResult(ctx, created.Task.TaskID)
+		var se *mcp.StructuredError
+		require.ErrorAs(t, err, &se, "an isError result")
+		assert.Equal(t, mcp.ErrInternal, se.Code)
+		assert.Equal(t, "panic", se.Details["reason"])
+		require.Eventually(t, func() bool {
+			created, _ := callTaskRaw(t, c, "ok")
+			if created == nil {
+				return false
+			}
+			_, err := c.TaskResult(ctx, created.Task.TaskID)
+			return err == nil
+		}, 5*time.Second, time.Millisecond)
+	}
+}
