@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -184,13 +183,12 @@ func (s *clientSide) answer(ctx context.Context, method string, params jsontext.
 	if params == nil && method == MethodRootsList {
 		params = jsontext.Value("{}")
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			s.log.Error("mcp: client handler panicked", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			res, err = nil, fmt.Errorf("the handler of %s panicked", method)
-		}
-	}()
-	return h(s, ctx, params)
+	res, err = guard(s.log, "client handler", method, func() (any, error) { return h(s, ctx, params) })
+	var p *errPanic
+	if errors.As(err, &p) {
+		return nil, fmt.Errorf("the handler of %s panicked", method)
+	}
+	return res, err
 }
 
 // inputHandlerOption names the ClientOptions field that answers each input method.

@@ -328,14 +328,10 @@ func handleRootsListChanged(_ context.Context, req *Request) (any, error) {
 func (ss *Session) runRootsChanged(f func(context.Context, *Session)) {
 	fs := &ss.feat
 	for {
-		func() {
-			defer func() {
-				if p := recover(); p != nil {
-					ss.log.Error("mcp: OnRootsListChanged panicked", "panic", fmt.Sprint(p))
-				}
-			}()
+		_, _ = guard(ss.log, "OnRootsListChanged", "", func() (any, error) {
 			f(ss.requestContext(ss.ctx), ss)
-		}()
+			return nil, nil
+		})
 		fs.rootsMu.Lock()
 		if !fs.rootsPending || ss.ctx.Err() != nil {
 			fs.rootsRunning = false

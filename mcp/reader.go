@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -198,12 +197,9 @@ func (rd *reader) handleNotification(m *jsonrpc.Message) {
 	req := &Request{Method: m.Method, Params: m.Params, Session: ss, r: responder{ss: ss}, handle: h}
 	ctx := context.WithValue(rd.messageContext(), requestKey{}, req)
 	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				ss.log.Error("mcp: notification handler panicked", "method", m.Method, "panic", fmt.Sprint(p))
-			}
-		}()
-		if _, err := ss.server.handle(ctx, req); err != nil {
+		_, err := guard(ss.log, "notification handler", m.Method, func() (any, error) { return ss.server.handle(ctx, req) })
+		var p *errPanic
+		if err != nil && !errors.As(err, &p) {
 			ss.log.Warn("mcp: notification handler failed", "method", m.Method, "error", err)
 		}
 	}()

@@ -104,6 +104,21 @@ type errPanic struct{ value any }
 
 func (e *errPanic) Error() string { return fmt.Sprint("panic: ", e.value) }
 
+// guard runs fn and turns a panic in it into an *errPanic, logged with its
+// stack as a panic of what (a request handler, a task handler, ...) named
+// name. It is where package mcp recovers panics of user code: request,
+// notification and task handlers, and the Client's handlers of its
+// server's requests.
+func guard(log *slog.Logger, what, name string, fn func() (any, error)) (res any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("mcp: "+what+" panicked", "name", name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			res, err = nil, &errPanic{value: p}
+		}
+	}()
+	return fn()
+}
+
 // begin registers req as in flight, with a context derived from parent
 // that carries req (RequestFromContext). On a duplicate id it answers
 // -32600 and returns false.
@@ -141,17 +156,7 @@ func beginReply(tab *requestTable, m *jsonrpc.Message, parent context.Context, r
 // with fn's outcome unless the request was answered or cancelled already.
 func (f *inflight) run(fn func(ctx context.Context) (any, error)) {
 	defer f.tab.wg.Done()
-	var res any
-	var err error
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				f.tab.log.Error("mcp: request handler panicked", "method", f.method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-				res, err = nil, &errPanic{value: p}
-			}
-		}()
-		res, err = fn(f.ctx)
-	}()
+	res, err := guard(f.tab.log, "request handler", f.method, func() (any, error) { return fn(f.ctx) })
 	cancelled := f.ctx.Err() != nil
 	f.end()
 	if f.done.CompareAndSwap(false, true) {

@@ -3,8 +3,6 @@ package mcp
 import (
 	"context"
 	"errors"
-	"fmt"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -192,15 +190,21 @@ func (tr *taskRunner) exec(r *taskRun, ctx context.Context) {
 
 // invoke calls the tool once, recovering a panic: the one recover of the
 // task handlers of both revisions.
-func (tr *taskRunner) invoke(ctx context.Context, r *taskRun) (res *CallToolResult, err error) {
+func (tr *taskRunner) invoke(ctx context.Context, r *taskRun) (*CallToolResult, error) {
 	call := r.call
-	defer func() {
-		if p := recover(); p != nil {
-			call.Logger.Error("mcp: task handler panicked", "tool", call.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			res, err = nil, &StructuredError{Code: ErrInternal, Message: "internal error", Details: map[string]any{"reason": "panic"}}
+	out, err := guard(call.Logger, "task handler", call.Name, func() (any, error) {
+		res, err := tr.tools.CallTool(withInput(ctx, r.in), call)
+		if res == nil {
+			return nil, err // not a typed nil in an interface
 		}
-	}()
-	return tr.tools.CallTool(withInput(ctx, r.in), call)
+		return res, err
+	})
+	var p *errPanic
+	if errors.As(err, &p) {
+		return nil, &StructuredError{Code: ErrInternal, Message: "internal error", Details: map[string]any{"reason": "panic"}}
+	}
+	res, _ := out.(*CallToolResult)
+	return res, err
 }
 
 // runTimeError is the error a run ends with after MaxRunTime: the task
