@@ -83,7 +83,7 @@ func (ss *Session) call(ctx context.Context, method string, params, result any) 
 	if ss.State() != StateRunning {
 		return fmt.Errorf("mcp: %s not sent: the session is %s, not RUNNING", method, ss.State())
 	}
-	params, done, err := ss.taskRequest(ctx, method, params) // related-task _meta, input_required (server_tasks.go)
+	params, done, err := ss.server.tasks.taskRequest(ss, ctx, method, params) // related-task _meta, input_required (server_tasks.go)
 	if err != nil {
 		return err
 	}

@@ -110,5 +110,5 @@ func (legacyEngine) taskCall(ctx context.Context, req *Request, call *ToolCall, 
 	if p.Task == nil && req.Session.server.tasks == nil {
 		return nil, nil, false
 	}
-	return req.Session.taskCall(ctx, req, call) // server_tasks.go
+	return req.Session.server.tasks.taskCall(req.Session, ctx, req, call) // server_tasks.go
 }

@@ -80,7 +80,7 @@ func (modernEngine) taskCall(ctx context.Context, req *Request, call *ToolCall, 
 	if req.Session.server.tasks == nil {
 		return nil, nil, false
 	}
-	return req.Session.modernTaskCall(ctx, req, call, p) // tasks_modern_serve.go
+	return req.Session.server.tasks.modernTaskCall(req.Session, ctx, req, call, p) // tasks_modern_serve.go
 }
 
 // stamp returns the wire form of a modern result from its encoding b,

@@ -140,7 +140,7 @@ func dispatch(ctx context.Context, req *Request) (any, error) { return req.handl
 // tasks (2025-11-25): -32601 for the others.
 func legacyTasks(h MethodHandler) MethodHandler {
 	return func(ctx context.Context, req *Request) (any, error) {
-		if !req.Session.tasksOn() {
+		if !req.Session.server.tasks.tasksOn(req.Session) {
 			return nil, methodNotFound(req.Method)
 		}
 		return h(ctx, req)

@@ -229,7 +229,7 @@ func (s *Server) initTasks() {
 }
 
 // tasksOn reports whether the session is offered tasks.
-func (ss *Session) tasksOn() bool {
+func (st *taskStore) tasksOn(ss *Session) bool {
 	return ss.server.tasks != nil && ss.server.opts.Tools != nil && VersionAtLeast(ss.ProtocolVersion(), Version20251125)
 }
 
@@ -243,7 +243,7 @@ func (s *Server) declareTasks(v string, caps *ServerCapabilities) {
 }
 
 // findTool returns the definition of the named tool (see ToolFinder).
-func (ss *Session) findTool(ctx context.Context, name string) (*Tool, bool) {
+func (st *taskStore) findTool(ss *Session, ctx context.Context, name string) (*Tool, bool) {
 	src := ss.server.opts.Tools
 	if f, ok := src.(ToolFinder); ok {
 		return f.FindTool(ctx, name)
@@ -252,7 +252,6 @@ func (ss *Session) findTool(ctx context.Context, name string) (*Tool, bool) {
 	if err != nil || len(list) == 0 {
 		return nil, false
 	}
-	st := ss.server.tasks
 	idx := st.index.Load()
 	if idx == nil || len(idx.list) != len(list) || &idx.list[0] != &list[0] {
 		idx = &toolIndex{list: list, byID: make(map[string]*Tool, len(list))}
@@ -269,12 +268,12 @@ func (ss *Session) findTool(ctx context.Context, name string) (*Tool, bool) {
 // and true when the call is task-augmented (it then runs in the background,
 // once the request is answered) or refused; false means "serve it as a
 // plain call".
-func (ss *Session) taskCall(ctx context.Context, req *Request, call *ToolCall) (any, error, bool) {
-	if !ss.tasksOn() {
+func (st *taskStore) taskCall(ss *Session, ctx context.Context, req *Request, call *ToolCall) (any, error, bool) {
+	if !ss.server.tasks.tasksOn(ss) {
 		call.Task = nil // no tasks capability: process normally, ignore "task"
 		return nil, nil, false
 	}
-	def, ok := ss.findTool(ctx, call.Name)
+	def, ok := ss.server.tasks.findTool(ss, ctx, call.Name)
 	if !ok {
 		call.Task = nil        // not run as a task: it holds a request slot
 		return nil, nil, false // the source answers for unknown tools
@@ -293,7 +292,7 @@ func (ss *Session) taskCall(ctx context.Context, req *Request, call *ToolCall) (
 		return nil, &Error{Code: CodeMethodNotFound,
 			Message: "Method not found: tool " + quote(call.Name) + " cannot be called as a task (execution.taskSupport is forbidden)"}, true
 	}
-	res, err := ss.startTask(ctx, req, call)
+	res, err := ss.server.tasks.startTask(ss, ctx, req, call)
 	return res, err, true
 }
 
@@ -317,8 +316,7 @@ func (o *TaskOptions) taskTTL(requested *int64) *int64 {
 // startTask creates the task of call and returns CreateTaskResult; the
 // call starts in the background, on the task runner, once the request is
 // answered.
-func (ss *Session) startTask(reqCtx context.Context, req *Request, call *ToolCall) (any, error) {
-	st := ss.server.tasks
+func (st *taskStore) startTask(ss *Session, reqCtx context.Context, req *Request, call *ToolCall) (any, error) {
 	owner := st.ownerOf(ss, st.opts.owner(reqCtx))
 	ttl := st.opts.taskTTL(call.Task.TTL)
 	if se := st.runner.reserve(owner); se != nil { // a slot of the task pool, from now on
@@ -346,13 +344,13 @@ func (ss *Session) startTask(reqCtx context.Context, req *Request, call *ToolCal
 	}
 	call.task = e
 	run := &taskRun{call: call, owner: owner, ctx: ctx, reserved: true, exit: cancel,
-		settle: func(res *CallToolResult, err error) { ss.finishTask(e, res, err) }}
+		settle: func(res *CallToolResult, err error) { ss.server.tasks.finishTask(ss, e, res, err) }}
 	call.respond = run.deliver // RespondEarly (middleware.Timeout)
 	call.Logger.Debug("mcp: task created", "tool", call.Name, "taskId", e.id)
 	req.f.after = func() { // the task starts once its CreateTaskResult is sent
 		if err := st.runner.start(run); err != nil { // the server stopped its tasks (Server.StopTasks)
 			cancel()
-			ss.finishTask(e, nil, err)
+			ss.server.tasks.finishTask(ss, e, nil, err)
 		}
 	}
 	return &CreateTaskResult{Task: st.snapshot(e)}, nil
@@ -380,7 +378,7 @@ func toolOutcome(call *ToolCall, err error) (res *CallToolResult, rpcErr *Error,
 // finishTask records the outcome of the task's call, as tools/call would
 // have answered it: completed for a successful result, failed for an
 // isError result or a JSON-RPC error.
-func (ss *Session) finishTask(e *taskEntry, res *CallToolResult, err error) {
+func (st *taskStore) finishTask(ss *Session, e *taskEntry, res *CallToolResult, err error) {
 	call := e.call
 	call.progress.finish() // no progress after the task is over
 	status, msg := TaskStatusCompleted, ""
@@ -391,7 +389,6 @@ func (ss *Session) finishTask(e *taskEntry, res *CallToolResult, err error) {
 	if res == nil && rpcErr == nil {
 		res = &CallToolResult{}
 	}
-	st := ss.server.tasks
 	size, over, merr := st.opts.measureOutcome(call, res, rpcErr)
 	switch {
 	case merr != nil:
@@ -457,7 +454,7 @@ func relatedTaskMeta(id string) Meta {
 // (its ctx carries the task's ToolCall): the params get the related-task
 // _meta, and the task is input_required until done is called. Outside a
 // task it returns params unchanged and a no-op done.
-func (ss *Session) taskRequest(ctx context.Context, method string, params any) (any, func(), error) {
+func (st *taskStore) taskRequest(ss *Session, ctx context.Context, method string, params any) (any, func(), error) {
 	call := ToolCallFromContext(ctx)
 	if call == nil || call.task == nil {
 		return params, func() {}, nil
@@ -470,7 +467,6 @@ func (ss *Session) taskRequest(ctx context.Context, method string, params any) (
 	if method == MethodPing {
 		return p, func() {}, nil
 	}
-	st := ss.server.tasks
 	if st.setWaiting(e, 1) {
 		st.notifyStatus(e)
 	}
@@ -548,8 +544,7 @@ func (o *TaskOptions) owner(ctx context.Context) string {
 }
 
 // taskOwner returns the owner key of the request ctx belongs to.
-func (ss *Session) taskOwner(ctx context.Context) string {
-	st := ss.server.tasks
+func (st *taskStore) taskOwner(ss *Session, ctx context.Context) string {
 	return st.ownerOf(ss, st.opts.owner(ctx))
 }
 
@@ -561,7 +556,7 @@ func lookupTask(ctx context.Context, req *Request) (*taskEntry, *Error) {
 		return nil, perr
 	}
 	ss := req.Session
-	e := ss.server.tasks.get(ss.taskOwner(ctx), id)
+	e := ss.server.tasks.get(ss.server.tasks.taskOwner(ss, ctx), id)
 	if e == nil {
 		return nil, errTaskNotFound(id)
 	}
@@ -628,7 +623,7 @@ func handleTasksList(ctx context.Context, req *Request) (any, error) {
 	}
 	ss := req.Session
 	st := ss.server.tasks
-	page, next, perr := paginate(st.list(ss.taskOwner(ctx)), func(e *taskEntry) string { return e.key }, p.Cursor, ss.server.opts.PageSize)
+	page, next, perr := paginate(st.list(ss.server.tasks.taskOwner(ss, ctx)), func(e *taskEntry) string { return e.key }, p.Cursor, ss.server.opts.PageSize)
 	if perr != nil {
 		return nil, perr
 	}

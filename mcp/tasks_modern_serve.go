@@ -81,10 +81,9 @@ func (st *taskStore) modernOwner(ctx context.Context) string {
 // handled false means "serve it as a plain call"; otherwise the call was
 // refused (-32021, a bad requestState) or it ran, and res, err is its
 // outcome (a result, or the task it became).
-func (ss *Session) modernTaskCall(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (res any, err error, handled bool) {
-	st := ss.server.tasks
+func (st *taskStore) modernTaskCall(ss *Session, ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (res any, err error, handled bool) {
 	r := &req.r
-	def, ok := ss.findTool(ctx, call.Name)
+	def, ok := ss.server.tasks.findTool(ss, ctx, call.Name)
 	if !ok {
 		return nil, nil, false // the source answers for unknown tools
 	}

@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestClientTypesMethodCount checks that no type declared in the client's
-// files (client*.go) has more than 40 methods, counting them in every file
-// of the package: a type that would grow past it is cut by concern instead.
-func TestClientTypesMethodCount(t *testing.T) {
+// TestTypesMethodCount checks that no type of the package has more than 40
+// methods, counting them in every file: a type that would grow past it is
+// cut by concern instead.
+func TestTypesMethodCount(t *testing.T) {
 	const maxMethods = 40
 	// receiver returns the name of a receiver type (T for *T, T[P], *T[P]).
 	receiver := func(e ast.Expr) string {
@@ -40,7 +40,7 @@ func TestClientTypesMethodCount(t *testing.T) {
 	require.NoError(t, err)
 	fset := token.NewFileSet()
 	methods := map[string]int{}
-	clientTypes := map[string]bool{}
+	types := map[string]bool{}
 	for _, name := range files {
 		if strings.HasSuffix(name, "_test.go") {
 			continue
@@ -54,18 +54,46 @@ func TestClientTypesMethodCount(t *testing.T) {
 					methods[receiver(d.Recv.List[0].Type)]++
 				}
 			case *ast.GenDecl:
-				if d.Tok != token.TYPE || !strings.HasPrefix(name, "client") {
+				if d.Tok != token.TYPE {
 					continue
 				}
 				for _, s := range d.Specs {
-					clientTypes[s.(*ast.TypeSpec).Name.Name] = true
+					types[s.(*ast.TypeSpec).Name.Name] = true
 				}
 			}
 		}
 	}
-	require.True(t, clientTypes["Client"], "the Client type is declared in a client*.go file")
+	require.True(t, types["Client"] && types["Session"])
 	require.Positive(t, methods["Client"])
-	for typ := range clientTypes {
+	require.Positive(t, methods["Session"])
+	for typ := range types {
 		assert.LessOrEqual(t, methods[typ], maxMethods, "methods of %s", typ)
 	}
+}
+
+// TestRecoverPlaces checks that the package recovers panics in few places
+// (guard is the one for user code): a new recover is a second owner of
+// the same concern.
+func TestRecoverPlaces(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	fset := token.NewFileSet()
+	n := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		ast.Inspect(f, func(node ast.Node) bool {
+			if c, ok := node.(*ast.CallExpr); ok {
+				if id, ok := c.Fun.(*ast.Ident); ok && id.Name == "recover" {
+					n++
+				}
+			}
+			return true
+		})
+	}
+	assert.Positive(t, n)
+	assert.LessOrEqual(t, n, 3, "recover() calls in package mcp")
 }
