@@ -287,3 +287,50 @@ func TestPeerIsAnsweredForTheRequest(t *testing.T) {
 	res = c.recv()["result"].(map[string]any)
 	assert.Equal(t, "2024-11-05 2024-11-05 none none", res["content"].([]any)[0].(map[string]any)["text"])
 }
+
+// A protocol error on a request that carries _meta.correlationId echoes
+// that id; without one, the connection's.
+func TestProtocolErrorsEchoTheRequestCorrelationID(t *testing.T) {
+	c := startRaw(t, modernOptions(&modernTools{}))
+	// before initialize: NOT_INITIALIZED names the request's id
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"correlationId":"corr-early"}}}`)
+	data := c.recv()["error"].(map[string]any)["data"].(map[string]any)
+	assert.Equal(t, "corr-early", data["correlationId"])
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	c.recv()
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.send(`{"jsonrpc":"2.0","id":3,"method":"acme/missing","params":{"_meta":{"correlationId":"corr-1"}}}`)
+	data = c.recv()["error"].(map[string]any)["data"].(map[string]any)
+	assert.Equal(t, "corr-1", data["correlationId"])
+	c.send(`{"jsonrpc":"2.0","id":4,"method":"acme/missing"}`)
+	data = c.recv()["error"].(map[string]any)["data"].(map[string]any)
+	assert.NotEmpty(t, data["correlationId"])
+	assert.NotEqual(t, "corr-1", data["correlationId"], "the connection's id when the request names none")
+}
+
+// askingTools calls the client the 2025 way from its handler.
+type askingTools struct{ err chan error }
+
+func (askingTools) ListTools(context.Context) ([]*mcp.Tool, error) {
+	return []*mcp.Tool{{Name: "sample", InputSchema: []byte(`{"type":"object"}`)}}, nil
+}
+
+func (a askingTools) CallTool(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
+	_, err := mcp.SessionFromContext(ctx).CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10})
+	a.err <- err
+	return mcp.TextResult("done"), nil
+}
+
+// A 2026-07-28 request whose handler makes a server-to-client request is
+// told the true reason (the revision has none; return InputRequired), even
+// when it declared the capability.
+func TestModernHandlerCannotCallTheClient(t *testing.T) {
+	tools := askingTools{err: make(chan error, 1)}
+	c := startPlain(t, mcptest.ServerOptions(tools))
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sample","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}}`)
+	c.recv()
+	err := <-tools.err
+	require.ErrorIs(t, err, mcp.ErrNoClientRequests)
+	assert.NotErrorIs(t, err, mcp.ErrCapabilityNotDeclared)
+	assert.Contains(t, err.Error(), "InputRequired")
+}

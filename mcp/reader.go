@@ -178,7 +178,7 @@ func (rd *reader) handleMessage(m *jsonrpc.Message, b *batch) func() {
 	case jsonrpc.KindNotification:
 		rd.handleNotification(m)
 	case jsonrpc.KindRequest:
-		return rd.handleRequest(m, responder{ss: ss, id: m.ID, batch: b})
+		return rd.handleRequest(m, responder{ss: ss, id: m.ID, batch: b, params: m.Params})
 	}
 	return nil
 }

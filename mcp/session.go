@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"sync"
@@ -163,6 +164,9 @@ type responder struct {
 	call  *ToolCall  // the tools/call answered, if any
 	mod   *modernReq // the request's scope if it is of revision 2026-07-28 (engine_modern.go)
 	eng   engine     // the engine the request was handed to (nil: legacy; engine.go)
+	// params are the request's params (nil for a message that is not a
+	// request): errors echo their _meta.correlationId.
+	params jsontext.Value
 }
 
 func (r responder) result(v any) {
@@ -205,14 +209,42 @@ func (r responder) notSerializable() *Error {
 	return e
 }
 
+// correlationID is the correlation id of the request r answers: the
+// _meta.correlationId its params carry, else the connection's. It is read
+// only on the way to an error.
+func (r responder) correlationID() string {
+	if bytes.Contains(r.params, correlationIDKey) {
+		var p struct {
+			Meta struct {
+				CorrelationID string `json:"correlationId"`
+			} `json:"_meta"`
+		}
+		if json.Unmarshal(r.params, &p) == nil && p.Meta.CorrelationID != "" {
+			return p.Meta.CorrelationID
+		}
+	}
+	return r.ss.connCorrelationID
+}
+
+var correlationIDKey = []byte(`"` + MetaCorrelationID + `"`)
+
 // protoErrData is error.data of protocol errors that carry no other data.
 type protoErrData struct {
 	CorrelationID string `json:"correlationId"`
 }
 
 func (r responder) error(e *Error) {
-	if e.Data == nil {
-		e = &Error{Code: e.Code, Message: e.Message, Data: protoErrData{CorrelationID: r.ss.connCorrelationID}}
+	switch d := e.Data.(type) {
+	case nil:
+		e = &Error{Code: e.Code, Message: e.Message, Data: protoErrData{CorrelationID: r.correlationID()}}
+	case *StructuredError:
+		if d.CorrelationID == r.ss.connCorrelationID { // the connection's id stood in for the request's
+			if c := r.correlationID(); c != d.CorrelationID {
+				se := *d
+				se.CorrelationID = c
+				e = &Error{Code: e.Code, Message: e.Message, Data: &se}
+			}
+		}
 	}
 	id := r.id
 	if id == nil {
