@@ -20,6 +20,13 @@ const Version20260728 = "2026-07-28"
 // asking for one is answered with LatestVersion.
 var ModernVersions = []string{Version20260728}
 
+// IsModernEra reports whether revision v belongs to the per-request era:
+// 2026-07-28 or later (revisions are dates and compare as strings). It is
+// the one era test of package mcp and its transports: an unknown later
+// revision is of the modern era too, and is then refused with -32022
+// (IsModernVersion is false for it).
+func IsModernEra(v string) bool { return v >= Version20260728 }
+
 // IsModernVersion reports whether v is a stateless revision keel serves.
 func IsModernVersion(v string) bool {
 	for _, s := range ModernVersions {

@@ -22,7 +22,7 @@ func (ss *Session) applyTransportContext(ctx context.Context) {
 		return
 	}
 	v := sr.ProtocolVersion
-	if v >= Version20260728 {
+	if IsModernEra(v) {
 		ss.modernOnly = true // every request carries its own revision
 		return
 	}

@@ -33,10 +33,9 @@ const (
 )
 
 // isModernHeader reports whether an MCP-Protocol-Version header value
-// names a modern revision: 2026-07-28 or later (dates compare as strings;
-// an unknown value that sorts after them counts as modern, and then gets
-// -32022).
-func isModernHeader(v string) bool { return v >= modernVersion }
+// names a modern revision (mcp.IsModernEra: an unknown later value counts
+// as modern, and then gets -32022).
+func isModernHeader(v string) bool { return mcp.IsModernEra(v) }
 
 // isModernPOST applies the era test to a POST: modern when a message
 // carries _meta.protocolVersion or when MCP-Protocol-Version names a
@@ -111,7 +110,7 @@ func (h *Handler) checkModern(r *http.Request, env *envelope) (string, *rpcError
 		return "", &rpcError{code: codeHeaderMismatch,
 			message: "Header mismatch: MCP-Protocol-Version " + quoteHeader(hv) + " differs from _meta." + metaProtocolVersion + " " + quoteHeader(version)}
 	}
-	if !h.versions[version] || !isModernHeader(version) {
+	if !h.versions[version] || !mcp.IsModernEra(version) {
 		// A legacy revision is negotiated with initialize, never named per
 		// request: it is not served in this form.
 		return "", &rpcError{code: codeUnsupportedProtocolVersion,
