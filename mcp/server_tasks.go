@@ -250,7 +250,7 @@ func (ss *Session) startTask(reqCtx context.Context, req *Request, call *ToolCal
 		return ToolErrorResult(withIDs(errTooManyTasks(st.opts.MaxTasks), call)), nil
 	}
 	call.task = e
-	call.respond = func(res *CallToolResult, err error) bool { // RespondEarly (middleware.Timeout)
+	call.respond = func(res *CallToolResult, err error) bool { // respondEarly (the response deadline)
 		ss.finishTask(e, res, err)
 		return true
 	}

@@ -112,7 +112,7 @@ func (ss *Session) modernTaskCall(ctx context.Context, req *Request, call *ToolC
 	call.run = run
 	// The response deadline settles the run (run.outcome), which serve
 	// then answers: the call keeps its own gate.
-	call.respond = func(res *CallToolResult, err error) bool { // RespondEarly
+	call.respond = func(res *CallToolResult, err error) bool { // respondEarly (the response deadline)
 		run.outcome(res, err)
 		return true
 	}
@@ -225,7 +225,7 @@ func (run *modernRun) invoke(in *Input) (res *CallToolResult, err error) {
 	return run.ss.server.opts.Tools.CallTool(withInput(run.ctx, in), call)
 }
 
-// outcome takes what the handler returned (or RespondEarly sent): the
+// outcome takes what the handler returned (or the response deadline sent): the
 // request's answer while the call is not a task, else the task's.
 func (run *modernRun) outcome(res *CallToolResult, err error) {
 	run.mu.Lock()
