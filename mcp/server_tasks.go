@@ -345,7 +345,7 @@ func (st *taskStore) startTask(ss *Session, reqCtx context.Context, req *Request
 	call.task = e
 	run := &taskRun{call: call, owner: owner, ctx: ctx, reserved: true, exit: cancel,
 		settle: func(res *CallToolResult, err error) { ss.server.tasks.finishTask(ss, e, res, err) }}
-	call.respond = run.deliver // RespondEarly (middleware.Timeout)
+	call.respond = run.deliver // respondEarly (the response deadline)
 	call.Logger.Debug("mcp: task created", "tool", call.Name, "taskId", e.id)
 	req.f.after = func() { // the task starts once its CreateTaskResult is sent
 		if err := st.runner.start(run); err != nil { // the server stopped its tasks (Server.StopTasks)

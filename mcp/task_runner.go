@@ -22,7 +22,7 @@ import (
 //   - its context is cancelled after MaxRunTime, and the run then ends with
 //     an error naming that limit, at once, even if the handler goes on;
 //   - its outcome passes one answer-once gate (deliver): the first of the
-//     handler's return, the max run time and RespondEarly wins, whatever
+//     handler's return, the max run time and the response deadline wins, whatever
 //     comes later is logged and dropped.
 //
 // What an outcome means is the revision's business, in its settle hook:

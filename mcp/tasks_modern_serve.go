@@ -31,7 +31,7 @@ type modernRun struct {
 	cancel context.CancelFunc
 
 	mu        sync.Mutex
-	cur       *taskRun      // the handler's current run (RespondEarly answers through its gate)
+	cur       *taskRun      // the handler's current run (the response deadline answers through its gate)
 	entry     *taskEntry    // set once the call is a task
 	settled   bool          // the request is answered directly (or went away)
 	out       runOutcome    // the direct answer (settled)
@@ -112,7 +112,7 @@ func (st *taskStore) modernTaskCall(ss *Session, ctx context.Context, req *Reque
 	call.run = run
 	// The response deadline settles the current run through its gate
 	// (run.outcome), which serve then answers.
-	call.respond = func(res *CallToolResult, err error) bool { // RespondEarly
+	call.respond = func(res *CallToolResult, err error) bool { // respondEarly (the response deadline)
 		run.mu.Lock()
 		cur := run.cur
 		run.mu.Unlock()
@@ -215,7 +215,7 @@ func (run *modernRun) start(in *Input) {
 	}
 }
 
-// outcome takes what the handler returned (or RespondEarly sent): the
+// outcome takes what the handler returned (or the response deadline sent): the
 // request's answer while the call is not a task, else the task's.
 func (run *modernRun) outcome(res *CallToolResult, err error) {
 	run.mu.Lock()

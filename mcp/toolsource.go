@@ -51,33 +51,26 @@ type ToolCall struct {
 	respond       func(*CallToolResult, error) bool
 	responded     atomic.Bool      // the answer-once gate of a task's run (gate is nil)
 	gate          *atomic.Bool     // the gate of the request the call answers, if any
-	earlyResponse atomic.Bool      // RespondEarly sent the response
+	earlyResponse atomic.Bool      // respondEarly sent the response
 	progress      Progress         // see ProgressFromContext (progress_helper.go)
 	task          *taskEntry       // the task the call runs as (server_tasks.go)
 	run           *modernRun       // a 2026-07-28 call that may become a task (tasks_modern.go)
 	deadline      ResponseDeadline // the first deadline armed (AnswerAtDeadline), never reused
 }
 
-// RespondEarly sends res (or err) as the response to this call at once,
-// before CallTool returns, and reports whether it was the first response. The
-// Server then drops whatever CallTool returns later, logging it as late.
-// middleware.Timeout uses it to answer TIMEOUT while the handler still runs.
-// Outside a Server (no transport to answer on) it returns false.
-func (c *ToolCall) RespondEarly(res *CallToolResult, err error) bool {
+// respondEarly sends res (or err) as the response to this call at once,
+// before CallTool returns, through the answer-once gate of the call's
+// request, and reports whether it was the first response. The Server then
+// drops whatever CallTool returns later, logging it as late. Only the
+// response deadline (AnswerAtDeadline) answers early. Outside a Server (no
+// transport to answer on) it returns false and leaves the gate closed.
+func (c *ToolCall) respondEarly(res *CallToolResult, err error) bool {
 	if c.respond == nil || !c.answered().CompareAndSwap(false, true) {
 		return false
 	}
 	c.earlyResponse.Store(true)
 	return c.respond(res, err)
 }
-
-// SetResponder installs the function RespondEarly calls. The Server installs
-// its own; custom servers and middleware tests use this to observe early
-// responses. It must be called before the call is shared between goroutines.
-func (c *ToolCall) SetResponder(respond func(*CallToolResult, error) bool) { c.respond = respond }
-
-// Responded reports whether RespondEarly already answered this call.
-func (c *ToolCall) Responded() bool { return c.answered().Load() }
 
 // answered is the call's answer-once gate: its request's, or its own.
 func (c *ToolCall) answered() *atomic.Bool {
@@ -91,11 +84,14 @@ func (c *ToolCall) answered() *atomic.Bool {
 // handler's context, derived by the caller with deadline at. When dctx
 // ends by that deadline (not because the caller went away, nor by an
 // earlier deadline of an outer caller), the call is answered at once with
-// answer() through RespondEarly, after the cancellation reached the
-// handler; the handler keeps running and the Server drops what it returns
-// later as late. Call Disarm on the result once the handler has returned.
+// answer(), through the same answer-once gate as the request, after the
+// cancellation reached the handler; the handler keeps running and the
+// Server drops what it returns later as late. Outside a Server nothing is
+// answered early: the caller returns answer() once the handler has
+// returned. Call Disarm on the result once the handler has returned.
 // No goroutine is started per call: dctx's own timer drives the deadline.
-// Deadlines nest (an inner stage may arm a shorter one).
+// Deadlines nest (an inner stage may arm a shorter one). This is the only
+// way to answer a tools/call before its handler returns.
 func (c *ToolCall) AnswerAtDeadline(dctx context.Context, at time.Time, answer func() error) *ResponseDeadline {
 	d := &c.deadline
 	if d.call != nil { // armed before (nested stages): its callback may still run
@@ -144,7 +140,7 @@ func (d *ResponseDeadline) fire() {
 
 func (d *ResponseDeadline) respond() {
 	c := d.call
-	if c.RespondEarly(nil, d.answer()) && c.Logger != nil {
+	if c.respondEarly(nil, d.answer()) && c.Logger != nil {
 		c.Logger.Debug("mcp: answered at the response deadline; the handler is still running", "tool", c.Name)
 	}
 }

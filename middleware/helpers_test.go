@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/registry"
+	"github.com/keelmcp/keel/transport"
 )
 
 type echoIn struct {
@@ -34,7 +36,11 @@ type testTools struct {
 	reg     *registry.Registry
 	started chan context.Context // block, serial and cooperate send their context here
 	release chan struct{}        // block and serial wait on it
+	once    sync.Once
 }
+
+// free closes release (once).
+func (tt *testTools) free() { tt.once.Do(func() { close(tt.release) }) }
 
 func newTestTools(t testing.TB) *testTools {
 	tt := &testTools{reg: registry.New(nil), started: make(chan context.Context, 100), release: make(chan struct{})}
@@ -73,24 +79,129 @@ func call(name, args string, logs *syncBuffer) *mcp.ToolCall {
 	return tc
 }
 
-// early captures what RespondEarly sends.
-type early struct {
-	ch chan earlyResponse
+// served is a ToolSource behind a real mcp.Server over an in-memory pipe,
+// with an mcp.Client connected to it: what the client receives is what the
+// Server answered, and early answers are observed as the peer sees them.
+type served struct {
+	client  *mcp.Client
+	wire    *wire         // every message the client read
+	logs    *syncBuffer   // the Server's records (the calls' included), from Debug up
+	returns chan returned // what the ToolSource's CallTool returned, in order
 }
 
-type earlyResponse struct {
+// returned is one return of the served ToolSource's CallTool.
+type returned struct {
+	name string
+	res  *mcp.CallToolResult
+	err  error
+}
+
+// tap passes calls to a ToolSource and records what its CallTool returns.
+type tap struct {
+	mcp.ToolSource
+	out chan<- returned
+}
+
+func (t tap) CallTool(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
+	res, err := t.ToolSource.CallTool(ctx, call)
+	t.out <- returned{call.Name, res, err}
+	return res, err
+}
+
+// wire records what the client end of the pipe reads.
+type wire struct {
+	transport.Transport
+	mu  sync.Mutex
+	got []string
+}
+
+func (w *wire) Read(ctx context.Context) ([]byte, error) {
+	b, err := w.Transport.Read(ctx)
+	if err == nil {
+		w.mu.Lock()
+		w.got = append(w.got, string(b))
+		w.mu.Unlock()
+	}
+	return b, err
+}
+
+// count returns how many messages read so far contain sub.
+func (w *wire) count(sub string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, m := range w.got {
+		if strings.Contains(m, sub) {
+			n++
+		}
+	}
+	return n
+}
+
+// serve runs src behind a Server and connects a Client to it; both end
+// with the test (the test must let blocked handlers return first).
+func serve(t testing.TB, src mcp.ToolSource) *served {
+	t.Helper()
+	s := &served{logs: new(syncBuffer), returns: make(chan returned, 100)}
+	srv := mcp.NewServer(&mcp.ServerOptions{
+		Tools:  tap{src, s.returns},
+		Logger: slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	ct, st := transport.NewPipe(nil)
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(context.Background(), st) }()
+	s.wire = &wire{Transport: ct}
+	s.client = mcp.NewClient(&mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	require.NoError(t, s.client.Connect(ctx, s.wire))
+	t.Cleanup(func() {
+		assert.NoError(t, s.client.Close())
+		assert.NoError(t, <-done)
+	})
+	return s
+}
+
+// waitLimit bounds every wait for an answer: a test whose answer never
+// comes fails instead of hanging.
+const waitLimit = 10 * time.Second
+
+// answer is what the client received for one tools/call, and when.
+type answer struct {
 	res *mcp.CallToolResult
 	err error
 	at  time.Time
 }
 
-func withResponder(tc *mcp.ToolCall) *early {
-	e := &early{ch: make(chan earlyResponse, 1)}
-	tc.SetResponder(func(res *mcp.CallToolResult, err error) bool {
-		e.ch <- earlyResponse{res, err, time.Now()}
-		return true
-	})
-	return e
+// call sends tools/call name with _meta.correlationId "corr-1" and waits
+// (at most waitLimit) for its answer.
+func (s *served) call(ctx context.Context, name, args string) answer {
+	ctx, cancel := context.WithTimeout(ctx, waitLimit)
+	defer cancel()
+	res, err := s.client.CallToolWithParams(ctx, &mcp.CallToolParams{Name: name, Arguments: jsontext.Value(args),
+		Meta: mcp.Meta{mcp.MetaCorrelationID: "corr-1"}})
+	return answer{res, err, time.Now()}
+}
+
+// next returns the next return of the served ToolSource (at most waitLimit).
+func (s *served) next(t testing.TB) returned {
+	t.Helper()
+	select {
+	case r := <-s.returns:
+		return r
+	case <-time.After(waitLimit):
+		t.Fatal("CallTool did not return")
+		return returned{}
+	}
+}
+
+// flush makes sure every message the Server wrote before now has reached
+// the client (the pipe keeps order).
+func (s *served) flush(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	require.NoError(t, s.client.Ping(ctx))
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent writes (log output).

@@ -60,9 +60,15 @@ func TestServerTimeoutAnsweredAtOnce(t *testing.T) {
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 	})
 	ct, st := transport.NewPipe(nil)
-	ctx := context.Background()
+	// Bounded: if the deadline stopped answering early, the call fails
+	// instead of waiting for the handler forever.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var freed sync.Once
+	free := func() { freed.Do(func() { close(release) }) }
+	defer free()
 	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx, st) }()
+	go func() { done <- srv.Run(context.Background(), st) }()
 	client := mcp.NewClient(nil)
 	require.NoError(t, client.Connect(ctx, ct))
 
@@ -85,7 +91,7 @@ func TestServerTimeoutAnsweredAtOnce(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, mcp.ErrResourceExhausted, se.Code)
 
-	close(release)
+	free()
 	require.Eventually(t, func() bool { return lim.InUse() == 0 }, 5*time.Second, time.Millisecond)
 	res, err = client.CallTool(ctx, "echo", map[string]any{"message": "alive"})
 	require.NoError(t, err)

@@ -154,77 +154,108 @@ func TestLimiterUnlimitedAndMisuse(t *testing.T) {
 }
 
 // The slot is held until the handler returns, even after TIMEOUT was
-// answered (seed 000, Timeout Contract rule 4).
+// answered.
 func TestConcurrencySlotHeldUntilHandlerReturnsAfterTimeout(t *testing.T) {
 	tt := newTestTools(t)
 	lim := NewLimiter(1)
-	ch := New(tt.reg, lim.Middleware(), Timeout(10*time.Millisecond))
-	tc := call("block", `{}`, nil)
-	e := withResponder(tc)
-	done := make(chan error, 1)
-	go func() {
-		_, err := ch.CallTool(context.Background(), tc)
-		done <- err
-	}()
+	s := serve(t, New(tt.reg, lim.Middleware(), Timeout(10*time.Millisecond)))
+	defer tt.free()
+	a := s.call(t.Context(), "block", `{}`) // TIMEOUT, answered while the handler still runs
 	hctx := <-tt.started
-	r := <-e.ch // TIMEOUT, answered while the handler still runs
-	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, r.err).Code)
+	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, a.err).Code)
 	assert.Error(t, hctx.Err(), "the handler's context is cancelled before TIMEOUT is answered")
 	assert.Equal(t, 1, lim.InUse(), "slot still held")
-	_, err := ch.CallTool(context.Background(), call("echo", `{"message":"x"}`, nil))
-	assert.Equal(t, mcp.ErrResourceExhausted, structuredErr(t, err).Code)
+	a = s.call(t.Context(), "echo", `{"message":"x"}`)
+	assert.Equal(t, mcp.ErrResourceExhausted, structuredErr(t, a.err).Code)
+	assert.Equal(t, "echo", s.next(t).name)
 	select {
-	case <-done:
-		t.Fatal("CallTool returned before the handler")
+	case r := <-s.returns:
+		t.Fatalf("CallTool of %s returned before the handler", r.name)
 	default:
 	}
-	close(tt.release)
-	err = <-done
-	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, err).Code, "the late return is the TIMEOUT the Server drops")
+	tt.free()
+	r := s.next(t)
+	assert.Equal(t, "block", r.name)
+	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, r.err).Code, "the late return is the TIMEOUT the Server drops")
 	assert.Equal(t, 0, lim.InUse())
 }
 
+// Served by a Server, the TIMEOUT answer goes out at the deadline while the
+// handler still runs, with the call's ids; what the handler returns later
+// is logged and never sent.
 func TestTimeoutAnswersAtOnce(t *testing.T) {
 	tt := newTestTools(t)
-	var logs syncBuffer
-	ch := New(tt.reg, Timeout(20*time.Millisecond))
-	tc := call("block", `{}`, &logs)
-	e := withResponder(tc)
+	s := serve(t, New(tt.reg, Timeout(20*time.Millisecond)))
+	defer tt.free()
 	start := time.Now()
-	done := make(chan struct{})
-	var lateErr error
-	go func() {
-		defer close(done)
-		_, lateErr = ch.CallTool(context.Background(), tc)
-	}()
+	a := s.call(t.Context(), "block", `{}`) // block waits for release: only the deadline can answer
 	hctx := <-tt.started
 	dl, ok := hctx.Deadline()
 	assert.True(t, ok, "the handler sees the deadline")
-	assert.WithinDuration(t, start.Add(20*time.Millisecond), dl, 15*time.Millisecond)
-	r := <-e.ch
-	assert.Nil(t, r.res)
-	se := structuredErr(t, r.err)
+	assert.False(t, dl.Before(start.Add(20*time.Millisecond)), "deadline %v", dl.Sub(start))
+	assert.False(t, dl.After(a.at.Add(20*time.Millisecond)), "deadline %v", dl.Sub(start))
+	assert.GreaterOrEqual(t, a.at.Sub(start), 20*time.Millisecond, "never before the deadline")
+	require.NotNil(t, a.res)
+	assert.True(t, a.res.IsError)
+	assert.Nil(t, a.res.StructuredContent)
+	tc := mcp.ToolCallFromContext(hctx)
+	require.NotNil(t, tc)
+	se := structuredErr(t, a.err)
 	assert.Equal(t, mcp.ErrTimeout, se.Code)
 	assert.Equal(t, "corr-1", se.CorrelationID)
-	assert.Equal(t, "run-1", se.RunID)
+	assert.Equal(t, tc.RunID, se.RunID)
+	assert.NotEmpty(t, se.RunID)
 	assert.EqualValues(t, 20, se.Details["timeoutMs"])
 	assert.ErrorIs(t, hctx.Err(), context.DeadlineExceeded)
-	assert.True(t, tc.Responded())
-	close(tt.release) // the handler finishes late
-	<-done
-	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, lateErr).Code)
-	assert.Contains(t, logs.String(), "returned after its deadline")
-	assert.Eventually(t, func() bool { return strings.Contains(logs.String(), "answered at the response deadline") }, 5*time.Second, time.Millisecond)
+	select {
+	case r := <-s.returns:
+		t.Fatalf("CallTool of %s returned before the handler", r.name)
+	default:
+	}
+	assert.Eventually(t, func() bool { return strings.Contains(s.logs.String(), "answered at the response deadline") }, waitLimit, time.Millisecond)
+
+	tt.free() // the handler finishes late
+	r := s.next(t)
+	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, r.err).Code)
+	assert.Contains(t, s.logs.String(), "returned after its deadline")
+	assert.Eventually(t, func() bool { return strings.Contains(s.logs.String(), "late result dropped") }, waitLimit, time.Millisecond)
+	s.flush(t)
+	assert.Equal(t, 1, s.wire.count(tc.RunID), "one answer on the wire: the late result is dropped")
+	a = s.call(t.Context(), "echo", `{"message":"alive"}`)
+	require.NoError(t, a.err)
+	assert.Equal(t, "alive", a.res.Content[0].Text)
 }
 
+// Outside a Server there is no request to answer early: Timeout returns
+// TIMEOUT when the handler returns, however long after the deadline.
 func TestTimeoutWithoutServerReturnsWhenHandlerReturns(t *testing.T) {
-	tt := newTestTools(t)
-	ch := New(tt.reg, Timeout(5*time.Millisecond))
-	tc := call("cooperate", `{}`, nil) // no responder: RespondEarly returns false
-	_, err := ch.CallTool(context.Background(), tc)
-	<-tt.started
-	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, err).Code)
-	assert.False(t, tc.Responded())
+	for _, tool := range []string{"block", "cooperate"} {
+		t.Run(tool, func(t *testing.T) {
+			tt := newTestTools(t)
+			defer tt.free()
+			var logs syncBuffer
+			ch := New(tt.reg, Timeout(5*time.Millisecond))
+			done := make(chan error, 1)
+			go func() {
+				_, err := ch.CallTool(context.Background(), call(tool, `{}`, &logs))
+				done <- err
+			}()
+			hctx := <-tt.started
+			if tool == "block" {
+				<-hctx.Done()
+				select {
+				case err := <-done:
+					t.Fatalf("CallTool returned %v before the handler", err)
+				case <-time.After(20 * time.Millisecond):
+				}
+				tt.free()
+			}
+			err := <-done
+			assert.Equal(t, mcp.ErrTimeout, structuredErr(t, err).Code)
+			assert.Contains(t, logs.String(), "returned after its deadline")
+			assert.NotContains(t, logs.String(), "answered at the response deadline", "nothing answered early")
+		})
+	}
 }
 
 func TestTimeoutPerToolOverrideAndInTime(t *testing.T) {
@@ -254,26 +285,24 @@ func TestTimeoutPerToolOverrideAndInTime(t *testing.T) {
 	assert.False(t, hasDeadline)
 }
 
+// A caller that goes away is no timeout: the handler's own error passes
+// through, nothing is answered (the Server suppresses the response).
 func TestTimeoutCallerCancellationIsNotTimeout(t *testing.T) {
 	tt := newTestTools(t)
-	ch := New(tt.reg, Timeout(time.Hour))
-	ctx, cancel := context.WithCancel(context.Background())
-	tc := call("cooperate", `{}`, nil)
-	e := withResponder(tc)
-	done := make(chan error, 1)
-	go func() {
-		_, err := ch.CallTool(ctx, tc)
-		done <- err
-	}()
+	s := serve(t, New(tt.reg, Timeout(time.Hour)))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan answer, 1)
+	go func() { done <- s.call(ctx, "cooperate", `{}`) }()
 	<-tt.started
-	cancel()
-	err := <-done
-	assert.ErrorIs(t, err, context.Canceled, "the handler's own error passes through")
-	select {
-	case r := <-e.ch:
-		t.Fatalf("unexpected early response %v", r.err)
-	default:
-	}
+	cancel() // the client sends notifications/cancelled
+	a := <-done
+	assert.ErrorIs(t, a.err, context.Canceled)
+	r := s.next(t)
+	assert.ErrorIs(t, r.err, context.Canceled, "the handler's own error passes through")
+	assert.Eventually(t, func() bool { return strings.Contains(s.logs.String(), "response suppressed") }, waitLimit, time.Millisecond)
+	s.flush(t)
+	assert.Zero(t, s.wire.count(string(mcp.ErrTimeout)), "no early response")
+	assert.NotContains(t, s.logs.String(), "answered at the response deadline")
 }
 
 func registerRaw(t *testing.T, tt *testTools, name string, timeout time.Duration, h func(ctx context.Context) (*mcp.CallToolResult, error)) {

@@ -8,7 +8,7 @@ import (
 	"github.com/keelmcp/keel/mcp"
 )
 
-// Timeout returns the response-deadline stage (seed 000's Timeout Contract).
+// Timeout returns the response-deadline stage.
 // Each call gets a deadline: the tool's registry.ToolOptions.Timeout when
 // set, otherwise def (def <= 0 and no per-tool value: no deadline). When the
 // deadline passes:
@@ -16,15 +16,16 @@ import (
 //   - the context of the stages inside (and of the tool's handler) is
 //     cancelled with context.DeadlineExceeded;
 //   - a TIMEOUT tool error is answered at once through
-//     mcp.ToolCall.RespondEarly, while the handler may still be running;
+//     mcp.ToolCall.AnswerAtDeadline, while the handler may still be
+//     running;
 //   - the stage itself keeps waiting until the handler returns, so stages
 //     outside it (the Limiter's slot, Lock, AuditExit) are released only
 //     then; it then returns the TIMEOUT error too, which the Server drops as
 //     a late result, and logs the late completion.
 //
-// Outside a Server (RespondEarly cannot answer) the TIMEOUT error is simply
-// returned when the handler returns. A handler that finishes at the very
-// edge, before the early answer went out, keeps its own result.
+// Outside a Server (there is no request to answer early) the TIMEOUT error
+// is simply returned when the handler returns. A handler that finishes at
+// the very edge, before the early answer went out, keeps its own result.
 //
 // The stage is a plain wrapper: it derives the handler's context and
 // leaves answering to the owner of the request's life
