@@ -274,9 +274,12 @@ func TestTaskHandlerPanic(t *testing.T) {
 	}
 	c, _ := connect(t, taskServerOptions(tools, &mcp.TaskOptions{MaxRunningPerOwner: 1}), nil)
 	for range 3 { // one slot: each panic must give it back
-		created, err := c.CallToolAsTask(ctx, "boom", nil, 0)
-		require.NoError(t, err)
-		_, err = c.TaskResult(ctx, created.Task.TaskID)
+		var created *mcp.CreateTaskResult
+		require.Eventually(t, func() bool { // the previous task's slot comes back once its handler returned
+			created, _ = callTaskRaw(t, c, "boom")
+			return created != nil
+		}, 5*time.Second, time.Millisecond)
+		_, err := c.TaskResult(ctx, created.Task.TaskID)
 		var se *mcp.StructuredError
 		require.ErrorAs(t, err, &se, "an isError result")
 		assert.Equal(t, mcp.ErrInternal, se.Code)
