@@ -24,10 +24,14 @@ func (r *responder) inputFor(ctx context.Context, method, target string, args js
 	if ti := TokenInfoFromContext(ctx); ti != nil {
 		subject = ti.Subject
 	}
-	r.mod.bind = &sealedState{Method: method, Target: target, Digest: argsDigest(args), Subject: subject}
+	// The digest of the arguments is computed only when a state is
+	// opened or sealed: most requests need neither.
+	r.mod.bind = &sealedState{Method: method, Target: target, Subject: subject}
+	r.mod.bindArgs = args
 	if state == "" && responses == nil {
 		return nil, nil
 	}
+	r.mod.bind.Digest = argsDigest(args)
 	in := &Input{Responses: map[string]jsontext.Value{}}
 	var keys map[string]string
 	if state != "" {
@@ -243,6 +247,9 @@ func (r *responder) modernInputRequired(ir *InputRequiredError) {
 		return
 	}
 	st := *r.mod.bind
+	if st.Digest == "" {
+		st.Digest = argsDigest(r.mod.bindArgs)
+	}
 	st.Keys, st.State = keys, ir.State
 	reqs := ir.Requests
 	if reqs != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -18,7 +19,8 @@ type modernReq struct {
 	cacheable bool
 	// bind is what an input-required answer's requestState is bound to
 	// (set by the method before its handler runs; input_serve.go).
-	bind *sealedState
+	bind     *sealedState
+	bindArgs jsontext.Value // the arguments bind's digest is of (computed when needed)
 	// subscriptionID is the listen request's id on answers to it.
 	subscriptionID jsontext.Value
 }
@@ -34,14 +36,66 @@ func IsModernRequest(params jsontext.Value) bool {
 	if !bytes.Contains(params, metaProtocolVersionKey) {
 		return false
 	}
-	var p struct {
-		Meta map[string]jsontext.Value `json:"_meta"`
+	sc := metaScanners.Get().(*metaScanner)
+	sc.r.Reset(params)
+	sc.dec.Reset(&sc.r)
+	found, err := scanMetaVersion(&sc.dec)
+	sc.r.Reset(nil)
+	sc.dec.Reset(&sc.r) // drop the reference to params
+	metaScanners.Put(sc)
+	return found || err != nil // malformed params that name the key: the modern rules answer -32602
+}
+
+// metaScanner reads params without decoding them (IsModernRequest).
+type metaScanner struct {
+	r   bytes.Reader
+	dec jsontext.Decoder
+}
+
+var metaScanners = sync.Pool{New: func() any { return new(metaScanner) }}
+
+// scanMetaVersion reports whether the object dec reads has a _meta object
+// with the protocolVersion key, skipping every value it does not need.
+func scanMetaVersion(dec *jsontext.Decoder) (bool, error) {
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return false, errors.New("mcp: params are not an object")
 	}
-	if json.Unmarshal(params, &p) != nil {
-		return true // malformed params that name the key: the modern rules answer -32602
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return false, err
+		}
+		if tok.String() != "_meta" {
+			if err := dec.SkipValue(); err != nil {
+				return false, err
+			}
+			continue
+		}
+		switch dec.PeekKind() {
+		case 'n':
+			return false, dec.SkipValue()
+		case '{':
+		default:
+			return false, errors.New("mcp: _meta is not an object")
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return false, err
+		}
+		for dec.PeekKind() != '}' {
+			tok, err := dec.ReadToken()
+			if err != nil {
+				return false, err
+			}
+			if tok.String() == MetaProtocolVersion {
+				return true, nil
+			}
+			if err := dec.SkipValue(); err != nil {
+				return false, err
+			}
+		}
+		return false, nil
 	}
-	_, ok := p.Meta[MetaProtocolVersion]
-	return ok
+	return false, nil
 }
 
 // requestMetaWire is the wire form of a modern request's _meta.
