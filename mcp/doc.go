@@ -31,7 +31,8 @@
 // client is asked by the server itself (elicitation/create,
 // sampling/createMessage, roots/list), and the handler runs again. The
 // Session methods CreateMessage, Elicit and ListRoots remain for legacy
-// sessions only.
+// sessions only: while serving a 2026-07-28 request they fail with
+// ErrNoClientRequests.
 //
 // The requestState is encrypted and authenticated (AES-256-GCM under a key
 // derived per key id with HKDF-SHA-256) and bound to the request it was
@@ -81,7 +82,8 @@
 // (MaxInputRounds), open subscriptions/listen requests in all and per
 // client (MaxListens, MaxListensPerClient; beyond them CodeServerBusy with
 // a RESOURCE_EXHAUSTED StructuredError naming the limit), used states
-// remembered in single-use mode (MaxUsedStates), tasks in progress per
-// owner (TaskOptions.MaxTasks), and each request the server sends a client
-// (RequestTimeout).
+// remembered in single-use mode (MaxUsedStates), each request the server
+// sends a client (RequestTimeout), and tasks: handlers running in the task
+// pool in all and per owner, their run time, tasks in progress and
+// finished ones per owner, a result's size and a task's ttl (TaskOptions).
 package mcp
