@@ -1,4 +1,4 @@
-// Package aacp is the Agent-to-Agent Communication Protocol of seed 000:
+// Package aacp is the Agent-to-Agent Communication Protocol (AACP):
 // reliable, resumable messaging between agents, with per-pair ordering,
 // deduplication and a durable ledger.
 //
@@ -40,7 +40,7 @@
 // the gap. A duplicate messageId (or seq) is ignored and acknowledged
 // again.
 //
-// Processing order at the receiver (seed 000): deduplication check by
+// Processing order at the receiver: deduplication check by
 // requestId (a request being processed or recorded COMPLETED/FAILED is not
 // executed again; a caller waiting for it gets the recorded result),
 // execution, then on failure the retry decision (RetryPolicy.ShouldRetry,
@@ -102,7 +102,7 @@
 //
 // # Stores
 //
-// Store is seed 000's persistence adapter plus the atomic operations the
+// Store is the persistence adapter of the ledger, plus the atomic operations the
 // Node needs (enqueue, resolve, conditional retry updates, claims, agent
 // leases and fenced writes). MemoryStore keeps records for one process lifetime (tests);
 // package aacp/sqlstore is the durable store on SQLite (a file path is all

@@ -4,7 +4,7 @@
 //
 // # Coordinator
 //
-// A Coordinator holds the agents (seed 000's AgentCoordinator):
+// A Coordinator holds the agents:
 //
 //	c := agents.NewCoordinator(nil)
 //	err := c.Register("counter", func(ctx context.Context, msg agents.Message, ac *agents.AgentContext) (any, error) {
@@ -50,8 +50,8 @@
 //
 // Errors of the coordinator are *Error values: errors.Is matches their
 // cause (ErrAgentNotFound, ErrQueueFull, ...), errors.As finds a
-// *mcp.StructuredError with the code and Details["reason"] (seed 002's
-// AGENT_NOT_FOUND, AGENT_PERMISSION_DENIED, ...), and ErrNotDelivered
+// *mcp.StructuredError with the code and Details["reason"]
+// (AGENT_NOT_FOUND, AGENT_PERMISSION_DENIED, ...), and ErrNotDelivered
 // tells the messages whose handler never ran. Errors returned by handlers
 // reach Send's caller unchanged.
 //
@@ -73,8 +73,8 @@
 //
 // # MCP tools
 //
-// RegisterTools registers agent_list, agent_get and agent_run (seed 002) in
-// a registry.Registry; AgentProxyTool returns the definition (with the
+// RegisterTools registers agent_list, agent_get and agent_run in a
+// registry.Registry; AgentProxyTool returns the definition (with the
 // canonical schema AgentProxySchema) and handler of the agentProxy tool type
 // that admin tools register dynamically.
 package agents

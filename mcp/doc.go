@@ -12,27 +12,78 @@
 // its own _meta (capabilities, logLevel, progressToken) on any connection,
 // initialized or not; server/discover replaces initialize,
 // subscriptions/listen replaces the GET stream and resources/subscribe,
-// and every result carries resultType. ProtocolVersionFromContext and
-// ClientCapabilitiesFromContext tell a handler which applies to the request
-// it serves.
+// and every result carries resultType.
+//
+// Each era is one engine that takes a request once and applies the era's
+// rules: which methods exist, how results are shaped, how a handler's need
+// for input is met. Handlers never test the revision. What they ask about
+// the peer is answered for the request they serve: inside the handler of a
+// 2026-07-28 request, SessionFromContext(ctx).ProtocolVersion(),
+// ClientCapabilities() and ClientInfo() are the request's own, as are
+// ProtocolVersionFromContext and ClientCapabilitiesFromContext.
 //
 // # Asking the client
 //
 // A handler that needs the user or the client's model returns an
 // *InputRequiredError (InputRequired) and reads the answers with
 // InputFromContext on the next call. A 2026-07-28 client receives an
-// input_required result with a sealed requestState and calls again; a
-// legacy client is asked by the server itself (elicitation/create,
+// input_required result with a requestState and calls again; a legacy
+// client is asked by the server itself (elicitation/create,
 // sampling/createMessage, roots/list), and the handler runs again. The
 // Session methods CreateMessage, Elicit and ListRoots remain for legacy
-// sessions only.
+// sessions only: while serving a 2026-07-28 request they fail with
+// ErrNoClientRequests.
+//
+// The requestState is encrypted and authenticated (AES-256-GCM under a key
+// derived per key id with HKDF-SHA-256) and bound to the request it was
+// issued for, its caller and an expiry (ServerOptions.StateTTL). Give every
+// replica the same key: ServerOptions.StateKey, or the key ring StateKeys
+// for rotation. A key shorter than MinStateKeyBytes fails
+// ServerOptions.Validate (NewServer panics with the *OptionError); without
+// a key each process uses a random one and warns. StateSingleUse refuses a
+// second use of a state. Every refused state is logged with its reason, at
+// a bounded rate.
 //
 // # Requests
 //
 // Every request is owned, from the moment it is read until it is answered,
 // by one value that registers its id (a duplicate is refused), cancels it
-// on notifications/cancelled or at the end of the connection, recovers a
-// panic of its handler, and answers it exactly once — also when a response
+// on notifications/cancelled, at the end of the connection or when the
+// client goes away (a transport.PeerWatcher reports it), recovers a panic
+// of its handler, and answers it exactly once — also when a response
 // deadline (ToolCall.AnswerAtDeadline) answers first. The methods a server
-// serves, and the eras they exist in, are one static table.
+// serves, and the eras they exist in, are one static table. When the input
+// ends (stdin closed), requests in flight still get ShutdownTimeout to
+// finish and be answered.
+//
+// # Extending the server
+//
+// A method handler is a MethodHandler: it takes the *Request
+// (RequestFromContext in any handler) and returns the result or an error;
+// the Server answers. ServerOptions offers the seams:
+//
+//   - Middleware wraps the handling of every incoming request and
+//     notification, built-in and custom methods alike, in both eras (the
+//     first listed is the outermost);
+//   - SendMiddleware wraps every request and notification the server sends;
+//   - Methods and Notifications add methods of your own (a name the server
+//     serves itself makes NewServer panic);
+//   - Capabilities declares Experimental entries and Extensions beyond
+//     those the server derives.
+//
+// Server.Sessions lists the live connections, Session.Notify sends one of
+// them a notification, and Server.NotifyAll reaches every running 2025
+// session and every open 2026-07-28 subscriptions/listen stream.
+//
+// # Limits
+//
+// What a peer can make a Server hold is bounded: message nesting depth and
+// batch size (MaxDepth, MaxBatch), rounds of input per request
+// (MaxInputRounds), open subscriptions/listen requests in all and per
+// client (MaxListens, MaxListensPerClient; beyond them CodeServerBusy with
+// a RESOURCE_EXHAUSTED StructuredError naming the limit), used states
+// remembered in single-use mode (MaxUsedStates), each request the server
+// sends a client (RequestTimeout), and tasks: handlers running in the task
+// pool in all and per owner, their run time, tasks in progress and
+// finished ones per owner, a result's size and a task's ttl (TaskOptions).
 package mcp

@@ -1,6 +1,7 @@
-// Package middleware is keel's tools/call chain: each stage of seed 000's
-// processing order (and seed 003's five-stage chain) as a value that can be
-// reordered, dropped, or interleaved with stages of your own.
+// Package middleware is keel's tools/call chain: each stage of a tool
+// call's processing (limits, lookup, admission, locking, validation, audit,
+// deadline, dispatch) as a value that can be reordered, dropped, or
+// interleaved with stages of your own.
 //
 // A Middleware wraps a Handler; a Chain lists middlewares, the first listed
 // outermost, and ends in Dispatch, which runs the tool's own handler. A Chain
@@ -88,17 +89,19 @@
 //
 // The package also keeps the process-wide count of consecutive
 // RESOURCE_EXHAUSTED rejections (ResourceExhaustedCount) and offers two
-// built-in tools: health (RegisterHealthTool, seed 000's telemetry and
-// thresholds) and server_ping (RegisterPingTool, seed 003).
+// built-in tools: health (RegisterHealthTool: limits, memory, scheduling
+// delay, concurrent executions and a healthy/degraded/unhealthy status
+// against thresholds) and server_ping (RegisterPingTool: version, mode,
+// uptime).
 //
 // # Admission
 //
 // One mechanism gates tools, at list time and at call time: an
 // AdmissionPolicy over a tool's metadata and the request's session. Three
 // policies ship with the package: ModePolicy, the tool surface of a server
-// mode (FULL, READONLY, TEST, MINIMAL; seed 003); TrustPolicy, which runs
-// destructive tools only while a trust state is TRUSTED (seed 001); and
-// Admin, the admin policy of seed 000's administrative tools
+// mode (FULL, READONLY, TEST, MINIMAL); TrustPolicy, which runs
+// destructive tools only while a trust state is TRUSTED; and
+// Admin, the admin policy of the administrative tools
 // admin/registerTool and admin/unregisterTool (NewAdmin,
 // StandardOptions.Admin), which register tools of predefined types (echo,
 // health, agentProxy) with their canonical schemas. AllOf composes
