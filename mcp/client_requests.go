@@ -329,7 +329,7 @@ func (ss *Session) runRootsChanged(f func(context.Context, *Session)) {
 	fs := &ss.feat
 	for {
 		_, _ = guard(ss.log, "OnRootsListChanged", "", func() (any, error) {
-			f(ss.requestContext(ss.ctx), ss)
+			f(withSession(ss.ctx, ss), ss)
 			return nil, nil
 		})
 		fs.rootsMu.Lock()

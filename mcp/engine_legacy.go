@@ -29,7 +29,7 @@ func (legacyEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) func(
 		r.error(&Error{Code: CodeNotInitialized, Message: "Not initialized",
 			Data: &StructuredError{Code: ErrNotInitialized,
 				Message:       "method " + quote(m.Method) + " received in state " + st.String() + "; send initialize and notifications/initialized first",
-				CorrelationID: ss.connCorrelationID}})
+				CorrelationID: ss.connID()}})
 		return nil
 	}
 	md, ok := ss.server.lookupMethod(m.Method)

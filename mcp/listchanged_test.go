@@ -45,7 +45,7 @@ func testSession(t *testing.T, tools ToolSource, state SessionState) (*Server, *
 	ct, st := transport.NewPipe(nil)
 	t.Cleanup(func() { ct.Close(); st.Close() })
 	srv := NewServer(&ServerOptions{Tools: tools, Logger: slog.New(slog.DiscardHandler)})
-	ss := srv.newSession(st)
+	ss := srv.newSession(st, false)
 	ss.state.Store(int32(state))
 	srv.hub.add(ss)
 	return srv, ss, ct

@@ -226,7 +226,7 @@ func listenClient(ctx context.Context, ss *Session) string {
 		return "subject:" + ti.Subject
 	}
 	if !ss.modernOnly {
-		return "session:" + ss.connCorrelationID
+		return "session:" + ss.connID()
 	}
 	return ""
 }

@@ -120,7 +120,7 @@ func (ss *Session) serveMethod(m *jsonrpc.Message, r responder, md *method, h Me
 		req.run()
 		return nil
 	case md.lasting:
-		ss.workers.run(req.run) // it lasts: never on the reading goroutine
+		ss.runWorker(req.run) // it lasts: never on the reading goroutine
 		return nil
 	}
 	return req.run

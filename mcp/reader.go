@@ -43,7 +43,7 @@ func (rd *reader) readLoop() {
 			if errors.As(err, &tooLarge) {
 				responder{ss: ss}.error(&Error{Code: CodeInvalidRequest,
 					Message: "Invalid Request: " + tooLarge.Error(),
-					Data:    map[string]any{"limit": "MaxMessageBytes", "maxBytes": tooLarge.Limit, "correlationId": ss.connCorrelationID}})
+					Data:    map[string]any{"limit": "MaxMessageBytes", "maxBytes": tooLarge.Limit, "correlationId": ss.connID()}})
 				continue
 			}
 			if rd.parent.Err() != nil {
@@ -70,8 +70,14 @@ func (rd *reader) readLoop() {
 func (rd *reader) runInline(job func()) bool {
 	ss := rd.ss
 	budget := ss.server.opts.InlineBudget
-	if budget < 0 {
-		ss.workers.run(job)
+	switch {
+	case budget < 0:
+		ss.runWorker(job)
+		return true
+	case rd.takeover == nil:
+		// A per-request session (stateless HTTP, 2026-07-28) carries one
+		// request: nothing else will be read while it runs.
+		job()
 		return true
 	}
 	tok := rd.inlineSeq.Add(1)

@@ -283,7 +283,8 @@ func (s *Server) Options() ServerOptions { return s.opts }
 // a deleted or expired HTTP session), the contexts of the handlers still
 // running end at once. Run closes t before returning.
 func (s *Server) Run(ctx context.Context, t transport.Transport) error {
-	ss := s.newSession(t)
+	sr, stateless := transport.StatelessRequestFromContext(ctx)
+	ss := s.newSession(t, stateless && IsModernEra(sr.ProtocolVersion))
 	ss.applyTransportContext(ctx) // stateless HTTP: already initialized (server_http.go)
 	return ss.serve(ctx)
 }
@@ -294,10 +295,12 @@ func (ss *Session) serve(parent context.Context) error {
 	ss.ctx = ctx
 	ss.rd.parent = parent
 	ss.rd.inputDone = make(chan struct{})
-	ss.server.hub.add(ss)
-	defer ss.server.hub.remove(ss)
-	ss.rd.takeover = time.AfterFunc(time.Hour, ss.rd.takeOverReading)
-	ss.rd.takeover.Stop()
+	if !ss.modernOnly { // a per-request session serves one request: it gets no notifications
+		ss.server.hub.add(ss)
+		defer ss.server.hub.remove(ss)
+		ss.rd.takeover = time.AfterFunc(time.Hour, ss.rd.takeOverReading)
+		ss.rd.takeover.Stop()
+	}
 	stop := context.AfterFunc(ctx, func() { ss.conn.t.Close() })
 	defer stop()
 	if pw, ok := ss.conn.t.(transport.PeerWatcher); ok {
@@ -320,7 +323,9 @@ func (ss *Session) serve(parent context.Context) error {
 	go ss.rd.readLoop()
 	<-ss.rd.inputDone
 	runErr := ss.rd.inputErr
-	ss.rd.takeover.Stop()
+	if ss.rd.takeover != nil {
+		ss.rd.takeover.Stop()
+	}
 	if runErr == nil {
 		ss.drain(ctx)
 	}

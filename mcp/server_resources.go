@@ -132,7 +132,7 @@ func handleResourcesRead(ctx context.Context, req *Request) (any, error) {
 		case errors.As(err, &ir):
 			return nil, ir
 		case err != nil:
-			return nil, ss.resourceError(r, err, p.URI)
+			return nil, r.resourceError(err, p.URI)
 		case res == nil:
 			return nil, &Error{Code: CodeInternalError, Message: "Internal error: resource source returned no result"}
 		}
@@ -142,7 +142,8 @@ func handleResourcesRead(ctx context.Context, req *Request) (any, error) {
 
 // resourceError maps a read error to its JSON-RPC error: not found (a
 // NOT_FOUND StructuredError or fs.ErrNotExist) is -32002 with the uri.
-func (ss *Session) resourceError(r *responder, err error, uri string) *Error {
+func (r *responder) resourceError(err error, uri string) *Error {
+	ss := r.ss
 	var se *StructuredError
 	var rpc *Error
 	switch {
@@ -167,7 +168,7 @@ func (ss *Session) featureError(err error) *Error {
 		if se, ok := rpc.Data.(*StructuredError); ok && se.CorrelationID == "" {
 			e := *rpc
 			c := *se
-			c.CorrelationID = ss.connCorrelationID
+			c.CorrelationID = ss.connID()
 			e.Data = &c
 			return &e
 		}
@@ -177,7 +178,7 @@ func (ss *Session) featureError(err error) *Error {
 	if errors.As(err, &se) {
 		c := *se
 		if c.CorrelationID == "" {
-			c.CorrelationID = ss.connCorrelationID
+			c.CorrelationID = ss.connID()
 		}
 		switch se.Code {
 		case ErrInvalidArgument, ErrNotFound:

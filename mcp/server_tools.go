@@ -35,7 +35,8 @@ func sessionFromContext(ctx context.Context) *Session {
 	return nil
 }
 
-func (ss *Session) requestContext(ctx context.Context) context.Context {
+// withSession returns ctx carrying ss (SessionFromContext outside a request).
+func withSession(ctx context.Context, ss *Session) context.Context {
 	return context.WithValue(ctx, sessionKey{}, ss)
 }
 

@@ -44,11 +44,14 @@ func (s SessionState) String() string {
 // Session is the server side of one connection: its lifecycle state, the
 // negotiated revision and the client's declared capabilities.
 type Session struct {
-	server            *Server
-	conn              *conn
-	log               *slog.Logger
-	ctx               context.Context
+	server *Server
+	conn   *conn
+	log    *slog.Logger
+	ctx    context.Context
+	// connCorrelationID is the connection's id (connID): generated at
+	// once for a session, on first use for a per-request one.
 	connCorrelationID string
+	connIDOnce        sync.Once
 
 	state      atomic.Int32
 	mu         sync.Mutex // guards the fields below
@@ -60,7 +63,7 @@ type Session struct {
 	// (a session a stateless HTTP handler started for a modern POST).
 	modernOnly bool
 
-	workers *workers
+	workers atomic.Pointer[workers] // see runWorker
 
 	// feat holds the state of logging and client requests (logging.go,
 	// client_requests.go).
@@ -85,21 +88,39 @@ func (ss *Session) real() *Session {
 	return ss
 }
 
-func (s *Server) newSession(t transport.Transport) *Session {
-	connID := s.opts.NewID()
-	log := s.log.With("connectionCorrelationId", connID)
-	ss := &Session{
-		server:            s,
-		log:               log,
-		connCorrelationID: connID,
-		ctx:               context.Background(),
+func (s *Server) newSession(t transport.Transport, perRequest bool) *Session {
+	ss := &Session{server: s, log: s.log, ctx: context.Background(), modernOnly: perRequest}
+	if !perRequest { // a per-request session's id and logger attribute would rarely be used
+		ss.connCorrelationID = s.opts.NewID()
+		ss.log = s.log.With("connectionCorrelationId", ss.connCorrelationID)
 	}
-	ss.reqs.log = log
+	ss.reqs.log = ss.log
 	ss.rd.ss = ss
-	ss.conn = newConn(t, s.opts.MaxDepth, log)
+	ss.conn = newConn(t, s.opts.MaxDepth, ss.log)
 	ss.conn.ss, ss.conn.out = ss, sendChain(ss.conn, s.opts.SendMiddleware)
-	ss.workers = newWorkers(64, ss.conn.done)
 	return ss
+}
+
+// connID returns the connection's correlation id (a per-request session
+// gets one on first use).
+func (ss *Session) connID() string {
+	ss.connIDOnce.Do(func() {
+		if ss.connCorrelationID == "" {
+			ss.connCorrelationID = ss.server.opts.NewID()
+		}
+	})
+	return ss.connCorrelationID
+}
+
+// runWorker runs job on one of the session's workers (created on first
+// use: most sessions never need one).
+func (ss *Session) runWorker(job func()) {
+	w := ss.workers.Load()
+	if w == nil {
+		ss.workers.CompareAndSwap(nil, newWorkers(64, ss.conn.done))
+		w = ss.workers.Load()
+	}
+	w.run(job)
 }
 
 // State returns the session's lifecycle state.
@@ -145,7 +166,7 @@ func (ss *Session) ClientCapabilities() ClientCapabilities {
 }
 
 // ConnectionCorrelationID returns the id generated when the connection opened.
-func (ss *Session) ConnectionCorrelationID() string { return ss.real().connCorrelationID }
+func (ss *Session) ConnectionCorrelationID() string { return ss.real().connID() }
 
 // TransportKind returns the Kind of the session's transport ("stdio", "memory", "http").
 func (ss *Session) TransportKind() string { return ss.real().conn.t.Kind() }
@@ -223,7 +244,7 @@ func (r responder) correlationID() string {
 			return p.Meta.CorrelationID
 		}
 	}
-	return r.ss.connCorrelationID
+	return r.ss.connID()
 }
 
 var correlationIDKey = []byte(`"` + MetaCorrelationID + `"`)
@@ -238,7 +259,7 @@ func (r responder) error(e *Error) {
 	case nil:
 		e = &Error{Code: e.Code, Message: e.Message, Data: protoErrData{CorrelationID: r.correlationID()}}
 	case *StructuredError:
-		if d.CorrelationID == r.ss.connCorrelationID { // the connection's id stood in for the request's
+		if d.CorrelationID == r.ss.connID() { // the connection's id stood in for the request's
 			if c := r.correlationID(); c != d.CorrelationID {
 				se := *d
 				se.CorrelationID = c

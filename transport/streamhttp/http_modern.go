@@ -51,11 +51,18 @@ func isModernPOST(r *http.Request, env *envelope) bool {
 // modernParams are the members of a modern request's params the HTTP
 // layer checks.
 type modernParams struct {
-	Meta      map[string]jsontext.Value `json:"_meta"`
-	Name      jsontext.Value            `json:"name"`
-	URI       jsontext.Value            `json:"uri"`
-	TaskID    jsontext.Value            `json:"taskId"`
-	Arguments jsontext.Value            `json:"arguments"`
+	Meta      modernMeta     `json:"_meta"`
+	Name      jsontext.Value `json:"name"`
+	URI       jsontext.Value `json:"uri"`
+	TaskID    jsontext.Value `json:"taskId"`
+	Arguments jsontext.Value `json:"arguments"`
+}
+
+// modernMeta holds the members of a modern request's _meta the HTTP layer
+// checks (decoded as a struct: no map per request).
+type modernMeta struct {
+	ProtocolVersion    jsontext.Value `json:"io.modelcontextprotocol/protocolVersion"`
+	ClientCapabilities jsontext.Value `json:"io.modelcontextprotocol/clientCapabilities"`
 }
 
 // ParamHeader is a tool input property annotated with x-mcp-header
@@ -89,12 +96,13 @@ func (h *Handler) checkModern(r *http.Request, env *envelope) (string, *rpcError
 			message: "Invalid params: params._meta must carry " + metaProtocolVersion + " and " + metaClientCapabilities}
 	}
 	var missing []string
-	rawVersion, hasVersion := p.Meta[metaProtocolVersion]
+	rawVersion := p.Meta.ProtocolVersion
+	hasVersion := rawVersion != nil
 	var version string
 	if !hasVersion || rawVersion.Kind() != '"' || json.Unmarshal(rawVersion, &version) != nil {
 		missing = append(missing, metaProtocolVersion)
 	}
-	if caps, ok := p.Meta[metaClientCapabilities]; !ok || caps.Kind() != '{' {
+	if caps := p.Meta.ClientCapabilities; caps == nil || caps.Kind() != '{' {
 		missing = append(missing, metaClientCapabilities)
 	}
 	if len(missing) > 0 {
@@ -370,7 +378,7 @@ func modernOutgoing(msg []byte) (modernRequest, bool) {
 	if json.Unmarshal(w.Params, &p) != nil {
 		return m, false
 	}
-	_ = json.Unmarshal(p.Meta[metaProtocolVersion], &m.version)
+	_ = json.Unmarshal(p.Meta.ProtocolVersion, &m.version)
 	m.method, m.args = w.Method, p.Arguments
 	if w.Method == "notifications/cancelled" {
 		var c struct {
