@@ -93,30 +93,41 @@ func (s *Server) stamp(b []byte, mod *modernReq) (jsontext.Value, error) {
 	var meta jsontext.Value
 	hasType, complete, hasTTL, hasScope := false, true, false, false
 	if bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
-		dec := jsontext.NewDecoder(bytes.NewReader(b))
+		sc := metaScanners.Get().(*metaScanner)
+		defer func() {
+			sc.r.Reset(nil)
+			sc.dec.Reset(&sc.r) // drop the reference to b
+			metaScanners.Put(sc)
+		}()
+		sc.r.Reset(b)
+		sc.dec.Reset(&sc.r)
+		dec := &sc.dec
 		if _, err := dec.ReadToken(); err != nil { // {
 			return nil, err
 		}
 		for dec.PeekKind() != '}' {
 			start := dec.InputOffset()
-			tok, err := dec.ReadToken()
+			name, err := dec.ReadValue()
 			if err != nil {
 				return nil, err
 			}
-			name := tok.String() // before the next read invalidates tok
+			isMeta := nameIs(name, "_meta")
+			isType := !isMeta && nameIs(name, "resultType")
+			isTTL := !isMeta && !isType && nameIs(name, "ttlMs")
+			isScope := !isMeta && !isType && !isTTL && nameIs(name, "cacheScope")
 			val, err := dec.ReadValue()
 			if err != nil {
 				return nil, err
 			}
-			switch name {
-			case "_meta":
+			switch {
+			case isMeta:
 				meta = val.Clone()
 				continue
-			case "resultType":
+			case isType:
 				hasType, complete = true, string(val) == `"`+ResultTypeComplete+`"`
-			case "ttlMs":
+			case isTTL:
 				hasTTL = true
-			case "cacheScope":
+			case isScope:
 				hasScope = true
 			}
 			if len(out) > 1 {

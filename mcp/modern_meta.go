@@ -61,11 +61,11 @@ func scanMetaVersion(dec *jsontext.Decoder) (bool, error) {
 		return false, errors.New("mcp: params are not an object")
 	}
 	for dec.PeekKind() != '}' {
-		tok, err := dec.ReadToken()
+		name, err := dec.ReadValue()
 		if err != nil {
 			return false, err
 		}
-		if tok.String() != "_meta" {
+		if !nameIs(name, "_meta") {
 			if err := dec.SkipValue(); err != nil {
 				return false, err
 			}
@@ -82,11 +82,11 @@ func scanMetaVersion(dec *jsontext.Decoder) (bool, error) {
 			return false, err
 		}
 		for dec.PeekKind() != '}' {
-			tok, err := dec.ReadToken()
+			name, err := dec.ReadValue()
 			if err != nil {
 				return false, err
 			}
-			if tok.String() == MetaProtocolVersion {
+			if nameIs(name, MetaProtocolVersion) {
 				return true, nil
 			}
 			if err := dec.SkipValue(); err != nil {
@@ -217,4 +217,14 @@ func (s *Server) modernCapabilities() ServerCapabilities {
 	}
 	s.declareCustom(&caps, true)
 	return caps
+}
+
+// nameIs reports whether raw, an object member name read as a JSON string,
+// is want; it allocates only for a name with escapes.
+func nameIs(raw jsontext.Value, want string) bool {
+	if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1:len(raw)-1]) == want
+	}
+	var s string
+	return json.Unmarshal(raw, &s) == nil && s == want
 }

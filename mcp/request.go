@@ -18,7 +18,9 @@ type requestTable struct {
 	mu   sync.Mutex
 	reqs map[string]*inflight // by idKey
 	wg   sync.WaitGroup       // one count per request being served
-	log  *slog.Logger
+	// active counts them too, readable without waiting (drain)
+	active atomic.Int32
+	log    *slog.Logger
 }
 
 // add registers f; false when its id is in use by another in-flight request.
@@ -33,6 +35,7 @@ func (t *requestTable) add(f *inflight) bool {
 	}
 	t.reqs[f.key] = f
 	t.wg.Add(1)
+	t.active.Add(1)
 	return true
 }
 
@@ -64,6 +67,13 @@ func (t *requestTable) cancelAll(onlyKeepAlive bool) {
 			f.cancel()
 		}
 	}
+}
+
+// done counts a request served: it has been answered (or its answer
+// suppressed) and its handler returned.
+func (t *requestTable) done() {
+	t.active.Add(-1)
+	t.wg.Done()
 }
 
 // inflight is the one owner of a request's life: every request a Server
@@ -155,7 +165,7 @@ func beginReply(tab *requestTable, m *jsonrpc.Message, parent context.Context, r
 // run runs fn on the calling goroutine, then ends the request: it answers
 // with fn's outcome unless the request was answered or cancelled already.
 func (f *inflight) run(fn func(ctx context.Context) (any, error)) {
-	defer f.tab.wg.Done()
+	defer f.tab.done()
 	res, err := guard(f.tab.log, "request handler", f.method, func() (any, error) { return fn(f.ctx) })
 	cancelled := f.ctx.Err() != nil
 	f.end()

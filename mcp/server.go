@@ -339,6 +339,9 @@ func (ss *Session) serve(parent context.Context) error {
 // subscriptions end at once: they would never finish by themselves.
 func (ss *Session) drain(ctx context.Context) {
 	ss.reqs.cancelAll(true)
+	if ss.reqs.active.Load() == 0 {
+		return // nothing in flight
+	}
 	done := make(chan struct{})
 	go func() { ss.reqs.wg.Wait(); close(done) }()
 	t := time.NewTimer(ss.server.opts.ShutdownTimeout)

@@ -190,9 +190,9 @@ type responder struct {
 	params jsontext.Value
 }
 
-func (r responder) result(v any) {
+func (r *responder) result(v any) {
 	var err error
-	v, err = r.engine().encode(&r, v)
+	v, err = r.engine().encode(r, v)
 	if err != nil {
 		r.ss.log.Error("mcp: result not serializable", "error", err)
 		r.error(r.notSerializable())
