@@ -1,10 +1,12 @@
 package mcp
 
 import (
+	"bytes"
 	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -59,6 +61,45 @@ func FuzzOpenState(f *testing.F) {
 		}
 		if e.Code != CodeInvalidParams {
 			t.Fatalf("code %d, want -32602", e.Code)
+		}
+	})
+}
+
+// FuzzIsModernRequest: the scanner never panics, and on valid JSON (params
+// reach it validated by the message decoder) it agrees with a full decode
+// (the reference): modern when _meta names the protocol version, or when
+// params that contain the key cannot be decoded into an object.
+func FuzzIsModernRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`,
+		`{"a":{"_meta":{"io.modelcontextprotocol/protocolVersion":1}}}`,
+		`{"x":"io.modelcontextprotocol/protocolVersion","_meta":{}}`,
+		`{"_meta":null,"io.modelcontextprotocol/protocolVersion":1}`,
+		`{"_meta":"io.modelcontextprotocol/protocolVersion"}`,
+		`["io.modelcontextprotocol/protocolVersion"]`,
+		`{"_meta":{"a":1,"io.modelcontextprotocol/protocolVersion":null}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":1},"_meta":{}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got := IsModernRequest(jsontext.Value(b))
+		if !jsontext.Value(b).IsValid() {
+			return
+		}
+		want := false
+		if bytes.Contains(b, metaProtocolVersionKey) {
+			var p struct {
+				Meta map[string]jsontext.Value `json:"_meta"`
+			}
+			if json.Unmarshal(b, &p) != nil {
+				want = true
+			} else {
+				_, want = p.Meta[MetaProtocolVersion]
+			}
+		}
+		if got != want {
+			t.Fatalf("IsModernRequest(%s) = %v, a full decode says %v", b, got, want)
 		}
 	})
 }
