@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Mode is the runtime mode of a server (seed 003): which tool surface it
+// Mode is the runtime mode of a server: which tool surface it
 // admits. The config loader only checks that it is one of the four; what each
 // mode admits is up to the server.
 type Mode string
@@ -26,7 +26,7 @@ const (
 	ModeMinimal  Mode = "MINIMAL"  // the smallest surface, e.g. server_ping and health
 )
 
-// AdminPolicyMode says who may call administrative tools (seed 000).
+// AdminPolicyMode says who may call administrative tools.
 type AdminPolicyMode string
 
 // Admin policy modes.
@@ -44,10 +44,10 @@ const (
 	LevelError = "error"
 )
 
-// Config is the configuration of a starter server, seed 000's ServerConfig
-// plus the runtime mode of seed 003. Its JSON form uses the seed's camelCase
-// member names; DefaultConfig gives the defaults and LoadConfig reads it from
-// a JSON file and the environment.
+// Config is the configuration of a starter server: server, tools, resources,
+// logging, security and aacp settings, plus the runtime mode. Its JSON form
+// uses camelCase member names; DefaultConfig gives the defaults and LoadConfig
+// reads it from a JSON file and the environment.
 type Config struct {
 	// Mode is the runtime mode: FULL (default), READONLY, TEST or MINIMAL.
 	Mode      Mode            `json:"mode"`
@@ -166,7 +166,8 @@ type ToolsConfig struct {
 	// MaxPayloadBytes bounds the UTF-8 size of a call's arguments.
 	// Default 1048576 (1 MiB).
 	MaxPayloadBytes int64 `json:"maxPayloadBytes"`
-	// MaxStateBytes bounds the state an agent may keep. Default 262144 (256 KiB).
+	// MaxStateBytes bounds the state an agent may keep. Default 262144 (256
+	// KiB).
 	MaxStateBytes int64 `json:"maxStateBytes"`
 	// AdminRegistrationEnabled is one of the two switches of dynamic tool
 	// registration; see Config.DynamicRegistrationEffective. Default false.
@@ -219,7 +220,7 @@ type AACPConfig struct {
 	DefaultTtlMs int64 `json:"defaultTtlMs"`
 }
 
-// DefaultConfig returns the default configuration (seed 000's defaults).
+// DefaultConfig returns the default configuration.
 // Each call returns a fresh value that the caller may modify.
 func DefaultConfig() Config {
 	return Config{
@@ -249,7 +250,7 @@ func (c Config) clone() Config {
 
 // DynamicRegistrationEffective reports whether dynamic tool registration is
 // on: only when both tools.adminRegistrationEnabled and
-// security.dynamicRegistrationEnabled are true (seed 000).
+// security.dynamicRegistrationEnabled are true.
 func (c Config) DynamicRegistrationEffective() bool {
 	return c.Tools.AdminRegistrationEnabled && c.Security.DynamicRegistrationEnabled
 }

@@ -22,8 +22,8 @@ const (
 	MetaMessageType = "aacp.messageType"
 )
 
-// Coordinator is an agents.Coordinator with reliable messaging (seed 000's
-// AgentCoordinatorV2): SendReliable and SendRequest go through a Node and
+// Coordinator is an agents.Coordinator with reliable messaging, added without
+// changing the plain one: SendReliable and SendRequest go through a Node and
 // its ledger, while Send, Register, State, Shutdown and the rest are the
 // embedded coordinator's, unchanged.
 //

@@ -14,8 +14,8 @@ import (
 // result (any JSON-encodable value; a jsontext.Value is used as is) becomes
 // the RESPONSE payload's result; an error fails the attempt (see
 // RetryPolicy). Handlers must be idempotent: after a crash, a request that
-// had not been recorded as resolved runs again (seed 000's resumability
-// rule 1). A request recorded COMPLETED or FAILED never runs again.
+// had not been recorded as resolved runs again: handlers must be
+// idempotent. A request recorded COMPLETED or FAILED never runs again.
 type Handler interface {
 	ServeAACP(ctx context.Context, env *Envelope) (any, error)
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/keelmcp/keel/internal/jsonrpc"
 )
 
-// MessageType says what an envelope carries (seed 000's AACPMessageType).
+// MessageType says what an envelope carries: REQUEST, RESPONSE or EVENT.
 type MessageType string
 
 // Message types.
@@ -44,7 +44,7 @@ const (
 	MaxAgentIDBytes = 255
 )
 
-// Envelope is one AACP message (seed 000's AACPEnvelope). Every field but
+// Envelope is one AACP message. Every field but
 // RequestID and Ack is required on the wire.
 //
 // MessageID is new for every message; RequestID stays the same across every

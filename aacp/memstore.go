@@ -19,7 +19,7 @@ var ErrStoreClosed = errors.New("aacp: store is closed")
 // MemoryStore is a Store in memory: structured records in maps, for tests
 // and for processes that need AACP's ordering and deduplication but not
 // its durability. It is best effort for one process lifetime only and is
-// NOT durable across restarts (seed 000).
+// NOT durable across restarts.
 //
 // Records are spread over shards by id, each with its own lock, and each
 // source→target pair has a lock of its own, so that concurrent senders

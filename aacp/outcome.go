@@ -9,8 +9,8 @@ import (
 	"github.com/keelmcp/keel/mcp"
 )
 
-// Outcome is the ledger status of a request or message (seed 000's
-// AACPOutcome).
+// Outcome is the ledger status of a request or message: COMPLETED,
+// FAILED or UNKNOWN.
 type Outcome string
 
 // Outcomes.
@@ -33,8 +33,8 @@ func (o Outcome) Final() bool { return o == OutcomeCompleted || o == OutcomeFail
 // Valid reports whether o is one of the three outcomes.
 func (o Outcome) Valid() bool { return o.Final() || o == OutcomeUnknown }
 
-// Completion says how a request's handler finished (seed 000's timeout and
-// disconnect completion outcomes). It refines the Outcome.
+// Completion says how a request's handler finished, timeouts and
+// disconnects included. It refines the Outcome.
 type Completion string
 
 // Completions.
@@ -162,9 +162,8 @@ func (e *FailedError) Unwrap() []error {
 	return []error{ErrFailed, e.Err}
 }
 
-// MessageStatus is the status of one message (seed 000's
-// AACPMessageStatus): for a REQUEST or EVENT the outcome of its request, for
-// a RESPONSE the outcome it carries.
+// MessageStatus is the status of one message: for a REQUEST or EVENT the
+// outcome of its request, for a RESPONSE the outcome it carries.
 type MessageStatus struct {
 	MessageID     string
 	RequestID     string

@@ -41,8 +41,7 @@ func (n *Node) Poll(ctx context.Context) (int, error) {
 }
 
 // PurgeExpired deletes the ledger records whose ExpiresAt is at or before
-// now and returns how many (seed 000's purgeExpired; Poll calls it every
-// PurgeInterval).
+// now and returns how many (Poll calls it every PurgeInterval).
 func (n *Node) PurgeExpired(ctx context.Context, now time.Time) (int, error) {
 	return n.store.PurgeExpired(ctx, now)
 }
@@ -173,7 +172,7 @@ func (n *Node) flushAcks(ctx context.Context) error {
 	return nil
 }
 
-// Recover resumes after a restart (seed 000's recovery protocol): it
+// Recover resumes after a restart: it
 // queries the ledger for the requests still pending for the agents this
 // node owns and runs them again (handlers are idempotent; requests
 // recorded COMPLETED or FAILED never run again: each run starts with a

@@ -134,7 +134,7 @@ func (n *Node) receiveResponseReceipt(ctx context.Context, env *Envelope) {
 	w.mu.Unlock()
 }
 
-// onRequest runs the seed's processing order for a REQUEST or EVENT:
+// onRequest runs the receiver's processing order for a REQUEST or EVENT:
 // deduplication check, cached result, execution (then the retry decision
 // and backoff in finish).
 func (n *Node) onRequest(ctx context.Context, env *Envelope, w *window, rec *RequestRecord, inline bool) {
@@ -251,8 +251,8 @@ func isContextErr(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// finish classifies the outcome of one attempt (seed 000's completion
-// outcomes), then either schedules a retry or records the resolution.
+// finish classifies the outcome of one attempt (a Completion), then either
+// schedules a retry or records the resolution.
 func (n *Node) finish(ex *execution, a *attempt, result any, err error) {
 	if !a.finished.CompareAndSwap(false, true) {
 		return // the Endpoint called done twice

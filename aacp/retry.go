@@ -7,12 +7,13 @@ import (
 	"github.com/keelmcp/keel/mcp"
 )
 
-// RetryPolicy says how often and how soon work is tried again (seed 000's
-// AACPRetryPolicy). A Node applies it twice: to handler executions that fail
-// with an error ShouldRetry accepts (at the receiver, after the
-// deduplication check), and to deliveries that are not acknowledged (the
-// ledger's NextRetryAt). Delays grow exponentially from BaseDelay by
-// Multiplier up to MaxDelay; Jitter randomizes them.
+// RetryPolicy says how often and how soon work is tried again: attempts,
+// exponential backoff with its bounds, and which errors are retried. A Node
+// applies it twice: to handler executions that fail with an error ShouldRetry
+// accepts (at the receiver, after the deduplication check), and to deliveries
+// that are not acknowledged (the ledger's NextRetryAt). Delays grow
+// exponentially from BaseDelay by Multiplier up to MaxDelay; Jitter randomizes
+// them.
 type RetryPolicy struct {
 	// MaxAttempts bounds the attempts, the first one included (0: 5).
 	MaxAttempts int

@@ -67,13 +67,12 @@ func (n *Node) Submit(ctx context.Context, source, target string, payload any, o
 	return m.RequestID, nil
 }
 
-// SendReliable records an EVENT durably and returns its messageId (seed
-// 000's sendReliableMessage). It is delivered until acknowledged and
-// processed once: the node gives it a requestId, deduplicated like a
-// request's, and records its outcome (see Status), but no RESPONSE is
-// sent. The handler of a local target runs on a background goroutine. With
-// WithRequestID of a request the ledger holds already, nothing is sent and
-// the messageId returned is empty.
+// SendReliable records an EVENT durably and returns its messageId. It is
+// delivered until acknowledged and processed once: the node gives it a
+// requestId, deduplicated like a request's, and records its outcome (see
+// Status), but no RESPONSE is sent. The handler of a local target runs on a
+// background goroutine. With WithRequestID of a request the ledger holds
+// already, nothing is sent and the messageId returned is empty.
 func (n *Node) SendReliable(ctx context.Context, source, target string, payload any, opts ...SendOption) (string, error) {
 	_, _, m, err := n.enqueueNew(ctx, MessageEvent, source, target, payload, false, opts, false)
 	if err != nil {
@@ -269,7 +268,7 @@ func (n *Node) recheck(ctx context.Context, c *call) *Resolution {
 	return rec.Resolution()
 }
 
-// Status returns the status of a message (seed 000's AACPMessageStatus):
+// Status returns the status of a message:
 // for a REQUEST or EVENT the outcome of its request, for a RESPONSE the
 // outcome it reports.
 func (n *Node) Status(ctx context.Context, messageID string) (*MessageStatus, error) {

@@ -10,12 +10,12 @@ import (
 	"github.com/keelmcp/keel/mcp"
 )
 
-// Store is the ledger behind a Node: seed 000's AACPPersistenceAdapter,
-// plus the few atomic operations a Node needs to keep its promises (a
-// status is durable before it is reported; a sequence number is never
-// handed out twice; several processes poll one ledger safely; one Node at a
-// time owns an agent, through a lease, and a Node that lost the lease
-// cannot write; a retry never overwrites a final state).
+// Store is the ledger behind a Node: request and message records, completion,
+// sequence, recovery and retention operations, plus the few atomic operations a
+// Node needs to keep its promises (a status is durable before it is reported; a
+// sequence number is never handed out twice; several processes poll one ledger
+// safely; one Node at a time owns an agent, through a lease, and a Node that
+// lost the lease cannot write; a retry never overwrites a final state).
 //
 // Implementations: NewMemoryStore (one process lifetime, for tests) and
 // package aacp/sqlstore (SQLite file or PostgreSQL). Package
@@ -128,9 +128,9 @@ var (
 	ErrSeqConflict = errors.New("aacp: sequence number already used")
 )
 
-// RequestRecord is the ledger record of one logical request (seed 000's
-// AACPRequestRecord). keel records EVENTs sent with SendReliable too, so
-// that receivers deduplicate them durably.
+// RequestRecord is the ledger record of one logical request. keel records
+// EVENTs sent with SendReliable too, so that receivers deduplicate them
+// durably.
 type RequestRecord struct {
 	RequestID     string
 	SourceAgentID string
@@ -170,8 +170,7 @@ func (r *RequestRecord) Resolution() *Resolution {
 	}
 }
 
-// MessageRecord is the ledger record of one message (seed 000's
-// AACPMessageRecord).
+// MessageRecord is the ledger record of one message.
 type MessageRecord struct {
 	MessageID string
 	RequestID string

@@ -136,8 +136,8 @@ func (s *session) load(ctx context.Context, st Store) error {
 	return nil
 }
 
-// SessionInfo describes the sender side of one source→target pair (seed
-// 000's AACPSession).
+// SessionInfo describes the sender side of one source→target pair: its
+// next sequence number and the last acknowledgment.
 type SessionInfo struct {
 	Source, Target string
 	// NextSeq is the seq the next message will get.

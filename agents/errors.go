@@ -65,7 +65,8 @@ var (
 )
 
 // Reasons carried in Details["reason"] of the StructuredErrors of this
-// package; the AGENT_* names are those of seed 002's agent tools.
+// package; the AGENT_* names are the error codes of the agent tools
+// (agent_list, agent_get, agent_run).
 const (
 	ReasonAgentNotFound         = "AGENT_NOT_FOUND"                 // ErrAgentNotFound
 	ReasonAgentExists           = "AGENT_ALREADY_REGISTERED"        // ErrAgentExists

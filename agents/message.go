@@ -8,7 +8,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Message is what Send delivers to an agent (seed 000's AgentMessage).
+// Message is what Send delivers to an agent: a type, a payload, the
+// sending agent and metadata.
 type Message struct {
 	// Type says what the message asks for; handlers switch on it.
 	Type string `json:"type"`

@@ -12,11 +12,11 @@ import (
 )
 
 // AgentProxyToolType is the toolType of dynamically registered agent proxy
-// tools (seed 000's admin/registerTool).
+// tools (admin/registerTool).
 const AgentProxyToolType = "agentProxy"
 
 // AgentProxySchema is the canonical input schema of the agentProxy tool
-// type (seed 000), byte for byte: a client-supplied inputSchema for this
+// type, byte for byte: a client-supplied inputSchema for this
 // type must equal it.
 const AgentProxySchema = `{"type":"object","properties":{"targetAgentId":{"type":"string"},"message":{"type":"object"}},"required":["targetAgentId","message"]}`
 

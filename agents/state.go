@@ -13,7 +13,7 @@ import (
 )
 
 // DefaultMaxStateBytes is the default bound of an agent's encoded state
-// (seed 000's maxStateBytes, 256 KiB).
+// (tools.maxStateBytes of the configuration, 256 KiB).
 const DefaultMaxStateBytes = 262144
 
 // State is an agent's state as its handler sees it: a JSON object whose

@@ -12,14 +12,14 @@ import (
 	"github.com/keelmcp/keel/registry"
 )
 
-// Names of the tools RegisterTools registers (seed 002, section 8).
+// Names of the tools RegisterTools registers.
 const (
 	ToolAgentList = "agent_list"
 	ToolAgentGet  = "agent_get"
 	ToolAgentRun  = "agent_run"
 )
 
-// DefaultListLimit is agent_list's default limit (seed 002).
+// DefaultListLimit is agent_list's default limit.
 const DefaultListLimit = 50
 
 // MaxListLimit is the largest limit agent_list accepts.
@@ -120,8 +120,8 @@ type AgentRunOutput struct {
 	TotalDurationMs int64  `json:"totalDurationMs" jsonschema:"minimum=0"`
 }
 
-// RegisterTools registers agent_list, agent_get and agent_run (seed 002,
-// section 8) for the agents of c in reg.
+// RegisterTools registers agent_list, agent_get and agent_run for the
+// agents of c in reg.
 //
 // Failures are isError results carrying a StructuredError: an unknown agent
 // is NOT_FOUND with details.reason AGENT_NOT_FOUND, a disabled one

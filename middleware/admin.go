@@ -19,7 +19,7 @@ import (
 	"github.com/keelmcp/keel/transport"
 )
 
-// Seed 000's administrative tools: admin/registerTool adds a tool of a
+// The administrative tools: admin/registerTool adds a tool of a
 // predefined type (echo, health, agentProxy: no code is uploaded) to the
 // registry, admin/unregisterTool removes one it added. They exist only when
 // both configuration switches are on (tools.adminRegistrationEnabled and
@@ -36,10 +36,11 @@ import (
 // registry enforces) exclude, so the tools are held by the Admin itself,
 // under registry names with '.' in place of '/', and a Chain serving the
 // Admin (StandardOptions.Admin, Chain.Mount) lists and calls them under
-// their seed names, through the same stages as every other tool.
+// their '/' names, through the same stages as every other tool.
 
-// AdminPolicyMode says who may use the administrative tools (seed 000's
-// tools.adminPolicy.mode; keel.AdminPolicyMode has the same values).
+// AdminPolicyMode says who may use the administrative tools (the
+// configuration's tools.adminPolicy.mode; keel.AdminPolicyMode has the same
+// values).
 type AdminPolicyMode string
 
 // Admin policy modes.
@@ -49,7 +50,7 @@ const (
 	AdminToken          AdminPolicyMode = "token"            // requests presenting the admin token
 )
 
-// Names of the administrative tools (seed 000).
+// Names of the administrative tools.
 const (
 	AdminRegisterToolName   = "admin/registerTool"
 	AdminUnregisterToolName = "admin/unregisterTool"
@@ -63,7 +64,7 @@ const MetaAdminToken = "dev.keel/adminToken"
 // registered through admin/registerTool.
 const DynamicModule = "dynamic"
 
-// Canonical input schemas of the built-in tool types (seed 000), as
+// Canonical input schemas of the built-in tool types, as
 // compact JSON. A registration that supplies an inputSchema must match its
 // type's schema byte for byte.
 const (
@@ -284,7 +285,7 @@ func (a *Admin) owns(t *registry.Tool) bool {
 // Admit implements AdmissionPolicy: the admin policy (see Authorize), for
 // the administrative tools only (other tools are admitted). Refusals are
 // UNAUTHORIZED: the tools are left out of tools/list, and calls get an
-// UNAUTHORIZED isError result (seed 000's UnauthorizedError).
+// UNAUTHORIZED isError result.
 func (a *Admin) Admit(ctx context.Context, t *registry.Tool, ac AdmissionContext) error {
 	if !a.owns(t) {
 		return nil

@@ -28,9 +28,9 @@ import (
 //   - a *mcp.Error: that JSON-RPC error;
 //   - any other error: an UNAUTHORIZED isError result with its text.
 //
-// The built-in policies: ModePolicy (seed 003's server modes), TrustPolicy
-// (seed 001's destructive-tool gate) and Admin (seed 000's administrative
-// tools); AllOf composes them. Install a policy with
+// The built-in policies: ModePolicy (the runtime modes FULL, READONLY, TEST,
+// MINIMAL), TrustPolicy (destructive tools run only while TRUSTED) and
+// Admin (the administrative tools); AllOf composes them. Install a policy with
 // StandardOptions.Admission or Chain.Admit, which apply it at both times.
 
 // AdmissionPhase says when a policy is consulted.

@@ -20,7 +20,7 @@ var (
 // test-only tools, which only TEST admits.
 const DefaultTestModule = "test"
 
-// ModeAdmission is the admission policy of a runtime mode (seed 003). What
+// ModeAdmission is the admission policy of a runtime mode. What
 // each mode admits:
 //
 //	FULL      every tool except test-only tools
@@ -105,7 +105,7 @@ func ToolModule(t *registry.Tool) string {
 	return m
 }
 
-// TrustState is the state of seed 001's trust gateway: destructive tools
+// TrustState is the state of a trust gateway: destructive tools
 // run only while it is TRUSTED.
 type TrustState string
 
@@ -116,8 +116,8 @@ const (
 )
 
 // TrustPolicy returns the policy that blocks destructive tools (see
-// IsDestructive) unless state reports TRUSTED for the request (seed 001:
-// "enforced at the dispatch layer, not the tool layer"). state may look at
+// IsDestructive) unless state reports TRUSTED for the request: the gate is
+// enforced by the call chain, not by each tool. state may look at
 // ctx (the session, a verified token, ...); a nil state is always
 // UNTRUSTED. Destructive tools stay listed — they exist, but need trust —
 // and a call while untrusted gets a PERMISSION_DENIED isError result (see

@@ -10,8 +10,8 @@ import (
 	"github.com/keelmcp/keel/mcp"
 )
 
-// AuditSink receives a pair of events per audited tools/call (seed 003's
-// decision-trail seam): Enter when the call is about to be dispatched, Exit
+// AuditSink receives a pair of events per audited tools/call (the seam
+// of a decision trail): Enter when the call is about to be dispatched, Exit
 // when it is over. Sinks are called on the goroutine serving the call and
 // must be safe for concurrent use.
 type AuditSink interface {
@@ -53,7 +53,7 @@ type ToolExitEvent struct {
 	Outcome Outcome
 }
 
-// Outcome says how a tools/call ended (seed 000's ToolCompletionOutcome).
+// Outcome says how a tools/call ended.
 type Outcome string
 
 // Outcomes reported in ToolExitEvent.Outcome.

@@ -37,8 +37,8 @@ func toolNames(ctx context.Context, c *mcp.Client) []string {
 }
 
 // One admission policy gates tools at list time and at call time. Here a
-// server mode (seed 003) decides which tools exist, and a trust gateway
-// (seed 001) lets destructive tools run only while it is TRUSTED.
+// server mode decides which tools exist, and a trust gateway lets
+// destructive tools run only while it is TRUSTED.
 func Example_admission() {
 	type none struct{}
 	reg := registry.New(nil)
@@ -81,7 +81,7 @@ func Example_admission() {
 	//   delete_notes → mcp: JSON-RPC error -32602: unknown tool "delete_notes"
 }
 
-// The administrative tools of seed 000 exist only when both switches are
+// The administrative tools exist only when both switches are
 // on; in token mode they are used by presenting the token held by an
 // environment variable (here in the call's _meta), and stay out of
 // tools/list for requests that do not present it.

@@ -65,7 +65,7 @@ func (printSink) Exit(_ context.Context, ev middleware.ToolExitEvent) error {
 	return nil
 }
 
-// Standard is the chain in seed 000's processing order. Only calls that
+// Standard is the chain in the tools/call processing order. Only calls that
 // pass validation reach the audit sink.
 func ExampleStandard() {
 	reg := registry.New(nil)

@@ -8,7 +8,8 @@ import (
 )
 
 // exhausted counts consecutive tools/call completions that were rejected
-// with RESOURCE_EXHAUSTED, process-wide (seed 000).
+// with RESOURCE_EXHAUSTED, process-wide; the first other completion resets
+// it.
 var exhausted atomic.Int64
 
 // ResourceExhaustedCount returns the process-wide count of consecutive

@@ -11,7 +11,7 @@ import (
 // HealthStatus is the overall status the health tool reports.
 type HealthStatus string
 
-// Health statuses (seed 000's Health Thresholds).
+// Health statuses, by threshold (see Status).
 const (
 	// StatusHealthy: every metric within normal bounds.
 	StatusHealthy HealthStatus = "healthy"
@@ -23,8 +23,8 @@ const (
 	StatusUnhealthy HealthStatus = "unhealthy"
 )
 
-// ResourceTelemetry is the resources member of the health report (seed 000's
-// ResourceTelemetry).
+// ResourceTelemetry is the resources member of the health report: memory,
+// scheduling delay and concurrent executions against their maximum.
 type ResourceTelemetry struct {
 	// MemoryUsageBytes is the memory the Go runtime holds from the OS
 	// (runtime/metrics /memory/classes/total minus released heap).
@@ -40,7 +40,7 @@ type ResourceTelemetry struct {
 	MaxConcurrentExecutions int `json:"maxConcurrentExecutions" jsonschema:"minimum=0"`
 }
 
-// Status applies seed 000's thresholds to t and the number of consecutive
+// Status applies the health thresholds to t and the number of consecutive
 // RESOURCE_EXHAUSTED rejections:
 //
 //	unhealthy: concurrent == max, or delay > 500ms, or 3+ consecutive RESOURCE_EXHAUSTED
@@ -60,8 +60,8 @@ func (t ResourceTelemetry) Status(consecutiveExhausted int64) HealthStatus {
 	return StatusHealthy
 }
 
-// HealthReport is the health tool's result (seed 000's HealthResponse, plus
-// the RESOURCE_EXHAUSTED counter).
+// HealthReport is the health tool's result: server, configured limits,
+// resource telemetry and status, plus the RESOURCE_EXHAUSTED counter.
 type HealthReport struct {
 	Server                 HealthServer      `json:"server"`
 	Config                 HealthConfig      `json:"config"`
@@ -84,8 +84,8 @@ type HealthConfig struct {
 	MaxStateBytes           int64 `json:"maxStateBytes"`
 }
 
-// DefaultMaxStateBytes is the default of HealthOptions.MaxStateBytes (seed
-// 000's tools.maxStateBytes, 256 KiB).
+// DefaultMaxStateBytes is the default of HealthOptions.MaxStateBytes (the
+// configuration's tools.maxStateBytes, 256 KiB).
 const DefaultMaxStateBytes = 256 << 10
 
 // HealthOptions configure the health tool. Nil means all defaults. Give it
@@ -195,7 +195,7 @@ func (o *HealthOptions) report() HealthReport {
 // HealthInput is the health tool's (empty) input.
 type HealthInput struct{}
 
-// RegisterHealthTool registers the built-in health tool (seed 000) in reg:
+// RegisterHealthTool registers the built-in health tool in reg:
 // no arguments; its result, with an output schema, is a HealthReport.
 func RegisterHealthTool(reg *registry.Registry, opts *HealthOptions) error {
 	o := healthDefaults(opts)

@@ -8,7 +8,7 @@ import (
 	"github.com/keelmcp/keel/registry"
 )
 
-// Mode is the runtime mode server_ping reports (seed 003).
+// Mode is the runtime mode server_ping reports.
 type Mode string
 
 // Runtime modes.
@@ -59,7 +59,7 @@ type PingOptions struct {
 	ToolName string
 }
 
-// RegisterPingTool registers the built-in server_ping tool (seed 003) in
+// RegisterPingTool registers the built-in server_ping tool in
 // reg: no arguments; the result, with an output schema, is a PingResult.
 func RegisterPingTool(reg *registry.Registry, opts *PingOptions) error {
 	var o PingOptions

@@ -120,8 +120,8 @@ func Validate() Middleware {
 
 // LockOptions choose which tools Lock serializes. Nil means the default.
 type LockOptions struct {
-	// All serializes every tool (one call per tool name at a time), as seed
-	// 003's tool-lock stage does. By default only tools registered with
+	// All serializes every tool (one call per tool name at a time), as a
+	// per-tool mutex stage does. By default only tools registered with
 	// registry.ToolOptions.Serial are serialized; others pass straight on.
 	All bool
 }

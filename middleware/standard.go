@@ -6,8 +6,8 @@ import (
 	"github.com/keelmcp/keel/registry"
 )
 
-// Defaults of StandardOptions and HealthOptions (seed 000's ServerConfig
-// defaults).
+// Defaults of StandardOptions and HealthOptions (the defaults of the
+// server configuration, keel.DefaultConfig).
 const (
 	// DefaultMaxPayloadBytes is the default argument size limit
 	// (tools.maxPayloadBytes, 1 MiB).
@@ -77,7 +77,7 @@ type StandardOptions struct {
 	Admin *Admin
 }
 
-// Standard returns the chain in seed 000's processing order, for people who
+// Standard returns the chain in the tools/call processing order, for people who
 // do not want to choose:
 //
 //	Recover → PayloadLimit → Lookup → [Admit] → [RateLimit] → Concurrency →

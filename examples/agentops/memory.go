@@ -12,8 +12,8 @@ import (
 	"github.com/keelmcp/keel/registry"
 )
 
-// maxValueBytes bounds a memory value: its compact JSON encoding (seed 002:
-// 100 KB).
+// maxValueBytes bounds a memory value: its compact JSON encoding, at most
+// 100 KB.
 const maxValueBytes = 100 * 1024
 
 // defaultNamespace is the namespace of entries stored without one.

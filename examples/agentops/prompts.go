@@ -12,7 +12,7 @@ import (
 	"github.com/keelmcp/keel/registry"
 )
 
-// The prompts (seed 002, section 12): user-invoked templates that ask the
+// The prompts: user-invoked templates that ask the
 // model to use the tools. Unknown workflows and agents, and input that is
 // not a JSON object, are invalid params.
 

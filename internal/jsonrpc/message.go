@@ -26,7 +26,7 @@ const (
 	CodeMethodNotFound   = -32601
 	CodeInvalidParams    = -32602
 	CodeInternalError    = -32603
-	CodeNotInitialized   = -32002 // keel/seed: state error before the handshake completes
+	CodeNotInitialized   = -32002 // keel: state error before the handshake completes
 	CodeResourceNotFound = -32002 // MCP: resources/read of an unknown uri
 	CodeURLElicitation   = -32042
 )
