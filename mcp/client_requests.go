@@ -98,7 +98,7 @@ func (ss *Session) call(ctx context.Context, method string, params, result any) 
 		raw := jsontext.Value(strconv.AppendInt(nil, id, 10))
 		nctx, ncancel := context.WithTimeout(context.WithoutCancel(ctx), logSendTimeout)
 		defer ncancel()
-		if err := ss.conn.notify(nctx, NotificationCancelled, &CancelledParams{RequestID: raw, Reason: reason}); err != nil && err != ErrClosed {
+		if err := ss.conn.notify(nctx, NotificationCancelled, &CancelledParams{RequestID: raw, Reason: reason}); err != nil && !isClosed(err) {
 			ss.log.Warn("mcp: sending notifications/cancelled failed", "method", method, "error", err)
 		}
 	})

@@ -20,6 +20,13 @@ import (
 // ErrClosed is returned by calls on a closed session or client.
 var ErrClosed = errors.New("mcp: connection closed")
 
+// isClosed reports whether err says the connection is closed (ours, or
+// the transport's): nothing to log when a peer that went away is not
+// answered.
+func isClosed(err error) bool {
+	return errors.Is(err, ErrClosed) || errors.Is(err, transport.ErrClosed)
+}
+
 // conn is the JSON-RPC engine shared by server sessions and clients: it
 // encodes and writes messages, numbers outgoing requests and routes their
 // responses back to the caller.

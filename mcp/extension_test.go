@@ -334,3 +334,32 @@ func TestModernHandlerCannotCallTheClient(t *testing.T) {
 	assert.NotErrorIs(t, err, mcp.ErrCapabilityNotDeclared)
 	assert.Contains(t, err.Error(), "InputRequired")
 }
+
+// A middleware that refuses a task-augmented tools/call after its handler
+// created the task: the client is told the call was refused, so the task
+// must not run.
+func TestTaskNotStartedWhenItsCreationIsRefused(t *testing.T) {
+	ran := make(chan struct{}, 1)
+	tools := taskTools{"side": func(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) {
+		ran <- struct{}{}
+		return mcp.TextResult("did it"), nil
+	}}
+	o := taskServerOptions(tools, nil)
+	o.Middleware = []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, req *mcp.Request) (any, error) {
+			res, err := next(ctx, req)
+			if req.Method == mcp.MethodToolsCall {
+				return nil, &mcp.Error{Code: mcp.CodeInvalidRequest, Message: "refused by policy"}
+			}
+			return res, err
+		}
+	}}
+	c, _ := connect(t, o, nil)
+	_, err := c.CallToolAsTask(context.Background(), "side", nil, 0)
+	require.Error(t, err)
+	select {
+	case <-ran:
+		t.Fatal("the task ran although its creation was refused")
+	case <-time.After(200 * time.Millisecond):
+	}
+}

@@ -313,7 +313,7 @@ func (ss *Session) sendNote(method string, params any) {
 	} else {
 		err = ss.conn.notify(ss.ctx, method, params)
 	}
-	if err != nil && err != ErrClosed {
+	if err != nil && !isClosed(err) {
 		ss.log.Debug("mcp: notification not sent", "method", method, "error", err)
 	}
 }

@@ -151,7 +151,7 @@ func handleListen(ctx context.Context, req *Request) (any, error) {
 	defer ss.server.hub.removeListener(l)
 	if ss.conn.t.Kind() != "http" { // stdio and memory: the channel is shared
 		fctx := ctx
-		req.f.after = func() {
+		req.f.after = func(any) {
 			nctx, cancel := context.WithTimeout(context.WithoutCancel(fctx), logSendTimeout)
 			defer cancel()
 			_ = ss.conn.notify(nctx, NotificationCancelled, &CancelledParams{RequestID: id, Reason: "subscription ended"})

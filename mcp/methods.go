@@ -111,10 +111,9 @@ func builtinMethod(name string) bool {
 // started on its own goroutine instead.
 func (ss *Session) serveMethod(m *jsonrpc.Message, r responder, md *method, h MethodHandler) func() {
 	req := &Request{ID: m.ID, Method: m.Method, Params: m.Params, Session: ss, r: r, handle: h}
-	if !ss.begin(req, ss.rd.messageContext()) {
+	if !ss.begin(req, ss.rd.messageContext(), md.lasting) {
 		return nil
 	}
-	req.f.keepAlive = md.lasting
 	switch {
 	case md.inline:
 		req.run()

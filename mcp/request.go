@@ -104,7 +104,7 @@ type inflight struct {
 	early     *atomic.Bool             // set when the response deadline answered (a tools/call's)
 	prog      *Progress                // finished before the answer
 	keepAlive bool                     // a cancellation ends the request with an answer (subscriptions/listen)
-	after     func()                   // runs after the answer (subscriptions/listen on stdio)
+	after     func(sent any)           // runs after the answer, with the result sent (nil: none)
 	reply     func(res any, err error) // answers a request a Client serves
 }
 
@@ -132,9 +132,9 @@ func guard(log *slog.Logger, what, name string, fn func() (any, error)) (res any
 // begin registers req as in flight, with a context derived from parent
 // that carries req (RequestFromContext). On a duplicate id it answers
 // -32600 and returns false.
-func (ss *Session) begin(req *Request, parent context.Context) bool {
+func (ss *Session) begin(req *Request, parent context.Context, keepAlive bool) bool {
 	f := &req.f
-	*f = inflight{tab: &ss.reqs, req: req, key: idKey(req.ID), method: req.Method}
+	*f = inflight{tab: &ss.reqs, req: req, key: idKey(req.ID), method: req.Method, keepAlive: keepAlive}
 	f.done = &f.ownDone
 	f.ctx, f.cancel = context.WithCancel(context.WithValue(parent, requestKey{}, req))
 	if !ss.reqs.add(f) {
@@ -166,21 +166,33 @@ func beginReply(tab *requestTable, m *jsonrpc.Message, parent context.Context, r
 // with fn's outcome unless the request was answered or cancelled already.
 func (f *inflight) run(fn func(ctx context.Context) (any, error)) {
 	defer f.tab.done()
-	res, err := guard(f.tab.log, "request handler", f.method, func() (any, error) { return fn(f.ctx) })
-	cancelled := f.ctx.Err() != nil
+	var res any
+	var err error
+	if f.ctx.Err() == nil || f.keepAlive {
+		res, err = guard(f.tab.log, "request handler", f.method, func() (any, error) { return fn(f.ctx) })
+	} else { // cancelled while it waited (in a batch): it does not run
+		err = context.Cause(f.ctx)
+	}
 	f.end()
-	if f.done.CompareAndSwap(false, true) {
+	var sent any // the result answered, if this run answered with one
+	switch {
+	case f.done.CompareAndSwap(false, true):
 		f.send(res, err)
-	} else if cancelled && (f.early == nil || !f.early.Load()) {
+		if err == nil {
+			sent = res
+		}
+	case f.early == nil || !f.early.Load():
+		// Suppressed by a cancellation (which may have come at any point
+		// before the gate closed): a batch expects no part for it.
 		f.tab.log.Debug("mcp: response suppressed (request cancelled)", "method", f.method)
 		if f.req != nil && f.req.r.batch != nil {
 			f.req.r.batch.skip()
 		}
-	} else {
+	default:
 		f.tab.log.Warn("mcp: late result dropped (already answered)", "method", f.method, "outcome", "late_completed")
 	}
 	if f.after != nil {
-		f.after()
+		f.after(sent)
 	}
 }
 

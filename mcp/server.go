@@ -321,8 +321,25 @@ func (ss *Session) serve(parent context.Context) error {
 	// call when the input ends (see runInline), and Run must still be able
 	// to drain and close.
 	go ss.rd.readLoop()
-	<-ss.rd.inputDone
-	runErr := ss.rd.inputErr
+	var runErr error
+	select {
+	case <-ss.rd.inputDone:
+		runErr = ss.rd.inputErr
+	case <-ctx.Done():
+		// The transport is closed (see stop above), so the reader ends
+		// unless it runs a handler that ignores its context (a
+		// per-request session runs its one request on the reader): wait
+		// for it at most ShutdownTimeout.
+		t := time.NewTimer(ss.server.opts.ShutdownTimeout)
+		select {
+		case <-ss.rd.inputDone:
+			runErr = ss.rd.inputErr
+		case <-t.C:
+			runErr = ctx.Err()
+			ss.log.Warn("mcp: a handler ignores its context; the connection closes without it", "timeout", ss.server.opts.ShutdownTimeout)
+		}
+		t.Stop()
+	}
 	if ss.rd.takeover != nil {
 		ss.rd.takeover.Stop()
 	}

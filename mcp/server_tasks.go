@@ -347,13 +347,22 @@ func (st *taskStore) startTask(ss *Session, reqCtx context.Context, req *Request
 		settle: func(res *CallToolResult, err error) { ss.server.tasks.finishTask(ss, e, res, err) }}
 	call.respond = run.deliver // respondEarly (the response deadline)
 	call.Logger.Debug("mcp: task created", "tool", call.Name, "taskId", e.id)
-	req.f.after = func() { // the task starts once its CreateTaskResult is sent
+	created := &CreateTaskResult{Task: st.snapshot(e)}
+	req.f.after = func(sent any) { // the task starts once its CreateTaskResult is sent
+		if ct, ok := sent.(*CreateTaskResult); !ok || ct.Task.TaskID != e.id {
+			// Middleware refused it, or the request was cancelled: the
+			// client never learnt of the task, which must not run.
+			cancel()
+			st.runner.release(owner)
+			ss.server.tasks.finishTask(ss, e, nil, &Error{Code: CodeInternalError, Message: "Internal error: the task was created but its creation was not answered"})
+			return
+		}
 		if err := st.runner.start(run); err != nil { // the server stopped its tasks (Server.StopTasks)
 			cancel()
 			ss.server.tasks.finishTask(ss, e, nil, err)
 		}
 	}
-	return &CreateTaskResult{Task: st.snapshot(e)}, nil
+	return created, nil
 }
 
 // toolOutcome maps the error a task's call returned to what tools/call
@@ -440,7 +449,7 @@ func (st *taskStore) notifyStatus(e *taskEntry) {
 	e.notified = t
 	ctx, cancel := context.WithTimeout(context.Background(), logSendTimeout)
 	defer cancel()
-	if err := e.ss.conn.notify(ctx, NotificationTasksStatus, &TaskStatusNotificationParams{Task: t}); err != nil && err != ErrClosed {
+	if err := e.ss.conn.notify(ctx, NotificationTasksStatus, &TaskStatusNotificationParams{Task: t}); err != nil && !isClosed(err) {
 		e.ss.log.Warn("mcp: sending notifications/tasks/status failed", "taskId", e.id, "error", err)
 	}
 }
@@ -612,7 +621,7 @@ func handleTasksCancel(ctx context.Context, req *Request) (any, error) {
 	call.progress.finish()
 	st.cancelRun(e)
 	call.Logger.Debug("mcp: task cancelled by the client", "tool", call.Name, "taskId", e.id)
-	req.f.after = func() { st.notifyStatus(e) } // after the answer
+	req.f.after = func(any) { st.notifyStatus(e) } // after the answer
 	return &CancelTaskResult{Task: st.snapshot(e)}, nil
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/keelmcp/keel/transport"
 )
 
-// SessionState is the lifecycle state of one connection (seed 000).
+// SessionState is the lifecycle state of one connection.
 type SessionState int32
 
 // Lifecycle states: STARTING → INITIALIZING (initialize answered) →
@@ -26,7 +26,7 @@ const (
 	StateClosed
 )
 
-// String returns the state's name as seed 000 spells it (e.g. "RUNNING").
+// String returns the state's name as the lifecycle names it (e.g. "RUNNING").
 func (s SessionState) String() string {
 	switch s {
 	case StateStarting:
@@ -213,14 +213,14 @@ func (r *responder) result(v any) {
 		r.error(r.notSerializable())
 		return
 	}
-	if err != nil && err != ErrClosed {
+	if err != nil && !isClosed(err) {
 		r.ss.log.Warn("mcp: writing response failed", "error", err)
 	}
 }
 
 // notSerializable is the -32603 answer to a result that cannot be encoded.
 // Like every protocol error its data carries the correlation id: the call's
-// correlationId and runId for tools/call (seed 000), else the connection's.
+// correlationId and runId for tools/call, else the connection's.
 func (r responder) notSerializable() *Error {
 	e := &Error{Code: CodeInternalError, Message: "Internal error: result not serializable"}
 	if r.call != nil {
@@ -279,7 +279,7 @@ func (r responder) error(e *Error) {
 		r.batch.add(b)
 		return
 	}
-	if err := r.ss.conn.writeError(r.ss.ctx, id, e); err != nil && err != ErrClosed {
+	if err := r.ss.conn.writeError(r.ss.ctx, id, e); err != nil && !isClosed(err) {
 		r.ss.log.Warn("mcp: writing error response failed", "error", err)
 	}
 }
@@ -324,7 +324,7 @@ func (b *batch) flush() {
 		}
 		return append(dst, ']'), nil
 	})
-	if err != nil && err != ErrClosed {
+	if err != nil && !isClosed(err) {
 		b.ss.log.Warn("mcp: writing batch response failed", "error", err)
 	}
 }

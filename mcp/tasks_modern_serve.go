@@ -439,7 +439,7 @@ func handleModernTasksUpdate(ctx context.Context, req *Request) (any, error) {
 	}
 	st.mu.Unlock()
 	if in != nil {
-		req.f.after = func() { // after the acknowledgement
+		req.f.after = func(any) { // after the acknowledgement
 			st.changed(e)
 			mt.run.start(in)
 		}

@@ -332,6 +332,10 @@ func (s *httpSession) forgetStream(st *stream) {
 	s.mu.Unlock()
 }
 
+// cancelAbandonedWait bounds how long an abandoned POST waits to hand the
+// server the cancellation of its requests.
+const cancelAbandonedWait = 5 * time.Second
+
 // cancelAbandoned ends the requests of a POST whose client went away
 // before they were answered, when their stream cannot be resumed: the
 // server reads notifications/cancelled for each one still unanswered, so
@@ -345,6 +349,10 @@ func (s *httpSession) cancelAbandoned(ids []string) {
 		}
 	}
 	s.mu.Unlock()
+	// The server reads them soon; if it is stuck, the session's idle and
+	// shutdown rules apply: this goroutine does not wait longer than that.
+	t := time.NewTimer(cancelAbandonedWait)
+	defer t.Stop()
 	for _, id := range open {
 		msg := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `,"reason":"the client closed the connection"}}`)
 		select {
@@ -352,6 +360,9 @@ func (s *httpSession) cancelAbandoned(ids []string) {
 		case <-s.done:
 			return
 		case <-s.eof:
+			return
+		case <-t.C:
+			s.h.log.Debug("transport: the server did not take the cancellation of an abandoned request in time", "session", s.id)
 			return
 		}
 	}
