@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -361,5 +362,36 @@ func TestTaskNotStartedWhenItsCreationIsRefused(t *testing.T) {
 	case <-ran:
 		t.Fatal("the task ran although its creation was refused")
 	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// metaTools reports the keys of its call's Meta.
+type metaTools struct{}
+
+func (metaTools) ListTools(context.Context) ([]*mcp.Tool, error) {
+	return []*mcp.Tool{{Name: "meta", InputSchema: []byte(`{"type":"object"}`)}}, nil
+}
+
+func (metaTools) CallTool(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
+	keys := make([]string, 0, len(call.Meta))
+	for k := range call.Meta {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return mcp.TextResult(strings.Join(keys, ",")), nil
+}
+
+// ToolCall.Meta holds the request's own _meta members, not the protocol
+// members of a 2026-07-28 request (the request's scope has those).
+func TestToolCallMetaLeavesOutProtocolMembers(t *testing.T) {
+	c := startPlain(t, mcptest.ServerOptions(metaTools{}))
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"meta","_meta":{"acme/trace":"t1","progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/clientInfo":{"name":"x","version":"1"},"io.modelcontextprotocol/logLevel":"debug"}}}`)
+	for {
+		m := c.recv()
+		if m["id"] != nil {
+			res := m["result"].(map[string]any)
+			assert.Equal(t, "acme/trace,progressToken", res["content"].([]any)[0].(map[string]any)["text"])
+			return
+		}
 	}
 }

@@ -97,6 +97,61 @@ func asProtocolError(err error) *Error {
 	return &Error{Code: CodeInternalError, Message: "Internal error: " + err.Error()}
 }
 
+// callToolWire is how tools/call params are decoded: CallToolParams, with
+// a _meta that leaves out the 2026-07-28 protocol members (revision, client
+// capabilities and info, log level), which the request's scope holds
+// already (see Request): decoding them into a map for every call costs
+// more than the call.
+type callToolWire struct {
+	Name           string                    `json:"name"`
+	Arguments      jsontext.Value            `json:"arguments,omitzero"`
+	Task           *TaskMetadata             `json:"task,omitzero"`
+	InputResponses map[string]jsontext.Value `json:"inputResponses,omitempty"`
+	RequestState   string                    `json:"requestState,omitempty"`
+	Meta           callMeta                  `json:"_meta,omitempty"`
+}
+
+// callMeta is a request's _meta without the protocol members.
+type callMeta Meta
+
+// UnmarshalJSONFrom decodes the members of _meta other than the protocol
+// ones, which it skips.
+func (m *callMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	if dec.PeekKind() != '{' { // null, or the error a Meta gets
+		var plain Meta
+		return json.UnmarshalDecode(dec, &plain)
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		key := ""
+		if nameIs(name, MetaProtocolVersion) || nameIs(name, MetaClientCapabilities) || nameIs(name, MetaClientInfo) || nameIs(name, MetaLogLevel) {
+			if err := dec.SkipValue(); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := json.Unmarshal(name, &key); err != nil {
+			return err
+		}
+		var v any
+		if err := json.UnmarshalDecode(dec, &v); err != nil {
+			return err
+		}
+		if *m == nil {
+			*m = callMeta{}
+		}
+		(*m)[key] = v
+	}
+	_, err := dec.ReadToken()
+	return err
+}
+
 // handleToolsCall serves tools/call: it checks the params, builds the
 // ToolCall, and runs it through the ToolSource (or as a task). Its outcome
 // is the tool result: a tool's error becomes an isError result, an *Error
@@ -105,10 +160,12 @@ func handleToolsCall(ctx context.Context, req *Request) (any, error) {
 	if req.Params == nil || req.Params.Kind() != '{' {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: tools/call requires params {name, arguments}"}
 	}
-	var p CallToolParams
-	if err := json.Unmarshal(req.Params, &p); err != nil {
+	var w callToolWire
+	if err := json.Unmarshal(req.Params, &w); err != nil {
 		return nil, invalidParams(err)
 	}
+	p := CallToolParams{Name: w.Name, Arguments: w.Arguments, Task: w.Task, InputResponses: w.InputResponses,
+		RequestState: w.RequestState, Meta: Meta(w.Meta)}
 	if p.Name == "" {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: name is required"}
 	}

@@ -30,7 +30,10 @@ type ToolCall struct {
 	Name string
 	// Arguments is the raw arguments object ({} when the client sent none).
 	Arguments jsontext.Value
-	// Meta is the request's _meta (nil when absent).
+	// Meta is the request's _meta (nil when absent), without the
+	// members of revision 2026-07-28 that the request's scope holds
+	// (protocol version, client capabilities and info, log level: see
+	// RequestFromContext).
 	Meta Meta
 	// Task is set when the client asked to run the call as a task
 	// (2025-11-25), or when a 2026-07-28 call may become one (the tool

@@ -69,17 +69,21 @@ func DefaultClientKey(ctx context.Context, call *mcp.ToolCall) string {
 	if _, ephemeral := transport.StatelessRequestFromContext(ctx); !ephemeral {
 		return ClientKeySession + call.Session.ConnectionCorrelationID()
 	}
-	if name := clientName(call.Meta); name != "" {
+	if name := clientName(ctx); name != "" {
 		return ClientKeyAnonymous + ":" + name
 	}
 	return ClientKeyAnonymous
 }
 
-// clientName returns the client's self-reported name from a 2026-07-28
-// request's _meta, cut to maxClientNameBytes.
-func clientName(meta mcp.Meta) string {
-	info, _ := meta[mcp.MetaClientInfo].(map[string]any)
-	name, _ := info["name"].(string)
+// clientName returns the client's self-reported name of the request ctx
+// belongs to (a 2026-07-28 request's _meta clientInfo), cut to
+// maxClientNameBytes.
+func clientName(ctx context.Context) string {
+	req := mcp.RequestFromContext(ctx)
+	if req == nil {
+		return ""
+	}
+	name := req.ClientInfo().Name
 	if len(name) > maxClientNameBytes {
 		name = name[:maxClientNameBytes]
 	}
