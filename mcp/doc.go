@@ -40,7 +40,7 @@
 // replica the same key: ServerOptions.StateKey, or the key ring StateKeys
 // for rotation. A key shorter than MinStateKeyBytes fails
 // ServerOptions.Validate (NewServer panics with the *OptionError); without
-// a key each process uses a random one and warns. StateSingleUse refuses a
+// a key each process uses a random one and warns when it first seals a state. StateSingleUse refuses a
 // second use of a state. Every refused state is logged with its reason, at
 // a bounded rate.
 //

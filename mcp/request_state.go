@@ -71,6 +71,12 @@ func argsDigest(args jsontext.Value) string {
 // sealState sets the expiry of st and returns it sealed with the current
 // key of the ring.
 func (s *Server) sealState(st *sealedState) string {
+	if s.states.random {
+		s.states.warned.Do(func() {
+			s.log.Warn("mcp: no requestState key set: using a random key for this process only, so replicas will refuse each other's input-required states; set ServerOptions.StateKey (or StateKeys) to the same secret on every replica",
+				"keyId", s.states.current.id)
+		})
+	}
 	st.Expiry = s.opts.Now().Add(s.opts.StateTTL).Unix()
 	st.Seq = s.states.seq.Add(1)
 	body, err := json.Marshal(st, json.Deterministic(true))

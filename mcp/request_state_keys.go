@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 )
 
@@ -168,6 +169,7 @@ type stateRing struct {
 	current *ringKey
 	keys    map[string]*ringKey
 	random  bool          // the key is a random one of this process
+	warned  sync.Once     // the warning that replicas will not share states (on the first seal)
 	seq     atomic.Uint64 // numbers the states sealed (sealedState.Seq)
 	used    *usedStates   // nil unless ServerOptions.StateSingleUse
 	logs    logBudget
@@ -175,8 +177,8 @@ type stateRing struct {
 
 // newStateRing builds the ring of o (validated, with its Logger set) and
 // leaves the effective ring in o.StateKeys (copied; StateKey is folded
-// into it). Without any key it makes a random one and warns, once, that
-// replicas will not share states.
+// into it). Without any key it makes a random one; the first state sealed
+// with it logs a warning that replicas will not share states.
 func newStateRing(o *ServerOptions) *stateRing {
 	keys := o.StateKeys
 	switch {
@@ -187,8 +189,6 @@ func newStateRing(o *ServerOptions) *stateRing {
 		_, _ = rand.Read(secret) // crypto/rand never fails
 		_, _ = rand.Read(id)
 		keys = []StateKey{{ID: "random-" + hex.EncodeToString(id), Secret: secret}}
-		o.Logger.Warn("mcp: no requestState key set: using a random key for this process only, so replicas will refuse each other's input-required states; set ServerOptions.StateKey (or StateKeys) to the same secret on every replica",
-			"keyId", keys[0].ID)
 	}
 	r := &stateRing{keys: make(map[string]*ringKey, len(keys)), random: o.StateKey == nil && o.StateKeys == nil}
 	ring := make([]StateKey, len(keys))

@@ -413,8 +413,11 @@ func TestStateRefusalLogBounded(t *testing.T) {
 // another process refuses its states, and its log says why.
 func TestStateRandomKeyWarning(t *testing.T) {
 	a, logsA := stateServer(t, &ServerOptions{})
+	assert.Empty(t, logsA.String(), "no warning before a state is sealed")
+	seal(a)
+	seal(a)
 	lines := logsA.lines(t)
-	require.Len(t, lines, 1)
+	require.Len(t, lines, 1, "one warning, at the first state sealed")
 	assert.Equal(t, "WARN", lines[0]["level"])
 	assert.Contains(t, lines[0]["msg"], "random key")
 	assert.Contains(t, lines[0]["msg"], "set ServerOptions.StateKey (or StateKeys)")
