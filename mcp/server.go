@@ -289,6 +289,30 @@ func (s *Server) Run(ctx context.Context, t transport.Transport) error {
 	return ss.serve(ctx)
 }
 
+// ServeRequest serves one request of the per-request era (2026-07-28)
+// that a transport read itself — streamable HTTP hands each such POST to
+// it — on the calling goroutine, and returns once the request is
+// answered. The answer and the messages its handler sends are written to
+// t (with the context of t's MessageContext, when t has one); ctx carries
+// the request's cancellation and values, and must carry a
+// transport.StatelessRequest naming the revision. A message of any other
+// kind is served the same way, as a session that ends with it would.
+func (s *Server) ServeRequest(ctx context.Context, t transport.Transport, msg []byte) error {
+	ss := s.newSession(t, true)
+	ss.applyTransportContext(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ss.ctx = ctx
+	ss.rd.parent = ctx
+	ss.rd.noteMessage()
+	if job := ss.rd.handleRaw(msg); job != nil {
+		job()
+	}
+	ss.reqs.wg.Wait() // a lasting request runs on a worker: it ends with ctx
+	ss.close()
+	return nil
+}
+
 func (ss *Session) serve(parent context.Context) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()

@@ -569,6 +569,19 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 		st.writeHeaderLocked(a, true)
 	}
 	st.mu.Unlock()
+	if modern && !s.listen && h.opts.ServeRequest != nil {
+		// One request, served on this goroutine: no session goroutine,
+		// no hand-off of the message. A client that goes away cancels it.
+		s.cur = inbound{msg: body, values: context.WithoutCancel(r.Context()), stream: st}
+		stop := context.AfterFunc(r.Context(), s.close)
+		if err := h.opts.ServeRequest(ctx, s, body); err != nil {
+			h.log.Warn("transport: request ended with an error", "error", err)
+		}
+		stop()
+		st.wait(r, a)
+		s.close()
+		return
+	}
 	h.startSession(s, ctx)
 	if !s.deliver(r, body, st) {
 		s.close()

@@ -86,6 +86,13 @@ type Options struct {
 	// per modern (2026-07-28) request, with a StatelessRequest naming that
 	// revision (see Handler).
 	Serve func(ctx context.Context, t transport.Transport) error
+	// ServeRequest, if set, serves the one request of a modern
+	// (2026-07-28) POST on the POST's own goroutine, the way
+	// mcp.Server.ServeRequest does (NewServerHandler sets it): msg is
+	// the request, t the per-request session its answer and related
+	// messages go to. subscriptions/listen, which lasts, always goes
+	// through Serve.
+	ServeRequest func(ctx context.Context, t transport.Transport, msg []byte) error
 
 	// Stateless serves each POST with a fresh session and issues no
 	// Mcp-Session-Id: any replica can serve any request (horizontal
