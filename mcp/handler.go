@@ -43,11 +43,24 @@ func (r *Request) ProtocolVersion() string { return r.r.version() }
 // ClientCapabilities returns the client capabilities that apply to this
 // request: the ones its _meta declares (2026-07-28), else those the
 // session's client declared in initialize.
-func (r *Request) ClientCapabilities() ClientCapabilities { return r.session().ClientCapabilities() }
+func (r *Request) ClientCapabilities() ClientCapabilities {
+	if r.r.mod != nil {
+		return r.r.mod.meta.ClientCapabilities
+	}
+	return r.Session.ClientCapabilities()
+}
 
 // ClientInfo returns the client's self-reported name and version for this
 // request (zero when a 2026-07-28 request names none).
-func (r *Request) ClientInfo() Implementation { return r.session().ClientInfo() }
+func (r *Request) ClientInfo() Implementation {
+	if r.r.mod != nil {
+		if ci := r.r.mod.meta.ClientInfo; ci != nil {
+			return *ci
+		}
+		return Implementation{}
+	}
+	return r.Session.ClientInfo()
+}
 
 // MethodHandler serves one request method (or notification) and returns
 // its result or error: an *Error is answered as that JSON-RPC error, an

@@ -300,9 +300,7 @@ func (s *Server) Run(ctx context.Context, t transport.Transport) error {
 func (s *Server) ServeRequest(ctx context.Context, t transport.Transport, msg []byte) error {
 	ss := s.newSession(t, true)
 	ss.applyTransportContext(ctx)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ss.ctx = ctx
+	ss.ctx = ctx // the caller cancels it: the request's handlers end with it
 	ss.rd.parent = ctx
 	ss.rd.noteMessage()
 	if job := ss.rd.handleRaw(msg); job != nil {
