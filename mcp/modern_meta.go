@@ -117,9 +117,9 @@ func ParseRequestMeta(params jsontext.Value) (RequestMeta, *Error) {
 		return rm, &Error{Code: CodeInvalidParams, Message: "Invalid params: a " + Version20260728 + " request needs params with _meta"}
 	}
 	var p struct {
-		Meta *requestMetaWire `json:"_meta"`
+		Meta *requestMetaWire
 	}
-	if err := json.Unmarshal(params, &p); err != nil {
+	if err := decodeMeta(params, &p.Meta); err != nil {
 		return rm, invalidParams(err)
 	}
 	missing := func(key string) (RequestMeta, *Error) {
@@ -227,4 +227,37 @@ func nameIs(raw jsontext.Value, want string) bool {
 	}
 	var s string
 	return json.Unmarshal(raw, &s) == nil && s == want
+}
+
+// decodeMeta decodes the _meta member of params (an object) into *dst,
+// reading past the other members without decoding them; *dst stays nil
+// when there is no _meta, or it is null. Errors name their place from the
+// root of params.
+func decodeMeta(params jsontext.Value, dst **requestMetaWire) error {
+	sc := metaScanners.Get().(*metaScanner)
+	defer func() {
+		sc.r.Reset(nil)
+		sc.dec.Reset(&sc.r) // drop the reference to params
+		metaScanners.Put(sc)
+	}()
+	sc.r.Reset(params)
+	sc.dec.Reset(&sc.r)
+	dec := &sc.dec
+	if _, err := dec.ReadToken(); err != nil { // {: the caller checked the kind
+		return err
+	}
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		if !nameIs(name, "_meta") {
+			if err := dec.SkipValue(); err != nil {
+				return err
+			}
+			continue
+		}
+		return json.UnmarshalDecode(dec, dst)
+	}
+	return nil
 }

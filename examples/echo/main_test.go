@@ -217,3 +217,43 @@ func BenchmarkCallToolInMemory(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkServeLine is the server's side of one tools/call of echo over
+// the in-memory transport, written and read as raw lines, in each era: a
+// call on an initialized 2025-11-25 session, and a 2026-07-28 call that
+// carries its revision and capabilities in _meta. The ratio of the two is
+// what the per-request rules cost.
+func BenchmarkServeLine(b *testing.B) {
+	srv, err := newServer(defaults(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(b, err)
+	ctx := context.Background()
+	clientEnd, serverEnd := transport.NewPipe(nil)
+	go srv.Run(ctx, serverEnd)
+	b.Cleanup(func() { clientEnd.Close() })
+	roundTrip := func(line string) []byte {
+		if err := clientEnd.Write(ctx, []byte(line)); err != nil {
+			b.Fatal(err)
+		}
+		msg, err := clientEnd.Read(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return msg
+	}
+	roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+	require.NoError(b, clientEnd.Write(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)))
+	for _, tc := range []struct{ name, meta string }{
+		{"2025-11-25", ``},
+		{"2026-07-28", `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				msg := roundTrip(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i+1) + `,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello"}` + tc.meta + `}}`)
+				if !strings.Contains(string(msg), `"text":"hello"`) {
+					b.Fatalf("unexpected answer %s", msg)
+				}
+			}
+		})
+	}
+}
