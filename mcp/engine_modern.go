@@ -43,6 +43,12 @@ func (modernEngine) version(r *responder) string { return r.mod.meta.ProtocolVer
 
 func (e modernEngine) encode(r *responder, v any) (any, error) {
 	v = shapeResult(v, r.mod.meta.ProtocolVersion)
+	if tr, ok := v.(*CallToolResult); ok && !r.mod.cacheable && r.mod.subscriptionID == nil && tr.Meta[MetaServerInfo] == nil {
+		// The common answer, stamped as it is encoded (once, into the
+		// message): no encoding to read back.
+		return &stampedToolResult{Content: tr.Content, StructuredContent: tr.StructuredContent, IsError: tr.IsError,
+			ResultType: ResultTypeComplete, Meta: stampedMeta{Members: tr.Meta, ServerInfo: r.ss.server.serverInfoJSON}}, nil
+	}
 	b, ok := v.(jsontext.Value)
 	if !ok {
 		var err error
@@ -178,4 +184,19 @@ func (s *Server) stamp(b []byte, mod *modernReq) (jsontext.Value, error) {
 		out = append(out, mb...)
 	}
 	return append(out, '}'), nil
+}
+
+// stampedToolResult is a CallToolResult in its 2026-07-28 form: with
+// resultType, and serverInfo in _meta beside the result's own members.
+type stampedToolResult struct {
+	Content           []Content      `json:"content"`
+	StructuredContent jsontext.Value `json:"structuredContent,omitzero"`
+	IsError           bool           `json:"isError,omitzero"`
+	ResultType        string         `json:"resultType"`
+	Meta              stampedMeta    `json:"_meta"`
+}
+
+type stampedMeta struct {
+	Members    Meta           `json:",inline"`
+	ServerInfo jsontext.Value `json:"io.modelcontextprotocol/serverInfo"`
 }
