@@ -114,7 +114,7 @@ type requestMetaWire struct {
 func ParseRequestMeta(params jsontext.Value) (RequestMeta, *Error) {
 	var rm RequestMeta
 	if params.Kind() != '{' {
-		return rm, &Error{Code: CodeInvalidParams, Message: "Invalid params: a " + Version20260728 + " request needs params with _meta"}
+		return rm, errNoModernParams
 	}
 	var p struct {
 		Meta *requestMetaWire
@@ -122,9 +122,7 @@ func ParseRequestMeta(params jsontext.Value) (RequestMeta, *Error) {
 	if err := decodeMeta(params, &p.Meta); err != nil {
 		return rm, invalidParams(err)
 	}
-	missing := func(key string) (RequestMeta, *Error) {
-		return rm, &Error{Code: CodeInvalidParams, Message: "Invalid params: _meta[" + strconv.Quote(key) + "] is required"}
-	}
+	missing := func(key string) (RequestMeta, *Error) { return rm, missingMeta(key) }
 	switch {
 	case p.Meta == nil || p.Meta.ProtocolVersion == nil:
 		return missing(MetaProtocolVersion)
@@ -229,11 +227,56 @@ func nameIs(raw jsontext.Value, want string) bool {
 	return json.Unmarshal(raw, &s) == nil && s == want
 }
 
+// CheckRequestMeta checks what every 2026-07-28 request's params must
+// carry — an object with a _meta naming the revision (a string) and the
+// client capabilities (an object) — and returns the revision named; the
+// error is the -32602 to answer. It leaves the rest unchecked (a bad
+// logLevel, for instance, is the server's to refuse), so a transport calls
+// it to check a request before it routes it; ParseRequestMeta applies the
+// same rules and decodes the members.
+func CheckRequestMeta(params jsontext.Value) (string, *Error) {
+	if params.Kind() != '{' {
+		return "", errNoModernParams
+	}
+	var m struct {
+		Meta *struct {
+			ProtocolVersion    jsontext.Value `json:"io.modelcontextprotocol/protocolVersion"`
+			ClientCapabilities jsontext.Value `json:"io.modelcontextprotocol/clientCapabilities"`
+		}
+	}
+	if err := scanMeta(params, func(dec *jsontext.Decoder) error { return json.UnmarshalDecode(dec, &m.Meta) }); err != nil {
+		return "", invalidParams(err)
+	}
+	var version string
+	switch {
+	case m.Meta == nil || m.Meta.ProtocolVersion.Kind() != '"' || json.Unmarshal(m.Meta.ProtocolVersion, &version) != nil:
+		return "", missingMeta(MetaProtocolVersion)
+	case m.Meta.ClientCapabilities.Kind() != '{':
+		return "", missingMeta(MetaClientCapabilities)
+	}
+	return version, nil
+}
+
+// errNoModernParams refuses a 2026-07-28 request without params.
+var errNoModernParams = &Error{Code: CodeInvalidParams, Message: "Invalid params: a " + Version20260728 + " request needs params with _meta"}
+
+// missingMeta is the -32602 of a required _meta member that is absent or
+// malformed.
+func missingMeta(key string) *Error {
+	return &Error{Code: CodeInvalidParams, Message: "Invalid params: _meta[" + strconv.Quote(key) + "] is required"}
+}
+
 // decodeMeta decodes the _meta member of params (an object) into *dst,
 // reading past the other members without decoding them; *dst stays nil
 // when there is no _meta, or it is null. Errors name their place from the
 // root of params.
 func decodeMeta(params jsontext.Value, dst **requestMetaWire) error {
+	return scanMeta(params, func(dec *jsontext.Decoder) error { return json.UnmarshalDecode(dec, dst) })
+}
+
+// scanMeta calls decode with a decoder at the value of params' _meta
+// member, if there is one, reading past the other members.
+func scanMeta(params jsontext.Value, decode func(*jsontext.Decoder) error) error {
 	sc := metaScanners.Get().(*metaScanner)
 	defer func() {
 		sc.r.Reset(nil)
@@ -257,7 +300,7 @@ func decodeMeta(params jsontext.Value, dst **requestMetaWire) error {
 			}
 			continue
 		}
-		return json.UnmarshalDecode(dec, dst)
+		return decode(dec)
 	}
 	return nil
 }

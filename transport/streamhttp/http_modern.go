@@ -51,7 +51,7 @@ func isModernPOST(r *http.Request, env *envelope) bool {
 // modernParams are the members of a modern request's params the HTTP
 // layer checks.
 type modernParams struct {
-	Meta      modernMeta     `json:"_meta"`
+	Meta      modernMeta     `json:"_meta"` // read by clients (modernOutgoing)
 	Name      jsontext.Value `json:"name"`
 	URI       jsontext.Value `json:"uri"`
 	TaskID    jsontext.Value `json:"taskId"`
@@ -90,24 +90,13 @@ type rpcError struct {
 // (-32022), then the Mcp-Method and Mcp-Name headers against the body
 // (-32020). It returns the request's revision, or the error to answer.
 func (h *Handler) checkModern(r *http.Request, env *envelope) (string, *rpcError) {
+	version, e := mcp.CheckRequestMeta(env.params) // the rules of _meta are package mcp's
+	if e != nil {
+		return "", &rpcError{code: e.Code, message: e.Message}
+	}
 	var p modernParams
-	if len(env.params) == 0 || env.params.Kind() != '{' || json.Unmarshal(env.params, &p) != nil {
-		return "", &rpcError{code: jsonrpc.CodeInvalidParams,
-			message: "Invalid params: params._meta must carry " + metaProtocolVersion + " and " + metaClientCapabilities}
-	}
-	var missing []string
-	rawVersion := p.Meta.ProtocolVersion
-	hasVersion := rawVersion != nil
-	var version string
-	if !hasVersion || rawVersion.Kind() != '"' || json.Unmarshal(rawVersion, &version) != nil {
-		missing = append(missing, metaProtocolVersion)
-	}
-	if caps := p.Meta.ClientCapabilities; caps == nil || caps.Kind() != '{' {
-		missing = append(missing, metaClientCapabilities)
-	}
-	if len(missing) > 0 {
-		return "", &rpcError{code: jsonrpc.CodeInvalidParams,
-			message: "Invalid params: _meta is missing (or has a malformed) " + strings.Join(missing, " and ")}
+	if json.Unmarshal(env.params, &p) != nil {
+		return "", &rpcError{code: jsonrpc.CodeInvalidParams, message: "Invalid params: malformed params"}
 	}
 	hv, hasHeader := headerField(r, headerProtocolVersion)
 	switch {
