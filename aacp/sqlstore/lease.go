@@ -81,24 +81,9 @@ func (s *Store) UpdateRetry(ctx context.Context, u *aacp.RetryUpdate) (bool, err
 		if err := s.checkFence(ctx, tx, u.Fence); err != nil {
 			return err
 		}
-		r, err := s.stmt(tx, ctx, "updateRetry").ExecContext(ctx, u.Attempts, errText, u.RequestID)
-		if err != nil {
-			return err
-		}
-		k, err := r.RowsAffected()
-		if err != nil {
-			return err
-		}
-		if k == 0 {
-			var one int
-			err := s.stmt(tx, ctx, "requestExists").QueryRowContext(ctx, u.RequestID).Scan(&one)
-			if errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("%w: request %s", aacp.ErrNotFound, u.RequestID)
-			}
-			return err // final: left as it is
-		}
-		applied = true
-		return nil
+		ok, err := s.updateUnlessFinal(ctx, tx, u.RequestID, "updateRetry", u.Attempts, errText, u.RequestID)
+		applied = ok
+		return err
 	})
 	return applied, err
 }

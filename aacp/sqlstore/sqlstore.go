@@ -582,21 +582,9 @@ func (s *Store) Resolve(ctx context.Context, res *aacp.Resolution, response *aac
 		if err := s.checkFence(ctx, tx, fence); err != nil {
 			return err
 		}
-		r, err := s.stmt(tx, ctx, "resolve").ExecContext(ctx, string(res.Outcome), string(res.Completion), nullText(res.Result),
+		ok, err := s.updateUnlessFinal(ctx, tx, res.RequestID, "resolve", string(res.Outcome), string(res.Completion), nullText(res.Result),
 			errText, res.CompletionRef, nanos(res.CompletedAt), res.Attempts, res.Attempts, res.RequestID)
-		if err != nil {
-			return err
-		}
-		k, err := r.RowsAffected()
-		if err != nil {
-			return err
-		}
-		if k == 0 {
-			var one int
-			err := s.stmt(tx, ctx, "requestExists").QueryRowContext(ctx, res.RequestID).Scan(&one)
-			if errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("%w: request %s", aacp.ErrNotFound, res.RequestID)
-			}
+		if err != nil || !ok {
 			return err // final already: nothing to do
 		}
 		if response != nil {
@@ -608,6 +596,26 @@ func (s *Store) Resolve(ctx context.Context, res *aacp.Resolution, response *aac
 		return nil
 	})
 	return applied, err
+}
+
+// updateUnlessFinal runs the conditional update stmt (it changes a request
+// that is not final yet) and reports whether it changed the request; a
+// request that does not exist is aacp.ErrNotFound.
+func (s *Store) updateUnlessFinal(ctx context.Context, tx *sql.Tx, requestID, stmt string, args ...any) (bool, error) {
+	r, err := s.stmt(tx, ctx, stmt).ExecContext(ctx, args...)
+	if err != nil {
+		return false, err
+	}
+	k, err := r.RowsAffected()
+	if err != nil || k > 0 {
+		return k > 0, err
+	}
+	var one int
+	err = s.stmt(tx, ctx, "requestExists").QueryRowContext(ctx, requestID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, fmt.Errorf("%w: request %s", aacp.ErrNotFound, requestID)
+	}
+	return false, err // final: left as it is
 }
 
 // Acknowledge implements aacp.Store. The pairs are processed in a fixed
