@@ -99,47 +99,44 @@ func (s *Server) stamp(b []byte, mod *modernReq) (jsontext.Value, error) {
 	var meta jsontext.Value
 	hasType, complete, hasTTL, hasScope := false, true, false, false
 	if bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
-		sc := metaScanners.Get().(*metaScanner)
-		defer func() {
-			sc.r.Reset(nil)
-			sc.dec.Reset(&sc.r) // drop the reference to b
-			metaScanners.Put(sc)
-		}()
-		sc.r.Reset(b)
-		sc.dec.Reset(&sc.r)
-		dec := &sc.dec
-		if _, err := dec.ReadToken(); err != nil { // {
+		err := scanWith(b, func(dec *jsontext.Decoder) error {
+			if _, err := dec.ReadToken(); err != nil { // {
+				return err
+			}
+			for dec.PeekKind() != '}' {
+				start := dec.InputOffset()
+				name, err := dec.ReadValue()
+				if err != nil {
+					return err
+				}
+				isMeta := nameIs(name, "_meta")
+				isType := !isMeta && nameIs(name, "resultType")
+				isTTL := !isMeta && !isType && nameIs(name, "ttlMs")
+				isScope := !isMeta && !isType && !isTTL && nameIs(name, "cacheScope")
+				val, err := dec.ReadValue()
+				if err != nil {
+					return err
+				}
+				switch {
+				case isMeta:
+					meta = val.Clone()
+					continue
+				case isType:
+					hasType, complete = true, string(val) == `"`+ResultTypeComplete+`"`
+				case isTTL:
+					hasTTL = true
+				case isScope:
+					hasScope = true
+				}
+				if len(out) > 1 {
+					out = append(out, ',')
+				}
+				out = append(out, bytes.TrimLeft(b[start:dec.InputOffset()], " \t\r\n,")...)
+			}
+			return nil
+		})
+		if err != nil {
 			return nil, err
-		}
-		for dec.PeekKind() != '}' {
-			start := dec.InputOffset()
-			name, err := dec.ReadValue()
-			if err != nil {
-				return nil, err
-			}
-			isMeta := nameIs(name, "_meta")
-			isType := !isMeta && nameIs(name, "resultType")
-			isTTL := !isMeta && !isType && nameIs(name, "ttlMs")
-			isScope := !isMeta && !isType && !isTTL && nameIs(name, "cacheScope")
-			val, err := dec.ReadValue()
-			if err != nil {
-				return nil, err
-			}
-			switch {
-			case isMeta:
-				meta = val.Clone()
-				continue
-			case isType:
-				hasType, complete = true, string(val) == `"`+ResultTypeComplete+`"`
-			case isTTL:
-				hasTTL = true
-			case isScope:
-				hasScope = true
-			}
-			if len(out) > 1 {
-				out = append(out, ',')
-			}
-			out = append(out, bytes.TrimLeft(b[start:dec.InputOffset()], " \t\r\n,")...)
 		}
 	}
 	if len(out) > 1 {

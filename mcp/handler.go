@@ -54,10 +54,7 @@ func (r *Request) ClientCapabilities() ClientCapabilities {
 // request (zero when a 2026-07-28 request names none).
 func (r *Request) ClientInfo() Implementation {
 	if r.r.mod != nil {
-		if ci := r.r.mod.meta.ClientInfo; ci != nil {
-			return *ci
-		}
-		return Implementation{}
+		return r.r.mod.clientInfo()
 	}
 	return r.Session.ClientInfo()
 }

@@ -36,17 +36,40 @@ func IsModernRequest(params jsontext.Value) bool {
 	if !bytes.Contains(params, metaProtocolVersionKey) {
 		return false
 	}
-	sc := metaScanners.Get().(*metaScanner)
-	sc.r.Reset(params)
-	sc.dec.Reset(&sc.r)
-	found, err := scanMetaVersion(&sc.dec)
-	sc.r.Reset(nil)
-	sc.dec.Reset(&sc.r) // drop the reference to params
-	metaScanners.Put(sc)
+	if params.Kind() != '{' {
+		return true // malformed params that name the key: the modern rules answer -32602
+	}
+	found := false
+	err := scanMeta(params, func(dec *jsontext.Decoder) error {
+		switch dec.PeekKind() {
+		case 'n':
+			return dec.SkipValue()
+		case '{':
+		default:
+			return errors.New("mcp: _meta is not an object")
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return err
+		}
+		for dec.PeekKind() != '}' {
+			name, err := dec.ReadValue()
+			if err != nil {
+				return err
+			}
+			if nameIs(name, MetaProtocolVersion) {
+				found = true
+				return nil
+			}
+			if err := dec.SkipValue(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	return found || err != nil // malformed params that name the key: the modern rules answer -32602
 }
 
-// metaScanner reads params without decoding them (IsModernRequest).
+// metaScanner reads JSON without decoding it (see scanWith).
 type metaScanner struct {
 	r   bytes.Reader
 	dec jsontext.Decoder
@@ -54,48 +77,16 @@ type metaScanner struct {
 
 var metaScanners = sync.Pool{New: func() any { return new(metaScanner) }}
 
-// scanMetaVersion reports whether the object dec reads has a _meta object
-// with the protocolVersion key, skipping every value it does not need.
-func scanMetaVersion(dec *jsontext.Decoder) (bool, error) {
-	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
-		return false, errors.New("mcp: params are not an object")
-	}
-	for dec.PeekKind() != '}' {
-		name, err := dec.ReadValue()
-		if err != nil {
-			return false, err
-		}
-		if !nameIs(name, "_meta") {
-			if err := dec.SkipValue(); err != nil {
-				return false, err
-			}
-			continue
-		}
-		switch dec.PeekKind() {
-		case 'n':
-			return false, dec.SkipValue()
-		case '{':
-		default:
-			return false, errors.New("mcp: _meta is not an object")
-		}
-		if _, err := dec.ReadToken(); err != nil {
-			return false, err
-		}
-		for dec.PeekKind() != '}' {
-			name, err := dec.ReadValue()
-			if err != nil {
-				return false, err
-			}
-			if nameIs(name, MetaProtocolVersion) {
-				return true, nil
-			}
-			if err := dec.SkipValue(); err != nil {
-				return false, err
-			}
-		}
-		return false, nil
-	}
-	return false, nil
+// scanWith calls read with a pooled decoder over b.
+func scanWith(b []byte, read func(*jsontext.Decoder) error) error {
+	sc := metaScanners.Get().(*metaScanner)
+	sc.r.Reset(b)
+	sc.dec.Reset(&sc.r)
+	err := read(&sc.dec)
+	sc.r.Reset(nil)
+	sc.dec.Reset(&sc.r) // drop the reference to b
+	metaScanners.Put(sc)
+	return err
 }
 
 // requestMetaWire is the wire form of a modern request's _meta.
@@ -141,6 +132,15 @@ func ParseRequestMeta(params jsontext.Value) (RequestMeta, *Error) {
 	}
 	rm.ProgressToken = p.Meta.ProgressToken
 	return rm, nil
+}
+
+// clientInfo is what the request's _meta names as its client (zero when
+// nothing).
+func (m *modernReq) clientInfo() Implementation {
+	if m.meta.ClientInfo != nil {
+		return *m.meta.ClientInfo
+	}
+	return Implementation{}
 }
 
 func modernFromContext(ctx context.Context) *modernReq {
@@ -277,30 +277,23 @@ func decodeMeta(params jsontext.Value, dst **requestMetaWire) error {
 // scanMeta calls decode with a decoder at the value of params' _meta
 // member, if there is one, reading past the other members.
 func scanMeta(params jsontext.Value, decode func(*jsontext.Decoder) error) error {
-	sc := metaScanners.Get().(*metaScanner)
-	defer func() {
-		sc.r.Reset(nil)
-		sc.dec.Reset(&sc.r) // drop the reference to params
-		metaScanners.Put(sc)
-	}()
-	sc.r.Reset(params)
-	sc.dec.Reset(&sc.r)
-	dec := &sc.dec
-	if _, err := dec.ReadToken(); err != nil { // {: the caller checked the kind
-		return err
-	}
-	for dec.PeekKind() != '}' {
-		name, err := dec.ReadValue()
-		if err != nil {
+	return scanWith(params, func(dec *jsontext.Decoder) error {
+		if _, err := dec.ReadToken(); err != nil { // {: the caller checked the kind
 			return err
 		}
-		if !nameIs(name, "_meta") {
-			if err := dec.SkipValue(); err != nil {
+		for dec.PeekKind() != '}' {
+			name, err := dec.ReadValue()
+			if err != nil {
 				return err
 			}
-			continue
+			if !nameIs(name, "_meta") {
+				if err := dec.SkipValue(); err != nil {
+					return err
+				}
+				continue
+			}
+			return decode(dec)
 		}
-		return decode(dec)
-	}
-	return nil
+		return nil
+	})
 }

@@ -143,10 +143,7 @@ func (ss *Session) ProtocolVersion() string {
 // request's _meta names (zero when nothing).
 func (ss *Session) ClientInfo() Implementation {
 	if ss.mod != nil {
-		if ci := ss.mod.meta.ClientInfo; ci != nil {
-			return *ci
-		}
-		return Implementation{}
+		return ss.mod.clientInfo()
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
