@@ -79,12 +79,19 @@ var errNotSerializable = errors.New("mcp: result not serializable")
 
 func (c *conn) writeResult(ctx context.Context, id jsontext.Value, result any) error {
 	err := c.send(ctx, func(b []byte) ([]byte, error) { return jsonrpc.AppendResponse(b, id, result) })
-	var se *json.SemanticError
-	if errors.As(err, &se) { // a result that cannot be encoded
+	if err != nil && isSemantic(err) { // a result that cannot be encoded
 		c.log.Error("mcp: result not serializable", "error", err)
 		return errNotSerializable
 	}
 	return err
+}
+
+// isSemantic reports whether err is a *json.SemanticError (apart from its
+// callers, so that the variable errors.As needs is allocated only for an
+// error).
+func isSemantic(err error) bool {
+	var se *json.SemanticError
+	return errors.As(err, &se)
 }
 
 func (c *conn) writeError(ctx context.Context, id jsontext.Value, e *Error) error {

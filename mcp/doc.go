@@ -51,7 +51,7 @@
 // on notifications/cancelled, at the end of the connection or when the
 // client goes away (a transport.PeerWatcher reports it), recovers a panic
 // of its handler, and answers it exactly once — also when a response
-// deadline (ToolCall.AnswerAtDeadline) answers first. The methods a server
+// deadline (ToolCall.WithResponseDeadline) answers first. The methods a server
 // serves, and the eras they exist in, are one static table. When the input
 // ends (stdin closed), requests in flight still get ShutdownTimeout to
 // finish and be answered.

@@ -19,7 +19,7 @@ import (
 type engine interface {
 	// dispatch checks m under the era's rules (handshake and state gate;
 	// _meta, revision) and starts its method's handler in this era.
-	dispatch(ss *Session, m *jsonrpc.Message, r responder) func()
+	dispatch(ss *Session, m *jsonrpc.Message, r responder) job
 	// version is the revision the request is served at.
 	version(r *responder) string
 	// encode returns the wire form of result v.

@@ -18,7 +18,7 @@ import (
 // tasks are its methods too (see the legacy column of the method table).
 type legacyEngine struct{}
 
-func (legacyEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) func() {
+func (legacyEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) job {
 	switch m.Method {
 	case MethodInitialize:
 		return ss.serveMethod(m, r, &initializeMethod, handleInitialize)
@@ -88,8 +88,18 @@ func (legacyEngine) input(*responder, context.Context, string, string, jsontext.
 
 func (legacyEngine) complete(r *responder, ctx context.Context, in *Input, call func(ctx context.Context) (any, error)) (any, error) {
 	res, err := call(withInput(ctx, in))
+	if err == nil {
+		return res, nil
+	}
+	return r.bridgeIfInput(ctx, in, res, err, call)
+}
+
+// bridgeIfInput asks the client for the input err asks for, if it is an
+// *InputRequiredError, and runs call again (apart from complete, so that
+// the variable errors.As needs is not allocated for every result).
+func (r *responder) bridgeIfInput(ctx context.Context, in *Input, res any, err error, call func(ctx context.Context) (any, error)) (any, error) {
 	var ir *InputRequiredError
-	if err == nil || !errors.As(err, &ir) {
+	if !errors.As(err, &ir) {
 		return res, err
 	}
 	return r.bridge(ctx, in, ir, call)

@@ -20,7 +20,7 @@ type modernEngine struct{}
 
 // dispatch checks in the order the specification gives (_meta -32602,
 // version -32022, method -32601), then starts the method.
-func (modernEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) func() {
+func (modernEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) job {
 	meta, e := ParseRequestMeta(m.Params)
 	if e != nil {
 		r.error(e)

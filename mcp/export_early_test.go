@@ -4,7 +4,7 @@ package mcp
 // the response deadline uses, and reports whether it was the first answer.
 // It exists only in this package's test builds, for tests of the gate that
 // need the early answer at an exact point of a handler; the API answers
-// early only through ToolCall.AnswerAtDeadline.
+// early only through ToolCall.WithResponseDeadline.
 func (c *ToolCall) RespondEarly(res *CallToolResult, err error) bool {
 	return c.respondEarly(res, err)
 }

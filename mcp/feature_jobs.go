@@ -18,12 +18,20 @@ func (req *Request) withProgress(ctx context.Context) context.Context {
 // (input.go), a panic as -32603 (as an INTERNAL tool error for
 // tools/call), anything else as the feature error it maps to.
 func (r *responder) answer(res any, err error) {
+	if err == nil {
+		r.result(res)
+		return
+	}
+	r.answerError(err)
+}
+
+// answerError answers with a handler's error (apart from answer, so that
+// the variables errors.As needs are not allocated for every result).
+func (r *responder) answerError(err error) {
 	var ir *InputRequiredError
 	var e *Error
 	var p *errPanic
 	switch {
-	case err == nil:
-		r.result(res)
 	case errors.As(err, &ir):
 		r.engine().inputRequired(r, ir)
 	case errors.As(err, &e):

@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"log/slog"
+	"reflect"
 	"testing"
 	"time"
 
@@ -101,5 +102,62 @@ func FuzzIsModernRequest(f *testing.F) {
 		if got != want {
 			t.Fatalf("IsModernRequest(%s) = %v, a full decode says %v", b, got, want)
 		}
+	})
+}
+
+// FuzzDecodeMetaMatchesStructDecoding: the hand-written _meta decoder
+// (decodeMeta, which reads members one by one to allocate less) reads
+// every input as decoding into a struct of the members does, errors and
+// their messages included.
+func FuzzDecodeMetaMatchesStructDecoding(f *testing.F) {
+	for _, s := range []string{
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`,
+		`{"a":1,"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-\u0031","io.modelcontextprotocol/clientCapabilities":{"roots":{}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/logLevel":"info","progressToken":"t","x":[1]}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":1}}`, `{"_meta":"x"}`, `{"_meta":null}`, `{"_meta":{"io.modelcontextprotocol/clientCapabilities":null}}`,
+		`{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"roots":1}}}`, `{"_meta":{"progressToken":null}}`,
+		`{"_meta":{"io.modelcontextprotocol/logLevel":5}}`, `{"_meta":{"io.modelcontextprotocol/clientInfo":{"name":2}}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"a","io.modelcontextprotocol/protocolVersion":"b"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	type reference struct {
+		ProtocolVersion    *string             `json:"io.modelcontextprotocol/protocolVersion"`
+		ClientCapabilities *ClientCapabilities `json:"io.modelcontextprotocol/clientCapabilities"`
+		ClientInfo         *Implementation     `json:"io.modelcontextprotocol/clientInfo"`
+		LogLevel           *LoggingLevel       `json:"io.modelcontextprotocol/logLevel"`
+		ProgressToken      jsontext.Value      `json:"progressToken"`
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if v := jsontext.Value(b); v.Kind() != '{' || !v.IsValid() {
+			return // params reach the decoder as a valid object
+		}
+		var w requestMetaWire
+		err := decodeMeta(b, &w)
+		var ref *reference
+		refErr := scanMeta(b, func(dec *jsontext.Decoder) error { return json.UnmarshalDecode(dec, &ref) })
+		if (err == nil) != (refErr == nil) {
+			t.Fatalf("%s: error %v, the struct's %v", b, err, refErr)
+		}
+		if err != nil {
+			if got, want := invalidParams(err).Message, invalidParams(refErr).Message; got != want {
+				t.Fatalf("%s: message %q, the struct's %q", b, got, want)
+			}
+			return
+		}
+		if ref == nil {
+			ref = &reference{}
+		}
+		check := func(what string, ok bool) {
+			if !ok {
+				t.Fatalf("%s: %s differs from the struct's", b, what)
+			}
+		}
+		check("protocolVersion", w.hasVersion == (ref.ProtocolVersion != nil) && (ref.ProtocolVersion == nil || *ref.ProtocolVersion == w.ProtocolVersion))
+		check("clientCapabilities", w.hasCaps == (ref.ClientCapabilities != nil) && (ref.ClientCapabilities == nil || reflect.DeepEqual(*ref.ClientCapabilities, w.ClientCapabilities)))
+		if !reflect.DeepEqual(ref.ClientInfo, w.ClientInfo) {
+			t.Fatalf("%s: clientInfo %#v, the struct's %#v", b, w.ClientInfo, ref.ClientInfo)
+		}
+		check("logLevel", w.hasLevel == (ref.LogLevel != nil) && (ref.LogLevel == nil || *ref.LogLevel == w.LogLevel))
+		check("progressToken", string(ref.ProgressToken) == string(w.ProgressToken))
 	})
 }

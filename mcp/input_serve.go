@@ -26,7 +26,7 @@ func (r *responder) inputFor(ctx context.Context, method, target string, args js
 	}
 	// The digest of the arguments is computed only when a state is
 	// opened or sealed: most requests need neither.
-	r.mod.bind = &sealedState{Method: method, Target: target, Subject: subject}
+	r.mod.bind, r.mod.bound = sealedState{Method: method, Target: target, Subject: subject}, true
 	r.mod.bindArgs = args
 	if state == "" && responses == nil {
 		return nil, nil
@@ -221,7 +221,7 @@ func missingFor(need, have ClientCapabilities) (ClientCapabilities, bool) {
 // declared: one it lacks is refused with -32021) and the handler's state,
 // sealed. A legacy request never gets here (withInput asked the client).
 func (r *responder) modernInputRequired(ir *InputRequiredError) {
-	if r.mod.bind == nil {
+	if !r.mod.bound {
 		r.error(&Error{Code: CodeInternalError, Message: "Internal error: the handler needs input from the client, which this request cannot ask for"})
 		return
 	}
@@ -246,7 +246,7 @@ func (r *responder) modernInputRequired(ir *InputRequiredError) {
 		r.error(MissingCapabilityError(miss, "Missing required client capability: the request needs input the client did not declare it can give"))
 		return
 	}
-	st := *r.mod.bind
+	st := r.mod.bind
 	if st.Digest == "" {
 		st.Digest = argsDigest(r.mod.bindArgs)
 	}

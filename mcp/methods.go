@@ -109,7 +109,7 @@ func builtinMethod(name string) bool {
 // runs its handler chain (middleware, then h, the method's handler in the
 // request's era) and answers with its outcome; a lasting request is
 // started on its own goroutine instead.
-func (ss *Session) serveMethod(m *jsonrpc.Message, r responder, md *method, h MethodHandler) func() {
+func (ss *Session) serveMethod(m *jsonrpc.Message, r responder, md *method, h MethodHandler) job {
 	req := &Request{ID: m.ID, Method: m.Method, Params: m.Params, Session: ss, r: r, handle: h}
 	if !ss.begin(req, ss.rd.messageContext(), md.lasting) {
 		return nil
@@ -119,10 +119,10 @@ func (ss *Session) serveMethod(m *jsonrpc.Message, r responder, md *method, h Me
 		req.run()
 		return nil
 	case md.lasting:
-		ss.runWorker(req.run) // it lasts: never on the reading goroutine
+		ss.runWorker(req) // it lasts: never on the reading goroutine
 		return nil
 	}
-	return req.run
+	return req
 }
 
 // run runs the request's handler chain and answers with its outcome.

@@ -19,7 +19,8 @@ type modernReq struct {
 	cacheable bool
 	// bind is what an input-required answer's requestState is bound to
 	// (set by the method before its handler runs; input_serve.go).
-	bind     *sealedState
+	bind     sealedState
+	bound    bool           // bind is set
 	bindArgs jsontext.Value // the arguments bind's digest is of (computed when needed)
 	// subscriptionID is the listen request's id on answers to it.
 	subscriptionID jsontext.Value
@@ -89,13 +90,15 @@ func scanWith(b []byte, read func(*jsontext.Decoder) error) error {
 	return err
 }
 
-// requestMetaWire is the wire form of a modern request's _meta.
+// requestMetaWire is a modern request's _meta as read (decodeMeta): the
+// members keel reads, with their presence.
 type requestMetaWire struct {
-	ProtocolVersion    *string             `json:"io.modelcontextprotocol/protocolVersion"`
-	ClientCapabilities *ClientCapabilities `json:"io.modelcontextprotocol/clientCapabilities"`
-	ClientInfo         *Implementation     `json:"io.modelcontextprotocol/clientInfo"`
-	LogLevel           *LoggingLevel       `json:"io.modelcontextprotocol/logLevel"`
-	ProgressToken      jsontext.Value      `json:"progressToken"`
+	hasVersion, hasCaps, hasLevel bool
+	ProtocolVersion               string
+	ClientCapabilities            ClientCapabilities
+	ClientInfo                    *Implementation
+	LogLevel                      LoggingLevel
+	ProgressToken                 jsontext.Value
 }
 
 // ParseRequestMeta decodes and checks the _meta of a 2026-07-28 request's
@@ -107,31 +110,21 @@ func ParseRequestMeta(params jsontext.Value) (RequestMeta, *Error) {
 	if params.Kind() != '{' {
 		return rm, errNoModernParams
 	}
-	var p struct {
-		Meta *requestMetaWire
-	}
-	if err := decodeMeta(params, &p.Meta); err != nil {
+	var w requestMetaWire
+	if err := decodeMeta(params, &w); err != nil {
 		return rm, invalidParams(err)
 	}
-	missing := func(key string) (RequestMeta, *Error) { return rm, missingMeta(key) }
 	switch {
-	case p.Meta == nil || p.Meta.ProtocolVersion == nil:
-		return missing(MetaProtocolVersion)
-	case p.Meta.ClientCapabilities == nil:
-		return missing(MetaClientCapabilities)
+	case !w.hasVersion:
+		return rm, missingMeta(MetaProtocolVersion)
+	case !w.hasCaps:
+		return rm, missingMeta(MetaClientCapabilities)
+	case w.hasLevel && !w.LogLevel.Valid():
+		return rm, &Error{Code: CodeInvalidParams, Message: "Invalid params: unknown logging level " + quote(string(w.LogLevel)) +
+			" in _meta[" + strconv.Quote(MetaLogLevel) + "]"}
 	}
-	rm.ProtocolVersion = *p.Meta.ProtocolVersion
-	rm.ClientCapabilities = *p.Meta.ClientCapabilities
-	rm.ClientInfo = p.Meta.ClientInfo
-	if l := p.Meta.LogLevel; l != nil {
-		if !l.Valid() {
-			return rm, &Error{Code: CodeInvalidParams, Message: "Invalid params: unknown logging level " + quote(string(*l)) +
-				" in _meta[" + strconv.Quote(MetaLogLevel) + "]"}
-		}
-		rm.LogLevel = *l
-	}
-	rm.ProgressToken = p.Meta.ProgressToken
-	return rm, nil
+	return RequestMeta{ProtocolVersion: w.ProtocolVersion, ClientCapabilities: w.ClientCapabilities,
+		ClientInfo: w.ClientInfo, LogLevel: w.LogLevel, ProgressToken: w.ProgressToken}, nil
 }
 
 // clientInfo is what the request's _meta names as its client (zero when
@@ -266,13 +259,130 @@ func missingMeta(key string) *Error {
 	return &Error{Code: CodeInvalidParams, Message: "Invalid params: _meta[" + strconv.Quote(key) + "] is required"}
 }
 
-// decodeMeta decodes the _meta member of params (an object) into *dst,
-// reading past the other members without decoding them; *dst stays nil
-// when there is no _meta, or it is null. Errors name their place from the
-// root of params.
-func decodeMeta(params jsontext.Value, dst **requestMetaWire) error {
-	return scanMeta(params, func(dec *jsontext.Decoder) error { return json.UnmarshalDecode(dec, dst) })
+// decodeMeta decodes the _meta member of params (an object) into *w,
+// reading past the other members without decoding them; nothing is
+// present when there is no _meta, or it is null. Errors name their place
+// from the root of params. The members are read one by one, into values
+// (no allocation for what needs none), the usual strings interned.
+func decodeMeta(params jsontext.Value, w *requestMetaWire) error {
+	return scanMeta(params, func(dec *jsontext.Decoder) error {
+		switch dec.PeekKind() {
+		case 'n':
+			_, err := dec.ReadToken()
+			return err
+		case '{':
+		default: // the error an object's decoding gives
+			var obj *struct{}
+			return json.UnmarshalDecode(dec, &obj)
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return err
+		}
+		for dec.PeekKind() != '}' {
+			name, err := dec.ReadValue()
+			if err != nil {
+				return err
+			}
+			// name is valid only until the next read: look at it first.
+			member := metaMemberOf(name)
+			switch {
+			case member == memberProgressToken:
+				var raw jsontext.Value
+				if raw, err = dec.ReadValue(); err == nil {
+					w.ProgressToken = raw.Clone()
+				}
+			case member == memberOther || dec.PeekKind() == 'n': // a null member is an absent one
+				err = dec.SkipValue()
+			case member == memberVersion:
+				w.hasVersion = true
+				w.ProtocolVersion, err = decodeInterned(dec, knownVersions)
+			case member == memberCaps:
+				w.hasCaps = true
+				w.ClientCapabilities, err = decodeCaps(dec, params)
+			case member == memberInfo:
+				w.ClientInfo = new(Implementation)
+				err = json.UnmarshalDecode(dec, w.ClientInfo)
+			case member == memberLevel:
+				w.hasLevel = true
+				var l string
+				l, err = decodeInterned(dec, knownLevels)
+				w.LogLevel = LoggingLevel(l)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		_, err := dec.ReadToken() // }
+		return err
+	})
 }
+
+// The members of _meta that decodeMeta reads.
+const (
+	memberOther = iota
+	memberVersion
+	memberCaps
+	memberInfo
+	memberLevel
+	memberProgressToken
+)
+
+func metaMemberOf(name jsontext.Value) int {
+	switch {
+	case nameIs(name, MetaProtocolVersion):
+		return memberVersion
+	case nameIs(name, MetaClientCapabilities):
+		return memberCaps
+	case nameIs(name, MetaClientInfo):
+		return memberInfo
+	case nameIs(name, MetaLogLevel):
+		return memberLevel
+	case nameIs(name, "progressToken"):
+		return memberProgressToken
+	}
+	return memberOther
+}
+
+// decodeCaps decodes client capabilities from dec, reading params; none
+// ({}) allocates nothing.
+func decodeCaps(dec *jsontext.Decoder, params []byte) (ClientCapabilities, error) {
+	if rest := bytes.TrimLeft(params[dec.InputOffset():], " \t\r\n:"); bytes.HasPrefix(rest, []byte("{}")) {
+		return ClientCapabilities{}, dec.SkipValue()
+	}
+	var caps ClientCapabilities
+	err := json.UnmarshalDecode(dec, &caps)
+	return caps, err
+}
+
+// decodeInterned decodes a string, without allocating when it is one of
+// known (as written, without escapes).
+func decodeInterned(dec *jsontext.Decoder, known []string) (string, error) {
+	if dec.PeekKind() != '"' {
+		return decodeString(dec) // the error a string's decoding gives
+	}
+	raw, err := dec.ReadValue()
+	if err != nil {
+		return "", err
+	}
+	for _, k := range known {
+		if len(raw) == len(k)+2 && string(raw[1:len(raw)-1]) == k {
+			return k, nil
+		}
+	}
+	return decodeString(jsontext.NewDecoder(bytes.NewReader(raw)))
+}
+
+func decodeString(dec *jsontext.Decoder) (string, error) {
+	var s string
+	err := json.UnmarshalDecode(dec, &s)
+	return s, err
+}
+
+var (
+	knownVersions = []string{Version20260728, Version20251125, Version20250618, Version20250326, Version20241105}
+	knownLevels   = []string{string(LoggingLevelDebug), string(LoggingLevelInfo), string(LoggingLevelNotice), string(LoggingLevelWarning),
+		string(LoggingLevelError), string(LoggingLevelCritical), string(LoggingLevelAlert), string(LoggingLevelEmergency)}
+)
 
 // scanMeta calls decode with a decoder at the value of params' _meta
 // member, if there is one, reading past the other members.

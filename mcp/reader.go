@@ -55,7 +55,7 @@ func (rd *reader) readLoop() {
 			return
 		}
 		rd.noteMessage() // values the transport attached to msg (server_http.go)
-		if job := rd.handleRaw(msg); job != nil && !rd.runInline(job) {
+		if j := rd.handleRaw(msg); j != nil && !rd.runInline(j) {
 			return
 		}
 	}
@@ -67,23 +67,23 @@ func (rd *reader) readLoop() {
 // InlineBudget, a new goroutine takes over reading, so a slow call never
 // holds up the connection for longer than that. runInline reports whether
 // this goroutine is still the reader.
-func (rd *reader) runInline(job func()) bool {
+func (rd *reader) runInline(j job) bool {
 	ss := rd.ss
 	budget := ss.server.opts.InlineBudget
 	switch {
 	case budget < 0:
-		ss.runWorker(job)
+		ss.runWorker(j)
 		return true
 	case rd.takeover == nil:
 		// A per-request session (stateless HTTP, 2026-07-28) carries one
 		// request: nothing else will be read while it runs.
-		job()
+		j.run()
 		return true
 	}
 	tok := rd.inlineSeq.Add(1)
 	rd.inlineTok.Store(tok)
 	rd.takeover.Reset(budget)
-	job()
+	j.run()
 	if !rd.inlineTok.CompareAndSwap(tok, 0) {
 		return false // another goroutine reads now; it owns the timer
 	}
@@ -101,7 +101,7 @@ func (rd *reader) takeOverReading() {
 
 // handleRaw handles one framed message. It returns the job of a tools/call
 // for the reading goroutine to run (see runInline), or nil.
-func (rd *reader) handleRaw(msg []byte) func() {
+func (rd *reader) handleRaw(msg []byte) job {
 	ss := rd.ss
 	if jsonrpc.IsBatch(msg) {
 		return rd.handleBatch(msg)
@@ -118,7 +118,7 @@ func (rd *reader) handleRaw(msg []byte) func() {
 // one after another by the returned job (the batch is answered as one
 // array once all are done), on the reading goroutine as a single
 // tools/call would be (see runInline).
-func (rd *reader) handleBatch(msg []byte) func() {
+func (rd *reader) handleBatch(msg []byte) job {
 	ss := rd.ss
 	r := responder{ss: ss}
 	if derr := jsonrpc.CheckDepth(msg, ss.server.opts.MaxDepth); derr != nil {
@@ -144,7 +144,7 @@ func (rd *reader) handleBatch(msg []byte) func() {
 	msgs := make([]jsonrpc.Message, len(elems))
 	errs := make([]*jsonrpc.DecodeError, len(elems))
 	b := &batch{ss: ss}
-	var jobs []func()
+	var jobs batchJobs
 	for i, e := range elems {
 		msgs[i], errs[i] = jsonrpc.Decode(e, ss.server.opts.MaxDepth)
 		if errs[i] != nil || msgs[i].Kind == jsonrpc.KindRequest {
@@ -167,14 +167,20 @@ func (rd *reader) handleBatch(msg []byte) func() {
 	if len(jobs) == 0 {
 		return nil
 	}
-	return func() {
-		for _, job := range jobs {
-			job()
-		}
+	return jobs
+}
+
+// batchJobs are the requests of a batch that run user code, run one after
+// another.
+type batchJobs []job
+
+func (b batchJobs) run() {
+	for _, j := range b {
+		j.run()
 	}
 }
 
-func (rd *reader) handleMessage(m *jsonrpc.Message, b *batch) func() {
+func (rd *reader) handleMessage(m *jsonrpc.Message, b *batch) job {
 	ss := rd.ss
 	switch m.Kind {
 	case jsonrpc.KindResponse:
@@ -212,7 +218,7 @@ func (rd *reader) handleNotification(m *jsonrpc.Message) {
 }
 
 // handleRequest hands request m to its era's engine.
-func (rd *reader) handleRequest(m *jsonrpc.Message, r responder) func() {
+func (rd *reader) handleRequest(m *jsonrpc.Message, r responder) job {
 	ss := rd.ss
 	if ss.modernOnly || IsModernRequest(m.Params) {
 		r.eng = modernEngine{}

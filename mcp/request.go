@@ -21,6 +21,19 @@ type requestTable struct {
 	// active counts them too, readable without waiting (drain)
 	active atomic.Int32
 	log    *slog.Logger
+	// watched is the Done channel of the context whose end cancels every
+	// request in the table (watch): a request whose parent ends with it
+	// needs no registration of its own.
+	watched <-chan struct{}
+}
+
+// watch makes the end of ctx cancel every request in the table, and
+// returns the function that stops that. Requests whose parent context
+// ends with ctx then follow it through the table (requestContext.follow)
+// instead of each registering with ctx.
+func (t *requestTable) watch(ctx context.Context) (stop func() bool) {
+	t.watched = ctx.Done()
+	return context.AfterFunc(ctx, func() { t.cancelAll(false) })
 }
 
 // add registers f; false when its id is in use by another in-flight request.
@@ -54,7 +67,7 @@ func (t *requestTable) cancel(key, reason string) {
 		f.done.Store(true) // no response is sent for a cancelled request
 	}
 	t.log.Info("mcp: request cancelled by the peer", "requestId", key[1:], "reason", reason)
-	f.cancel()
+	f.abort()
 }
 
 // cancelAll cancels every in-flight request (onlyKeepAlive: only the
@@ -64,7 +77,7 @@ func (t *requestTable) cancelAll(onlyKeepAlive bool) {
 	defer t.mu.Unlock()
 	for _, f := range t.reqs {
 		if f.keepAlive || !onlyKeepAlive {
-			f.cancel()
+			f.abort()
 		}
 	}
 }
@@ -87,7 +100,7 @@ func (t *requestTable) done() {
 //   - counts in the shutdown drain (requestTable.wg);
 //   - recovers a panic of the handler chain (the server lives on);
 //   - answers exactly once: the first of the handler chain's return, the
-//     response deadline (ToolCall.AnswerAtDeadline) or a cancellation
+//     response deadline (ToolCall.WithResponseDeadline) or a cancellation
 //     (which suppresses the answer) wins, and whatever comes later is
 //     logged and dropped.
 type inflight struct {
@@ -95,8 +108,14 @@ type inflight struct {
 	req    *Request // nil when a Client serves the request (reply is set)
 	key    string
 	method string
-	ctx    context.Context
+	ctx    context.Context // the request's: a context.WithCancel of vals
 	cancel context.CancelFunc
+	vals   requestValues
+	// stopParent stops following a parent no table watches (follow).
+	stopParent func() bool
+	// deadline is the response deadline derived from ctx itself, which
+	// abort ends with it (see ToolCall.WithResponseDeadline).
+	deadline atomic.Pointer[ResponseDeadline]
 	// done is set once the request is answered or its answer suppressed:
 	// the answer-once gate.
 	done      *atomic.Bool
@@ -136,12 +155,14 @@ func (ss *Session) begin(req *Request, parent context.Context, keepAlive bool) b
 	f := &req.f
 	*f = inflight{tab: &ss.reqs, req: req, key: idKey(req.ID), method: req.Method, keepAlive: keepAlive}
 	f.done = &f.ownDone
-	f.ctx, f.cancel = context.WithCancel(context.WithValue(parent, requestKey{}, req))
+	f.vals.parent, f.vals.req = parent, req
+	f.ctx, f.cancel = context.WithCancel(&f.vals)
 	if !ss.reqs.add(f) {
 		f.cancel()
 		req.r.error(errIDInUse)
 		return false
 	}
+	f.follow(ss.reqs.watched)
 	return true
 }
 
@@ -154,11 +175,13 @@ var errIDInUse = &Error{Code: CodeInvalidRequest, Message: "Invalid Request: id 
 func beginReply(tab *requestTable, m *jsonrpc.Message, parent context.Context, reply func(any, error)) *inflight {
 	f := &inflight{tab: tab, key: idKey(m.ID), method: m.Method, reply: reply}
 	f.done = &f.ownDone
-	f.ctx, f.cancel = context.WithCancel(parent)
+	f.vals.parent = parent
+	f.ctx, f.cancel = context.WithCancel(&f.vals)
 	if !tab.add(f) {
 		f.cancel()
 		return nil
 	}
+	f.follow(tab.watched)
 	return f
 }
 
@@ -210,7 +233,10 @@ func (f *inflight) send(res any, err error) {
 
 // end cancels the request's context and removes it from the table.
 func (f *inflight) end() {
-	f.cancel()
+	f.abort()
+	if f.stopParent != nil {
+		f.stopParent()
+	}
 	t := f.tab
 	t.mu.Lock()
 	if t.reqs[f.key] == f {

@@ -301,12 +301,14 @@ func (s *Server) ServeRequest(ctx context.Context, t transport.Transport, msg []
 	ss := s.newSession(t, true)
 	ss.applyTransportContext(ctx)
 	ss.ctx = ctx // the caller cancels it: the request's handlers end with it
+	stop := ss.reqs.watch(ctx)
 	ss.rd.parent = ctx
 	ss.rd.noteMessage()
-	if job := ss.rd.handleRaw(msg); job != nil {
-		job()
+	if j := ss.rd.handleRaw(msg); j != nil {
+		j.run()
 	}
 	ss.reqs.wg.Wait() // a lasting request runs on a worker: it ends with ctx
+	stop()
 	ss.close()
 	return nil
 }
@@ -315,6 +317,7 @@ func (ss *Session) serve(parent context.Context) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	ss.ctx = ctx
+	ss.reqs.watch(ctx) // its end (cancel, below) ends the requests still in flight
 	ss.rd.parent = parent
 	ss.rd.inputDone = make(chan struct{})
 	if !ss.modernOnly { // a per-request session serves one request: it gets no notifications

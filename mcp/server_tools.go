@@ -129,27 +129,35 @@ func (m *callMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		if err != nil {
 			return err
 		}
-		key := ""
 		if nameIs(name, MetaProtocolVersion) || nameIs(name, MetaClientCapabilities) || nameIs(name, MetaClientInfo) || nameIs(name, MetaLogLevel) {
-			if err := dec.SkipValue(); err != nil {
-				return err
-			}
-			continue
+			err = dec.SkipValue()
+		} else {
+			err = m.decodeMember(dec, name)
 		}
-		if err := json.Unmarshal(name, &key); err != nil {
+		if err != nil {
 			return err
 		}
-		var v any
-		if err := json.UnmarshalDecode(dec, &v); err != nil {
-			return err
-		}
-		if *m == nil {
-			*m = callMeta{}
-		}
-		(*m)[key] = v
 	}
 	_, err := dec.ReadToken()
 	return err
+}
+
+// decodeMember decodes the member named name (apart from the loop, whose
+// skipped members then allocate nothing).
+func (m *callMeta) decodeMember(dec *jsontext.Decoder, name jsontext.Value) error {
+	var key string
+	if err := json.Unmarshal(name, &key); err != nil {
+		return err
+	}
+	var v any
+	if err := json.UnmarshalDecode(dec, &v); err != nil {
+		return err
+	}
+	if *m == nil {
+		*m = callMeta{}
+	}
+	(*m)[key] = v
+	return nil
 }
 
 // handleToolsCall serves tools/call: it checks the params, builds the
@@ -183,7 +191,9 @@ func handleToolsCall(ctx context.Context, req *Request) (any, error) {
 	}
 	call := &ToolCall{Name: p.Name, Arguments: p.Arguments, Meta: p.Meta, Task: p.Task,
 		CorrelationID: corr, RunID: opts.NewID(), Session: ss}
-	call.Logger = slog.New(&callHandler{next: ss.log.Handler(), corr: corr, run: call.RunID})
+	call.logh = callHandler{next: ss.log.Handler(), corr: corr, run: call.RunID}
+	call.logv = *slog.New(&call.logh)
+	call.Logger = &call.logv
 	r.call = call
 	if res, err, handled := r.engine().taskCall(ctx, req, call, &p); handled {
 		return res, err
@@ -199,7 +209,10 @@ func handleToolsCall(ctx context.Context, req *Request) (any, error) {
 		return true
 	}
 	src := opts.Tools
-	out, err := r.engine().complete(r, WithToolCall(ctx, call), in, func(ctx context.Context) (any, error) {
+	if req.f.vals.call.Store(call); ToolCallFromContext(ctx) != call {
+		ctx = WithToolCall(ctx, call) // a middleware gave a context of its own
+	}
+	out, err := r.engine().complete(r, ctx, in, func(ctx context.Context) (any, error) {
 		res, err := src.CallTool(ctx, call)
 		if res == nil {
 			return nil, err // not a typed nil in an interface

@@ -114,13 +114,13 @@ func (ss *Session) connID() string {
 
 // runWorker runs job on one of the session's workers (created on first
 // use: most sessions never need one).
-func (ss *Session) runWorker(job func()) {
+func (ss *Session) runWorker(j job) {
 	w := ss.workers.Load()
 	if w == nil {
 		ss.workers.CompareAndSwap(nil, newWorkers(64, ss.conn.done))
 		w = ss.workers.Load()
 	}
-	w.run(job)
+	w.run(j)
 }
 
 // State returns the session's lifecycle state.

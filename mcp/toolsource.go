@@ -2,10 +2,8 @@ package mcp
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -58,14 +56,16 @@ type ToolCall struct {
 	progress      Progress         // see ProgressFromContext (progress_helper.go)
 	task          *taskEntry       // the task the call runs as (server_tasks.go)
 	run           *modernRun       // a 2026-07-28 call that may become a task (tasks_modern.go)
-	deadline      ResponseDeadline // the first deadline armed (AnswerAtDeadline), never reused
+	deadline      ResponseDeadline // the first deadline armed (WithResponseDeadline), never reused
+	logh          callHandler      // Logger's handler, and the Logger itself (no allocation of their own)
+	logv          slog.Logger
 }
 
 // respondEarly sends res (or err) as the response to this call at once,
 // before CallTool returns, through the answer-once gate of the call's
 // request, and reports whether it was the first response. The Server then
 // drops whatever CallTool returns later, logging it as late. Only the
-// response deadline (AnswerAtDeadline) answers early. Outside a Server (no
+// response deadline (WithResponseDeadline) answers early. Outside a Server (no
 // transport to answer on) it returns false and leaves the gate closed.
 func (c *ToolCall) respondEarly(res *CallToolResult, err error) bool {
 	if c.respond == nil || !c.answered().CompareAndSwap(false, true) {
@@ -81,71 +81,6 @@ func (c *ToolCall) answered() *atomic.Bool {
 		return c.gate
 	}
 	return &c.responded
-}
-
-// AnswerAtDeadline gives the call a response deadline. dctx is the
-// handler's context, derived by the caller with deadline at. When dctx
-// ends by that deadline (not because the caller went away, nor by an
-// earlier deadline of an outer caller), the call is answered at once with
-// answer(), through the same answer-once gate as the request, after the
-// cancellation reached the handler; the handler keeps running and the
-// Server drops what it returns later as late. Outside a Server nothing is
-// answered early: the caller returns answer() once the handler has
-// returned. Call Disarm on the result once the handler has returned.
-// No goroutine is started per call: dctx's own timer drives the deadline.
-// Deadlines nest (an inner stage may arm a shorter one). This is the only
-// way to answer a tools/call before its handler returns.
-func (c *ToolCall) AnswerAtDeadline(dctx context.Context, at time.Time, answer func() error) *ResponseDeadline {
-	d := &c.deadline
-	if d.call != nil { // armed before (nested stages): its callback may still run
-		d = new(ResponseDeadline)
-	}
-	*d = ResponseDeadline{call: c, ctx: dctx, at: at, answer: answer}
-	d.stop = context.AfterFunc(dctx, d.fire)
-	return d
-}
-
-// ResponseDeadline is a deadline armed by ToolCall.AnswerAtDeadline.
-type ResponseDeadline struct {
-	call   *ToolCall
-	ctx    context.Context
-	at     time.Time
-	answer func() error
-	stop   func() bool
-}
-
-// Disarm ends the deadline, given the handler's error, and reports whether
-// the deadline answered the call — also when the handler saw the deadline
-// and returned before the deadline's callback started, in which case it
-// answers now. A handler that finished at the very edge with its own
-// result keeps it.
-func (d *ResponseDeadline) Disarm(handlerErr error) (answered bool) {
-	pending := d.stop() // true: the callback never started
-	expired := d.expired()
-	answered = expired && !pending
-	if pending && expired && handlerErr != nil &&
-		(errors.Is(handlerErr, context.DeadlineExceeded) || errors.Is(handlerErr, context.Canceled)) {
-		d.respond()
-		answered = true
-	}
-	return answered
-}
-
-func (d *ResponseDeadline) expired() bool {
-	return d.ctx.Err() == context.DeadlineExceeded && !time.Now().Before(d.at)
-}
-
-func (d *ResponseDeadline) fire() {
-	if d.expired() {
-		d.respond()
-	}
-}
-
-func (d *ResponseDeadline) respond() {
-	c := d.call
-	if c.respondEarly(nil, d.answer()) && c.Logger != nil {
-		c.Logger.Debug("mcp: answered at the response deadline; the handler is still running", "tool", c.Name)
-	}
 }
 
 type toolCallKey struct{}

@@ -16,7 +16,7 @@ import (
 //   - the context of the stages inside (and of the tool's handler) is
 //     cancelled with context.DeadlineExceeded;
 //   - a TIMEOUT tool error is answered at once through
-//     mcp.ToolCall.AnswerAtDeadline, while the handler may still be
+//     mcp.ToolCall.WithResponseDeadline, while the handler may still be
 //     running;
 //   - the stage itself keeps waiting until the handler returns, so stages
 //     outside it (the Limiter's slot, Lock, AuditExit) are released only
@@ -27,11 +27,10 @@ import (
 // is simply returned when the handler returns. A handler that finishes at
 // the very edge, before the early answer went out, keeps its own result.
 //
-// The stage is a plain wrapper: it derives the handler's context and
-// leaves answering to the owner of the request's life
-// (mcp.ToolCall.AnswerAtDeadline), which answers exactly once whatever
-// races the deadline. No goroutine is started per call: the handler
-// context's own timer drives the deadline.
+// The stage is a plain wrapper: it takes the handler's context from the
+// owner of the request's life (mcp.ToolCall.WithResponseDeadline), which
+// answers exactly once whatever races the deadline. No goroutine is
+// started per call: one timer drives the deadline.
 //
 // A call the Server runs as a task (mcp.ToolCall.Task set, 2025-11-25) has
 // no response waiting for it: def does not apply, its task's ttl and
@@ -53,11 +52,16 @@ func Timeout(def time.Duration) Middleware {
 				return next(ctx, c)
 			}
 			at := time.Now().Add(d)
-			dctx, cancel := context.WithDeadline(ctx, at)
-			defer cancel()
-			dl := c.AnswerAtDeadline(dctx, at, func() error { return timeoutError(c, d) })
+			dctx, dl := c.WithResponseDeadline(ctx, at, func() error { return timeoutError(c, d) })
+			returned := false
+			defer func() {
+				if !returned {
+					dl.Disarm() // next panicked: the deadline ends with it
+				}
+			}()
 			res, err := next(dctx, c)
-			if !dl.Disarm(err) {
+			returned = true
+			if !dl.Disarm() {
 				return res, err
 			}
 			c.timedOut = true
