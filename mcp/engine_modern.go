@@ -20,8 +20,14 @@ type modernEngine struct{}
 
 // dispatch checks in the order the specification gives (_meta -32602,
 // version -32022, method -32601), then starts the method.
-func (modernEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) job {
-	meta, e := ParseRequestMeta(m.Params)
+func (e modernEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) job {
+	meta, err := ParseRequestMeta(m.Params)
+	return e.dispatchMeta(ss, m, r, meta, err)
+}
+
+// dispatchMeta is dispatch with the request's _meta parsed (meta, or the
+// error e of ParseRequestMeta).
+func (modernEngine) dispatchMeta(ss *Session, m *jsonrpc.Message, r responder, meta RequestMeta, e *Error) job {
 	if e != nil {
 		r.error(e)
 		return nil

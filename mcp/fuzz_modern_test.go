@@ -105,10 +105,10 @@ func FuzzIsModernRequest(f *testing.F) {
 	})
 }
 
-// FuzzDecodeMetaMatchesStructDecoding: the hand-written _meta decoder
-// (decodeMeta, which reads members one by one to allocate less) reads
-// every input as decoding into a struct of the members does, errors and
-// their messages included.
+// FuzzDecodeMetaMatchesStructDecoding: the hand-written _meta readers
+// (decodeMeta and CheckRequestMeta, which read members one by one to
+// allocate less) read every input as decoding into a struct of the
+// members does, errors and their messages included.
 func FuzzDecodeMetaMatchesStructDecoding(f *testing.F) {
 	for _, s := range []string{
 		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`,
@@ -131,6 +131,7 @@ func FuzzDecodeMetaMatchesStructDecoding(f *testing.F) {
 		if v := jsontext.Value(b); v.Kind() != '{' || !v.IsValid() {
 			return // params reach the decoder as a valid object
 		}
+		checkCheckRequestMeta(t, b)
 		var w requestMetaWire
 		err := decodeMeta(b, &w)
 		var ref *reference
@@ -159,5 +160,63 @@ func FuzzDecodeMetaMatchesStructDecoding(f *testing.F) {
 		}
 		check("logLevel", w.hasLevel == (ref.LogLevel != nil) && (ref.LogLevel == nil || *ref.LogLevel == w.LogLevel))
 		check("progressToken", string(ref.ProgressToken) == string(w.ProgressToken))
+	})
+}
+
+// checkCheckRequestMeta compares CheckRequestMeta (read member by member)
+// with the same rules applied to a struct decoding of _meta.
+func checkCheckRequestMeta(t *testing.T, b []byte) {
+	var m struct {
+		Meta *struct {
+			ProtocolVersion    jsontext.Value `json:"io.modelcontextprotocol/protocolVersion"`
+			ClientCapabilities jsontext.Value `json:"io.modelcontextprotocol/clientCapabilities"`
+		}
+	}
+	wantVersion, wantErr := "", (*Error)(nil)
+	var version string
+	switch err := scanMeta(b, func(dec *jsontext.Decoder) error { return json.UnmarshalDecode(dec, &m.Meta) }); {
+	case err != nil:
+		wantErr = invalidParams(err)
+	case m.Meta == nil || m.Meta.ProtocolVersion.Kind() != '"' || json.Unmarshal(m.Meta.ProtocolVersion, &version) != nil:
+		wantErr = missingMeta(MetaProtocolVersion)
+	case m.Meta.ClientCapabilities.Kind() != '{':
+		wantErr = missingMeta(MetaClientCapabilities)
+	default:
+		wantVersion = version
+	}
+	got, gotErr := CheckRequestMeta(b)
+	if (gotErr == nil) != (wantErr == nil) || (gotErr != nil && gotErr.Message != wantErr.Message) || got != wantVersion {
+		t.Fatalf("%s: CheckRequestMeta = %q, %v; the struct's rules give %q, %v", b, got, gotErr, wantVersion, wantErr)
+	}
+}
+
+// FuzzClassifyRequest: the reader's one reading of params (classifyRequest)
+// agrees with IsModernRequest, and for a modern request with
+// ParseRequestMeta.
+func FuzzClassifyRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`,
+		`{"arguments":{"io.modelcontextprotocol/protocolVersion":1}}`, `{"_meta":{"io.modelcontextprotocol/protocolVersion":null}}`,
+		`{"_meta":{"io.modelcontextprotocol/clientInfo":{"name":5},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`,
+		`{"_meta":{"io.modelcontextprotocol/clientInfo":{"name":5}},"x":"io.modelcontextprotocol/protocolVersion"}`,
+		`["io.modelcontextprotocol/protocolVersion"]`, `{"_meta":"io.modelcontextprotocol/protocolVersion"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !jsontext.Value(b).IsValid() {
+			return // params reach the reader validated
+		}
+		modern, meta, e := classifyRequest(b)
+		if want := IsModernRequest(b); modern != want {
+			t.Fatalf("%s: modern %v, IsModernRequest %v", b, modern, want)
+		}
+		if !modern {
+			return
+		}
+		wantMeta, wantErr := ParseRequestMeta(b)
+		if (e == nil) != (wantErr == nil) || (e != nil && e.Message != wantErr.Message) || !reflect.DeepEqual(meta, wantMeta) {
+			t.Fatalf("%s: %+v %v, ParseRequestMeta %+v %v", b, meta, e, wantMeta, wantErr)
+		}
 	})
 }

@@ -94,6 +94,7 @@ func scanWith(b []byte, read func(*jsontext.Decoder) error) error {
 // members keel reads, with their presence.
 type requestMetaWire struct {
 	hasVersion, hasCaps, hasLevel bool
+	namedVersion                  bool // the protocolVersion member is there (even null)
 	ProtocolVersion               string
 	ClientCapabilities            ClientCapabilities
 	ClientInfo                    *Implementation
@@ -106,12 +107,41 @@ type requestMetaWire struct {
 // must be a known level. The error is the -32602 to answer. Transports use
 // it to check a request before they dispatch it.
 func ParseRequestMeta(params jsontext.Value) (RequestMeta, *Error) {
-	var rm RequestMeta
 	if params.Kind() != '{' {
-		return rm, errNoModernParams
+		return RequestMeta{}, errNoModernParams
 	}
 	var w requestMetaWire
-	if err := decodeMeta(params, &w); err != nil {
+	return w.check(decodeMeta(params, &w))
+}
+
+// classifyRequest is IsModernRequest and, for a modern request,
+// ParseRequestMeta, reading params once where IsModernRequest alone would
+// read them (the reader's hand-off to an era's engine).
+func classifyRequest(params jsontext.Value) (modern bool, meta RequestMeta, e *Error) {
+	if !bytes.Contains(params, metaProtocolVersionKey) {
+		return false, meta, nil
+	}
+	if params.Kind() != '{' {
+		return true, meta, errNoModernParams
+	}
+	var w requestMetaWire
+	err := decodeMeta(params, &w)
+	switch {
+	case w.namedVersion:
+	case err == nil:
+		return false, meta, nil // the key is elsewhere than in _meta
+	case !IsModernRequest(params):
+		return false, meta, nil // malformed, but not where the era is named
+	}
+	meta, e = w.check(err)
+	return true, meta, e
+}
+
+// check applies the rules of ParseRequestMeta to w, decoded with error
+// err.
+func (w *requestMetaWire) check(err error) (RequestMeta, *Error) {
+	var rm RequestMeta
+	if err != nil {
 		return rm, invalidParams(err)
 	}
 	switch {
@@ -231,20 +261,48 @@ func CheckRequestMeta(params jsontext.Value) (string, *Error) {
 	if params.Kind() != '{' {
 		return "", errNoModernParams
 	}
-	var m struct {
-		Meta *struct {
-			ProtocolVersion    jsontext.Value `json:"io.modelcontextprotocol/protocolVersion"`
-			ClientCapabilities jsontext.Value `json:"io.modelcontextprotocol/clientCapabilities"`
+	version, hasVersion, hasCaps := "", false, false
+	err := scanMeta(params, func(dec *jsontext.Decoder) error {
+		switch dec.PeekKind() {
+		case '{':
+		case 'n':
+			return dec.SkipValue()
+		default: // the error an object's decoding gives
+			var obj *struct{}
+			return json.UnmarshalDecode(dec, &obj)
 		}
-	}
-	if err := scanMeta(params, func(dec *jsontext.Decoder) error { return json.UnmarshalDecode(dec, &m.Meta) }); err != nil {
-		return "", invalidParams(err)
-	}
-	var version string
+		if _, err := dec.ReadToken(); err != nil {
+			return err
+		}
+		for dec.PeekKind() != '}' {
+			name, err := dec.ReadValue()
+			if err != nil {
+				return err
+			}
+			member := metaMemberOf(name) // name is valid until the next read
+			switch kind := dec.PeekKind(); {
+			case member == memberVersion && kind == '"':
+				version, err = decodeInterned(dec, knownVersions)
+				hasVersion = err == nil
+			case member == memberCaps && kind == '{':
+				hasCaps = true
+				err = dec.SkipValue()
+			default:
+				err = dec.SkipValue()
+			}
+			if err != nil {
+				return err
+			}
+		}
+		_, err := dec.ReadToken() // }
+		return err
+	})
 	switch {
-	case m.Meta == nil || m.Meta.ProtocolVersion.Kind() != '"' || json.Unmarshal(m.Meta.ProtocolVersion, &version) != nil:
+	case err != nil:
+		return "", invalidParams(err)
+	case !hasVersion:
 		return "", missingMeta(MetaProtocolVersion)
-	case m.Meta.ClientCapabilities.Kind() != '{':
+	case !hasCaps:
 		return "", missingMeta(MetaClientCapabilities)
 	}
 	return version, nil
@@ -285,6 +343,7 @@ func decodeMeta(params jsontext.Value, w *requestMetaWire) error {
 			}
 			// name is valid only until the next read: look at it first.
 			member := metaMemberOf(name)
+			w.namedVersion = w.namedVersion || member == memberVersion
 			switch {
 			case member == memberProgressToken:
 				var raw jsontext.Value

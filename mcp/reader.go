@@ -220,9 +220,13 @@ func (rd *reader) handleNotification(m *jsonrpc.Message) {
 // handleRequest hands request m to its era's engine.
 func (rd *reader) handleRequest(m *jsonrpc.Message, r responder) job {
 	ss := rd.ss
-	if ss.modernOnly || IsModernRequest(m.Params) {
+	if ss.modernOnly {
 		r.eng = modernEngine{}
 		return r.eng.dispatch(ss, m, r)
+	}
+	if modern, meta, e := classifyRequest(m.Params); modern {
+		r.eng = modernEngine{}
+		return modernEngine{}.dispatchMeta(ss, m, r, meta, e)
 	}
 	return legacyEngine{}.dispatch(ss, m, r)
 }

@@ -27,13 +27,12 @@ type requestTable struct {
 	watched <-chan struct{}
 }
 
-// watch makes the end of ctx cancel every request in the table, and
-// returns the function that stops that. Requests whose parent context
-// ends with ctx then follow it through the table (requestContext.follow)
-// instead of each registering with ctx.
-func (t *requestTable) watch(ctx context.Context) (stop func() bool) {
+// watch makes the end of ctx cancel every request in the table. The
+// contexts of requests whose parent ends with ctx then follow it through
+// the table (see requestValues) instead of each registering with ctx.
+func (t *requestTable) watch(ctx context.Context) {
 	t.watched = ctx.Done()
-	return context.AfterFunc(ctx, func() { t.cancelAll(false) })
+	context.AfterFunc(ctx, func() { t.cancelAll(false) })
 }
 
 // add registers f; false when its id is in use by another in-flight request.
@@ -111,8 +110,6 @@ type inflight struct {
 	ctx    context.Context // the request's: a context.WithCancel of vals
 	cancel context.CancelFunc
 	vals   requestValues
-	// stopParent stops following a parent no table watches (follow).
-	stopParent func() bool
 	// deadline is the response deadline derived from ctx itself, which
 	// abort ends with it (see ToolCall.WithResponseDeadline).
 	deadline atomic.Pointer[ResponseDeadline]
@@ -155,14 +152,14 @@ func (ss *Session) begin(req *Request, parent context.Context, keepAlive bool) b
 	f := &req.f
 	*f = inflight{tab: &ss.reqs, req: req, key: idKey(req.ID), method: req.Method, keepAlive: keepAlive}
 	f.done = &f.ownDone
-	f.vals.parent, f.vals.req = parent, req
-	f.ctx, f.cancel = context.WithCancel(&f.vals)
+	f.vals.req = req
+	f.start(parent, ss.reqs.watched)
 	if !ss.reqs.add(f) {
 		f.cancel()
 		req.r.error(errIDInUse)
 		return false
 	}
-	f.follow(ss.reqs.watched)
+	f.checkWatched()
 	return true
 }
 
@@ -175,13 +172,12 @@ var errIDInUse = &Error{Code: CodeInvalidRequest, Message: "Invalid Request: id 
 func beginReply(tab *requestTable, m *jsonrpc.Message, parent context.Context, reply func(any, error)) *inflight {
 	f := &inflight{tab: tab, key: idKey(m.ID), method: m.Method, reply: reply}
 	f.done = &f.ownDone
-	f.vals.parent = parent
-	f.ctx, f.cancel = context.WithCancel(&f.vals)
+	f.start(parent, tab.watched)
 	if !tab.add(f) {
 		f.cancel()
 		return nil
 	}
-	f.follow(tab.watched)
+	f.checkWatched()
 	return f
 }
 
@@ -234,9 +230,6 @@ func (f *inflight) send(res any, err error) {
 // end cancels the request's context and removes it from the table.
 func (f *inflight) end() {
 	f.abort()
-	if f.stopParent != nil {
-		f.stopParent()
-	}
 	t := f.tab
 	t.mu.Lock()
 	if t.reqs[f.key] == f {

@@ -9,27 +9,42 @@ import (
 // requestValues is the root of a request's context (inflight.ctx is a
 // context.WithCancel of it): its parent's values and deadline, plus the
 // request itself (RequestFromContext) and its tools/call
-// (ToolCallFromContext), and no cancellation of its own. The request's
-// context is thus a standard one — contexts derived from it, even through
-// context.WithValue, follow it without a goroutine — that does not
-// register with its parent, the session's context, which every concurrent
-// request would otherwise lock: the session's table of requests ends them
-// when the session ends (requestTable.watch). It lives in the Request.
+// (ToolCallFromContext). The request's context is thus a standard one:
+// contexts derived from it, even through context.WithValue, follow it
+// without a goroutine. When the table of the request's session watches
+// the parent's end (requestTable.watch), as it does a session's context,
+// requestValues hides the parent's cancellation: the request's context
+// does not register with the session's context, which every concurrent
+// request would otherwise lock, and the table ends it instead. Otherwise
+// (a per-request session's parent, a Client's) it passes the parent's
+// cancellation on, and the request's context registers with the parent as
+// it would through context.WithValue. It lives in the Request.
 type requestValues struct {
-	parent context.Context
-	req    *Request                 // nil when a Client serves the request
-	call   atomic.Pointer[ToolCall] // set once tools/call has made it
+	parent  context.Context
+	follows bool                     // the parent's cancellation is passed on
+	req     *Request                 // nil when a Client serves the request
+	call    atomic.Pointer[ToolCall] // set once tools/call has made it
 }
 
 // Deadline implements context.Context: the parent's.
 func (v *requestValues) Deadline() (time.Time, bool) { return v.parent.Deadline() }
 
-// Done implements context.Context: never (the request's context, derived
-// from it, is cancelled instead).
-func (v *requestValues) Done() <-chan struct{} { return nil }
+// Done implements context.Context: the parent's when it follows it, else
+// never (the table cancels the request's context).
+func (v *requestValues) Done() <-chan struct{} {
+	if v.follows {
+		return v.parent.Done()
+	}
+	return nil
+}
 
-// Err implements context.Context.
-func (v *requestValues) Err() error { return nil }
+// Err implements context.Context (see Done).
+func (v *requestValues) Err() error {
+	if v.follows {
+		return v.parent.Err()
+	}
+	return nil
+}
 
 // Value implements context.Context: the request and its tools/call, then
 // the parent's values.
@@ -50,21 +65,21 @@ func (v *requestValues) Value(key any) any {
 // String names the context (fmt, as package context's own do).
 func (v *requestValues) String() string { return "mcp.requestContext" }
 
-// follow makes the request's context end with its parent: through its
-// table when the table watches the parent's end (watched: the Done channel
-// of the context it watches; see requestTable.watch), else by registering
-// with the parent. Call it once the request is in its table.
-func (f *inflight) follow(watched <-chan struct{}) {
-	parent := f.vals.parent
-	done := parent.Done()
-	switch {
-	case done == nil:
-	case done == watched:
-		if parent.Err() != nil {
-			f.abort() // it ended before the table could see the request
-		}
-	default:
-		f.stopParent = context.AfterFunc(parent, f.abort)
+// start derives the request's context from parent: watched is the Done
+// channel of the context whose end the request's table watches (see
+// requestTable.watch). Call it before the request is in its table, and
+// checkWatched after.
+func (f *inflight) start(parent context.Context, watched <-chan struct{}) {
+	f.vals.parent = parent
+	f.vals.follows = parent.Done() != watched
+	f.ctx, f.cancel = context.WithCancel(&f.vals)
+}
+
+// checkWatched cancels the request if the parent its table watches ended
+// before the table could see the request.
+func (f *inflight) checkWatched() {
+	if !f.vals.follows && f.vals.parent.Err() != nil {
+		f.abort()
 	}
 }
 

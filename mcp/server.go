@@ -301,14 +301,12 @@ func (s *Server) ServeRequest(ctx context.Context, t transport.Transport, msg []
 	ss := s.newSession(t, true)
 	ss.applyTransportContext(ctx)
 	ss.ctx = ctx // the caller cancels it: the request's handlers end with it
-	stop := ss.reqs.watch(ctx)
 	ss.rd.parent = ctx
 	ss.rd.noteMessage()
 	if j := ss.rd.handleRaw(msg); j != nil {
 		j.run()
 	}
 	ss.reqs.wg.Wait() // a lasting request runs on a worker: it ends with ctx
-	stop()
 	ss.close()
 	return nil
 }

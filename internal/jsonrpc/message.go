@@ -530,3 +530,62 @@ func trimSpace(b []byte) []byte {
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// Members finds the top-level members of the JSON object data (a message's
+// params, say) named in names: out[i] is set to the raw value of names[i],
+// a slice of data (no copy), and left nil when absent. It reads data with
+// a pooled decoder, strictly (duplicate names are an error); names match
+// exactly, after unescaping. len(out) must be len(names).
+func Members(data []byte, names []string, out []jsontext.Value) error {
+	d := decoderPool.Get().(*decoder)
+	defer func() {
+		d.src = bytes.Buffer{}
+		d.dec.Reset(&d.src) // drop the reference to data
+		decoderPool.Put(d)
+	}()
+	d.src = *bytes.NewBuffer(data) // decoded in place: values index data
+	d.dec.Reset(&d.src)
+	dec := &d.dec
+	if _, err := dec.ReadToken(); err != nil { // '{'
+		return err
+	}
+	for dec.PeekKind() != '}' {
+		name, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		i := nameIndex(name, names)
+		val, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		if i >= 0 {
+			end := int(dec.InputOffset())
+			out[i] = data[end-len(val) : end]
+		}
+	}
+	_, err := dec.ReadToken() // '}'
+	return err
+}
+
+// nameIndex returns the index in names of the raw (quoted) member name, or
+// -1.
+func nameIndex(name jsontext.Value, names []string) int {
+	if len(name) < 2 {
+		return -1
+	}
+	s := name[1 : len(name)-1]
+	if bytes.IndexByte(s, '\\') >= 0 {
+		u, err := jsontext.AppendUnquote(nil, name)
+		if err != nil {
+			return -1
+		}
+		s = u
+	}
+	for i, n := range names {
+		if string(s) == n {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -385,5 +386,45 @@ func BenchmarkDecodeResponse(b *testing.B) {
 		if derr != nil || m.Kind != KindResponse {
 			b.Fatal(derr)
 		}
+	}
+}
+
+func TestMembers(t *testing.T) {
+	names := []string{"name", "arguments", "uri"}
+	for _, tc := range []struct {
+		in      string
+		want    []string // "" : absent
+		wantErr bool
+	}{
+		{in: `{"name":"echo","arguments":{"a":[1,2]},"other":true}`, want: []string{`"echo"`, `{"a":[1,2]}`, ""}},
+		{in: ` { "uri" : "file:///x" , "name":null } `, want: []string{`null`, "", `"file:///x"`}},
+		{in: `{"n\u0061me":"escaped"}`, want: []string{`"escaped"`, "", ""}},
+		{in: `{"Name":"case","NAME":1}`, want: []string{"", "", ""}},
+		{in: `{}`, want: []string{"", "", ""}},
+		{in: `{"name":1,"name":2}`, wantErr: true},
+		{in: `["name"]`, wantErr: true},
+		{in: `{"name":`, wantErr: true},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			data := []byte(tc.in)
+			out := make([]jsontext.Value, len(names))
+			err := Members(data, names, out)
+			if tc.wantErr {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			for i, w := range tc.want {
+				if w == "" {
+					assert.Nil(t, out[i], names[i])
+					continue
+				}
+				assert.Equal(t, w, string(out[i]), names[i])
+				// A slice of data itself, not a copy.
+				off := bytes.Index(data, out[i])
+				require.GreaterOrEqual(t, off, 0)
+				assert.Same(t, &data[off], &out[i][0], names[i])
+			}
+		})
 	}
 }

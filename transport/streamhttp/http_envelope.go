@@ -110,6 +110,13 @@ var errNotJSONRPC = errors.New("transport: not a JSON-RPC message")
 // peekOutgoing reads the envelope members of msg (an object, or an array of
 // objects) without decoding params or results.
 func peekOutgoing(msg []byte) (outgoing, error) {
+	if id, ok := responseHead(msg); ok {
+		out := outgoing{response: true}
+		if string(id) != "null" {
+			out.ids = []string{string(id)}
+		}
+		return out, nil
+	}
 	p := peekerPool.Get().(*peeker)
 	p.r.Reset(msg)
 	p.dec.Reset(&p.r)
@@ -118,6 +125,43 @@ func peekOutgoing(msg []byte) (outgoing, error) {
 	p.dec.Reset(&p.r) // drop the reference to msg
 	peekerPool.Put(p)
 	return out, err
+}
+
+// responseHead reads the id of a response written the way package mcp
+// writes one — {"jsonrpc":"2.0","id":ID,"result": or ,"error": — without
+// reading the rest (a server's own output: the transport need not check
+// it). ID is a number, null, or a string without escapes; ok is false for
+// anything else, which peekOutgoing then reads in full.
+func responseHead(msg []byte) (id []byte, ok bool) {
+	const head = `{"jsonrpc":"2.0","id":`
+	if !bytes.HasPrefix(msg, []byte(head)) {
+		return nil, false
+	}
+	rest := msg[len(head):]
+	n := 0
+	switch {
+	case len(rest) == 0:
+		return nil, false
+	case rest[0] == '"':
+		i := bytes.IndexByte(rest[1:], '"')
+		if i < 0 || bytes.IndexByte(rest[1:1+i], '\\') >= 0 {
+			return nil, false
+		}
+		n = i + 2
+	case bytes.HasPrefix(rest, []byte("null")):
+		n = 4
+	default:
+		for n < len(rest) && (rest[n] >= '0' && rest[n] <= '9' || rest[n] == '-' || rest[n] == '+' || rest[n] == '.' || rest[n] == 'e' || rest[n] == 'E') {
+			n++
+		}
+		if n == 0 {
+			return nil, false
+		}
+	}
+	if after := rest[n:]; !bytes.HasPrefix(after, []byte(`,"result":`)) && !bytes.HasPrefix(after, []byte(`,"error":`)) {
+		return nil, false
+	}
+	return rest[:n], true
 }
 
 // peeker is a pooled decoder for peekOutgoing.

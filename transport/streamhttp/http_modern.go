@@ -58,6 +58,10 @@ type modernParams struct {
 	Arguments jsontext.Value `json:"arguments"`
 }
 
+// routingMembers are the members of params the routing headers stand for
+// (modernParams' Name, URI, TaskID and Arguments).
+var routingMembers = []string{"name", "uri", "taskId", "arguments"}
+
 // modernMeta holds the members of a modern request's _meta the HTTP layer
 // checks (decoded as a struct: no map per request).
 type modernMeta struct {
@@ -94,10 +98,11 @@ func (h *Handler) checkModern(r *http.Request, env *envelope) (string, *rpcError
 	if e != nil {
 		return "", &rpcError{code: e.Code, message: e.Message}
 	}
-	var p modernParams
-	if json.Unmarshal(env.params, &p) != nil {
+	var raw [4]jsontext.Value // routingMembers, as slices of the params (no copy)
+	if jsonrpc.Members(env.params, routingMembers, raw[:]) != nil {
 		return "", &rpcError{code: jsonrpc.CodeInvalidParams, message: "Invalid params: malformed params"}
 	}
+	p := modernParams{Name: raw[0], URI: raw[1], TaskID: raw[2], Arguments: raw[3]}
 	hv, hasHeader := headerField(r, headerProtocolVersion)
 	switch {
 	case !hasHeader:

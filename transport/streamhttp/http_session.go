@@ -61,10 +61,14 @@ var (
 
 func (h *Handler) newHTTPSession(id, subject string, stateless bool) *httpSession {
 	ctx, cancel := context.WithCancel(context.Background())
+	inCap := 16
+	if stateless {
+		inCap = 1 // it serves the one message of its POST
+	}
 	s := &httpSession{
 		h: h, id: id, subject: subject, stateless: stateless,
 		ctx: ctx, cancel: cancel,
-		in:      make(chan inbound, 16),
+		in:      make(chan inbound, inCap),
 		eof:     make(chan struct{}),
 		done:    make(chan struct{}),
 		pending: map[string]*stream{},
@@ -209,8 +213,8 @@ func (s *httpSession) close() {
 		s.mu.Lock()
 		s.closed = true
 		n := len(s.pending)
-		s.pending = map[string]*stream{}
-		s.streams = map[string]*stream{}
+		clear(s.pending)
+		clear(s.streams)
 		s.standalone = nil
 		if s.idle != nil {
 			s.idle.Stop()

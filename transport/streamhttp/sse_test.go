@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -126,6 +128,36 @@ func FuzzPeekOutgoing(f *testing.F) {
 		out, err := peekOutgoing([]byte(in))
 		if err == nil && out.request && out.response && !strings.HasPrefix(strings.TrimSpace(in), "[") {
 			t.Fatalf("one object both request and response: %q", in)
+		}
+	})
+}
+
+// FuzzResponseHead: the fast read of a response's id (responseHead) agrees
+// with the full read for every valid message it accepts.
+func FuzzResponseHead(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{}}`, `{"jsonrpc":"2.0","id":"a-1","error":{"code":1,"message":"x"}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}`, `{"jsonrpc":"2.0","id":-1.5e3,"result":[]}`,
+		`{"jsonrpc":"2.0","id":"a\"b","result":{}}`, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, `{"jsonrpc":"2.0","id":}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		id, ok := responseHead([]byte(in))
+		if !ok || !jsontext.Value(in).IsValid() {
+			return
+		}
+		p := peekerPool.Get().(*peeker)
+		p.r.Reset([]byte(in))
+		p.dec.Reset(&p.r)
+		full, err := peekDecode(&p.dec)
+		peekerPool.Put(p)
+		require.NoError(t, err, in)
+		assert.True(t, full.response, in)
+		if string(id) == "null" {
+			assert.Empty(t, full.ids, in)
+		} else {
+			assert.Equal(t, []string{string(id)}, full.ids, in)
 		}
 	})
 }
