@@ -50,7 +50,7 @@ type conn struct {
 }
 
 func newConn(t transport.Transport, maxDepth int, log *slog.Logger) *conn {
-	return &conn{t: t, maxDepth: maxDepth, log: log, done: make(chan struct{}), pending: map[int64]chan *jsonrpc.Message{}}
+	return &conn{t: t, maxDepth: maxDepth, log: log, done: make(chan struct{})}
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
@@ -126,6 +126,9 @@ func (c *conn) request(ctx context.Context, method string, params, result any, o
 	if c.closed.Load() {
 		c.mu.Unlock()
 		return ErrClosed
+	}
+	if c.pending == nil { // made on first use: most connections never ask
+		c.pending = map[int64]chan *jsonrpc.Message{}
 	}
 	c.pending[id] = ch
 	c.mu.Unlock()

@@ -15,9 +15,12 @@ import (
 // server Session's, or a Client's (the server's sampling, elicitation and
 // roots requests). Each is owned by an inflight.
 type requestTable struct {
-	mu   sync.Mutex
-	reqs map[string]*inflight // by idKey
-	wg   sync.WaitGroup       // one count per request being served
+	mu sync.Mutex
+	// one holds the first request while it is the only one (most
+	// per-request sessions never need the map), reqs the others, by idKey.
+	one  *inflight
+	reqs map[string]*inflight
+	wg   sync.WaitGroup // one count per request being served
 	// active counts them too, readable without waiting (drain)
 	active atomic.Int32
 	log    *slog.Logger
@@ -39,16 +42,28 @@ func (t *requestTable) watch(ctx context.Context) {
 func (t *requestTable) add(f *inflight) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, dup := t.reqs[f.key]; dup {
+	switch {
+	case t.lookup(f.key) != nil:
 		return false
+	case t.one == nil && len(t.reqs) == 0:
+		t.one = f
+	default:
+		if t.reqs == nil {
+			t.reqs = map[string]*inflight{}
+		}
+		t.reqs[f.key] = f
 	}
-	if t.reqs == nil {
-		t.reqs = map[string]*inflight{}
-	}
-	t.reqs[f.key] = f
 	t.wg.Add(1)
 	t.active.Add(1)
 	return true
+}
+
+// lookup returns the in-flight request of key, or nil; t.mu is held.
+func (t *requestTable) lookup(key string) *inflight {
+	if t.one != nil && t.one.key == key {
+		return t.one
+	}
+	return t.reqs[key]
 }
 
 // cancel handles notifications/cancelled: the request's context is
@@ -56,7 +71,7 @@ func (t *requestTable) add(f *inflight) bool {
 // final answer instead).
 func (t *requestTable) cancel(key, reason string) {
 	t.mu.Lock()
-	f := t.reqs[key]
+	f := t.lookup(key)
 	t.mu.Unlock()
 	if f == nil {
 		t.log.Debug("mcp: cancellation for an unknown or finished request", "requestId", key[1:])
@@ -74,6 +89,9 @@ func (t *requestTable) cancel(key, reason string) {
 func (t *requestTable) cancelAll(onlyKeepAlive bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if f := t.one; f != nil && (f.keepAlive || !onlyKeepAlive) {
+		f.abort()
+	}
 	for _, f := range t.reqs {
 		if f.keepAlive || !onlyKeepAlive {
 			f.abort()
@@ -232,7 +250,10 @@ func (f *inflight) end() {
 	f.abort()
 	t := f.tab
 	t.mu.Lock()
-	if t.reqs[f.key] == f {
+	switch {
+	case t.one == f:
+		t.one = nil
+	case t.reqs[f.key] == f:
 		delete(t.reqs, f.key)
 	}
 	t.mu.Unlock()

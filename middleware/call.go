@@ -12,8 +12,9 @@ import (
 
 // Call is one tools/call on its way through a Chain. It embeds the
 // *mcp.ToolCall the Server handed over (Name, Arguments, CorrelationID,
-// RunID, Logger, AnswerAtDeadline, ...) and adds what the stages learn about it:
-// the resolved tool and the arguments the handler will receive.
+// RunID, Logger, WithResponseDeadline, ...) and adds what the stages
+// learn about it: the resolved tool and the arguments the handler will
+// receive.
 //
 // A Call belongs to the goroutine serving it: its methods and fields must not
 // be used concurrently (a handler that starts goroutines should copy what they

@@ -72,7 +72,6 @@ func (h *Handler) newHTTPSession(id, subject string, stateless bool) *httpSessio
 		eof:     make(chan struct{}),
 		done:    make(chan struct{}),
 		pending: map[string]*stream{},
-		streams: map[string]*stream{},
 	}
 	s.lastActive = time.Now()
 	if !stateless && h.opts.IdleTimeout > 0 {
@@ -287,9 +286,18 @@ func (s *httpSession) newStream(ids []string) (*stream, string) {
 	}
 	s.h.inflight.Add(int64(len(ids)))
 	if st.useIDs {
-		s.streams[st.id] = st
+		s.addStreamLocked(st)
 	}
 	return st, ""
+}
+
+// addStreamLocked records st by its id (resumable streams), in a map made
+// on first use: a stateless session's streams have no ids.
+func (s *httpSession) addStreamLocked(st *stream) {
+	if s.streams == nil {
+		s.streams = map[string]*stream{}
+	}
+	s.streams[st.id] = st
 }
 
 // standaloneStream returns the session's GET stream, creating it.
@@ -300,7 +308,7 @@ func (s *httpSession) standaloneStream() *stream {
 		s.standalone = newStream(s, "0", true)
 		s.standalone.mode = modeSSE
 		if s.standalone.useIDs {
-			s.streams["0"] = s.standalone
+			s.addStreamLocked(s.standalone)
 		}
 	}
 	return s.standalone
