@@ -52,8 +52,9 @@ func (e modernEngine) encode(r *responder, v any) (any, error) {
 	if tr, ok := v.(*CallToolResult); ok && !r.mod.cacheable && r.mod.subscriptionID == nil && tr.Meta[MetaServerInfo] == nil {
 		// The common answer, stamped as it is encoded (once, into the
 		// message): no encoding to read back.
-		return &stampedToolResult{Content: tr.Content, StructuredContent: tr.StructuredContent, IsError: tr.IsError,
-			ResultType: ResultTypeComplete, Meta: stampedMeta{Members: tr.Meta, ServerInfo: r.ss.server.serverInfoJSON}}, nil
+		r.mod.stamped = stampedToolResult{Content: tr.Content, StructuredContent: tr.StructuredContent, IsError: tr.IsError,
+			ResultType: ResultTypeComplete, Meta: stampedMeta{Members: tr.Meta, ServerInfo: r.ss.server.serverInfoJSON}}
+		return &r.mod.stamped, nil
 	}
 	b, ok := v.(jsontext.Value)
 	if !ok {

@@ -24,6 +24,9 @@ type modernReq struct {
 	bindArgs jsontext.Value // the arguments bind's digest is of (computed when needed)
 	// subscriptionID is the listen request's id on answers to it.
 	subscriptionID jsontext.Value
+	// stamped is the wire form of a tools/call result (encode), kept here
+	// so that it needs no allocation of its own.
+	stamped stampedToolResult
 }
 
 var metaProtocolVersionKey = []byte(`"` + MetaProtocolVersion + `"`)
@@ -72,20 +75,21 @@ func IsModernRequest(params jsontext.Value) bool {
 
 // metaScanner reads JSON without decoding it (see scanWith).
 type metaScanner struct {
-	r   bytes.Reader
+	src bytes.Buffer
 	dec jsontext.Decoder
 }
 
 var metaScanners = sync.Pool{New: func() any { return new(metaScanner) }}
 
-// scanWith calls read with a pooled decoder over b.
+// scanWith calls read with a pooled decoder over b. A bytes.Buffer is
+// decoded in place: no copy of b, and the values read are slices of b.
 func scanWith(b []byte, read func(*jsontext.Decoder) error) error {
 	sc := metaScanners.Get().(*metaScanner)
-	sc.r.Reset(b)
-	sc.dec.Reset(&sc.r)
+	sc.src = *bytes.NewBuffer(b)
+	sc.dec.Reset(&sc.src)
 	err := read(&sc.dec)
-	sc.r.Reset(nil)
-	sc.dec.Reset(&sc.r) // drop the reference to b
+	sc.src = bytes.Buffer{}
+	sc.dec.Reset(&sc.src) // drop the reference to b
 	metaScanners.Put(sc)
 	return err
 }

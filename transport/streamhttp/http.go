@@ -443,7 +443,7 @@ func (h *Handler) createSession(w http.ResponseWriter, r *http.Request, reqID []
 	for h.sessions[id] != nil {
 		id = h.opts.NewSessionID()
 	}
-	s := h.newHTTPSession(id, subjectOf(r), false)
+	s := h.newHTTPSession(context.Background(), id, subjectOf(r), false)
 	h.sessions[id] = s
 	h.mu.Unlock()
 	s.begin()
@@ -543,7 +543,16 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, body []
 // initialize, the session's context carries a StatelessRequest for
 // revision v. A client that goes away cancels the requests.
 func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []byte, env *envelope, v string, modern bool) {
-	s := h.newHTTPSession("", subjectOf(r), true)
+	// One modern request served on this goroutine (ServeRequest) has a
+	// session that lives inside the POST: its context derives from the
+	// POST's, so a client that goes away cancels the request, and the
+	// request sees the POST's values (the verified token, for one).
+	inPOST := modern && env.method != methodListen && h.opts.ServeRequest != nil
+	parent := context.Background()
+	if inPOST {
+		parent = r.Context()
+	}
+	s := h.newHTTPSession(parent, "", subjectOf(r), true)
 	s.version = v
 	s.listen = modern && env.method == methodListen
 	h.mu.Lock()
@@ -569,15 +578,13 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 		st.writeHeaderLocked(a, true)
 	}
 	st.mu.Unlock()
-	if modern && !s.listen && h.opts.ServeRequest != nil {
+	if inPOST {
 		// One request, served on this goroutine: no session goroutine,
-		// no hand-off of the message. A client that goes away cancels it.
-		s.cur = inbound{msg: body, values: context.WithoutCancel(r.Context()), stream: st}
-		stop := context.AfterFunc(r.Context(), s.close)
+		// no hand-off of the message.
+		s.cur = inbound{msg: body, stream: st} // the values are ctx's own
 		if err := h.opts.ServeRequest(ctx, s, body); err != nil {
 			h.log.Warn("transport: request ended with an error", "error", err)
 		}
-		stop()
 		st.wait(r, a)
 		s.close()
 		return

@@ -284,6 +284,9 @@ func headerMatches(hv string, body jsontext.Value) bool {
 	}
 	switch body.Kind() {
 	case '"':
+		if raw := body[1 : len(body)-1]; bytes.IndexByte(raw, '\\') < 0 {
+			return string(raw) == v // no escapes: the raw string is the value
+		}
 		var s string
 		return json.Unmarshal(body, &s) == nil && s == v
 	case '0':

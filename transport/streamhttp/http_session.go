@@ -59,8 +59,8 @@ var (
 	_ transport.MessageContexter = (*httpSession)(nil)
 )
 
-func (h *Handler) newHTTPSession(id, subject string, stateless bool) *httpSession {
-	ctx, cancel := context.WithCancel(context.Background())
+func (h *Handler) newHTTPSession(parent context.Context, id, subject string, stateless bool) *httpSession {
+	ctx, cancel := context.WithCancel(parent)
 	inCap := 16
 	if stateless {
 		inCap = 1 // it serves the one message of its POST
