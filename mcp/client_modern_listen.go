@@ -77,7 +77,7 @@ func (m *modernState) listen(ctx context.Context, filter SubscriptionFilter) (*S
 		cn.mu.Unlock()
 		return nil, ErrClosed
 	}
-	cn.pending[id] = resp
+	cn.addPendingLocked(id, resp)
 	cn.mu.Unlock()
 	m.mu.Lock()
 	if m.acks == nil {

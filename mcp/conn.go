@@ -119,6 +119,16 @@ func (c *conn) call(ctx context.Context, method string, params, result any, onCa
 	return c.request(ctx, method, params, result, onCancel)
 }
 
+// addPendingLocked records ch as the waiter of the response to request
+// id, in a table made on first use (most connections never ask); c.mu is
+// held.
+func (c *conn) addPendingLocked(id int64, ch chan *jsonrpc.Message) {
+	if c.pending == nil {
+		c.pending = map[int64]chan *jsonrpc.Message{}
+	}
+	c.pending[id] = ch
+}
+
 func (c *conn) request(ctx context.Context, method string, params, result any, onCancel func(id int64, reason string)) error {
 	id := c.nextID.Add(1)
 	ch := make(chan *jsonrpc.Message, 1)
@@ -127,10 +137,7 @@ func (c *conn) request(ctx context.Context, method string, params, result any, o
 		c.mu.Unlock()
 		return ErrClosed
 	}
-	if c.pending == nil { // made on first use: most connections never ask
-		c.pending = map[int64]chan *jsonrpc.Message{}
-	}
-	c.pending[id] = ch
+	c.addPendingLocked(id, ch)
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()

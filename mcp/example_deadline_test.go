@@ -24,7 +24,7 @@ func ExampleToolCall_WithResponseDeadline() {
 		<-dctx.Done()                     // the handler sees the deadline...
 		time.Sleep(20 * time.Millisecond) // ...and takes a while to stop
 		returned <- dctx.Err()
-		if dl.Disarm() {
+		if dl.Disarm(dctx.Err()) {
 			return nil, errors.New("dropped: the deadline answered")
 		}
 		return mcp.TextResult("finished"), nil

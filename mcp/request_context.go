@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 )
@@ -18,7 +19,9 @@ import (
 // request would otherwise lock, and the table ends it instead. Otherwise
 // (a per-request session's parent, a Client's) it passes the parent's
 // cancellation on, and the request's context registers with the parent as
-// it would through context.WithValue. It lives in the Request.
+// it would through context.WithValue. It lives in the Request. (A request
+// the table ends has context.Canceled as its Err, even when the session's
+// context ended at a deadline.)
 type requestValues struct {
 	parent  context.Context
 	follows bool                     // the parent's cancellation is passed on
@@ -106,17 +109,19 @@ func (v *valuesOf) String() string              { return "mcp.valuesOf" }
 // ToolCall.WithResponseDeadline. Disarm it once the handler has returned.
 type ResponseDeadline struct {
 	call   *ToolCall
+	parent context.Context // the caller's (or the request's, see owner)
 	ctx    context.Context // the handler's
 	cancel context.CancelFunc
-	// owner is the request whose own context the deadline derives from
-	// (nil: it derives from another context, and follows it as usual).
-	owner  *inflight
-	view   valuesOf
 	at     time.Time
 	answer func() error
 	timer  *time.Timer
-	// phase: 0 armed, 1 the deadline answered, 2 disarmed.
+	// phase: 0 armed, 1 the deadline answered (fire), 2 disarmed, 3
+	// disarmed and answered (the handler saw the deadline first).
 	phase atomic.Int32
+	// owner is the request whose own context the deadline derives from
+	// (nil: it derives from another context, and follows it as usual).
+	owner *inflight
+	view  valuesOf
 }
 
 // WithResponseDeadline gives the call a response deadline at at, and
@@ -125,23 +130,27 @@ type ResponseDeadline struct {
 // context.DeadlineExceeded and the call is answered at once with answer(),
 // through the same answer-once gate as the request; the handler keeps
 // running and the Server drops what it returns later as late. A caller
-// that goes away first (ctx ends) is answered nothing. Outside a Server
-// nothing is answered early: the caller returns answer() once the handler
-// has returned, when Disarm reports the deadline answered. Deadlines nest
-// (an inner stage may arm a shorter one). Timers drive it, no goroutine.
-// This is the only way to answer a tools/call before its handler returns.
+// that goes away first, or whose own earlier deadline ends ctx, is
+// answered nothing by this deadline. Outside a Server nothing is answered
+// early: the caller returns answer() once the handler has returned, when
+// Disarm reports the deadline answered. Deadlines nest (an inner stage may
+// arm a shorter one). Two timers drive it (the context's and the answer's);
+// no goroutine is started per call. This is the only way to answer a
+// tools/call before its handler returns.
 func (c *ToolCall) WithResponseDeadline(ctx context.Context, at time.Time, answer func() error) (context.Context, *ResponseDeadline) {
 	d := &c.deadline
 	if d.call != nil { // armed before (nested stages): its timer may still run
 		d = new(ResponseDeadline)
 	}
-	d.call, d.at, d.answer = c, at, answer
-	if req := RequestFromContext(ctx); req != nil && ctx == req.f.ctx && req.f.deadline.Load() == nil {
-		// The request's own context: the request ends the deadline with it
-		// (abort), so the deadline need not register with it.
+	d.call, d.parent, d.at, d.answer = c, ctx, at, answer
+	if req := RequestFromContext(ctx); req != nil && ctx == req.f.ctx && !req.f.vals.follows &&
+		req.f.deadline.CompareAndSwap(nil, d) {
+		// The request's own context, which its table ends (not its
+		// parent): the request ends the deadline with it (abort), so the
+		// deadline need not register with it.
 		d.owner, d.view.ctx = &req.f, ctx
 		d.ctx, d.cancel = context.WithDeadline(&d.view, at)
-		if req.f.deadline.Store(d); ctx.Err() != nil {
+		if ctx.Err() != nil {
 			d.cancel() // the request ended meanwhile
 		}
 	} else {
@@ -152,26 +161,35 @@ func (c *ToolCall) WithResponseDeadline(ctx context.Context, at time.Time, answe
 }
 
 // fire runs when the deadline passes: once the handler's context has ended
-// (its own timer fires at the same instant), the call is answered, unless
-// the context ended otherwise (Disarm, or the caller went away).
+// (its own timer fires at this same instant), the call is answered, unless
+// the context ended otherwise (Disarm, the caller went away) or an earlier
+// deadline of the caller governs it.
 func (d *ResponseDeadline) fire() {
+	if dl, _ := d.ctx.Deadline(); dl.Before(d.at) {
+		return // the caller's earlier deadline: the context has no timer of its own
+	}
 	<-d.ctx.Done()
-	if d.ctx.Err() == context.DeadlineExceeded && d.phase.CompareAndSwap(0, 1) {
+	if d.ctx.Err() == context.DeadlineExceeded && d.parent.Err() == nil && d.phase.CompareAndSwap(0, 1) {
 		d.respond()
 	}
 }
 
-// Disarm ends the deadline once the handler has returned, and reports
-// whether the deadline answered the call: it passed while the handler ran
-// (when the handler returned just as it passed, before the answer went
-// out, the call is answered now). The handler's context ends.
-func (d *ResponseDeadline) Disarm() (answered bool) {
+// Disarm ends the deadline, given the handler's error, and reports whether
+// the deadline answered the call: it passed while the handler ran, or the
+// handler saw it first and returned a context error before the answer went
+// out, in which case it answers now. A handler that finished at the very
+// edge with its own result keeps it. The handler's context ends. Calling
+// it again reports the same.
+func (d *ResponseDeadline) Disarm(handlerErr error) (answered bool) {
 	defer d.release()
 	if !d.phase.CompareAndSwap(0, 2) {
-		return true // fire answered
+		p := d.phase.Load()
+		return p == 1 || p == 3
 	}
 	d.timer.Stop()
-	if d.ctx.Err() == context.DeadlineExceeded && !time.Now().Before(d.at) {
+	if d.ctx.Err() == context.DeadlineExceeded && d.parent.Err() == nil && !time.Now().Before(d.at) && handlerErr != nil &&
+		(errors.Is(handlerErr, context.DeadlineExceeded) || errors.Is(handlerErr, context.Canceled)) {
+		d.phase.Store(3)
 		d.respond()
 		return true
 	}

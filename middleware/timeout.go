@@ -30,7 +30,7 @@ import (
 // The stage is a plain wrapper: it takes the handler's context from the
 // owner of the request's life (mcp.ToolCall.WithResponseDeadline), which
 // answers exactly once whatever races the deadline. No goroutine is
-// started per call: one timer drives the deadline.
+// started per call: timers drive the deadline.
 //
 // A call the Server runs as a task (mcp.ToolCall.Task set, 2025-11-25) has
 // no response waiting for it: def does not apply, its task's ttl and
@@ -56,12 +56,12 @@ func Timeout(def time.Duration) Middleware {
 			returned := false
 			defer func() {
 				if !returned {
-					dl.Disarm() // next panicked: the deadline ends with it
+					dl.Disarm(nil) // next panicked: the deadline ends with it
 				}
 			}()
 			res, err := next(dctx, c)
 			returned = true
-			if !dl.Disarm() {
+			if !dl.Disarm(err) {
 				return res, err
 			}
 			c.timedOut = true

@@ -110,13 +110,6 @@ var errNotJSONRPC = errors.New("transport: not a JSON-RPC message")
 // peekOutgoing reads the envelope members of msg (an object, or an array of
 // objects) without decoding params or results.
 func peekOutgoing(msg []byte) (outgoing, error) {
-	if id, ok := responseHead(msg); ok {
-		out := outgoing{response: true}
-		if string(id) != "null" {
-			out.ids = []string{string(id)}
-		}
-		return out, nil
-	}
 	p := peekerPool.Get().(*peeker)
 	p.r.Reset(msg)
 	p.dec.Reset(&p.r)
@@ -125,6 +118,21 @@ func peekOutgoing(msg []byte) (outgoing, error) {
 	p.dec.Reset(&p.r) // drop the reference to msg
 	peekerPool.Put(p)
 	return out, err
+}
+
+// peekWritten is peekOutgoing for a message the server writes: a response
+// in the form package mcp writes is read by its head (responseHead), the
+// rest in full. Messages read from the network always go through
+// peekOutgoing.
+func peekWritten(msg []byte) (outgoing, error) {
+	if id, ok := responseHead(msg); ok {
+		out := outgoing{response: true}
+		if string(id) != "null" {
+			out.ids = []string{string(id)}
+		}
+		return out, nil
+	}
+	return peekOutgoing(msg)
 }
 
 // responseHead reads the id of a response written the way package mcp

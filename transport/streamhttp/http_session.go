@@ -126,7 +126,7 @@ func (s *httpSession) Write(ctx context.Context, msg []byte) error {
 		return transport.ErrClosed
 	default:
 	}
-	out, err := peekOutgoing(msg)
+	out, err := peekWritten(msg)
 	if err != nil {
 		return err
 	}
