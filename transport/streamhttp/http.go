@@ -443,7 +443,7 @@ func (h *Handler) createSession(w http.ResponseWriter, r *http.Request, reqID []
 	for h.sessions[id] != nil {
 		id = h.opts.NewSessionID()
 	}
-	s := h.newHTTPSession(context.Background(), id, subjectOf(r), false)
+	s := h.newHTTPSession(context.Background(), id, subjectOf(r), false, false)
 	h.sessions[id] = s
 	h.mu.Unlock()
 	s.begin()
@@ -552,7 +552,7 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 	if inPOST {
 		parent = r.Context()
 	}
-	s := h.newHTTPSession(parent, "", subjectOf(r), true)
+	s := h.newHTTPSession(parent, "", subjectOf(r), true, inPOST)
 	s.version = v
 	s.listen = modern && env.method == methodListen
 	h.mu.Lock()

@@ -31,8 +31,8 @@ type httpSession struct {
 	ctx    context.Context // Serve's context
 	cancel context.CancelFunc
 
-	in        chan inbound
-	eof       chan struct{} // closed when the input ends (Read returns io.EOF)
+	in        chan inbound  // nil in a session served in its POST (newHTTPSession)
+	eof       chan struct{} // closed when the input ends (Read returns io.EOF); nil as in
 	eofOnce   sync.Once
 	done      chan struct{} // closed when the session ends
 	closeOnce sync.Once
@@ -59,19 +59,23 @@ var (
 	_ transport.MessageContexter = (*httpSession)(nil)
 )
 
-func (h *Handler) newHTTPSession(parent context.Context, id, subject string, stateless bool) *httpSession {
+// newHTTPSession makes a session. inPOST is a session that serves the one
+// message of a POST on the POST's goroutine (Options.ServeRequest): it has
+// no input to Read, and its context derives from parent, the POST's.
+func (h *Handler) newHTTPSession(parent context.Context, id, subject string, stateless, inPOST bool) *httpSession {
 	ctx, cancel := context.WithCancel(parent)
-	inCap := 16
-	if stateless {
-		inCap = 1 // it serves the one message of its POST
-	}
 	s := &httpSession{
 		h: h, id: id, subject: subject, stateless: stateless,
 		ctx: ctx, cancel: cancel,
-		in:      make(chan inbound, inCap),
-		eof:     make(chan struct{}),
 		done:    make(chan struct{}),
 		pending: map[string]*stream{},
+	}
+	if !inPOST {
+		inCap := 16
+		if stateless {
+			inCap = 1 // it serves the one message of its POST
+		}
+		s.in, s.eof = make(chan inbound, inCap), make(chan struct{})
 	}
 	s.lastActive = time.Now()
 	if !stateless && h.opts.IdleTimeout > 0 {
@@ -232,7 +236,11 @@ func (s *httpSession) close() {
 	})
 }
 
-func (s *httpSession) endInput() { s.eofOnce.Do(func() { close(s.eof) }) }
+func (s *httpSession) endInput() {
+	if s.eof != nil { // nil: a session served in its POST has no input
+		s.eofOnce.Do(func() { close(s.eof) })
+	}
+}
 
 // resumable reports whether the session's streams carry event ids.
 func (s *httpSession) resumable() bool { return !s.stateless && s.h.store != nil }
