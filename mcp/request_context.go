@@ -143,15 +143,21 @@ func (c *ToolCall) WithResponseDeadline(ctx context.Context, at time.Time, answe
 		d = new(ResponseDeadline)
 	}
 	d.call, d.parent, d.at, d.answer = c, ctx, at, answer
-	if req := RequestFromContext(ctx); req != nil && ctx == req.f.ctx && !req.f.vals.follows &&
-		req.f.deadline.CompareAndSwap(nil, d) {
+	if req := RequestFromContext(ctx); req != nil && ctx == req.f.ctx && !req.f.vals.follows && req.f.deadline.Load() == nil {
 		// The request's own context, which its table ends (not its
 		// parent): the request ends the deadline with it (abort), so the
-		// deadline need not register with it.
-		d.owner, d.view.ctx = &req.f, ctx
+		// deadline need not register with it. d is complete before abort
+		// can see it.
+		d.view.ctx = ctx
 		d.ctx, d.cancel = context.WithDeadline(&d.view, at)
-		if ctx.Err() != nil {
-			d.cancel() // the request ended meanwhile
+		if req.f.deadline.CompareAndSwap(nil, d) {
+			d.owner = &req.f
+			if ctx.Err() != nil {
+				d.cancel() // the request ended meanwhile
+			}
+		} else { // another deadline holds the slot: follow ctx as usual
+			d.cancel()
+			d.ctx, d.cancel = context.WithDeadline(ctx, at)
 		}
 	} else {
 		d.ctx, d.cancel = context.WithDeadline(ctx, at)

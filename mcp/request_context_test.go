@@ -55,11 +55,12 @@ func TestRequestContextBehavesAsAContext(t *testing.T) {
 			child, cancel := context.WithCancel(ctx)
 			defer cancel()
 			<-ctx.Done()
-			// The child ended when its parent did, not later.
+			// The child ends with its parent (package context closes the
+			// parent's Done before it cancels the children).
 			select {
 			case <-child.Done():
 				seen <- child.Err()
-			default:
+			case <-time.After(5 * time.Second):
 				seen <- errors.New("the derived context outlived the request's")
 			}
 			return nil, ctx.Err()
@@ -256,5 +257,39 @@ func TestResponseDeadlineAnswersEarly(t *testing.T) {
 	assert.Equal(t, "too slow", se.Message)
 	require.True(t, res.IsError)
 	assert.ErrorIs(t, <-handlerDone, context.DeadlineExceeded)
+	require.NoError(t, c.Ping(context.Background()))
+}
+
+// A cancellation that races the arming of a response deadline (the
+// client cancels as the standard chain's Timeout stage arms it) ends the
+// handler's context, and -race sees no unsynchronized access.
+func TestResponseDeadlineRacesCancellation(t *testing.T) {
+	opts := mcptest.ServerOptions(handlerTools{"arm": func(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
+		dctx, dl := call.WithResponseDeadline(ctx, time.Now().Add(time.Hour), func() error { return errors.New("late") })
+		select {
+		case <-dctx.Done():
+		case <-time.After(5 * time.Second):
+			return nil, errors.New("the deadline's context outlived the cancelled request")
+		}
+		dl.Disarm(dctx.Err())
+		return nil, dctx.Err()
+	}})
+	c, _ := connect(t, opts, quietClient)
+	for i := 0; i < 100; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.CallTool(ctx, "arm", nil)
+			done <- err
+		}()
+		time.Sleep(time.Duration(i%5) * 100 * time.Microsecond)
+		cancel()
+		select {
+		case err := <-done:
+			require.Error(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("a cancelled call did not end")
+		}
+	}
 	require.NoError(t, c.Ping(context.Background()))
 }
