@@ -266,39 +266,17 @@ func CheckRequestMeta(params jsontext.Value) (string, *Error) {
 		return "", errNoModernParams
 	}
 	version, hasVersion, hasCaps := "", false, false
-	err := scanMeta(params, func(dec *jsontext.Decoder) error {
-		switch dec.PeekKind() {
-		case '{':
-		case 'n':
-			return dec.SkipValue()
-		default: // the error an object's decoding gives
-			var obj *struct{}
-			return json.UnmarshalDecode(dec, &obj)
+	err := scanMetaMembers(params, func(dec *jsontext.Decoder, member int) (err error) {
+		switch kind := dec.PeekKind(); {
+		case member == memberVersion && kind == '"':
+			version, err = decodeInterned(dec, knownVersions)
+			hasVersion = err == nil
+		case member == memberCaps && kind == '{':
+			hasCaps = true
+			err = dec.SkipValue()
+		default:
+			err = dec.SkipValue()
 		}
-		if _, err := dec.ReadToken(); err != nil {
-			return err
-		}
-		for dec.PeekKind() != '}' {
-			name, err := dec.ReadValue()
-			if err != nil {
-				return err
-			}
-			member := metaMemberOf(name) // name is valid until the next read
-			switch kind := dec.PeekKind(); {
-			case member == memberVersion && kind == '"':
-				version, err = decodeInterned(dec, knownVersions)
-				hasVersion = err == nil
-			case member == memberCaps && kind == '{':
-				hasCaps = true
-				err = dec.SkipValue()
-			default:
-				err = dec.SkipValue()
-			}
-			if err != nil {
-				return err
-			}
-		}
-		_, err := dec.ReadToken() // }
 		return err
 	})
 	switch {
@@ -327,13 +305,47 @@ func missingMeta(key string) *Error {
 // from the root of params. The members are read one by one, into values
 // (no allocation for what needs none), the usual strings interned.
 func decodeMeta(params jsontext.Value, w *requestMetaWire) error {
+	return scanMetaMembers(params, func(dec *jsontext.Decoder, member int) (err error) {
+		w.namedVersion = w.namedVersion || member == memberVersion
+		switch {
+		case member == memberProgressToken:
+			var raw jsontext.Value
+			if raw, err = dec.ReadValue(); err == nil {
+				w.ProgressToken = raw.Clone()
+			}
+		case member == memberOther || dec.PeekKind() == 'n': // a null member is an absent one
+			err = dec.SkipValue()
+		case member == memberVersion:
+			w.hasVersion = true
+			w.ProtocolVersion, err = decodeInterned(dec, knownVersions)
+		case member == memberCaps:
+			w.hasCaps = true
+			w.ClientCapabilities, err = decodeCaps(dec, params)
+		case member == memberInfo:
+			w.ClientInfo = new(Implementation)
+			err = json.UnmarshalDecode(dec, w.ClientInfo)
+		case member == memberLevel:
+			w.hasLevel = true
+			var l string
+			l, err = decodeInterned(dec, knownLevels)
+			w.LogLevel = LoggingLevel(l)
+		}
+		return err
+	})
+}
+
+// scanMetaMembers calls read for each member of params' _meta (an
+// object; null or absent: none), with the decoder at the member's value,
+// which read must consume, and the member's kind (metaMemberOf; the name
+// itself is valid only until the next read). A _meta that is neither gets
+// the error an object's decoding gives.
+func scanMetaMembers(params jsontext.Value, read func(dec *jsontext.Decoder, member int) error) error {
 	return scanMeta(params, func(dec *jsontext.Decoder) error {
 		switch dec.PeekKind() {
 		case 'n':
-			_, err := dec.ReadToken()
-			return err
+			return dec.SkipValue()
 		case '{':
-		default: // the error an object's decoding gives
+		default:
 			var obj *struct{}
 			return json.UnmarshalDecode(dec, &obj)
 		}
@@ -345,33 +357,7 @@ func decodeMeta(params jsontext.Value, w *requestMetaWire) error {
 			if err != nil {
 				return err
 			}
-			// name is valid only until the next read: look at it first.
-			member := metaMemberOf(name)
-			w.namedVersion = w.namedVersion || member == memberVersion
-			switch {
-			case member == memberProgressToken:
-				var raw jsontext.Value
-				if raw, err = dec.ReadValue(); err == nil {
-					w.ProgressToken = raw.Clone()
-				}
-			case member == memberOther || dec.PeekKind() == 'n': // a null member is an absent one
-				err = dec.SkipValue()
-			case member == memberVersion:
-				w.hasVersion = true
-				w.ProtocolVersion, err = decodeInterned(dec, knownVersions)
-			case member == memberCaps:
-				w.hasCaps = true
-				w.ClientCapabilities, err = decodeCaps(dec, params)
-			case member == memberInfo:
-				w.ClientInfo = new(Implementation)
-				err = json.UnmarshalDecode(dec, w.ClientInfo)
-			case member == memberLevel:
-				w.hasLevel = true
-				var l string
-				l, err = decodeInterned(dec, knownLevels)
-				w.LogLevel = LoggingLevel(l)
-			}
-			if err != nil {
+			if err := read(dec, metaMemberOf(name)); err != nil {
 				return err
 			}
 		}

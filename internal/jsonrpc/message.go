@@ -116,16 +116,24 @@ var decoderPool = sync.Pool{New: func() any { return new(decoder) }}
 // syntax, UTF-8, duplicate member names at every depth, nothing after the
 // object. Member names match exactly (case-sensitive, after unescaping).
 func scan(data []byte, w *wireMessage) error {
+	return withDecoder(data, func(dec *jsontext.Decoder) error { return scanWith(dec, data, w) })
+}
+
+// withDecoder calls read with a pooled strict decoder over data. A
+// bytes.Buffer is decoded in place (no copy): the values read are slices
+// of data, and offsets index it.
+func withDecoder(data []byte, read func(dec *jsontext.Decoder) error) error {
 	d := decoderPool.Get().(*decoder)
-	defer func() {
-		d.src = bytes.Buffer{}
-		d.dec.Reset(&d.src) // drop the reference to data
-		decoderPool.Put(d)
-	}()
-	// A bytes.Buffer is decoded in place (no copy); offsets index data.
 	d.src = *bytes.NewBuffer(data)
 	d.dec.Reset(&d.src)
-	dec := &d.dec
+	err := read(&d.dec)
+	d.src = bytes.Buffer{}
+	d.dec.Reset(&d.src) // drop the reference to data
+	decoderPool.Put(d)
+	return err
+}
+
+func scanWith(dec *jsontext.Decoder, data []byte, w *wireMessage) error {
 	if _, err := dec.ReadToken(); err != nil { // '{'
 		return err
 	}
@@ -537,15 +545,10 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\
 // a pooled decoder, strictly (duplicate names are an error); names match
 // exactly, after unescaping. len(out) must be len(names).
 func Members(data []byte, names []string, out []jsontext.Value) error {
-	d := decoderPool.Get().(*decoder)
-	defer func() {
-		d.src = bytes.Buffer{}
-		d.dec.Reset(&d.src) // drop the reference to data
-		decoderPool.Put(d)
-	}()
-	d.src = *bytes.NewBuffer(data) // decoded in place: values index data
-	d.dec.Reset(&d.src)
-	dec := &d.dec
+	return withDecoder(data, func(dec *jsontext.Decoder) error { return members(dec, data, names, out) })
+}
+
+func members(dec *jsontext.Decoder, data []byte, names []string, out []jsontext.Value) error {
 	if _, err := dec.ReadToken(); err != nil { // '{'
 		return err
 	}
