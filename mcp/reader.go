@@ -29,6 +29,9 @@ type reader struct {
 	// msgCtx is the context the transport attached to the message being
 	// handled, or nil; reader-owned (server_http.go).
 	msgCtx context.Context
+	// owned: the messages handled are the caller's to give (ServeRequest),
+	// so what the request keeps of them is not copied.
+	owned bool
 }
 
 // readLoop reads and handles messages until the input ends, or until this
@@ -106,7 +109,11 @@ func (rd *reader) handleRaw(msg []byte) job {
 	if jsonrpc.IsBatch(msg) {
 		return rd.handleBatch(msg)
 	}
-	m, derr := jsonrpc.Decode(msg, ss.server.opts.MaxDepth)
+	decode := jsonrpc.Decode
+	if rd.owned {
+		decode = jsonrpc.DecodeOwned
+	}
+	m, derr := decode(msg, ss.server.opts.MaxDepth)
 	if derr != nil {
 		responder{ss: ss, id: derr.ID}.error(&Error{Code: derr.Code, Message: derr.Message})
 		return nil

@@ -296,12 +296,14 @@ func (s *Server) Run(ctx context.Context, t transport.Transport) error {
 // t (with the context of t's MessageContext, when t has one); ctx carries
 // the request's cancellation and values, and must carry a
 // transport.StatelessRequest naming the revision. A message of any other
-// kind is served the same way, as a session that ends with it would.
+// kind is served the same way, as a session that ends with it would. msg
+// is not copied: it must not change afterwards (the request, and a task
+// it starts, keep parts of it).
 func (s *Server) ServeRequest(ctx context.Context, t transport.Transport, msg []byte) error {
 	ss := s.newSession(t, true)
 	ss.applyTransportContext(ctx)
 	ss.ctx = ctx // the caller cancels it: the request's handlers end with it
-	ss.rd.parent = ctx
+	ss.rd.parent, ss.rd.owned = ctx, true
 	ss.rd.noteMessage()
 	if j := ss.rd.handleRaw(msg); j != nil {
 		j.run()

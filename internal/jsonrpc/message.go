@@ -282,6 +282,18 @@ func SplitBatch(data []byte) ([]jsontext.Value, *DecodeError) {
 // a valid message is an invalid request, answered to the message's id when
 // that id is well-formed. maxDepth <= 0 means DefaultMaxDepth.
 func Decode(data []byte, maxDepth int) (Message, *DecodeError) {
+	return decode(data, maxDepth, false)
+}
+
+// DecodeOwned is Decode of a message the caller hands over: data must not
+// change afterwards, and the message's values are slices of it (nothing is
+// copied). A server uses it for a request whose buffer is its own, as the
+// body of an HTTP POST is.
+func DecodeOwned(data []byte, maxDepth int) (Message, *DecodeError) {
+	return decode(data, maxDepth, true)
+}
+
+func decode(data []byte, maxDepth int, owned bool) (Message, *DecodeError) {
 	data = trimSpace(data)
 	if derr := CheckDepth(data, maxDepth); derr != nil {
 		return Message{}, derr
@@ -311,7 +323,7 @@ func Decode(data []byte, maxDepth int) (Message, *DecodeError) {
 	}
 	var m Message
 	var arena []byte
-	if keep > 0 {
+	if keep > 0 && !owned {
 		arena = make([]byte, 0, keep)
 	}
 	if id != nil && idOK {
@@ -377,6 +389,9 @@ func Decode(data []byte, maxDepth int) (Message, *DecodeError) {
 
 // keepValue appends v to arena (which has room for it) and returns the copy.
 func keepValue(arena []byte, v []byte) ([]byte, jsontext.Value) {
+	if arena == nil { // an owned message: v itself (capped: nothing appends to it)
+		return nil, jsontext.Value(v[:len(v):len(v)])
+	}
 	n := len(arena)
 	arena = append(arena, v...)
 	return arena, jsontext.Value(arena[n:len(arena):len(arena)])

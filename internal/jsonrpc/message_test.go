@@ -428,3 +428,26 @@ func TestMembers(t *testing.T) {
 		})
 	}
 }
+
+// DecodeOwned reads every message as Decode does, and keeps slices of the
+// message itself instead of copies.
+func TestDecodeOwned(t *testing.T) {
+	for _, tt := range decodeCases {
+		t.Run(tt.name, func(t *testing.T) {
+			data := []byte(tt.in)
+			want, wantErr := Decode([]byte(tt.in), 0)
+			got, gotErr := DecodeOwned(data, 0)
+			require.Equal(t, wantErr, gotErr)
+			assert.Equal(t, want, got)
+			for _, v := range [][]byte{got.ID, got.Params, got.Result} {
+				if len(v) == 0 {
+					continue
+				}
+				off := bytes.Index(data, v)
+				require.GreaterOrEqual(t, off, 0)
+				assert.Same(t, &data[off], &v[0], "a slice of the message, not a copy")
+				assert.Equal(t, len(v), cap(v), "capped: an append cannot write into the message")
+			}
+		})
+	}
+}

@@ -37,13 +37,14 @@ type envelope struct {
 // hasRequests reports whether the message carries at least one request.
 func (e *envelope) hasRequests() bool { return len(e.requests) > 0 }
 
-// parseIncoming decodes a POST body strictly (jsonrpc.Decode per message).
-// A malformed message, or a batch holding one, is reported as the
+// parseIncoming decodes a POST body strictly (jsonrpc.DecodeOwned per
+// message: the body is the POST's own, so nothing is copied from it). A
+// malformed message, or a batch holding one, is reported as the
 // DecodeError to answer with.
 func parseIncoming(body []byte, maxDepth int) (*envelope, *jsonrpc.DecodeError) {
 	env := &envelope{}
 	if !jsonrpc.IsBatch(body) {
-		m, derr := jsonrpc.Decode(body, maxDepth)
+		m, derr := jsonrpc.DecodeOwned(body, maxDepth)
 		if derr != nil {
 			return nil, derr
 		}
@@ -64,7 +65,7 @@ func parseIncoming(body []byte, maxDepth int) (*envelope, *jsonrpc.DecodeError) 
 		return nil, derr
 	}
 	for _, e := range elems {
-		m, derr := jsonrpc.Decode(e, maxDepth)
+		m, derr := jsonrpc.DecodeOwned(e, maxDepth)
 		if derr != nil {
 			return nil, derr
 		}
