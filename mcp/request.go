@@ -128,6 +128,9 @@ type inflight struct {
 	ctx    context.Context // the request's: a context.WithCancel of vals
 	cancel context.CancelFunc
 	vals   requestValues
+	// stopParent stops the AfterFunc that aborts the request when a parent
+	// no table watches ends (follow).
+	stopParent func() bool
 	// deadline is the response deadline derived from ctx itself, which
 	// abort ends with it (see ToolCall.WithResponseDeadline).
 	deadline atomic.Pointer[ResponseDeadline]
@@ -171,13 +174,13 @@ func (ss *Session) begin(req *Request, parent context.Context, keepAlive bool) b
 	*f = inflight{tab: &ss.reqs, req: req, key: idKey(req.ID), method: req.Method, keepAlive: keepAlive}
 	f.done = &f.ownDone
 	f.vals.req = req
-	f.start(parent, ss.reqs.watched)
+	f.start(parent)
 	if !ss.reqs.add(f) {
 		f.cancel()
 		req.r.error(errIDInUse)
 		return false
 	}
-	f.checkWatched()
+	f.follow(ss.reqs.watched)
 	return true
 }
 
@@ -190,12 +193,12 @@ var errIDInUse = &Error{Code: CodeInvalidRequest, Message: "Invalid Request: id 
 func beginReply(tab *requestTable, m *jsonrpc.Message, parent context.Context, reply func(any, error)) *inflight {
 	f := &inflight{tab: tab, key: idKey(m.ID), method: m.Method, reply: reply}
 	f.done = &f.ownDone
-	f.start(parent, tab.watched)
+	f.start(parent)
 	if !tab.add(f) {
 		f.cancel()
 		return nil
 	}
-	f.checkWatched()
+	f.follow(tab.watched)
 	return f
 }
 
@@ -248,6 +251,9 @@ func (f *inflight) send(res any, err error) {
 // end cancels the request's context and removes it from the table.
 func (f *inflight) end() {
 	f.abort()
+	if f.stopParent != nil {
+		f.stopParent()
+	}
 	t := f.tab
 	t.mu.Lock()
 	switch {

@@ -10,44 +10,33 @@ import (
 // requestValues is the root of a request's context (inflight.ctx is a
 // context.WithCancel of it): its parent's values and deadline, plus the
 // request itself (RequestFromContext) and its tools/call
-// (ToolCallFromContext). The request's context is thus a standard one:
-// contexts derived from it, even through context.WithValue, follow it
-// without a goroutine. When the table of the request's session watches
-// the parent's end (requestTable.watch), as it does a session's context,
-// requestValues hides the parent's cancellation: the request's context
-// does not register with the session's context, which every concurrent
-// request would otherwise lock, and the table ends it instead. Otherwise
-// (a per-request session's parent, a Client's) it passes the parent's
-// cancellation on, and the request's context registers with the parent as
-// it would through context.WithValue. It lives in the Request. (A request
-// the table ends has context.Canceled as its Err, even when the session's
-// context ended at a deadline.)
+// (ToolCallFromContext), and no cancellation of its own. The request's
+// context is thus a standard one — contexts derived from it, even through
+// context.WithValue, follow it without a goroutine — that does not
+// register with its parent: when the parent ends, the request is aborted
+// (inflight.abort), by its table when the table watches the parent
+// (requestTable.watch: a session's context, which every concurrent
+// request would otherwise lock), else by a context.AfterFunc on the
+// parent (a per-request session's parent, a Client's). Either way the
+// response deadline derived from the request's own context ends with it
+// without registering either. It lives in the Request. (An aborted request
+// has context.Canceled as its Err, even when the parent ended at a
+// deadline.)
 type requestValues struct {
-	parent  context.Context
-	follows bool                     // the parent's cancellation is passed on
-	req     *Request                 // nil when a Client serves the request
-	call    atomic.Pointer[ToolCall] // set once tools/call has made it
+	parent context.Context
+	req    *Request                 // nil when a Client serves the request
+	call   atomic.Pointer[ToolCall] // set once tools/call has made it
 }
 
 // Deadline implements context.Context: the parent's.
 func (v *requestValues) Deadline() (time.Time, bool) { return v.parent.Deadline() }
 
-// Done implements context.Context: the parent's when it follows it, else
-// never (the table cancels the request's context).
-func (v *requestValues) Done() <-chan struct{} {
-	if v.follows {
-		return v.parent.Done()
-	}
-	return nil
-}
+// Done implements context.Context: never (the request's context, derived
+// from it, is cancelled instead).
+func (v *requestValues) Done() <-chan struct{} { return nil }
 
-// Err implements context.Context (see Done).
-func (v *requestValues) Err() error {
-	if v.follows {
-		return v.parent.Err()
-	}
-	return nil
-}
+// Err implements context.Context.
+func (v *requestValues) Err() error { return nil }
 
 // Value implements context.Context: the request and its tools/call, then
 // the parent's values.
@@ -68,21 +57,27 @@ func (v *requestValues) Value(key any) any {
 // String names the context (fmt, as package context's own do).
 func (v *requestValues) String() string { return "mcp.requestContext" }
 
-// start derives the request's context from parent: watched is the Done
-// channel of the context whose end the request's table watches (see
-// requestTable.watch). Call it before the request is in its table, and
-// checkWatched after.
-func (f *inflight) start(parent context.Context, watched <-chan struct{}) {
+// start derives the request's context from parent. Call it before the
+// request is in its table, and follow after.
+func (f *inflight) start(parent context.Context) {
 	f.vals.parent = parent
-	f.vals.follows = parent.Done() != watched
 	f.ctx, f.cancel = context.WithCancel(&f.vals)
 }
 
-// checkWatched cancels the request if the parent its table watches ended
-// before the table could see the request.
-func (f *inflight) checkWatched() {
-	if !f.vals.follows && f.vals.parent.Err() != nil {
-		f.abort()
+// follow makes the request end with its parent: watched is the Done
+// channel of the context whose end the request's table watches (see
+// requestTable.watch); any other parent that can end gets an AfterFunc.
+// Call it once the request is in its table.
+func (f *inflight) follow(watched <-chan struct{}) {
+	parent := f.vals.parent
+	switch done := parent.Done(); {
+	case done == nil:
+	case done == watched:
+		if parent.Err() != nil {
+			f.abort() // it ended before the table could see the request
+		}
+	default:
+		f.stopParent = context.AfterFunc(parent, f.abort)
 	}
 }
 
@@ -143,11 +138,10 @@ func (c *ToolCall) WithResponseDeadline(ctx context.Context, at time.Time, answe
 		d = new(ResponseDeadline)
 	}
 	d.call, d.parent, d.at, d.answer = c, ctx, at, answer
-	if req := RequestFromContext(ctx); req != nil && ctx == req.f.ctx && !req.f.vals.follows && req.f.deadline.Load() == nil {
-		// The request's own context, which its table ends (not its
-		// parent): the request ends the deadline with it (abort), so the
-		// deadline need not register with it. d is complete before abort
-		// can see it.
+	if req := RequestFromContext(ctx); req != nil && ctx == req.f.ctx && req.f.deadline.Load() == nil {
+		// The request's own context, which only abort ends: the request
+		// ends the deadline with it, so the deadline need not register
+		// with it. d is complete before abort can see it.
 		d.view.ctx = ctx
 		d.ctx, d.cancel = context.WithDeadline(&d.view, at)
 		if req.f.deadline.CompareAndSwap(nil, d) {
