@@ -77,7 +77,7 @@ type DecodeError struct {
 // Error implements error.
 func (e *DecodeError) Error() string { return fmt.Sprintf("jsonrpc %d: %s", e.Code, e.Message) }
 
-// member is the index of an envelope member in wireMessage.
+// member is the index of an envelope member in a wireMessage.
 type member int
 
 const (
@@ -88,20 +88,14 @@ const (
 	memberResult
 	memberError
 	memberCount
-	memberOther = -1
 )
 
-// wireMessage holds the envelope members of one message as offsets into the
-// decoded input (end == 0: absent).
-type wireMessage [memberCount]struct{ start, end int }
+// envelopeNames are the names of the envelope members, by member.
+var envelopeNames = []string{"jsonrpc", "id", "method", "params", "result", "error"}
 
-// raw returns member m of data, or nil when absent.
-func (w *wireMessage) raw(data []byte, m member) jsontext.Value {
-	if w[m].end == 0 {
-		return nil
-	}
-	return data[w[m].start:w[m].end]
-}
+// wireMessage holds the envelope members of one message as slices of the
+// decoded input (nil: absent).
+type wireMessage [memberCount]jsontext.Value
 
 // decoder is a pooled strict JSON decoder reading from a byte slice.
 type decoder struct {
@@ -116,7 +110,18 @@ var decoderPool = sync.Pool{New: func() any { return new(decoder) }}
 // syntax, UTF-8, duplicate member names at every depth, nothing after the
 // object. Member names match exactly (case-sensitive, after unescaping).
 func scan(data []byte, w *wireMessage) error {
-	return withDecoder(data, func(dec *jsontext.Decoder) error { return scanWith(dec, data, w) })
+	return withDecoder(data, func(dec *jsontext.Decoder) error {
+		if err := members(dec, data, envelopeNames, w[:]); err != nil {
+			return err
+		}
+		if _, err := dec.ReadToken(); err != io.EOF {
+			if err == nil {
+				err = errTrailingData
+			}
+			return err
+		}
+		return nil
+	})
 }
 
 // withDecoder calls read with a pooled strict decoder over data. A
@@ -133,69 +138,7 @@ func withDecoder(data []byte, read func(dec *jsontext.Decoder) error) error {
 	return err
 }
 
-func scanWith(dec *jsontext.Decoder, data []byte, w *wireMessage) error {
-	if _, err := dec.ReadToken(); err != nil { // '{'
-		return err
-	}
-	for dec.PeekKind() != '}' {
-		name, err := dec.ReadValue()
-		if err != nil {
-			return err
-		}
-		m := memberOf(name)
-		val, err := dec.ReadValue()
-		if err != nil {
-			return err
-		}
-		if m != memberOther {
-			end := int(dec.InputOffset())
-			w[m].start, w[m].end = end-len(val), end
-		}
-	}
-	if _, err := dec.ReadToken(); err != nil { // '}'
-		return err
-	}
-	if _, err := dec.ReadToken(); err != io.EOF {
-		if err == nil {
-			err = errTrailingData
-		}
-		return err
-	}
-	return nil
-}
-
 var errTrailingData = errors.New("invalid data after top-level value")
-
-// memberOf maps a raw (quoted) member name to the envelope member it names.
-func memberOf(name jsontext.Value) member {
-	if len(name) < 2 {
-		return memberOther
-	}
-	s := name[1 : len(name)-1]
-	if bytes.IndexByte(s, '\\') >= 0 {
-		var buf [16]byte
-		u, err := jsontext.AppendUnquote(buf[:0], name)
-		if err != nil {
-			return memberOther
-		}
-		s = u
-	}
-	switch string(s) {
-	case "jsonrpc":
-		return memberJSONRPC
-	case "id":
-		return memberID
-	case "method":
-		return memberMethod
-	case "params":
-		return memberParams
-	case "result":
-		return memberResult
-	case "error":
-		return memberError
-	}
-	return memberOther
-}
 
 var version = []byte(`"2.0"`)
 
@@ -308,12 +251,12 @@ func decode(data []byte, maxDepth int, owned bool) (Message, *DecodeError) {
 	if err := scan(data, &w); err != nil {
 		return Message{}, parseError(err)
 	}
-	id := w.raw(data, memberID)
-	jsonrpc := w.raw(data, memberJSONRPC)
-	method := w.raw(data, memberMethod)
-	params := w.raw(data, memberParams)
-	result := w.raw(data, memberResult)
-	errObj := w.raw(data, memberError)
+	id := w[memberID]
+	jsonrpc := w[memberJSONRPC]
+	method := w[memberMethod]
+	params := w[memberParams]
+	result := w[memberResult]
+	errObj := w[memberError]
 
 	// Copy what is kept (id, params, result) into one allocation.
 	idOK := id == nil || validID(id)
