@@ -43,35 +43,18 @@ func IsModernRequest(params jsontext.Value) bool {
 	if params.Kind() != '{' {
 		return true // malformed params that name the key: the modern rules answer -32602
 	}
-	found := false
-	err := scanMeta(params, func(dec *jsontext.Decoder) error {
-		switch dec.PeekKind() {
-		case 'n':
-			return dec.SkipValue()
-		case '{':
-		default:
-			return errors.New("mcp: _meta is not an object")
+	// Any error — errNamed, or malformed params that name the key, which
+	// the modern rules answer with -32602 — makes the request modern.
+	return scanMetaMembers(params, func(dec *jsontext.Decoder, member int) error {
+		if member == memberVersion {
+			return errNamed
 		}
-		if _, err := dec.ReadToken(); err != nil {
-			return err
-		}
-		for dec.PeekKind() != '}' {
-			name, err := dec.ReadValue()
-			if err != nil {
-				return err
-			}
-			if nameIs(name, MetaProtocolVersion) {
-				found = true
-				return nil
-			}
-			if err := dec.SkipValue(); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return found || err != nil // malformed params that name the key: the modern rules answer -32602
+		return dec.SkipValue()
+	}) != nil
 }
+
+// errNamed stops IsModernRequest's reading at the protocolVersion member.
+var errNamed = errors.New("mcp: _meta names the protocol version")
 
 // metaScanner reads JSON without decoding it (see scanWith).
 type metaScanner struct {
