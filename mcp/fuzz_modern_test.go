@@ -188,9 +188,14 @@ func checkCheckRequestMeta(t *testing.T, b []byte) {
 	if (gotErr == nil) != (wantErr == nil) || (gotErr != nil && gotErr.Message != wantErr.Message) || got != wantVersion {
 		t.Fatalf("%s: CheckRequestMeta = %q, %v; the struct's rules give %q, %v", b, got, gotErr, wantVersion, wantErr)
 	}
+	// A transport that has ParseRequestMeta's reading takes its version
+	// for CheckRequestMeta's when it succeeds (see streamhttp).
+	if meta, e := ParseRequestMeta(b); e == nil && (gotErr != nil || got != meta.ProtocolVersion) {
+		t.Fatalf("%s: ParseRequestMeta succeeds with %q, CheckRequestMeta = %q, %v", b, meta.ProtocolVersion, got, gotErr)
+	}
 }
 
-// FuzzClassifyRequest: the reader's one reading of params (classifyRequest)
+// FuzzClassifyRequest: the reader's one reading of params (ClassifyRequest)
 // agrees with IsModernRequest, and for a modern request with
 // ParseRequestMeta.
 func FuzzClassifyRequest(f *testing.F) {
@@ -207,7 +212,7 @@ func FuzzClassifyRequest(f *testing.F) {
 		if !jsontext.Value(b).IsValid() {
 			return // params reach the reader validated
 		}
-		modern, meta, e := classifyRequest(b)
+		modern, meta, e := ClassifyRequest(b)
 		if want := IsModernRequest(b); modern != want {
 			t.Fatalf("%s: modern %v, IsModernRequest %v", b, modern, want)
 		}

@@ -101,10 +101,11 @@ func ParseRequestMeta(params jsontext.Value) (RequestMeta, *Error) {
 	return w.check(decodeMeta(params, &w))
 }
 
-// classifyRequest is IsModernRequest and, for a modern request,
+// ClassifyRequest is IsModernRequest and, for a modern request,
 // ParseRequestMeta, reading params once where IsModernRequest alone would
-// read them (the reader's hand-off to an era's engine).
-func classifyRequest(params jsontext.Value) (modern bool, meta RequestMeta, e *Error) {
+// read them: the hand-off of a request to its era's rules. When modern is
+// false, meta and e are zero.
+func ClassifyRequest(params jsontext.Value) (modern bool, meta RequestMeta, e *Error) {
 	if !bytes.Contains(params, metaProtocolVersionKey) {
 		return false, meta, nil
 	}
@@ -243,7 +244,8 @@ func nameIs(raw jsontext.Value, want string) bool {
 // error is the -32602 to answer. It leaves the rest unchecked (a bad
 // logLevel, for instance, is the server's to refuse), so a transport calls
 // it to check a request before it routes it; ParseRequestMeta applies the
-// same rules and decodes the members.
+// same rules and decodes the members: when it succeeds, CheckRequestMeta
+// returns its ProtocolVersion and no error.
 func CheckRequestMeta(params jsontext.Value) (string, *Error) {
 	if params.Kind() != '{' {
 		return "", errNoModernParams

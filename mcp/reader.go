@@ -177,6 +177,32 @@ func (rd *reader) handleBatch(msg []byte) job {
 	return jobs
 }
 
+// prereader is a transport that has read the message it hands to
+// Server.ServeRequest (streamable HTTP reads a POST's to check its headers
+// before routing it), so that the message is not read twice.
+type prereader interface {
+	// PrereadRequest returns the request being served, decoded with at
+	// most maxDepth levels of nesting, and ClassifyRequest's reading of
+	// its params (a modern request: meta, or the error e); ok is false
+	// when the transport has no such reading.
+	PrereadRequest() (m *jsonrpc.Message, maxDepth int, meta RequestMeta, e *Error, ok bool)
+}
+
+// handleServed handles the one message of Server.ServeRequest: a modern
+// request the transport has read already goes to the modern rules as it
+// was read; anything else is read here.
+func (rd *reader) handleServed(msg []byte) job {
+	ss := rd.ss
+	if p, ok := ss.conn.t.(prereader); ok {
+		m, depth, meta, e, ok := p.PrereadRequest()
+		if ok && m.Kind == jsonrpc.KindRequest && depth <= ss.server.opts.MaxDepth {
+			r := responder{ss: ss, id: m.ID, params: m.Params, eng: modernEngine{}}
+			return modernEngine{}.dispatchMeta(ss, m, r, meta, e)
+		}
+	}
+	return rd.handleRaw(msg)
+}
+
 // batchJobs are the requests of a batch that run user code, run one after
 // another.
 type batchJobs []job
@@ -231,7 +257,7 @@ func (rd *reader) handleRequest(m *jsonrpc.Message, r responder) job {
 		r.eng = modernEngine{}
 		return r.eng.dispatch(ss, m, r)
 	}
-	if modern, meta, e := classifyRequest(m.Params); modern {
+	if modern, meta, e := ClassifyRequest(m.Params); modern {
 		r.eng = modernEngine{}
 		return modernEngine{}.dispatchMeta(ss, m, r, meta, e)
 	}

@@ -404,7 +404,7 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 	var s *httpSession
 	created := env.initialize && r.Header.Get(headerSessionID) == ""
 	if created {
-		if s = h.createSession(w, r, env.id); s == nil {
+		if s = h.createSession(w, r, env.msg.ID); s == nil {
 			return
 		}
 	} else {
@@ -547,14 +547,14 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 	// session that lives inside the POST: its context derives from the
 	// POST's, so a client that goes away cancels the request, and the
 	// request sees the POST's values (the verified token, for one).
-	inPOST := modern && env.method != methodListen && h.opts.ServeRequest != nil
+	inPOST := modern && env.msg.Method != methodListen && h.opts.ServeRequest != nil
 	parent := context.Background()
 	if inPOST {
 		parent = r.Context()
 	}
 	s := h.newHTTPSession(parent, "", subjectOf(r), true, inPOST)
 	s.version = v
-	s.listen = modern && env.method == methodListen
+	s.listen = modern && env.msg.Method == methodListen
 	h.mu.Lock()
 	h.stateless[s] = struct{}{}
 	h.mu.Unlock()
@@ -581,7 +581,7 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 	if inPOST {
 		// One request, served on this goroutine: no session goroutine,
 		// no hand-off of the message.
-		s.cur = inbound{msg: body, stream: st} // the values are ctx's own
+		s.cur = inbound{msg: body, stream: st, env: env} // the values are ctx's own
 		if err := h.opts.ServeRequest(ctx, s, body); err != nil {
 			h.log.Warn("transport: request ended with an error", "error", err)
 		}

@@ -22,16 +22,17 @@ type envelope struct {
 	notes      int      // notifications
 	initialize bool     // a single initialize request
 	cancelled  []string // raw requestIds of notifications/cancelled
-	initParams jsontext.Value
 
 	// metaVersion reports that a request or notification carries
 	// params._meta["io.modelcontextprotocol/protocolVersion"]: the mark of
 	// a modern (2026-07-28) message.
 	metaVersion bool
-	// The single message of a body that is not a batch.
-	id     jsontext.Value // raw id (nil for a notification)
-	method string
-	params jsontext.Value
+	// The single message of a body that is not a batch, and for a
+	// request or notification the reading of its params by
+	// mcp.ClassifyRequest: the modern _meta, or the error to answer.
+	msg     jsonrpc.Message
+	meta    mcp.RequestMeta
+	metaErr *mcp.Error
 }
 
 // hasRequests reports whether the message carries at least one request.
@@ -48,12 +49,12 @@ func parseIncoming(body []byte, maxDepth int) (*envelope, *jsonrpc.DecodeError) 
 		if derr != nil {
 			return nil, derr
 		}
-		env.add(&m)
-		env.id, env.method, env.params = m.ID, m.Method, m.Params
-		env.initialize = m.Kind == jsonrpc.KindRequest && m.Method == "initialize"
-		if env.initialize {
-			env.initParams = m.Params
+		if m.Kind != jsonrpc.KindResponse {
+			env.metaVersion, env.meta, env.metaErr = mcp.ClassifyRequest(m.Params)
 		}
+		env.add(&m)
+		env.msg = m
+		env.initialize = m.Kind == jsonrpc.KindRequest && m.Method == "initialize"
 		return env, nil
 	}
 	env.batch = true
@@ -69,15 +70,16 @@ func parseIncoming(body []byte, maxDepth int) (*envelope, *jsonrpc.DecodeError) 
 		if derr != nil {
 			return nil, derr
 		}
+		if m.Kind != jsonrpc.KindResponse && !env.metaVersion {
+			env.metaVersion = mcp.IsModernRequest(m.Params)
+		}
 		env.add(&m)
 	}
 	return env, nil
 }
 
+// add counts m in e's requests, responses and notifications.
 func (e *envelope) add(m *jsonrpc.Message) {
-	if m.Kind != jsonrpc.KindResponse && !e.metaVersion {
-		e.metaVersion = mcp.IsModernRequest(m.Params)
-	}
 	switch m.Kind {
 	case jsonrpc.KindRequest:
 		e.requests = append(e.requests, string(m.ID))

@@ -94,12 +94,19 @@ type rpcError struct {
 // (-32022), then the Mcp-Method and Mcp-Name headers against the body
 // (-32020). It returns the request's revision, or the error to answer.
 func (h *Handler) checkModern(r *http.Request, env *envelope) (string, *rpcError) {
-	version, e := mcp.CheckRequestMeta(env.params) // the rules of _meta are package mcp's
+	// The rules of _meta are package mcp's. Its reading of a modern
+	// request's params (parseIncoming) gives the revision when it
+	// succeeds; otherwise CheckRequestMeta tells whether what the routing
+	// needs is there (a bad logLevel, say, is the server's to refuse).
+	version, e := env.meta.ProtocolVersion, (*mcp.Error)(nil)
+	if !env.metaVersion || env.metaErr != nil {
+		version, e = mcp.CheckRequestMeta(env.msg.Params)
+	}
 	if e != nil {
 		return "", &rpcError{code: e.Code, message: e.Message}
 	}
 	var raw [4]jsontext.Value // routingMembers, as slices of the params (no copy)
-	if jsonrpc.Members(env.params, routingMembers, raw[:]) != nil {
+	if jsonrpc.Members(env.msg.Params, routingMembers, raw[:]) != nil {
 		return "", &rpcError{code: jsonrpc.CodeInvalidParams, message: "Invalid params: malformed params"}
 	}
 	p := modernParams{Name: raw[0], URI: raw[1], TaskID: raw[2], Arguments: raw[3]}
@@ -119,10 +126,10 @@ func (h *Handler) checkModern(r *http.Request, env *envelope) (string, *rpcError
 			message: "Unsupported protocol version: " + quoteHeader(version),
 			data:    mcp.UnsupportedVersionData{Supported: h.opts.SupportedVersions, Requested: version}}
 	}
-	if err := checkRoutingHeaders(r, env.method, &p); err != nil {
+	if err := checkRoutingHeaders(r, env.msg.Method, &p); err != nil {
 		return "", err
 	}
-	if env.method == "tools/call" && h.opts.ToolParamHeaders != nil && p.Name.Kind() == '"' {
+	if env.msg.Method == "tools/call" && h.opts.ToolParamHeaders != nil && p.Name.Kind() == '"' {
 		var tool string
 		if json.Unmarshal(p.Name, &tool) == nil {
 			if err := checkParamHeaders(r, h.opts.ToolParamHeaders(r.Context(), tool), p.Arguments); err != nil {
@@ -322,9 +329,9 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, body []byt
 	}
 	v, rerr := h.checkModern(r, env)
 	if rerr != nil {
-		body, err := jsonrpc.AppendError(nil, env.id, rerr.code, rerr.message, rerr.data)
+		body, err := jsonrpc.AppendError(nil, env.msg.ID, rerr.code, rerr.message, rerr.data)
 		if err != nil {
-			body, _ = jsonrpc.AppendError(nil, env.id, rerr.code, rerr.message, nil)
+			body, _ = jsonrpc.AppendError(nil, env.msg.ID, rerr.code, rerr.message, nil)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)

@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/transport"
 	"github.com/keelmcp/keel/transport/streamhttp"
 )
@@ -473,4 +475,52 @@ func TestHTTPModernNotSupportedByDefault(t *testing.T) {
 	assert.Equal(t, int64(-32022), a.Error.Code)
 	sessions, _ := f.counts()
 	assert.Zero(t, sessions)
+}
+
+// A modern POST served in its POST (Options.ServeRequest) hands the
+// server its own reading of the request — the message and the _meta —
+// so that the server does not read the body again; the reading is that
+// of the body.
+func TestHTTPModernHandsItsReadingToServeRequest(t *testing.T) {
+	type reading struct {
+		id, method string
+		meta       mcp.RequestMeta
+		metaErr    *mcp.Error
+		ok         bool
+		maxDepth   int
+	}
+	got := make(chan reading, 1)
+	h := streamhttp.NewHandler(&streamhttp.Options{
+		SupportedVersions: modernVersions,
+		MaxDepth:          40,
+		Serve:             func(ctx context.Context, t transport.Transport) error { <-ctx.Done(); return nil },
+		ServeRequest: func(ctx context.Context, t transport.Transport, msg []byte) error {
+			p, ok := t.(interface {
+				PrereadRequest() (*jsonrpc.Message, int, mcp.RequestMeta, *mcp.Error, bool)
+			})
+			var r reading
+			if ok {
+				var m *jsonrpc.Message
+				m, r.maxDepth, r.meta, r.metaErr, r.ok = p.PrereadRequest()
+				if r.ok {
+					r.id, r.method = string(m.ID), m.Method
+				}
+			}
+			got <- r
+			return t.Write(ctx, []byte(`{"jsonrpc":"2.0","id":7,"result":{}}`))
+		},
+	})
+	srv := newServer(t, h)
+	resp := do(t, srv, request{body: modernRequest(`7`, "tools/call", `"name":"add","arguments":{}`, ""), version: modern,
+		header: modernHeaders("tools/call", "add", nil)})
+	assert.Equal(t, http.StatusOK, resp.StatusCode, readBody(t, resp))
+	r := <-got
+	require.True(t, r.ok, "the session has no reading of the request")
+	assert.Equal(t, "7", r.id)
+	assert.Equal(t, "tools/call", r.method)
+	assert.Equal(t, 40, r.maxDepth)
+	assert.Nil(t, r.metaErr)
+	assert.Equal(t, modern, r.meta.ProtocolVersion)
+	require.NotNil(t, r.meta.ClientInfo)
+	assert.Equal(t, "t", r.meta.ClientInfo.Name)
 }

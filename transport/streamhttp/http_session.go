@@ -2,13 +2,16 @@ package streamhttp
 
 import (
 	"context"
-	"github.com/keelmcp/keel/transport"
 	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/mcp"
+	"github.com/keelmcp/keel/transport"
 )
 
 // inbound is one POSTed message (or batch) waiting to be read, with the
@@ -17,6 +20,7 @@ type inbound struct {
 	msg    []byte
 	values context.Context
 	stream *stream
+	env    *envelope // msg as parseIncoming read it (a session served in its POST)
 }
 
 // httpSession is one MCP session of a Handler and the transport.Transport its
@@ -108,6 +112,17 @@ func (s *httpSession) Read(ctx context.Context) ([]byte, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// PrereadRequest returns the modern request a session served in its POST
+// hands to mcp.Server.ServeRequest, as parseIncoming read it, so that mcp
+// does not read it again; ok is false for any other message.
+func (s *httpSession) PrereadRequest() (m *jsonrpc.Message, maxDepth int, meta mcp.RequestMeta, e *mcp.Error, ok bool) {
+	env := s.cur.env
+	if env == nil || env.batch || !env.metaVersion || env.msg.Kind != jsonrpc.KindRequest {
+		return nil, 0, meta, nil, false
+	}
+	return &env.msg, s.h.opts.MaxDepth, env.meta, env.metaErr, true
 }
 
 // MessageContext implements transport.MessageContexter: parent overlaid with the
