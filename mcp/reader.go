@@ -58,7 +58,7 @@ func (rd *reader) readLoop() {
 			return
 		}
 		rd.noteMessage() // values the transport attached to msg (server_http.go)
-		if j := rd.handleRaw(msg); j != nil && !rd.runInline(j) {
+		if j := rd.handleRead(msg); j != nil && !rd.runInline(j) {
 			return
 		}
 	}
@@ -177,27 +177,30 @@ func (rd *reader) handleBatch(msg []byte) job {
 	return jobs
 }
 
-// prereader is a transport that has read the message it hands to
-// Server.ServeRequest (streamable HTTP reads a POST's to check its headers
-// before routing it), so that the message is not read twice.
+// prereader is a transport that has read the message it hands over
+// (streamable HTTP reads each POST's to route it and check its headers),
+// so that the message is not read twice.
 type prereader interface {
-	// PrereadRequest returns the request being served, decoded with at
-	// most maxDepth levels of nesting, and ClassifyRequest's reading of
-	// its params (a modern request: meta, or the error e); ok is false
-	// when the transport has no such reading.
-	PrereadRequest() (m *jsonrpc.Message, maxDepth int, meta RequestMeta, e *Error, ok bool)
+	// PrereadMessage returns the message the last Read returned (or the
+	// one handed to Server.ServeRequest), decoded with at most maxDepth
+	// levels of nesting, and for a request or notification
+	// ClassifyRequest's reading of its params; ok is false when the
+	// transport has no such reading (a batch, say). The message's bytes
+	// are the caller's to keep: they never change.
+	PrereadMessage() (m *jsonrpc.Message, maxDepth int, modern bool, meta RequestMeta, e *Error, ok bool)
 }
 
-// handleServed handles the one message of Server.ServeRequest: a modern
-// request the transport has read already goes to the modern rules as it
-// was read; anything else is read here.
-func (rd *reader) handleServed(msg []byte) job {
+// handleRead handles msg, the message just read (or handed to
+// ServeRequest): as the transport read it when it has (see prereader),
+// else read here.
+func (rd *reader) handleRead(msg []byte) job {
 	ss := rd.ss
 	if p, ok := ss.conn.t.(prereader); ok {
-		m, depth, meta, e, ok := p.PrereadRequest()
-		if ok && m.Kind == jsonrpc.KindRequest && depth <= ss.server.opts.MaxDepth {
-			r := responder{ss: ss, id: m.ID, params: m.Params, eng: modernEngine{}}
-			return modernEngine{}.dispatchMeta(ss, m, r, meta, e)
+		if m, depth, modern, meta, e, ok := p.PrereadMessage(); ok && depth <= ss.server.opts.MaxDepth {
+			if m.Kind != jsonrpc.KindRequest {
+				return rd.handleMessage(m, nil)
+			}
+			return rd.route(m, responder{ss: ss, id: m.ID, params: m.Params}, modern, meta, e)
 		}
 	}
 	return rd.handleRaw(msg)
@@ -252,14 +255,23 @@ func (rd *reader) handleNotification(m *jsonrpc.Message) {
 
 // handleRequest hands request m to its era's engine.
 func (rd *reader) handleRequest(m *jsonrpc.Message, r responder) job {
+	modern, meta, e := ClassifyRequest(m.Params)
+	return rd.route(m, r, modern, meta, e)
+}
+
+// route hands request m to its era's engine, given ClassifyRequest's
+// reading of its params: a modern request, or any request of a
+// per-request session, to the modern rules (which refuse a request
+// without the modern _meta), any other to the legacy ones.
+func (rd *reader) route(m *jsonrpc.Message, r responder, modern bool, meta RequestMeta, e *Error) job {
 	ss := rd.ss
-	if ss.modernOnly {
-		r.eng = modernEngine{}
-		return r.eng.dispatch(ss, m, r)
-	}
-	if modern, meta, e := ClassifyRequest(m.Params); modern {
+	switch {
+	case modern:
 		r.eng = modernEngine{}
 		return modernEngine{}.dispatchMeta(ss, m, r, meta, e)
+	case ss.modernOnly:
+		r.eng = modernEngine{}
+		return modernEngine{}.dispatch(ss, m, r)
 	}
 	return legacyEngine{}.dispatch(ss, m, r)
 }

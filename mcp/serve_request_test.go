@@ -24,16 +24,16 @@ type prereadTransport struct {
 	written [][]byte
 }
 
-func (p *prereadTransport) PrereadRequest() (*jsonrpc.Message, int, mcp.RequestMeta, *mcp.Error, bool) {
+func (p *prereadTransport) PrereadMessage() (*jsonrpc.Message, int, bool, mcp.RequestMeta, *mcp.Error, bool) {
 	if !p.ok {
-		return nil, 0, mcp.RequestMeta{}, nil, false
+		return nil, 0, false, mcp.RequestMeta{}, nil, false
 	}
 	m, derr := jsonrpc.Decode(p.pre, jsonrpc.DefaultMaxDepth)
 	if derr != nil {
 		panic(derr.Message)
 	}
-	_, meta, e := mcp.ClassifyRequest(m.Params)
-	return &m, p.maxDepth, meta, e, true
+	modern, meta, e := mcp.ClassifyRequest(m.Params)
+	return &m, p.maxDepth, modern, meta, e, true
 }
 
 func (p *prereadTransport) Read(ctx context.Context) ([]byte, error) {

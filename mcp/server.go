@@ -305,7 +305,7 @@ func (s *Server) ServeRequest(ctx context.Context, t transport.Transport, msg []
 	ss.ctx = ctx // the caller cancels it: the request's handlers end with it
 	ss.rd.parent, ss.rd.owned = ctx, true
 	ss.rd.noteMessage()
-	if j := ss.rd.handleServed(msg); j != nil {
+	if j := ss.rd.handleRead(msg); j != nil {
 		j.run()
 	}
 	ss.reqs.wg.Wait() // a lasting request runs on a worker: it ends with ctx

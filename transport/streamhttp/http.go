@@ -285,7 +285,12 @@ func accepts(r *http.Request, mediaType string) bool {
 	return false
 }
 
+// isJSONContentType reports whether a Content-Type names application/json
+// (with any valid parameters).
 func isJSONContentType(ct string) bool {
+	if ct == "application/json" { // the usual value, without a parse
+		return true
+	}
 	mt, _, err := mime.ParseMediaType(ct)
 	return err == nil && mt == "application/json"
 }
@@ -457,7 +462,7 @@ func (h *Handler) createSession(w http.ResponseWriter, r *http.Request, reqID []
 // created marks the POST of the initialize request that created s.
 func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, s *httpSession, body []byte, env *envelope, created bool) {
 	if !env.hasRequests() {
-		if !s.deliver(r, body, nil) {
+		if !s.deliver(r, env, body, nil) {
 			writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
 			return
 		}
@@ -488,7 +493,7 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, s *httpSessio
 		st.sseTimer = time.AfterFunc(h.opts.SSEAfter, st.switchToSSE)
 	}
 	st.mu.Unlock()
-	if !s.deliver(r, body, st) {
+	if !s.deliver(r, env, body, st) {
 		st.detach(a)
 		s.release(env.requests)
 		st.mu.Lock()
@@ -590,7 +595,7 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 		return
 	}
 	h.startSession(s, ctx)
-	if !s.deliver(r, body, st) {
+	if !s.deliver(r, env, body, st) {
 		s.close()
 		return
 	}

@@ -33,6 +33,7 @@ type envelope struct {
 	msg     jsonrpc.Message
 	meta    mcp.RequestMeta
 	metaErr *mcp.Error
+	one     [1]string // requests' room for the single message's id
 }
 
 // hasRequests reports whether the message carries at least one request.
@@ -52,6 +53,7 @@ func parseIncoming(body []byte, maxDepth int) (*envelope, *jsonrpc.DecodeError) 
 		if m.Kind != jsonrpc.KindResponse {
 			env.metaVersion, env.meta, env.metaErr = mcp.ClassifyRequest(m.Params)
 		}
+		env.requests = env.one[:0]
 		env.add(&m)
 		env.msg = m
 		env.initialize = m.Kind == jsonrpc.KindRequest && m.Method == "initialize"

@@ -484,6 +484,7 @@ func TestHTTPModernNotSupportedByDefault(t *testing.T) {
 func TestHTTPModernHandsItsReadingToServeRequest(t *testing.T) {
 	type reading struct {
 		id, method string
+		modern     bool
 		meta       mcp.RequestMeta
 		metaErr    *mcp.Error
 		ok         bool
@@ -496,12 +497,12 @@ func TestHTTPModernHandsItsReadingToServeRequest(t *testing.T) {
 		Serve:             func(ctx context.Context, t transport.Transport) error { <-ctx.Done(); return nil },
 		ServeRequest: func(ctx context.Context, t transport.Transport, msg []byte) error {
 			p, ok := t.(interface {
-				PrereadRequest() (*jsonrpc.Message, int, mcp.RequestMeta, *mcp.Error, bool)
+				PrereadMessage() (*jsonrpc.Message, int, bool, mcp.RequestMeta, *mcp.Error, bool)
 			})
 			var r reading
 			if ok {
 				var m *jsonrpc.Message
-				m, r.maxDepth, r.meta, r.metaErr, r.ok = p.PrereadRequest()
+				m, r.maxDepth, r.modern, r.meta, r.metaErr, r.ok = p.PrereadMessage()
 				if r.ok {
 					r.id, r.method = string(m.ID), m.Method
 				}
@@ -519,8 +520,50 @@ func TestHTTPModernHandsItsReadingToServeRequest(t *testing.T) {
 	assert.Equal(t, "7", r.id)
 	assert.Equal(t, "tools/call", r.method)
 	assert.Equal(t, 40, r.maxDepth)
+	assert.True(t, r.modern)
 	assert.Nil(t, r.metaErr)
 	assert.Equal(t, modern, r.meta.ProtocolVersion)
 	require.NotNil(t, r.meta.ClientInfo)
 	assert.Equal(t, "t", r.meta.ClientInfo.Name)
+}
+
+// A session reading a POSTed message gets the transport's reading of it
+// too (PrereadMessage after Read), for a 2025 message as for a modern one;
+// a batch has none.
+func TestHTTPSessionHandsItsReadingAfterRead(t *testing.T) {
+	type reading struct {
+		id     string
+		modern bool
+		ok     bool
+	}
+	got := make(chan reading, 1)
+	h := streamhttp.NewHandler(&streamhttp.Options{
+		Stateless:         true,
+		SupportedVersions: modernVersions,
+		Serve: func(ctx context.Context, t transport.Transport) error {
+			msg, err := t.Read(ctx)
+			if err != nil {
+				return err
+			}
+			var r reading
+			m, _, modern, _, _, ok := t.(interface {
+				PrereadMessage() (*jsonrpc.Message, int, bool, mcp.RequestMeta, *mcp.Error, bool)
+			}).PrereadMessage()
+			if r.ok, r.modern = ok, modern; ok {
+				r.id = string(m.ID)
+			}
+			got <- r
+			if jsonrpc.IsBatch(msg) {
+				return t.Write(ctx, []byte(`[{"jsonrpc":"2.0","id":4,"result":{}}]`))
+			}
+			return t.Write(ctx, []byte(`{"jsonrpc":"2.0","id":3,"result":{}}`))
+		},
+	})
+	srv := newServer(t, h)
+	resp := do(t, srv, request{body: `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, version: "2025-06-18"})
+	assert.Equal(t, http.StatusOK, resp.StatusCode, readBody(t, resp))
+	assert.Equal(t, reading{id: "3", ok: true}, <-got)
+	resp = do(t, srv, request{body: `[{"jsonrpc":"2.0","id":4,"method":"tools/list"}]`, version: "2025-03-26"})
+	assert.Equal(t, http.StatusOK, resp.StatusCode, readBody(t, resp))
+	assert.Equal(t, reading{}, <-got)
 }

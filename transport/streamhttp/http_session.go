@@ -114,15 +114,17 @@ func (s *httpSession) Read(ctx context.Context) ([]byte, error) {
 	}
 }
 
-// PrereadRequest returns the modern request a session served in its POST
-// hands to mcp.Server.ServeRequest, as parseIncoming read it, so that mcp
-// does not read it again; ok is false for any other message.
-func (s *httpSession) PrereadRequest() (m *jsonrpc.Message, maxDepth int, meta mcp.RequestMeta, e *mcp.Error, ok bool) {
+// PrereadMessage returns the message Read returned last (or the one a
+// session served in its POST hands to mcp.Server.ServeRequest) as
+// parseIncoming read it, so that mcp does not read it again; ok is false
+// for a batch, and for a message the session made itself. The POST's body
+// is its own: the message's bytes never change.
+func (s *httpSession) PrereadMessage() (m *jsonrpc.Message, maxDepth int, modern bool, meta mcp.RequestMeta, e *mcp.Error, ok bool) {
 	env := s.cur.env
-	if env == nil || env.batch || !env.metaVersion || env.msg.Kind != jsonrpc.KindRequest {
-		return nil, 0, meta, nil, false
+	if env == nil || env.batch {
+		return nil, 0, false, meta, nil, false
 	}
-	return &env.msg, s.h.opts.MaxDepth, env.meta, env.metaErr, true
+	return &env.msg, s.h.opts.MaxDepth, env.metaVersion, env.meta, env.metaErr, true
 }
 
 // MessageContext implements transport.MessageContexter: parent overlaid with the
@@ -302,7 +304,11 @@ func (s *httpSession) newStream(ids []string) (*stream, string) {
 		}
 	}
 	s.nextStream++
-	st := newStream(s, strconv.FormatUint(s.nextStream, 10), false)
+	id := "" // only a resumable stream's events carry its id
+	if s.resumable() {
+		id = strconv.FormatUint(s.nextStream, 10)
+	}
+	st := newStream(s, id, false)
 	st.pending = len(ids)
 	for _, id := range ids {
 		s.pending[id] = st
@@ -404,9 +410,9 @@ func (s *httpSession) cancelAbandoned(ids []string) {
 	s.release(open)
 }
 
-// deliver queues a POSTed message for Read.
-func (s *httpSession) deliver(r *http.Request, msg []byte, st *stream) bool {
-	m := inbound{msg: msg, values: context.WithoutCancel(r.Context()), stream: st}
+// deliver queues a POSTed message for Read, with its reading (env).
+func (s *httpSession) deliver(r *http.Request, env *envelope, msg []byte, st *stream) bool {
+	m := inbound{msg: msg, values: context.WithoutCancel(r.Context()), stream: st, env: env}
 	select {
 	case s.in <- m:
 		return true

@@ -179,7 +179,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 	if d := h.opts.BodyReadTimeout; d > 0 {
 		timed = rc.SetReadDeadline(time.Now().Add(d)) == nil
 	}
-	body, err := readLimited(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes), h.opts.MaxBodyBytes)
+	body, err := readLimited(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes), h.opts.MaxBodyBytes, r.ContentLength)
 	if timed && err == nil {
 		// Streams stay open after the body: no deadline on their reads.
 		// After a failed read the deadline stays, so that the connection
@@ -210,9 +210,15 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 // readLimited reads r, which fails beyond limit bytes (http.MaxBytesReader),
 // to its end. Its buffer grows as bytes arrive, never beyond limit+1
 // bytes: a body that stalls holds about what it sent, and never more than
-// its limit.
-func readLimited(r io.Reader, limit int64) ([]byte, error) {
-	buf := make([]byte, 0, min(512, limit+1))
+// its limit. size is the length the body announced (-1: unknown): a small
+// body gets a buffer of its size, so that the read to its end fills it
+// without growing it.
+func readLimited(r io.Reader, limit, size int64) ([]byte, error) {
+	first := int64(512)
+	if size >= 0 && size < first {
+		first = size + 1 // +1: room for the read that meets the end
+	}
+	buf := make([]byte, 0, min(first, limit+1))
 	for {
 		if len(buf) == cap(buf) {
 			grown := make([]byte, len(buf), min(2*int64(cap(buf)), limit+1))

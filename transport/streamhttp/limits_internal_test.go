@@ -53,18 +53,25 @@ func TestClipped(t *testing.T) {
 func TestReadLimited(t *testing.T) {
 	const limit = 10_000
 	for _, size := range []int{0, 1, 511, 512, 513, 5000, limit} {
-		body := strings.Repeat("x", size)
-		got, err := readLimited(http.MaxBytesReader(nil, io.NopCloser(iotest.OneByteReader(strings.NewReader(body))), limit), limit)
-		require.NoError(t, err, size)
-		assert.Equal(t, body, string(got))
-		assert.LessOrEqual(t, cap(got), limit+1)
-		assert.LessOrEqual(t, cap(got), max(512, 2*size))
+		// The announced length is unknown, right, too small, or the
+		// limit's (a slow body announcing the most it may send).
+		for _, announced := range []int64{-1, int64(size), int64(size / 2), limit} {
+			body := strings.Repeat("x", size)
+			got, err := readLimited(http.MaxBytesReader(nil, io.NopCloser(iotest.OneByteReader(strings.NewReader(body))), limit), limit, announced)
+			require.NoError(t, err, size)
+			assert.Equal(t, body, string(got))
+			assert.LessOrEqual(t, cap(got), limit+1)
+			assert.LessOrEqual(t, cap(got), max(512, 2*size))
+			if announced == int64(size) && size < 512 {
+				assert.Equal(t, size+1, cap(got), "a small body announced gets one buffer of its size")
+			}
+		}
 	}
-	_, err := readLimited(http.MaxBytesReader(nil, io.NopCloser(strings.NewReader(strings.Repeat("x", limit+1))), limit), limit)
+	_, err := readLimited(http.MaxBytesReader(nil, io.NopCloser(strings.NewReader(strings.Repeat("x", limit+1))), limit), limit, -1)
 	var tooLarge *http.MaxBytesError
 	assert.ErrorAs(t, err, &tooLarge)
 	// Without MaxBytesReader in front, the limit still holds.
-	got, err := readLimited(strings.NewReader(strings.Repeat("x", 3*limit)), limit)
+	got, err := readLimited(strings.NewReader(strings.Repeat("x", 3*limit)), limit, 10)
 	assert.ErrorAs(t, err, &tooLarge)
 	assert.LessOrEqual(t, cap(got), limit+1)
 }
