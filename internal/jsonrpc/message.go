@@ -111,7 +111,7 @@ var decoderPool = sync.Pool{New: func() any { return new(decoder) }}
 // object. Member names match exactly (case-sensitive, after unescaping).
 func scan(data []byte, w *wireMessage) error {
 	return withDecoder(data, func(dec *jsontext.Decoder) error {
-		if err := members(dec, data, envelopeNames, w[:]); err != nil {
+		if err := members(dec, data, envelopeNames, w[:], false); err != nil {
 			return err
 		}
 		if _, err := dec.ReadToken(); err != io.EOF {
@@ -503,13 +503,23 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\
 // a pooled decoder, strictly (duplicate names are an error); names match
 // exactly, after unescaping. len(out) must be len(names).
 func Members(data []byte, names []string, out []jsontext.Value) error {
-	return withDecoder(data, func(dec *jsontext.Decoder) error { return members(dec, data, names, out) })
+	return withDecoder(data, func(dec *jsontext.Decoder) error { return members(dec, data, names, out, false) })
 }
 
-func members(dec *jsontext.Decoder, data []byte, names []string, out []jsontext.Value) error {
+// MembersOfValid is Members for data that was read strictly already (the
+// params of a decoded message): it stops once every name is found, so the
+// members after the last of them are not read again.
+func MembersOfValid(data []byte, names []string, out []jsontext.Value) error {
+	return withDecoder(data, func(dec *jsontext.Decoder) error { return members(dec, data, names, out, true) })
+}
+
+// members reads the object at dec (data's decoder) for Members; with
+// stopEarly, it returns once every name is found.
+func members(dec *jsontext.Decoder, data []byte, names []string, out []jsontext.Value, stopEarly bool) error {
 	if _, err := dec.ReadToken(); err != nil { // '{'
 		return err
 	}
+	found := 0
 	for dec.PeekKind() != '}' {
 		name, err := dec.ReadValue()
 		if err != nil {
@@ -523,6 +533,9 @@ func members(dec *jsontext.Decoder, data []byte, names []string, out []jsontext.
 		if i >= 0 {
 			end := int(dec.InputOffset())
 			out[i] = data[end-len(val) : end]
+			if found++; stopEarly && found == len(names) {
+				return nil // valid data has no duplicate name
+			}
 		}
 	}
 	_, err := dec.ReadToken() // '}'

@@ -389,6 +389,17 @@ func BenchmarkDecodeResponse(b *testing.B) {
 	}
 }
 
+// MembersOfValid stops once every name is found: what follows is not read
+// again (here, to show it, what follows is not even JSON).
+func TestMembersOfValidStopsEarly(t *testing.T) {
+	names := []string{"name", "arguments"}
+	data := []byte(`{"arguments":{"a":1},"x":[true],"name":"echo",!!`)
+	out := make([]jsontext.Value, len(names))
+	require.NoError(t, MembersOfValid(data, names, out))
+	assert.Equal(t, []jsontext.Value{jsontext.Value(`"echo"`), jsontext.Value(`{"a":1}`)}, out)
+	require.Error(t, Members(data, names, make([]jsontext.Value, len(names))))
+}
+
 func TestMembers(t *testing.T) {
 	names := []string{"name", "arguments", "uri"}
 	for _, tc := range []struct {
@@ -414,6 +425,10 @@ func TestMembers(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
+			// Valid data: MembersOfValid finds the same.
+			valid := make([]jsontext.Value, len(names))
+			require.NoError(t, MembersOfValid(data, names, valid))
+			assert.Equal(t, out, valid)
 			for i, w := range tc.want {
 				if w == "" {
 					assert.Nil(t, out[i], names[i])

@@ -58,9 +58,44 @@ type modernParams struct {
 	Arguments jsontext.Value `json:"arguments"`
 }
 
-// routingMembers are the members of params the routing headers stand for
-// (modernParams' Name, URI, TaskID and Arguments).
-var routingMembers = []string{"name", "uri", "taskId", "arguments"}
+// The members of params the routing headers stand for, each alone (see
+// routingMember).
+var (
+	nameMember      = []string{"name"}
+	uriMember       = []string{"uri"}
+	taskIDMember    = []string{"taskId"}
+	argumentsMember = []string{"arguments"}
+)
+
+// routingMember returns the member of params Mcp-Name stands for in
+// method, and how errors name it; nil when Mcp-Name has no part in it.
+func routingMember(method string) (member []string, field string) {
+	switch method {
+	case "tools/call", "prompts/get":
+		return nameMember, "params.name"
+	case "resources/read":
+		return uriMember, "params.uri"
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		return taskIDMember, "params.taskId"
+	}
+	return nil, ""
+}
+
+// malformedParams refuses params whose members cannot be read.
+func malformedParams() *rpcError {
+	return &rpcError{code: jsonrpc.CodeInvalidParams, message: "Invalid params: malformed params"}
+}
+
+// paramMember returns member of a decoded message's params (nil when
+// absent), reading no further than it; ok is false for params that are
+// not an object.
+func paramMember(params jsontext.Value, member []string) (v jsontext.Value, ok bool) {
+	var out [1]jsontext.Value // a slice of params: no copy
+	if jsonrpc.MembersOfValid(params, member, out[:]) != nil {
+		return nil, false
+	}
+	return out[0], true
+}
 
 // modernMeta holds the members of a modern request's _meta the HTTP layer
 // checks (decoded as a struct: no map per request).
@@ -105,11 +140,15 @@ func (h *Handler) checkModern(r *http.Request, env *envelope) (string, *rpcError
 	if e != nil {
 		return "", &rpcError{code: e.Code, message: e.Message}
 	}
-	var raw [4]jsontext.Value // routingMembers, as slices of the params (no copy)
-	if jsonrpc.Members(env.msg.Params, routingMembers, raw[:]) != nil {
-		return "", &rpcError{code: jsonrpc.CodeInvalidParams, message: "Invalid params: malformed params"}
+	method, params := env.msg.Method, env.msg.Params
+	member, field := routingMember(method)
+	var named jsontext.Value // the member Mcp-Name stands for
+	if member != nil {
+		var ok bool
+		if named, ok = paramMember(params, member); !ok {
+			return "", malformedParams()
+		}
 	}
-	p := modernParams{Name: raw[0], URI: raw[1], TaskID: raw[2], Arguments: raw[3]}
 	hv, hasHeader := headerField(r, headerProtocolVersion)
 	switch {
 	case !hasHeader:
@@ -126,14 +165,20 @@ func (h *Handler) checkModern(r *http.Request, env *envelope) (string, *rpcError
 			message: "Unsupported protocol version: " + quoteHeader(version),
 			data:    mcp.UnsupportedVersionData{Supported: h.opts.SupportedVersions, Requested: version}}
 	}
-	if err := checkRoutingHeaders(r, env.msg.Method, &p); err != nil {
+	if err := checkRoutingHeaders(r, method, named, field); err != nil {
 		return "", err
 	}
-	if env.msg.Method == "tools/call" && h.opts.ToolParamHeaders != nil && p.Name.Kind() == '"' {
+	if method == "tools/call" && h.opts.ToolParamHeaders != nil && named.Kind() == '"' {
 		var tool string
-		if json.Unmarshal(p.Name, &tool) == nil {
-			if err := checkParamHeaders(r, h.opts.ToolParamHeaders(r.Context(), tool), p.Arguments); err != nil {
-				return "", err
+		if json.Unmarshal(named, &tool) == nil {
+			if phs := h.opts.ToolParamHeaders(r.Context(), tool); len(phs) > 0 {
+				args, ok := paramMember(params, argumentsMember)
+				if !ok {
+					return "", malformedParams()
+				}
+				if err := checkParamHeaders(r, phs, args); err != nil {
+					return "", err
+				}
 			}
 		}
 	}
@@ -213,7 +258,7 @@ func paramHeadersOf(inputSchema []byte) []ParamHeader {
 
 // checkRoutingHeaders checks Mcp-Method against the body's method and,
 // for the methods that name something, Mcp-Name against that name.
-func checkRoutingHeaders(r *http.Request, method string, p *modernParams) *rpcError {
+func checkRoutingHeaders(r *http.Request, method string, body jsontext.Value, field string) *rpcError {
 	mismatch := func(msg string) *rpcError {
 		return &rpcError{code: codeHeaderMismatch, message: "Header mismatch: " + msg}
 	}
@@ -224,17 +269,8 @@ func checkRoutingHeaders(r *http.Request, method string, p *modernParams) *rpcEr
 	if v, ok := decodeHeaderValue(hm); !ok || v != method {
 		return mismatch("Mcp-Method " + quoteHeader(hm) + " differs from the method " + quoteHeader(method))
 	}
-	var body jsontext.Value
-	var field string
-	switch method {
-	case "tools/call", "prompts/get":
-		body, field = p.Name, "params.name"
-	case "resources/read":
-		body, field = p.URI, "params.uri"
-	case "tasks/get", "tasks/update", "tasks/cancel":
-		body, field = p.TaskID, "params.taskId"
-	default:
-		return nil
+	if field == "" {
+		return nil // Mcp-Name has no part in method
 	}
 	hn, hasName := headerField(r, headerName)
 	switch {
