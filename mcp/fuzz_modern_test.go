@@ -160,6 +160,18 @@ func FuzzDecodeMetaMatchesStructDecoding(f *testing.F) {
 		}
 		check("logLevel", w.hasLevel == (ref.LogLevel != nil) && (ref.LogLevel == nil || *ref.LogLevel == w.LogLevel))
 		check("progressToken", string(ref.ProgressToken) == string(w.ProgressToken))
+		// The other members are what tools/call's own reading of _meta
+		// (callMeta) gives a 2025 request: ToolCall.Meta is the same in
+		// both revisions.
+		var call struct {
+			Meta callMeta `json:"_meta"`
+		}
+		if err := json.Unmarshal(b, &call); err != nil {
+			t.Fatalf("%s: callMeta: %v", b, err)
+		}
+		if !reflect.DeepEqual(Meta(call.Meta), w.Meta) {
+			t.Fatalf("%s: other members %#v, callMeta's %#v", b, w.Meta, call.Meta)
+		}
 	})
 }
 

@@ -181,4 +181,9 @@ type RequestMeta struct {
 	ClientInfo         *Implementation
 	LogLevel           LoggingLevel // "": no log messages for this request
 	ProgressToken      jsontext.Value
+	// Meta holds the members of _meta other than the four of the
+	// revision (protocolVersion, clientCapabilities, clientInfo,
+	// logLevel), progressToken included, each decoded as an any; nil
+	// when there are none. ToolCall.Meta is this map.
+	Meta Meta
 }

@@ -45,7 +45,7 @@ func IsModernRequest(params jsontext.Value) bool {
 	}
 	// Any error — errNamed, or malformed params that name the key, which
 	// the modern rules answer with -32602 — makes the request modern.
-	return scanMetaMembers(params, func(dec *jsontext.Decoder, member int) error {
+	return scanMetaMembers(params, func(dec *jsontext.Decoder, member int, _ jsontext.Value) error {
 		if member == memberVersion {
 			return errNamed
 		}
@@ -87,6 +87,7 @@ type requestMetaWire struct {
 	ClientInfo                    *Implementation
 	LogLevel                      LoggingLevel
 	ProgressToken                 jsontext.Value
+	Meta                          Meta
 }
 
 // ParseRequestMeta decodes and checks the _meta of a 2026-07-28 request's
@@ -142,7 +143,7 @@ func (w *requestMetaWire) check(err error) (RequestMeta, *Error) {
 			" in _meta[" + strconv.Quote(MetaLogLevel) + "]"}
 	}
 	return RequestMeta{ProtocolVersion: w.ProtocolVersion, ClientCapabilities: w.ClientCapabilities,
-		ClientInfo: w.ClientInfo, LogLevel: w.LogLevel, ProgressToken: w.ProgressToken}, nil
+		ClientInfo: w.ClientInfo, LogLevel: w.LogLevel, ProgressToken: w.ProgressToken, Meta: w.Meta}, nil
 }
 
 // clientInfo is what the request's _meta names as its client (zero when
@@ -251,7 +252,7 @@ func CheckRequestMeta(params jsontext.Value) (string, *Error) {
 		return "", errNoModernParams
 	}
 	version, hasVersion, hasCaps := "", false, false
-	err := scanMetaMembers(params, func(dec *jsontext.Decoder, member int) (err error) {
+	err := scanMetaMembers(params, func(dec *jsontext.Decoder, member int, _ jsontext.Value) (err error) {
 		switch kind := dec.PeekKind(); {
 		case member == memberVersion && kind == '"':
 			version, err = decodeInterned(dec, knownVersions)
@@ -290,15 +291,18 @@ func missingMeta(key string) *Error {
 // from the root of params. The members are read one by one, into values
 // (no allocation for what needs none), the usual strings interned.
 func decodeMeta(params jsontext.Value, w *requestMetaWire) error {
-	return scanMetaMembers(params, func(dec *jsontext.Decoder, member int) (err error) {
+	return scanMetaMembers(params, func(dec *jsontext.Decoder, member int, name jsontext.Value) (err error) {
 		w.namedVersion = w.namedVersion || member == memberVersion
 		switch {
 		case member == memberProgressToken:
 			var raw jsontext.Value
 			if raw, err = dec.ReadValue(); err == nil {
 				w.ProgressToken = raw.Clone()
+				err = w.addOther(MetaProgressToken, raw)
 			}
-		case member == memberOther || dec.PeekKind() == 'n': // a null member is an absent one
+		case member == memberOther:
+			err = w.decodeOther(dec, name)
+		case dec.PeekKind() == 'n': // a null member of the revision is an absent one
 			err = dec.SkipValue()
 		case member == memberVersion:
 			w.hasVersion = true
@@ -319,12 +323,45 @@ func decodeMeta(params jsontext.Value, w *requestMetaWire) error {
 	})
 }
 
+// decodeOther decodes the member of _meta dec is at, one that is not the
+// revision's, into w.Meta. name is the member's name as read (valid until
+// dec reads or peeks again: it is unquoted first).
+func (w *requestMetaWire) decodeOther(dec *jsontext.Decoder, name jsontext.Value) error {
+	var key string
+	if err := json.Unmarshal(name, &key); err != nil {
+		return err
+	}
+	var v any
+	if err := json.UnmarshalDecode(dec, &v); err != nil {
+		return err
+	}
+	w.putOther(key, v)
+	return nil
+}
+
+// addOther records progressToken's raw value in w.Meta, decoded as an any.
+func (w *requestMetaWire) addOther(key string, raw jsontext.Value) error {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	w.putOther(key, v)
+	return nil
+}
+
+func (w *requestMetaWire) putOther(key string, v any) {
+	if w.Meta == nil {
+		w.Meta = Meta{}
+	}
+	w.Meta[key] = v
+}
+
 // scanMetaMembers calls read for each member of params' _meta (an
 // object; null or absent: none), with the decoder at the member's value,
-// which read must consume, and the member's kind (metaMemberOf; the name
-// itself is valid only until the next read). A _meta that is neither gets
-// the error an object's decoding gives.
-func scanMetaMembers(params jsontext.Value, read func(dec *jsontext.Decoder, member int) error) error {
+// which read must consume, the member's kind (metaMemberOf) and its name
+// as read (valid only until the decoder reads or peeks again). A _meta
+// that is neither gets the error an object's decoding gives.
+func scanMetaMembers(params jsontext.Value, read func(dec *jsontext.Decoder, member int, name jsontext.Value) error) error {
 	return scanMeta(params, func(dec *jsontext.Decoder) error {
 		switch dec.PeekKind() {
 		case 'n':
@@ -342,7 +379,7 @@ func scanMetaMembers(params jsontext.Value, read func(dec *jsontext.Decoder, mem
 			if err != nil {
 				return err
 			}
-			if err := read(dec, metaMemberOf(name)); err != nil {
+			if err := read(dec, metaMemberOf(name), name); err != nil {
 				return err
 			}
 		}

@@ -101,14 +101,20 @@ func asProtocolError(err error) *Error {
 // a _meta that leaves out the 2026-07-28 protocol members (revision, client
 // capabilities and info, log level), which the request's scope holds
 // already (see Request): decoding them into a map for every call costs
-// more than the call.
+// more than the call. A 2026-07-28 request's _meta was read with its scope
+// (RequestMeta.Meta): its fields alone are decoded.
 type callToolWire struct {
+	callToolFields `json:",inline"`
+	Meta           callMeta `json:"_meta,omitempty"`
+}
+
+// callToolFields are the members of tools/call params but _meta.
+type callToolFields struct {
 	Name           string                    `json:"name"`
 	Arguments      jsontext.Value            `json:"arguments,omitzero"`
 	Task           *TaskMetadata             `json:"task,omitzero"`
 	InputResponses map[string]jsontext.Value `json:"inputResponses,omitempty"`
 	RequestState   string                    `json:"requestState,omitempty"`
-	Meta           callMeta                  `json:"_meta,omitempty"`
 }
 
 // callMeta is a request's _meta without the protocol members.
@@ -169,7 +175,14 @@ func handleToolsCall(ctx context.Context, req *Request) (any, error) {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: tools/call requires params {name, arguments}"}
 	}
 	var w callToolWire
-	if err := json.Unmarshal(req.Params, &w); err != nil {
+	var err error
+	if mod := req.r.mod; mod != nil {
+		err = json.Unmarshal(req.Params, &w.callToolFields) // _meta is read (RequestMeta.Meta)
+		w.Meta = callMeta(mod.meta.Meta)
+	} else {
+		err = json.Unmarshal(req.Params, &w)
+	}
+	if err != nil {
 		return nil, invalidParams(err)
 	}
 	p := CallToolParams{Name: w.Name, Arguments: w.Arguments, Task: w.Task, InputResponses: w.InputResponses,
