@@ -140,6 +140,8 @@ func withDecoder(data []byte, read func(dec *jsontext.Decoder) error) error {
 
 var errTrailingData = errors.New("invalid data after top-level value")
 
+var openBrace, openBracket = []byte{'{'}, []byte{'['}
+
 var version = []byte(`"2.0"`)
 
 // IsBatch reports whether data (one framed message) is a JSON array.
@@ -154,6 +156,9 @@ func IsBatch(data []byte) bool {
 func CheckDepth(data []byte, maxDepth int) *DecodeError {
 	if maxDepth <= 0 {
 		maxDepth = DefaultMaxDepth
+	}
+	if bytes.Count(data, openBrace)+bytes.Count(data, openBracket) <= maxDepth {
+		return nil // too few openings to nest deeper (a usual message: two vector counts)
 	}
 	depth := 0
 	for i := 0; i < len(data); i++ {

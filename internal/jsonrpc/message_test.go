@@ -200,6 +200,9 @@ func TestCheckDepth(t *testing.T) {
 		{strings.Repeat("[", 64), 0, false},
 		{strings.Repeat("[", 65), 0, true},
 		{`]]]]]][`, 1, false},
+		// More openings than the limit, none nested deeper than it.
+		{`{"a":{},"b":{},"c":[]}`, 2, false},
+		{`[[],[],[[]]]`, 2, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
