@@ -301,7 +301,7 @@ func decodeMeta(params jsontext.Value, w *requestMetaWire) error {
 				err = w.addOther(MetaProgressToken, raw)
 			}
 		case member == memberOther:
-			err = w.decodeOther(dec, name)
+			err = decodeMetaMember(dec, name, &w.Meta)
 		case dec.PeekKind() == 'n': // a null member of the revision is an absent one
 			err = dec.SkipValue()
 		case member == memberVersion:
@@ -323,10 +323,21 @@ func decodeMeta(params jsontext.Value, w *requestMetaWire) error {
 	})
 }
 
-// decodeOther decodes the member of _meta dec is at, one that is not the
-// revision's, into w.Meta. name is the member's name as read (valid until
-// dec reads or peeks again: it is unquoted first).
-func (w *requestMetaWire) decodeOther(dec *jsontext.Decoder, name jsontext.Value) error {
+// addOther records progressToken's raw value in w.Meta, decoded as an any.
+func (w *requestMetaWire) addOther(key string, raw jsontext.Value) error {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	setMeta(&w.Meta, key, v)
+	return nil
+}
+
+// decodeMetaMember decodes the member of a _meta dec is at into *m, as an
+// any. name is the member's name as read (valid until dec reads or peeks
+// again: it is unquoted first). Decoding apart from the loop over the
+// members keeps the members a loop skips free of allocations.
+func decodeMetaMember(dec *jsontext.Decoder, name jsontext.Value, m *Meta) error {
 	var key string
 	if err := json.Unmarshal(name, &key); err != nil {
 		return err
@@ -335,25 +346,16 @@ func (w *requestMetaWire) decodeOther(dec *jsontext.Decoder, name jsontext.Value
 	if err := json.UnmarshalDecode(dec, &v); err != nil {
 		return err
 	}
-	w.putOther(key, v)
+	setMeta(m, key, v)
 	return nil
 }
 
-// addOther records progressToken's raw value in w.Meta, decoded as an any.
-func (w *requestMetaWire) addOther(key string, raw jsontext.Value) error {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return err
+// setMeta sets key in *m, making the map on first use.
+func setMeta(m *Meta, key string, v any) {
+	if *m == nil {
+		*m = Meta{}
 	}
-	w.putOther(key, v)
-	return nil
-}
-
-func (w *requestMetaWire) putOther(key string, v any) {
-	if w.Meta == nil {
-		w.Meta = Meta{}
-	}
-	w.Meta[key] = v
+	(*m)[key] = v
 }
 
 // scanMetaMembers calls read for each member of params' _meta (an

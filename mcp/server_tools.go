@@ -138,7 +138,7 @@ func (m *callMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		if nameIs(name, MetaProtocolVersion) || nameIs(name, MetaClientCapabilities) || nameIs(name, MetaClientInfo) || nameIs(name, MetaLogLevel) {
 			err = dec.SkipValue()
 		} else {
-			err = m.decodeMember(dec, name)
+			err = decodeMetaMember(dec, name, (*Meta)(m))
 		}
 		if err != nil {
 			return err
@@ -146,24 +146,6 @@ func (m *callMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	}
 	_, err := dec.ReadToken()
 	return err
-}
-
-// decodeMember decodes the member named name (apart from the loop, whose
-// skipped members then allocate nothing).
-func (m *callMeta) decodeMember(dec *jsontext.Decoder, name jsontext.Value) error {
-	var key string
-	if err := json.Unmarshal(name, &key); err != nil {
-		return err
-	}
-	var v any
-	if err := json.UnmarshalDecode(dec, &v); err != nil {
-		return err
-	}
-	if *m == nil {
-		*m = callMeta{}
-	}
-	(*m)[key] = v
-	return nil
 }
 
 // handleToolsCall serves tools/call: it checks the params, builds the
