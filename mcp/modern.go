@@ -184,6 +184,9 @@ type RequestMeta struct {
 	// Meta holds the members of _meta other than the four of the
 	// revision (protocolVersion, clientCapabilities, clientInfo,
 	// logLevel), progressToken included, each decoded as an any; nil
-	// when there are none. ToolCall.Meta is this map.
+	// when there are none. A member no any can hold (a number beyond
+	// float64) is left out. ToolCall.Meta is this map.
 	Meta Meta
+
+	partial bool // a member was left out of Meta
 }

@@ -88,6 +88,7 @@ type requestMetaWire struct {
 	LogLevel                      LoggingLevel
 	ProgressToken                 jsontext.Value
 	Meta                          Meta
+	partial                       bool // a member of Meta could not be decoded (addOther)
 }
 
 // ParseRequestMeta decodes and checks the _meta of a 2026-07-28 request's
@@ -143,7 +144,7 @@ func (w *requestMetaWire) check(err error) (RequestMeta, *Error) {
 			" in _meta[" + strconv.Quote(MetaLogLevel) + "]"}
 	}
 	return RequestMeta{ProtocolVersion: w.ProtocolVersion, ClientCapabilities: w.ClientCapabilities,
-		ClientInfo: w.ClientInfo, LogLevel: w.LogLevel, ProgressToken: w.ProgressToken, Meta: w.Meta}, nil
+		ClientInfo: w.ClientInfo, LogLevel: w.LogLevel, ProgressToken: w.ProgressToken, Meta: w.Meta, partial: w.partial}, nil
 }
 
 // clientInfo is what the request's _meta names as its client (zero when
@@ -298,10 +299,16 @@ func decodeMeta(params jsontext.Value, w *requestMetaWire) error {
 			var raw jsontext.Value
 			if raw, err = dec.ReadValue(); err == nil {
 				w.ProgressToken = raw.Clone()
-				err = w.addOther(MetaProgressToken, raw)
+				w.addOther(MetaProgressToken, raw)
 			}
 		case member == memberOther:
-			err = decodeMetaMember(dec, name, &w.Meta)
+			var key string
+			if err = json.Unmarshal(name, &key); err == nil { // name first: the read below invalidates it
+				var raw jsontext.Value
+				if raw, err = dec.ReadValue(); err == nil {
+					w.addOther(key, raw)
+				}
+			}
 		case dec.PeekKind() == 'n': // a null member of the revision is an absent one
 			err = dec.SkipValue()
 		case member == memberVersion:
@@ -323,14 +330,18 @@ func decodeMeta(params jsontext.Value, w *requestMetaWire) error {
 	})
 }
 
-// addOther records progressToken's raw value in w.Meta, decoded as an any.
-func (w *requestMetaWire) addOther(key string, raw jsontext.Value) error {
+// addOther records the member key of _meta in w.Meta, raw decoded as an
+// any. A value no any holds (a number beyond float64) is not an error of
+// the request's _meta, which the revision's rules judge: Meta is then
+// left partial (RequestMeta.partial), and tools/call, whose ToolCall.Meta
+// it is, reads _meta itself and answers what a 2025 request would get.
+func (w *requestMetaWire) addOther(key string, raw jsontext.Value) {
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return err
+		w.partial = true
+		return
 	}
 	setMeta(&w.Meta, key, v)
-	return nil
 }
 
 // decodeMetaMember decodes the member of a _meta dec is at into *m, as an

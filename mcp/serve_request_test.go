@@ -2,9 +2,12 @@ package mcp_test
 
 import (
 	"context"
+	"io"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -19,6 +22,7 @@ type prereadTransport struct {
 	pre      []byte // the message it says it read
 	maxDepth int    // the depth it says it read it with
 	ok       bool   // whether it has a reading
+	input    []byte // what Read returns once (then io.EOF); nil: Read waits for ctx
 
 	mu      sync.Mutex
 	written [][]byte
@@ -37,6 +41,16 @@ func (p *prereadTransport) PrereadMessage() (*jsonrpc.Message, int, bool, mcp.Re
 }
 
 func (p *prereadTransport) Read(ctx context.Context) ([]byte, error) {
+	p.mu.Lock()
+	in := p.input
+	p.input = nil
+	p.mu.Unlock()
+	switch {
+	case in != nil:
+		return in, nil
+	case p.pre != nil: // the one message was read
+		return nil, io.EOF
+	}
 	<-ctx.Done()
 	return nil, ctx.Err()
 }
@@ -85,5 +99,70 @@ func TestServeRequestTakesTheTransportsReading(t *testing.T) {
 			assert.Contains(t, string(tr.written[0]), tc.wantID)
 			assert.Contains(t, string(tr.written[0]), tc.wantText)
 		})
+		// A session asks the same after each Read.
+		t.Run(tc.name+" (session)", func(t *testing.T) {
+			tr := &prereadTransport{pre: call("7", "b"), maxDepth: tc.maxDepth, ok: tc.ok, input: call("1", "a")}
+			require.NoError(t, srv.Run(context.Background(), tr))
+			tr.mu.Lock()
+			defer tr.mu.Unlock()
+			require.Len(t, tr.written, 1)
+			assert.Contains(t, string(tr.written[0]), tc.wantID)
+			assert.Contains(t, string(tr.written[0]), tc.wantText)
+		})
 	}
+}
+
+// A _meta member no Go any can hold (a number beyond float64) is not the
+// revision's business: ParseRequestMeta passes and leaves it out of Meta,
+// a 2026-07-28 request carrying one goes on to its method (an unknown one
+// gets -32601), and tools/call, whose ToolCall.Meta it would be, answers
+// -32602 naming it, as it does for a 2025 request.
+func TestModernMetaMemberBeyondFloat64(t *testing.T) {
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"x":1e400,"y":"z"}`
+	rm, e := mcp.ParseRequestMeta([]byte(`{` + meta + `}`))
+	require.Nil(t, e)
+	assert.Equal(t, mcp.Meta{"y": "z"}, rm.Meta)
+
+	srv := mcp.NewServer(mcptest.ServerOptions(handlerTools{"a": func(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("ran")}}, nil
+	}}))
+	for _, tc := range []struct {
+		name, msg, want string
+	}{
+		{"an unknown method is not found", `{"jsonrpc":"2.0","id":1,"method":"acme/nothing","params":{` + meta + `}}`, `"code":-32601`},
+		{"tools/call refuses the member", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a",` + meta + `}}`, `"code":-32602,"message":"Invalid params: \"/_meta/x\": value out of range"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &prereadTransport{}
+			require.NoError(t, srv.ServeRequest(context.Background(), tr, []byte(tc.msg)))
+			require.Len(t, tr.written, 1)
+			assert.Contains(t, string(tr.written[0]), tc.want)
+		})
+	}
+}
+
+// A middleware that replaces a tools/call's params replaces its _meta too:
+// ToolCall.Meta is read from the params the handler gets, in both
+// revisions, not from the request as it arrived.
+func TestToolCallMetaFollowsRewrittenParams(t *testing.T) {
+	got := make(chan mcp.Meta, 1)
+	opts := mcptest.ServerOptions(handlerTools{"a": func(_ context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
+		got <- call.Meta
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("ran")}}, nil
+	}})
+	opts.Middleware = []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, req *mcp.Request) (any, error) {
+			if req.Method == mcp.MethodToolsCall {
+				req.Params = jsontext.Value(strings.Replace(string(req.Params), `"trace":"client"`, `"trace":"middleware"`, 1))
+			}
+			return next(ctx, req)
+		}
+	}}
+	srv := mcp.NewServer(opts)
+	const msg = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"trace":"client",` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	tr := &prereadTransport{}
+	require.NoError(t, srv.ServeRequest(context.Background(), tr, []byte(msg)))
+	require.Len(t, tr.written, 1)
+	assert.Equal(t, mcp.Meta{"trace": "middleware"}, <-got, string(tr.written[0]))
 }

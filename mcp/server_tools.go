@@ -117,6 +117,12 @@ type callToolFields struct {
 	RequestState   string                    `json:"requestState,omitempty"`
 }
 
+// sameValue reports whether a and b are the same bytes in memory (not
+// merely equal ones).
+func sameValue(a, b jsontext.Value) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
 // callMeta is a request's _meta without the protocol members.
 type callMeta Meta
 
@@ -158,8 +164,10 @@ func handleToolsCall(ctx context.Context, req *Request) (any, error) {
 	}
 	var w callToolWire
 	var err error
-	if mod := req.r.mod; mod != nil {
-		err = json.Unmarshal(req.Params, &w.callToolFields) // _meta is read (RequestMeta.Meta)
+	if mod := req.r.mod; mod != nil && !mod.meta.partial && sameValue(req.Params, req.r.params) {
+		// The request's own params (no middleware replaced them), whose
+		// _meta was read with the request's scope (RequestMeta.Meta).
+		err = json.Unmarshal(req.Params, &w.callToolFields)
 		w.Meta = callMeta(mod.meta.Meta)
 	} else {
 		err = json.Unmarshal(req.Params, &w)

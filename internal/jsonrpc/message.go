@@ -140,6 +140,8 @@ func withDecoder(data []byte, read func(dec *jsontext.Decoder) error) error {
 
 var errTrailingData = errors.New("invalid data after top-level value")
 
+var errNotObject = errors.New("not a JSON object")
+
 var openBrace, openBracket = []byte{'{'}, []byte{'['}
 
 var version = []byte(`"2.0"`)
@@ -521,8 +523,11 @@ func MembersOfValid(data []byte, names []string, out []jsontext.Value) error {
 // members reads the object at dec (data's decoder) for Members; with
 // stopEarly, it returns once every name is found.
 func members(dec *jsontext.Decoder, data []byte, names []string, out []jsontext.Value, stopEarly bool) error {
-	if _, err := dec.ReadToken(); err != nil { // '{'
+	switch tok, err := dec.ReadToken(); {
+	case err != nil:
 		return err
+	case tok.Kind() != '{':
+		return errNotObject
 	}
 	found := 0
 	for dec.PeekKind() != '}' {

@@ -401,6 +401,8 @@ func TestMembersOfValidStopsEarly(t *testing.T) {
 	require.NoError(t, MembersOfValid(data, names, out))
 	assert.Equal(t, []jsontext.Value{jsontext.Value(`"echo"`), jsontext.Value(`{"a":1}`)}, out)
 	require.Error(t, Members(data, names, make([]jsontext.Value, len(names))))
+	// Only an object has members, even when the names are found early.
+	require.Error(t, MembersOfValid([]byte(`["name","x","arguments",{}]`), names, out))
 }
 
 func TestMembers(t *testing.T) {

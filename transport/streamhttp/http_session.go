@@ -20,7 +20,7 @@ type inbound struct {
 	msg    []byte
 	values context.Context
 	stream *stream
-	env    *envelope // msg as parseIncoming read it (a session served in its POST)
+	env    *envelope // msg as parseIncoming read it (nil for a message the session made itself)
 }
 
 // httpSession is one MCP session of a Handler and the transport.Transport its
