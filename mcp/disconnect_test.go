@@ -166,3 +166,56 @@ func TestConnectNilTransport(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "nil transport")
 }
+
+// A 2026-07-28 POST is served with the POST's own context: its handler
+// ends when the client goes away, and when the Handler closes while the
+// client still waits.
+func TestModernPOSTHandlerEnds(t *testing.T) {
+	const call = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wait","_meta":{` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	start := func(t *testing.T) (*blockingTools, *streamhttp.Handler, func(ctx context.Context) *http.Response) {
+		tools := newBlockingTools()
+		h := streamhttp.NewServerHandler(mcp.NewServer(mcptest.ServerOptions(tools)), &streamhttp.Options{Logger: slog.New(slog.DiscardHandler)})
+		hs := httptest.NewServer(h)
+		t.Cleanup(hs.Close)
+		t.Cleanup(func() { _ = h.Close() })
+		post := func(ctx context.Context) *http.Response {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL, strings.NewReader(call))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+			req.Header.Set("Mcp-Method", "tools/call")
+			req.Header.Set("Mcp-Name", "wait")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return nil
+			}
+			return resp
+		}
+		return tools, h, post
+	}
+	t.Run("the client goes away", func(t *testing.T) {
+		tools, _, post := start(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			<-tools.started
+			cancel()
+		}()
+		if resp := post(ctx); resp != nil {
+			resp.Body.Close()
+		}
+		tools.waitEnded(t, "modern POST, client gone")
+	})
+	t.Run("the Handler closes", func(t *testing.T) {
+		tools, h, post := start(t)
+		go func() {
+			<-tools.started
+			_ = h.Close()
+		}()
+		if resp := post(context.Background()); resp != nil {
+			resp.Body.Close()
+		}
+		tools.waitEnded(t, "modern POST, Handler closed")
+	})
+}

@@ -28,6 +28,18 @@ type requestTable struct {
 	// request in the table (watch): a request whose parent ends with it
 	// needs no registration of its own.
 	watched <-chan struct{}
+	// closed: every request, in flight or added later, is cancelled
+	// (close).
+	closed bool
+}
+
+// close cancels every request in flight and every one added afterwards:
+// the transport ended the requests it handed over (see aborter).
+func (t *requestTable) close() {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	t.cancelAll(false)
 }
 
 // watch makes the end of ctx cancel every request in the table. The
@@ -55,6 +67,9 @@ func (t *requestTable) add(f *inflight) bool {
 	}
 	t.wg.Add(1)
 	t.active.Add(1)
+	if t.closed {
+		f.abort() // its context ends at once (f is started: see begin)
+	}
 	return true
 }
 

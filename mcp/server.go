@@ -301,6 +301,9 @@ func (s *Server) Run(ctx context.Context, t transport.Transport) error {
 // it starts, keep parts of it).
 func (s *Server) ServeRequest(ctx context.Context, t transport.Transport, msg []byte) error {
 	ss := s.newSession(t, true)
+	if a, ok := t.(aborter); ok {
+		a.OnAbort(ss.reqs.close)
+	}
 	ss.applyTransportContext(ctx)
 	ss.ctx = ctx // the caller cancels it: the request's handlers end with it
 	ss.rd.parent, ss.rd.owned = ctx, true
@@ -311,6 +314,16 @@ func (s *Server) ServeRequest(ctx context.Context, t transport.Transport, msg []
 	ss.reqs.wg.Wait() // a lasting request runs on a worker: it ends with ctx
 	ss.close()
 	return nil
+}
+
+// aborter is a transport that may end the request it hands to
+// Server.ServeRequest before the request's context ends: streamable HTTP
+// gives a POST's request the POST's own context, and ends it this way
+// when the Handler closes.
+type aborter interface {
+	// OnAbort registers end, which the transport calls once if it ends
+	// the request (at once if it has already).
+	OnAbort(end func())
 }
 
 func (ss *Session) serve(parent context.Context) error {

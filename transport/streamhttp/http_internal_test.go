@@ -1,9 +1,13 @@
 package streamhttp
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keelmcp/keel/transport"
 )
 
 func TestIsJSONContentType(t *testing.T) {
@@ -19,4 +23,30 @@ func TestIsJSONContentType(t *testing.T) {
 	} {
 		assert.Equal(t, want, isJSONContentType(ct), ct)
 	}
+}
+
+// A session served in its POST ends its request through OnAbort when it
+// closes: once, and at once for a registration that comes after the close.
+func TestSessionOnAbort(t *testing.T) {
+	h := NewHandler(&Options{
+		Serve:              func(ctx context.Context, _ transport.Transport) error { <-ctx.Done(); return nil },
+		ServeRequest:       func(context.Context, transport.Transport, []byte) error { return nil },
+		serveRequestAborts: true,
+	})
+	s := h.newHTTPSession(context.Background(), "", "", true, true)
+	assert.Nil(t, s.cancel, "the POST's context is the session's")
+	ended := 0
+	s.OnAbort(func() { ended++ })
+	s.close()
+	s.close()
+	assert.Equal(t, 1, ended)
+	s.OnAbort(func() { ended++ })
+	assert.Equal(t, 2, ended, "registered after the close: ended at once")
+
+	// A ServeRequest that does not register keeps a context of its own.
+	h.opts.serveRequestAborts = false
+	s = h.newHTTPSession(context.Background(), "", "", true, true)
+	require.NotNil(t, s.cancel)
+	s.close()
+	assert.Error(t, s.ctx.Err())
 }

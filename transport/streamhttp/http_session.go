@@ -32,8 +32,9 @@ type httpSession struct {
 	stateless bool
 	listen    bool // serves one modern subscriptions/listen request
 
-	ctx    context.Context // Serve's context
-	cancel context.CancelFunc
+	ctx    context.Context    // Serve's context
+	cancel context.CancelFunc // nil: ctx is the POST's, and abort ends the request
+	abort  func()             // see OnAbort (guarded by mu)
 
 	in        chan inbound  // nil in a session served in its POST (newHTTPSession)
 	eof       chan struct{} // closed when the input ends (Read returns io.EOF); nil as in
@@ -67,7 +68,10 @@ var (
 // message of a POST on the POST's goroutine (Options.ServeRequest): it has
 // no input to Read, and its context derives from parent, the POST's.
 func (h *Handler) newHTTPSession(parent context.Context, id, subject string, stateless, inPOST bool) *httpSession {
-	ctx, cancel := context.WithCancel(parent)
+	ctx, cancel := parent, context.CancelFunc(nil)
+	if !inPOST || !h.opts.serveRequestAborts {
+		ctx, cancel = context.WithCancel(parent)
+	} // else: the POST's context ends the request, close ends it through OnAbort
 	s := &httpSession{
 		h: h, id: id, subject: subject, stateless: stateless,
 		ctx: ctx, cancel: cancel,
@@ -112,6 +116,20 @@ func (s *httpSession) Read(ctx context.Context) ([]byte, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// OnAbort registers end, which close calls to end the request of a
+// session served in its POST (whose context is the POST's own); at once
+// when the session is closed already. mcp.Server.ServeRequest registers.
+func (s *httpSession) OnAbort(end func()) {
+	s.mu.Lock()
+	if !s.closed {
+		s.abort = end
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	end()
 }
 
 // PrereadMessage returns the message Read returned last (or the one a
@@ -232,6 +250,8 @@ func (s *httpSession) close() {
 		s.h.removeSession(s)
 		s.mu.Lock()
 		s.closed = true
+		abort := s.abort
+		s.abort = nil
 		n := len(s.pending)
 		clear(s.pending)
 		clear(s.streams)
@@ -246,7 +266,12 @@ func (s *httpSession) close() {
 		s.h.inflight.Add(int64(-n))
 		close(s.done)
 		s.endInput()
-		s.cancel()
+		if s.cancel != nil {
+			s.cancel()
+		}
+		if abort != nil {
+			abort()
+		}
 		if s.id != "" && s.h.store != nil {
 			_ = s.h.store.SessionClosed(context.Background(), s.id)
 		}

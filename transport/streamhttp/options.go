@@ -93,6 +93,10 @@ type Options struct {
 	// messages go to. subscriptions/listen, which lasts, always goes
 	// through Serve.
 	ServeRequest func(ctx context.Context, t transport.Transport, msg []byte) error
+	// serveRequestAborts: ServeRequest registers with the session's
+	// OnAbort, so the session can end the request without a context of
+	// its own (mcp.Server.ServeRequest does: NewServerHandler sets it).
+	serveRequestAborts bool
 
 	// Stateless serves each POST with a fresh session and issues no
 	// Mcp-Session-Id: any replica can serve any request (horizontal

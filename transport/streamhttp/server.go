@@ -40,7 +40,7 @@ func NewServerHandler(srv *mcp.Server, opts *Options) *Handler {
 	}
 	so := srv.Options()
 	o.Serve = srv.Run
-	o.ServeRequest = srv.ServeRequest
+	o.ServeRequest, o.serveRequestAborts = srv.ServeRequest, true
 	if o.SupportedVersions == nil {
 		o.SupportedVersions = mcp.AllVersions()
 	}
