@@ -549,9 +549,10 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, body []
 // revision v. A client that goes away cancels the requests.
 func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []byte, env *envelope, v string, modern bool) {
 	// One modern request served on this goroutine (ServeRequest) has a
-	// session that lives inside the POST: its context derives from the
-	// POST's, so a client that goes away cancels the request, and the
-	// request sees the POST's values (the verified token, for one).
+	// session that lives inside the POST: its context is (or derives
+	// from) the POST's, so a client that goes away cancels the request,
+	// and the request sees the POST's values (the verified token, for
+	// one).
 	inPOST := modern && env.msg.Method != methodListen && h.opts.ServeRequest != nil
 	parent := context.Background()
 	if inPOST {

@@ -66,7 +66,9 @@ var (
 
 // newHTTPSession makes a session. inPOST is a session that serves the one
 // message of a POST on the POST's goroutine (Options.ServeRequest): it has
-// no input to Read, and its context derives from parent, the POST's.
+// no input to Read, and its context is parent, the POST's, when
+// ServeRequest is mcp's (which ends the request when the session closes:
+// OnAbort), else derives from it.
 func (h *Handler) newHTTPSession(parent context.Context, id, subject string, stateless, inPOST bool) *httpSession {
 	ctx, cancel := parent, context.CancelFunc(nil)
 	if !inPOST || !h.opts.serveRequestAborts {
