@@ -106,7 +106,7 @@ func (s *Server) stamp(b []byte, mod *modernReq) (jsontext.Value, error) {
 	var meta jsontext.Value
 	hasType, complete, hasTTL, hasScope := false, true, false, false
 	if bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
-		err := scanWith(b, func(dec *jsontext.Decoder) error {
+		err := jsonrpc.WithDecoder(b, func(dec *jsontext.Decoder) error {
 			if _, err := dec.ReadToken(); err != nil { // {
 				return err
 			}

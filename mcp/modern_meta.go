@@ -5,10 +5,11 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
 )
 
 // modernReq is the per-request scope of a 2026-07-28 request: what its
@@ -55,27 +56,6 @@ func IsModernRequest(params jsontext.Value) bool {
 
 // errNamed stops IsModernRequest's reading at the protocolVersion member.
 var errNamed = errors.New("mcp: _meta names the protocol version")
-
-// metaScanner reads JSON without decoding it (see scanWith).
-type metaScanner struct {
-	src bytes.Buffer
-	dec jsontext.Decoder
-}
-
-var metaScanners = sync.Pool{New: func() any { return new(metaScanner) }}
-
-// scanWith calls read with a pooled decoder over b. A bytes.Buffer is
-// decoded in place: no copy of b, and the values read are slices of b.
-func scanWith(b []byte, read func(*jsontext.Decoder) error) error {
-	sc := metaScanners.Get().(*metaScanner)
-	sc.src = *bytes.NewBuffer(b)
-	sc.dec.Reset(&sc.src)
-	err := read(&sc.dec)
-	sc.src = bytes.Buffer{}
-	sc.dec.Reset(&sc.src) // drop the reference to b
-	metaScanners.Put(sc)
-	return err
-}
 
 // requestMetaWire is a modern request's _meta as read (decodeMeta): the
 // members keel reads, with their presence.
@@ -471,7 +451,7 @@ var (
 // scanMeta calls decode with a decoder at the value of params' _meta
 // member, if there is one, reading past the other members.
 func scanMeta(params jsontext.Value, decode func(*jsontext.Decoder) error) error {
-	return scanWith(params, func(dec *jsontext.Decoder) error {
+	return jsonrpc.WithDecoder(params, func(dec *jsontext.Decoder) error {
 		if _, err := dec.ReadToken(); err != nil { // {: the caller checked the kind
 			return err
 		}

@@ -110,7 +110,7 @@ var decoderPool = sync.Pool{New: func() any { return new(decoder) }}
 // syntax, UTF-8, duplicate member names at every depth, nothing after the
 // object. Member names match exactly (case-sensitive, after unescaping).
 func scan(data []byte, w *wireMessage) error {
-	return withDecoder(data, func(dec *jsontext.Decoder) error {
+	return WithDecoder(data, func(dec *jsontext.Decoder) error {
 		if err := members(dec, data, envelopeNames, w[:], false); err != nil {
 			return err
 		}
@@ -124,10 +124,11 @@ func scan(data []byte, w *wireMessage) error {
 	})
 }
 
-// withDecoder calls read with a pooled strict decoder over data. A
-// bytes.Buffer is decoded in place (no copy): the values read are slices
-// of data, and offsets index it.
-func withDecoder(data []byte, read func(dec *jsontext.Decoder) error) error {
+// WithDecoder calls read with a pooled strict decoder over data (the one
+// every reading of a message's JSON in keel uses). A bytes.Buffer is
+// decoded in place (no copy): the values read are slices of data, and
+// offsets index it.
+func WithDecoder(data []byte, read func(dec *jsontext.Decoder) error) error {
 	d := decoderPool.Get().(*decoder)
 	d.src = *bytes.NewBuffer(data)
 	d.dec.Reset(&d.src)
@@ -510,14 +511,14 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\
 // a pooled decoder, strictly (duplicate names are an error); names match
 // exactly, after unescaping. len(out) must be len(names).
 func Members(data []byte, names []string, out []jsontext.Value) error {
-	return withDecoder(data, func(dec *jsontext.Decoder) error { return members(dec, data, names, out, false) })
+	return WithDecoder(data, func(dec *jsontext.Decoder) error { return members(dec, data, names, out, false) })
 }
 
 // MembersOfValid is Members for data that was read strictly already (the
 // params of a decoded message): it stops once every name is found, so the
 // members after the last of them are not read again.
 func MembersOfValid(data []byte, names []string, out []jsontext.Value) error {
-	return withDecoder(data, func(dec *jsontext.Decoder) error { return members(dec, data, names, out, true) })
+	return WithDecoder(data, func(dec *jsontext.Decoder) error { return members(dec, data, names, out, true) })
 }
 
 // members reads the object at dec (data's decoder) for Members; with
