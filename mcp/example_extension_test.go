@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -96,6 +98,32 @@ func ExampleServerOptions_methods() {
 	// 2026.11 2025-11-25
 	// client says {"n":1}
 	// experimental: 1
+}
+
+// ServerOptions.Capabilities declares an experimental feature and an MCP
+// extension of one's own. A 2025 client reads the experimental map in the
+// initialize result; a 2026-07-28 client reads both maps on server/discover
+// (the 2025 revisions have no extensions member).
+func ExampleServerOptions_capabilities() {
+	srv := mcp.NewServer(&mcp.ServerOptions{
+		Logger: slog.New(slog.DiscardHandler),
+		Capabilities: &mcp.ServerCapabilities{
+			Experimental: map[string]any{"acme/search": map[string]any{"fuzzy": true}},
+			Extensions:   map[string]any{"io.modelcontextprotocol/ui": map[string]any{}},
+		},
+	})
+	old := connectExample(srv, nil)
+	defer old.Close()
+	caps := old.InitializeResult().Capabilities
+	fmt.Println("2025-11-25:", slices.Sorted(maps.Keys(caps.Experimental)), len(caps.Extensions))
+
+	modern := connectExample(srv, &mcp.ClientOptions{ProtocolVersion: mcp.Version20260728})
+	defer modern.Close()
+	caps = modern.DiscoverResult().Capabilities
+	fmt.Println("2026-07-28:", slices.Sorted(maps.Keys(caps.Experimental)), slices.Sorted(maps.Keys(caps.Extensions)))
+	// Output:
+	// 2025-11-25: [acme/search] 0
+	// 2026-07-28: [acme/search] [io.modelcontextprotocol/ui]
 }
 
 // Server.Sessions lists the live connections; NotifyAll reaches every
