@@ -101,9 +101,10 @@ func ExampleServerOptions_methods() {
 }
 
 // ServerOptions.Capabilities declares an experimental feature and an MCP
-// extension of one's own. A 2025 client reads the experimental map in the
-// initialize result; a 2026-07-28 client reads both maps on server/discover
-// (the 2025 revisions have no extensions member).
+// extension the server supports, beside what keel derives. A 2025 client
+// reads the experimental map in the initialize result; a 2026-07-28 client
+// reads both maps on server/discover (the 2025 revisions have no extensions
+// member).
 func ExampleServerOptions_capabilities() {
 	srv := mcp.NewServer(&mcp.ServerOptions{
 		Logger: slog.New(slog.DiscardHandler),
