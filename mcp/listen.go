@@ -144,7 +144,7 @@ func handleListen(ctx context.Context, req *Request) (any, error) {
 		}
 	}
 	id := req.ID
-	l.client = listenClient(ctx, ss)
+	l.client = listenClient(ctx)
 	if e := ss.server.hub.addListener(l, &ss.server.opts); e != nil {
 		return nil, e
 	}
@@ -217,19 +217,9 @@ func (ss *Session) listen(ctx context.Context, id jsontext.Value, l *listener) {
 }
 
 // listenClient is the key a subscription counts under for
-// MaxListensPerClient: the bearer token's subject, else the connection of
-// a session that outlives its request (stdio, in-memory, stateful HTTP);
-// "" (only the total counts) for anonymous per-request HTTP sessions,
-// which have no identity the server could trust.
-func listenClient(ctx context.Context, ss *Session) string {
-	if ti := TokenInfoFromContext(ctx); ti != nil && ti.Subject != "" {
-		return "subject:" + ti.Subject
-	}
-	if !ss.modernOnly {
-		return "session:" + ss.connID()
-	}
-	return ""
-}
+// MaxListensPerClient: its peer (PeerFromContext), so that one peer cannot
+// hold more listen streams by giving itself other names.
+func listenClient(ctx context.Context) string { return PeerFromContext(ctx).Key }
 
 // addListener registers l, or returns the error that refuses it when
 // MaxListens subscriptions are open, or MaxListensPerClient of its client.

@@ -134,11 +134,11 @@ type ServerOptions struct {
 
 	// MaxListens bounds the subscriptions/listen requests open at once on
 	// the server (default 1000); MaxListensPerClient those of one client
-	// (default 16): a bearer token's subject, or a connection that
-	// outlives its request. Anonymous per-request HTTP clients count only
-	// in the total; the HTTP handler's MaxStreams bounds them too. Over a
-	// limit the request gets CodeServerBusy with a RESOURCE_EXHAUSTED
-	// StructuredError naming it.
+	// (default 16): those of one peer (PeerFromContext: a verified
+	// token's subject or client id, else the remote address, else the
+	// connection), however many names or sessions it uses. Over a limit
+	// the request gets CodeServerBusy with a retryable RESOURCE_EXHAUSTED
+	// StructuredError naming it, and other peers are still served.
 	MaxListens          int
 	MaxListensPerClient int
 

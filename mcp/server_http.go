@@ -34,3 +34,27 @@ func (ss *Session) applyTransportContext(ctx context.Context) {
 	ss.mu.Unlock()
 	ss.state.Store(int32(StateRunning))
 }
+
+// Peer is who a request comes from: see transport.Peer.
+type Peer = transport.Peer
+
+// PeerFromContext returns the peer of the request ctx belongs to, the key
+// of every per-peer bound: the Peer its transport placed in the context
+// (the streamable HTTP handler: the verified token's subject or client
+// id, else the remote address through trusted proxies only), else the
+// subject or client id of a verified token, else the connection the
+// request came on (stdio, the in-memory pipe). A name the client gives
+// itself is never part of it. Outside a Server (no session) it is the zero
+// Peer, and no per-peer bound applies.
+func PeerFromContext(ctx context.Context) Peer {
+	if p, ok := transport.PeerFromContext(ctx); ok {
+		return p
+	}
+	if p, ok := transport.PeerOfToken(TokenInfoFromContext(ctx)); ok {
+		return p
+	}
+	if ss := sessionFromContext(ctx); ss != nil {
+		return transport.PeerOfConn(ss.connID())
+	}
+	return Peer{}
+}

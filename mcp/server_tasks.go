@@ -10,6 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/ids"
+	"github.com/keelmcp/keel/transport"
 )
 
 // Tasks (2025-11-25, experimental): a client may ask for a tools/call to
@@ -39,16 +40,20 @@ import (
 // tools/call chain; a task-augmented call that finds the pool full gets a
 // RESOURCE_EXHAUSTED isError result naming the limit. Finished tasks are
 // kept per owner within MaxFinishedTasks and MaxFinishedBytes (the oldest
-// evicted first), and a result over MaxResultBytes fails its task.
+// evicted first), and a result over MaxResultBytes fails its task. For
+// these quotas the owner is the authorization context, else the peer
+// (PeerFromContext): the sessions and self-reported names of one peer
+// share one quota, and no other peer can use it up or evict its results.
 // While it waits for the client (sampling, elicitation, roots: see
 // Session.CreateMessage and friends) the task is input_required, and those
 // requests, like its progress notifications, carry the related-task _meta.
 // Each change of status is announced with notifications/tasks/status.
 //
 // Security: tasks are bound to the authorization context of the request
-// that created them (TaskOptions.Owner) or, without one, to the session, and
-// are visible to it only: another owner's task id is answered like an
-// unknown one. Task ids are random UUIDs (128 bits, 122 of them random).
+// that created them (TaskOptions.Owner) or, without one, to the session
+// (2025 revisions) or the peer (2026-07-28, whose requests have no
+// session), and are visible to it only: another owner's task id is
+// answered like an unknown one. Task ids are random UUIDs (128 bits, 122 of them random).
 
 // Defaults of TaskOptions. Together they bound what a remote client can
 // make the server hold for tasks: running handlers (MaxRunning,
@@ -105,7 +110,9 @@ type TaskOptions struct {
 	// DefaultTaskPollInterval; negative = none suggested).
 	PollInterval time.Duration
 	// MaxTasks bounds the tasks in progress (not yet terminal) per owner
-	// (0 = DefaultMaxTasks; negative = no limit). A task-augmented call
+	// (0 = DefaultMaxTasks; negative = no limit). Here and in the bounds
+	// below, "per owner" means per authorization context (Owner), else
+	// per peer (PeerFromContext), whatever sessions or names it uses. A task-augmented call
 	// beyond it gets a RESOURCE_EXHAUSTED isError result.
 	MaxTasks int
 	// MaxRunning bounds the task handlers running at once, all owners
@@ -152,9 +159,10 @@ type TaskOptions struct {
 	// (SessionFromContext, TokenInfoFromContext). Tasks are bound to it:
 	// any session of the same owner may get, collect, cancel and list them,
 	// and they outlive the session that created them (until their ttl).
-	// "" binds tasks to the session: they end with it. Nil means the
-	// subject of the request's verified bearer token (HTTP with
-	// streamhttp.RequireBearer), else the session.
+	// "" binds tasks to the session: they end with it (a 2026-07-28
+	// request, which has no session, binds them to its peer). Nil means
+	// the subject, else the client id, of the request's verified bearer
+	// token (HTTP with streamhttp.RequireBearer), else the session.
 	Owner func(ctx context.Context) string
 	// ImmediateWait is how long a 2026-07-28 tools/call that may become a
 	// task waits for its handler before it answers with a task (the
@@ -317,9 +325,9 @@ func (o *TaskOptions) taskTTL(requested *int64) *int64 {
 // call starts in the background, on the task runner, once the request is
 // answered.
 func (st *taskStore) startTask(ss *Session, reqCtx context.Context, req *Request, call *ToolCall) (any, error) {
-	owner := st.ownerOf(ss, st.opts.owner(reqCtx))
+	owner, quota := st.ownerOf(ss, st.opts.owner(reqCtx)), st.quotaOf(reqCtx)
 	ttl := st.opts.taskTTL(call.Task.TTL)
-	if se := st.runner.reserve(owner); se != nil { // a slot of the task pool, from now on
+	if se := st.runner.reserve(quota); se != nil { // a slot of the task pool, from now on
 		return ToolErrorResult(withIDs(se, call)), nil
 	}
 	// The task outlives its request; bound to the session (no
@@ -336,14 +344,14 @@ func (st *taskStore) startTask(ss *Session, reqCtx context.Context, req *Request
 		c := cancel
 		cancel = func() { cancelDeadline(); c() }
 	}
-	e := st.create(ss, owner, call, ttl, cancel)
+	e := st.create(ss, owner, quota, call, ttl, cancel)
 	if e == nil {
 		cancel()
-		st.runner.release(owner)
+		st.runner.release(quota)
 		return ToolErrorResult(withIDs(errTooManyTasks(st.opts.MaxTasks), call)), nil
 	}
 	call.task = e
-	run := &taskRun{call: call, owner: owner, ctx: ctx, reserved: true, exit: cancel,
+	run := &taskRun{call: call, quota: quota, ctx: ctx, reserved: true, exit: cancel,
 		settle: func(res *CallToolResult, err error) { ss.server.tasks.finishTask(ss, e, res, err) }}
 	call.respond = run.deliver // respondEarly (the response deadline)
 	call.Logger.Debug("mcp: task created", "tool", call.Name, "taskId", e.id)
@@ -353,7 +361,7 @@ func (st *taskStore) startTask(ss *Session, reqCtx context.Context, req *Request
 			// Middleware refused it, or the request was cancelled: the
 			// client never learnt of the task, which must not run.
 			cancel()
-			st.runner.release(owner)
+			st.runner.release(quota)
 			ss.server.tasks.finishTask(ss, e, nil, &Error{Code: CodeInternalError, Message: "Internal error: the task was created but its creation was not answered"})
 			return
 		}
@@ -537,19 +545,30 @@ func taskParams(req *Request) (string, *Error) {
 }
 
 // owner returns the owner key of the authorization context of a request
-// ("" = none: the session): Owner's answer, or the subject of the
-// request's verified bearer token (TokenInfoFromContext).
+// ("" = none: the session): Owner's answer, or the subject (else the
+// client id) of the request's verified bearer token
+// (TokenInfoFromContext).
 func (o *TaskOptions) owner(ctx context.Context) string {
 	sub := ""
 	if o.Owner != nil {
 		sub = o.Owner(ctx)
-	} else if ti := TokenInfoFromContext(ctx); ti != nil {
-		sub = ti.Subject
+	} else if p, ok := transport.PeerOfToken(TokenInfoFromContext(ctx)); ok {
+		sub = p.Key
 	}
 	if sub == "" {
 		return ""
 	}
 	return "auth:" + sub
+}
+
+// quotaOf returns the key the task quotas of a request count against:
+// its authorization context (owner), else its peer (PeerFromContext).
+// Sessions and self-reported names of one peer thus share its quotas.
+func (st *taskStore) quotaOf(ctx context.Context) string {
+	if k := st.opts.owner(ctx); k != "" {
+		return k
+	}
+	return "peer:" + PeerFromContext(ctx).Key
 }
 
 // taskOwner returns the owner key of the request ctx belongs to.

@@ -17,7 +17,8 @@ import (
 //   - it runs on one goroutine the runner owns and counts (StopTasks waits
 //     for it), with one recover: a panic becomes an INTERNAL tool error;
 //   - it holds a slot of the task pool from start to the handler's return:
-//     at most MaxRunning handlers run at once, MaxRunningPerOwner per owner
+//     at most MaxRunning handlers run at once, MaxRunningPerOwner per
+//     quota key (the authorization context, else the peer)
 //     (a handler that ignores its cancelled context still holds its slot);
 //   - its context is cancelled after MaxRunTime, and the run then ends with
 //     an error naming that limit, at once, even if the handler goes on;
@@ -33,7 +34,7 @@ import (
 // taskRun is one run of a task's handler.
 type taskRun struct {
 	call  *ToolCall
-	owner string          // the owner key the pool counts the run against
+	quota string          // the key the pool counts the run against (taskStore.quotaOf)
 	ctx   context.Context // the task's context: it outlives the request
 	in    *Input          // the answers of an input round (2026-07-28), or nil
 	// settle receives the run's outcome, exactly once (the era hook).
@@ -63,7 +64,7 @@ type taskRunner struct {
 
 	mu      sync.Mutex
 	total   int            // runs holding a slot (reserved or running)
-	byOwner map[string]int // the same per owner (only owners holding one)
+	byOwner map[string]int // the same per quota key (only keys holding one)
 	live    map[*taskRun]struct{}
 	stopped bool
 	wg      sync.WaitGroup // one count per goroutine running a handler
@@ -81,7 +82,7 @@ func errTasksStopping() *Error {
 	return &Error{Code: CodeInternalError, Message: "Internal error: the server is stopping its tasks"}
 }
 
-// reserve takes a slot of the task pool for owner; the error names the
+// reserve takes a slot of the task pool for the quota key owner; the error names the
 // limit that refused it.
 func (tr *taskRunner) reserve(owner string) *StructuredError {
 	tr.mu.Lock()
@@ -135,13 +136,13 @@ func (tr *taskRunner) start(r *taskRun) error {
 	tr.mu.Lock()
 	if tr.stopped {
 		if r.reserved {
-			tr.releaseLocked(r.owner)
+			tr.releaseLocked(r.quota)
 		}
 		tr.mu.Unlock()
 		return errTasksStopping()
 	}
 	if !r.reserved {
-		if se := tr.reserveLocked(r.owner); se != nil {
+		if se := tr.reserveLocked(r.quota); se != nil {
 			tr.mu.Unlock()
 			return se
 		}
@@ -181,7 +182,7 @@ func (tr *taskRunner) exec(r *taskRun, ctx context.Context) {
 	r.cancel()
 	tr.mu.Lock()
 	delete(tr.live, r)
-	tr.releaseLocked(r.owner)
+	tr.releaseLocked(r.quota)
 	tr.mu.Unlock()
 	if r.exit != nil {
 		r.exit()

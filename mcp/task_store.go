@@ -19,11 +19,15 @@ import (
 // next used; a purged task that still runs is cancelled. Session-bound
 // tasks are cancelled and dropped when their session ends.
 //
-// Finished tasks are bounded per owner: at most MaxFinishedTasks of them,
-// holding at most MaxFinishedBytes of results (each counts the JSON size
-// of its result or error plus finishedTaskOverhead); beyond either, the
-// owner's oldest finished task is evicted and reads as not found, as an
-// expired one does.
+// Quotas (tasks in progress, finished tasks, pool slots) are counted per
+// quota key (quotaOf): the authorization context when there is one, else
+// the peer (PeerFromContext), so that a peer with many sessions or names
+// has one share, and no other peer can use it up. Finished tasks are
+// bounded per quota key: at most MaxFinishedTasks of them, holding at most
+// MaxFinishedBytes of results (each counts the JSON size of its result or
+// error plus finishedTaskOverhead); beyond either, the oldest finished
+// task of that key is evicted and reads as not found, as an expired one
+// does.
 
 // finishedTaskOverhead is what every finished task counts against
 // MaxFinishedBytes besides its result: the entry itself.
@@ -38,9 +42,10 @@ const finishedTaskOverhead = 512
 // them (the call, its cancel function, the done channel): a shared store
 // needs those split from the record first.
 type taskTable interface {
-	// create adds a working task for owner ("" = the session ss), or
-	// returns nil when owner has MaxTasks tasks in progress.
-	create(ss *Session, owner string, call *ToolCall, ttl *int64, cancel context.CancelFunc) *taskEntry
+	// create adds a working task for owner ("" = the session ss),
+	// counted against quota, or returns nil when quota has MaxTasks tasks
+	// in progress.
+	create(ss *Session, owner, quota string, call *ToolCall, ttl *int64, cancel context.CancelFunc) *taskEntry
 	// get returns owner's task id, or nil (unknown, expired, evicted, or
 	// another owner's).
 	get(owner, id string) *taskEntry
@@ -51,7 +56,7 @@ type taskTable interface {
 	// setWaiting counts the requests a task waits for (input_required).
 	setWaiting(e *taskEntry, delta int) bool
 	// finish moves a task to a terminal status with its outcome (size is
-	// its JSON size), evicting the owner's oldest finished tasks beyond
+	// its JSON size), evicting its quota key's oldest finished tasks beyond
 	// the bounds; false when the task was terminal already.
 	finish(e *taskEntry, status TaskStatus, message string, res *CallToolResult, rpcErr *Error, size int64) bool
 	// outcome returns a terminal task's result or error.
@@ -63,7 +68,8 @@ var _ taskTable = (*taskStore)(nil)
 // taskEntry is one task. Its mutable fields are guarded by the store's mu.
 type taskEntry struct {
 	id    string
-	owner string
+	owner string // who may see it
+	quota string // what it counts against (quotaOf)
 	seq   uint64
 	key   string   // pagination key: creation order
 	ss    *Session // the session that created it: status notifications go there
@@ -97,8 +103,8 @@ type taskStore struct {
 	nextExpiry time.Time           // earliest expiry among the tasks (zero: none)
 	sessions   map[*Session]string // owner keys of the sessions with tasks (their end is watched)
 	sessionSeq uint64
-	active     map[string]int            // owner → non-terminal tasks
-	finished   map[string]*finishedTasks // owner → its terminal tasks, oldest first
+	active     map[string]int            // quota key → non-terminal tasks
+	finished   map[string]*finishedTasks // quota key → its terminal tasks, oldest first
 	index      atomic.Pointer[toolIndex] // tool definitions by name (see findTool)
 
 	// runner runs the handlers of both eras (task_runner.go).
@@ -116,7 +122,7 @@ func (st *taskStore) changed(e *taskEntry) {
 	}
 }
 
-// finishedTasks are the terminal tasks of one owner, in the order they
+// finishedTasks are the terminal tasks of one quota key, in the order they
 // finished, and the bytes they count.
 type finishedTasks struct {
 	l     list.List // of *taskEntry
@@ -152,9 +158,9 @@ func errTooManyTasks(limit int) *StructuredError {
 }
 
 // create adds a new working task for owner ("" = the session ss), created
-// by ss, unless owner already has MaxTasks tasks in progress (nil then).
-// cancel cancels the task's context.
-func (st *taskStore) create(ss *Session, owner string, call *ToolCall, ttl *int64, cancel context.CancelFunc) *taskEntry {
+// by ss and counted against quota, unless quota already has MaxTasks tasks
+// in progress (nil then). cancel cancels the task's context.
+func (st *taskStore) create(ss *Session, owner, quota string, call *ToolCall, ttl *int64, cancel context.CancelFunc) *taskEntry {
 	now := st.now()
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -162,7 +168,7 @@ func (st *taskStore) create(ss *Session, owner string, call *ToolCall, ttl *int6
 	if owner == "" {
 		owner = st.sessionOwnerLocked(ss)
 	}
-	if max := st.opts.MaxTasks; max > 0 && st.active[owner] >= max {
+	if max := st.opts.MaxTasks; max > 0 && st.active[quota] >= max {
 		return nil
 	}
 	st.seq++
@@ -171,7 +177,7 @@ func (st *taskStore) create(ss *Session, owner string, call *ToolCall, ttl *int6
 		id = st.opts.NewID()
 	}
 	ts := formatTime(now)
-	e := &taskEntry{id: id, owner: owner, seq: st.seq, key: seqKey(st.seq), ss: ss, call: call,
+	e := &taskEntry{id: id, owner: owner, quota: quota, seq: st.seq, key: seqKey(st.seq), ss: ss, call: call,
 		task: Task{TaskID: id, Status: TaskStatusWorking, CreatedAt: ts, LastUpdatedAt: ts, TTL: ttl},
 		done: make(chan struct{}), cancel: cancel}
 	if st.opts.PollInterval > 0 {
@@ -186,7 +192,7 @@ func (st *taskStore) create(ss *Session, owner string, call *ToolCall, ttl *int6
 	}
 	e.notified = e.task
 	st.byID[id] = e
-	st.active[owner]++
+	st.active[quota]++
 	return e
 }
 
@@ -294,7 +300,7 @@ func (st *taskStore) setWaiting(e *taskEntry, delta int) bool {
 
 // finish moves e to a terminal status with its outcome (size: its JSON
 // size), unless it is terminal already; it reports whether it did. The
-// owner's oldest finished tasks are evicted beyond MaxFinishedTasks and
+// quota key's oldest finished tasks are evicted beyond MaxFinishedTasks and
 // MaxFinishedBytes (e itself too, when its result alone is over).
 func (st *taskStore) finish(e *taskEntry, status TaskStatus, message string, res *CallToolResult, rpcErr *Error, size int64) bool {
 	now := st.now()
@@ -305,25 +311,25 @@ func (st *taskStore) finish(e *taskEntry, status TaskStatus, message string, res
 	}
 	e.task.Status, e.task.StatusMessage, e.task.LastUpdatedAt = status, message, formatTime(now)
 	e.result, e.rpcErr = res, rpcErr
-	st.active[e.owner]--
-	if st.active[e.owner] <= 0 {
-		delete(st.active, e.owner)
+	st.active[e.quota]--
+	if st.active[e.quota] <= 0 {
+		delete(st.active, e.quota)
 	}
 	close(e.done)
 	st.retireLocked(e, size)
 	return true
 }
 
-// retireLocked adds the terminal task e to its owner's finished list and
+// retireLocked adds the terminal task e to its quota key's finished list and
 // evicts the oldest ones beyond the bounds.
 func (st *taskStore) retireLocked(e *taskEntry, size int64) {
 	if st.byID[e.id] != e {
 		return // removed meanwhile
 	}
-	f := st.finished[e.owner]
+	f := st.finished[e.quota]
 	if f == nil {
 		f = &finishedTasks{}
-		st.finished[e.owner] = f
+		st.finished[e.quota] = f
 	}
 	e.size = size + finishedTaskOverhead
 	e.fin = f.l.PushBack(e)
@@ -337,17 +343,17 @@ func (st *taskStore) retireLocked(e *taskEntry, size int64) {
 	}
 }
 
-// unlinkLocked takes a terminal task out of its owner's finished list.
+// unlinkLocked takes a terminal task out of its quota key's finished list.
 func (st *taskStore) unlinkLocked(e *taskEntry) {
 	if e.fin == nil {
 		return
 	}
-	f := st.finished[e.owner]
+	f := st.finished[e.quota]
 	f.l.Remove(e.fin)
 	f.bytes -= e.size
 	e.fin = nil
 	if f.l.Len() == 0 {
-		delete(st.finished, e.owner)
+		delete(st.finished, e.quota)
 	}
 }
 
@@ -384,9 +390,9 @@ func (st *taskStore) removeLocked(id string, e *taskEntry, why string) {
 	delete(st.byID, id)
 	st.unlinkLocked(e)
 	if !e.task.Status.Terminal() {
-		st.active[e.owner]--
-		if st.active[e.owner] <= 0 {
-			delete(st.active, e.owner)
+		st.active[e.quota]--
+		if st.active[e.quota] <= 0 {
+			delete(st.active, e.quota)
 		}
 		e.task.Status = TaskStatusCancelled
 		e.task.StatusMessage = "The task was removed (" + why + ")."

@@ -25,6 +25,7 @@ type modernRun struct {
 	st     *taskStore
 	call   *ToolCall
 	owner  string
+	quota  string             // what its tasks count against (taskStore.quotaOf)
 	caps   ClientCapabilities // what the request declared: input requests must fit
 	round0 int                // the input round the call started at
 	ctx    context.Context
@@ -71,10 +72,11 @@ func (run *modernRun) isTask() bool {
 }
 
 // modernOwner returns the owner key of a modern request's tasks: its
-// authorization context (TaskOptions.Owner, or its bearer token's
-// subject), or the shared anonymous scope. Legacy owners never collide.
+// authorization context (TaskOptions.Owner, or its bearer token's subject
+// or client id), else its peer (PeerFromContext): an anonymous caller
+// sees the tasks of its own peer only. Legacy owners never collide.
 func (st *taskStore) modernOwner(ctx context.Context) string {
-	return "modern:" + st.opts.owner(ctx)
+	return "modern:" + st.quotaOf(ctx)
 }
 
 // modernTaskCall applies the tasks extension to a 2026-07-28 tools/call.
@@ -103,7 +105,7 @@ func (st *taskStore) modernTaskCall(ss *Session, ctx context.Context, req *Reque
 		return nil, e, true
 	}
 	call.Task = &TaskMetadata{} // it may become a task: no response deadline
-	run := &modernRun{ss: ss, st: st, call: call, owner: st.modernOwner(ctx), caps: r.mod.meta.ClientCapabilities,
+	run := &modernRun{ss: ss, st: st, call: call, owner: st.modernOwner(ctx), quota: st.quotaOf(ctx), caps: r.mod.meta.ClientCapabilities,
 		answered: make(chan struct{}), escalated: make(chan struct{})}
 	if in != nil {
 		run.round0 = in.Round
@@ -177,7 +179,7 @@ func (run *modernRun) escalate() bool {
 	if ttl != nil {
 		stopTimer = time.AfterFunc(time.Duration(*ttl)*time.Millisecond, run.cancel).Stop
 	}
-	e := st.create(nil, run.owner, run.call, ttl, func() { stopTimer(); run.cancel() })
+	e := st.create(nil, run.owner, run.quota, run.call, ttl, func() { stopTimer(); run.cancel() })
 	if e == nil {
 		stopTimer()
 		run.call.Logger.Debug("mcp: too many tasks in progress: the call is answered directly", "tool", run.call.Name)
@@ -198,7 +200,7 @@ func (run *modernRun) escalate() bool {
 // server stops its tasks), the call is answered with that (an isError
 // result before it is a task), or the task fails with it.
 func (run *modernRun) start(in *Input) {
-	r := &taskRun{call: run.call, owner: run.owner, ctx: run.ctx, in: in, settle: run.outcome}
+	r := &taskRun{call: run.call, quota: run.quota, ctx: run.ctx, in: in, settle: run.outcome}
 	run.mu.Lock()
 	run.cur = r
 	run.mu.Unlock()

@@ -19,75 +19,50 @@ import (
 // 128 bytes is replaced by its SHA-256 digest.
 type ClientKeyFunc func(ctx context.Context, call *mcp.ToolCall) string
 
-// Prefixes of the keys DefaultClientKey returns.
+// Prefixes of the keys DefaultClientKey returns: those of mcp.Peer.Key.
 const (
 	// ClientKeySubject prefixes the subject of a verified bearer token.
-	ClientKeySubject = "subject:"
-	// ClientKeySession prefixes the connection correlation id of a
-	// session.
-	ClientKeySession = "session:"
-	// ClientKeyAnonymous is the key of requests that carry no identity
-	// (see DefaultClientKey); a self-reported client name may follow it
-	// after a colon.
-	ClientKeyAnonymous = "anonymous"
+	ClientKeySubject = transport.PeerKeySubject
+	// ClientKeyClient prefixes the client id of a verified bearer token
+	// that names no subject.
+	ClientKeyClient = transport.PeerKeyClient
+	// ClientKeyAddr prefixes the remote address of an anonymous HTTP
+	// request (IPv6: its /64), through trusted proxies only.
+	ClientKeyAddr = transport.PeerKeyAddr
+	// ClientKeyConn prefixes the id of a connection that is its own peer
+	// (stdio, the in-memory pipe).
+	ClientKeyConn = transport.PeerKeyConn
 )
 
-// maxClientNameBytes bounds the self-reported client name in a key.
-const maxClientNameBytes = 64
-
-// DefaultClientKey is the ClientKeyFunc used when none is configured. It
-// chooses, in this order:
+// DefaultClientKey is the ClientKeyFunc used when none is configured: the
+// key of the call's peer (mcp.PeerFromContext), which every per-peer
+// bound of keel shares:
 //
-//  1. "subject:" + the subject of the request's verified bearer token
-//     (mcp.TokenInfoFromContext), whatever session or connection the
+//  1. "subject:" + the subject of the request's verified bearer token,
+//     else "client:" + its client id, whatever session or connection the
 //     request came on: a user does not get more slots by opening more
 //     sessions;
-//  2. "session:" + the session's connection correlation id, for a request
-//     on a session that outlives it (a 2025 session over any transport, a
-//     stdio or in-memory connection);
-//  3. "anonymous" for a request without a token on a session that lives
-//     only for its HTTP POST (every 2026-07-28 request over HTTP, and
-//     legacy requests to a stateless handler): such a session says
-//     nothing about who sent it. When the request's _meta names the
-//     client software (io.modelcontextprotocol/clientInfo), its name is
-//     appended ("anonymous:" + name, at most 64 bytes of it), which
-//     separates different client programs; the name is self-reported, so
-//     it separates honest clients only. All anonymous requests otherwise
-//     share one key, and so one fair share and one rate limit: to give
-//     each caller its own, authenticate them, or supply a ClientKeyFunc
-//     that uses what your deployment knows (a verified client address,
-//     an API key);
+//  2. "addr:" + the remote address of a request without a token over
+//     HTTP (an IPv6 address by its /64 prefix), read through the
+//     handler's trusted proxies only (streamhttp.Options.TrustedProxies);
+//  3. "conn:" + the connection's id over stdio or the in-memory pipe;
 //  4. "" (no per-client limits) outside a Server: a call without a
 //     session, as in tests that run a Chain directly.
+//
+// What a client says about itself (its clientInfo name, the sessions it
+// opens) is no part of the key, so it can never enlarge its share: two
+// names or a thousand sessions from one address share one fair share and
+// one rate limit. A ClientKeyFunc of your own may return a finer key (for
+// example the peer's key and a verified API key) to split a peer's share
+// among its users.
 func DefaultClientKey(ctx context.Context, call *mcp.ToolCall) string {
-	if ti := mcp.TokenInfoFromContext(ctx); ti != nil && ti.Subject != "" {
-		return ClientKeySubject + ti.Subject
+	if k := mcp.PeerFromContext(ctx).Key; k != "" {
+		return k
 	}
-	if call == nil || call.Session == nil {
-		return ""
+	if call != nil && call.Session != nil { // a call whose context is not its request's
+		return transport.PeerOfConn(call.Session.ConnectionCorrelationID()).Key
 	}
-	if _, ephemeral := transport.StatelessRequestFromContext(ctx); !ephemeral {
-		return ClientKeySession + call.Session.ConnectionCorrelationID()
-	}
-	if name := clientName(ctx); name != "" {
-		return ClientKeyAnonymous + ":" + name
-	}
-	return ClientKeyAnonymous
-}
-
-// clientName returns the client's self-reported name of the request ctx
-// belongs to (a 2026-07-28 request's _meta clientInfo), cut to
-// maxClientNameBytes.
-func clientName(ctx context.Context) string {
-	req := mcp.RequestFromContext(ctx)
-	if req == nil {
-		return ""
-	}
-	name := req.ClientInfo().Name
-	if len(name) > maxClientNameBytes {
-		name = name[:maxClientNameBytes]
-	}
-	return name
+	return ""
 }
 
 // maxClientKeyBytes bounds the keys the per-client stages hold.

@@ -80,10 +80,13 @@
 //
 // The fair share of the concurrency slots and the rate limit apply per
 // client. A ClientKeyFunc (StandardOptions.ClientKey) says which client a
-// call comes from; DefaultClientKey uses the bearer token's subject, else
-// the session, else one "anonymous" key (with the client's self-reported
-// name) for requests on sessions that live for a single HTTP POST, as
-// every 2026-07-28 request over HTTP does. Per-client state is bounded: the
+// call comes from; DefaultClientKey uses the call's peer
+// (mcp.PeerFromContext): the bearer token's subject or client id, else the
+// remote address (IPv6 by /64, through trusted proxies only), else the
+// connection. What a client says about itself (its name, the sessions it
+// opens) is never part of it, so it cannot enlarge its share; every other
+// per-peer bound of keel (tasks, listen streams, sessions, HTTP streams)
+// uses the same key. Per-client state is bounded: the
 // Limiter keeps only clients holding slots, the RateLimiter at most
 // RateLimitOptions.MaxClients clients.
 //

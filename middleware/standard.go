@@ -40,8 +40,9 @@ type StandardOptions struct {
 	Limiter *Limiter
 	// ClientKey says which client a call comes from, for the per-client
 	// limits: the concurrency share and the rate limit (nil =
-	// DefaultClientKey: the bearer token's subject, else the session, else
-	// "anonymous"). Both stages use this one function.
+	// DefaultClientKey: the peer, as mcp.PeerFromContext says: the bearer
+	// token's subject or client id, else the remote address, else the
+	// connection). Both stages use this one function.
 	ClientKey ClientKeyFunc
 	// RateLimit, if set, adds the rate-limit stage (RateLimiter) with
 	// these options; its ClientKey is ignored in favour of ClientKey
