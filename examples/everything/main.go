@@ -102,7 +102,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/keelmcp/keel"
 	"github.com/keelmcp/keel/mcp"
@@ -180,14 +179,21 @@ func newRegistry(logger *slog.Logger) *registry.Registry {
 // configures the handler (nil = defaults). By default it rejects Host and
 // Origin headers other than localhost, 127.0.0.1 and ::1 (DNS rebinding
 // protection): to serve under another name, list it in AllowedHosts.
+// Connections are bounded as on any server open to a network: see
+// newHTTPServer and limitConns.
 func serveHTTP(ctx context.Context, srv *mcp.Server, ln net.Listener, opts *streamhttp.Options) error {
 	h := streamhttp.NewServerHandler(srv, opts)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hs := newHTTPServer(mux, srv.Options().Logger)
+	var proxies []string
+	if opts != nil {
+		proxies = opts.TrustedProxies
+	}
+	lln := limitConns(ln, srv.Options().Logger, proxies)
 
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(lln) }()
 	select {
 	case err := <-errc:
 		return err
@@ -200,4 +206,21 @@ func serveHTTP(ctx context.Context, srv *mcp.Server, ln net.Listener, opts *stre
 		return fmt.Errorf("shutting down the HTTP server: %w", err)
 	}
 	return herr
+}
+
+// newHTTPServer returns the HTTP server of serveHTTP for handler: the
+// timeouts and header limit of streamhttp.NewHTTPServer (10 s to send the
+// headers, 60 s for an idle keep-alive connection, 60 s for one write, 64
+// KiB of headers), its error log on logger.
+func newHTTPServer(handler http.Handler, logger *slog.Logger) *http.Server {
+	return streamhttp.NewHTTPServer(handler, &streamhttp.HTTPServerOptions{Logger: logger})
+}
+
+// limitConns bounds the connections serveHTTP accepts on ln
+// (streamhttp.LimitListener with its defaults): beyond them, in all or
+// from one address, a new connection is closed at once and logged at a
+// bounded rate. Connections from the trusted proxies count in the total
+// only.
+func limitConns(ln net.Listener, logger *slog.Logger, proxies []string) *streamhttp.LimitedListener {
+	return streamhttp.LimitListener(ln, &streamhttp.ListenerOptions{Logger: logger, TrustedProxies: proxies})
 }

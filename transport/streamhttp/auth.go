@@ -86,14 +86,17 @@ type BearerOptions struct {
 //     scope="..." (the scope when Scopes is set);
 //   - a malformed Authorization header, or a token in the query string:
 //     400 with error="invalid_request";
-//   - a token the verifier rejects, expired, or for another resource: 401
-//     with error="invalid_token";
+//   - a token the verifier rejects, expired, for another resource, or
+//     naming neither a subject nor a client id: 401 with
+//     error="invalid_token";
 //   - a token without the required Scopes: 403 with
 //     error="insufficient_scope", scope and resource_metadata;
 //   - a verifier failure: 500.
 //
 // An admitted request continues with the TokenInfo in its context
-// (TokenInfoFromContext).
+// (TokenInfoFromContext). The token's subject, else its client id, is the
+// request's peer (transport.Peer): sessions are bound to it, and every
+// per-peer bound counts against it.
 //
 // Bearer auth without an audience would admit any token the verifier
 // accepts, whatever server it was issued for: RequireBearer panics when
@@ -151,6 +154,12 @@ func RequireBearer(v TokenVerifier, opts *BearerOptions) func(http.Handler) http
 				return
 			case info == nil:
 				o.challenge(w, r, http.StatusUnauthorized, "invalid_token", "the access token is invalid")
+				return
+			case info.Subject == "" && info.ClientID == "":
+				// Without either, its holders could not be told apart:
+				// they would share sessions, tasks and quotas.
+				refusals.print("transport: bearer token refused: it names neither a subject nor a client id")
+				o.challenge(w, r, http.StatusUnauthorized, "invalid_token", "the access token names no subject or client")
 				return
 			}
 			if !info.Expiry.IsZero() && !o.Now().Before(info.Expiry) {

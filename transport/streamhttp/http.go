@@ -84,8 +84,11 @@ type Handler struct {
 	sessions  map[string]*httpSession
 	stateless map[*httpSession]struct{} // sessions of stateless POSTs in progress
 
-	inflight atomic.Int64 // unanswered requests, all sessions
-	streams  atomic.Int64 // HTTP requests being served (MaxStreams)
+	proxies        proxyList  // TrustedProxies
+	peerSessions   peerCounts // live sessions per peer (MaxSessionsPerPeer)
+	peerStreams    peerCounts // HTTP requests being served per peer (MaxStreamsPerPeer)
+	inflight       atomic.Int64 // unanswered requests, all sessions
+	streams        atomic.Int64 // HTTP requests being served (MaxStreams)
 	refusals *refusalLog
 	closing  atomic.Bool
 	serveWG  sync.WaitGroup
@@ -114,6 +117,12 @@ func NewHandler(opts *Options) *Handler {
 	}
 	if o.MaxStreams == 0 {
 		o.MaxStreams = DefaultMaxStreams
+	}
+	if o.MaxSessionsPerPeer == 0 {
+		o.MaxSessionsPerPeer = DefaultMaxSessionsPerPeer
+	}
+	if o.MaxStreamsPerPeer == 0 {
+		o.MaxStreamsPerPeer = DefaultMaxStreamsPerPeer
 	}
 	if o.MaxSessionGETStreams == 0 {
 		o.MaxSessionGETStreams = DefaultMaxSessionGETStreams
@@ -156,6 +165,11 @@ func NewHandler(opts *Options) *Handler {
 			h.store = NewMemoryEventStore(nil)
 		}
 	}
+	proxies, err := parseProxies("Options.TrustedProxies", o.TrustedProxies)
+	if err != nil {
+		panic(err.Error())
+	}
+	h.proxies = proxies
 	h.refusals = newRefusalLog(o.Logger, slog.LevelWarn, o.RefusalLogsPerSecond)
 	h.hosts, h.anyHost = normalizeList(o.AllowedHosts, defaultLocalHosts)
 	h.origins = newOriginList(o.AllowedOrigins)
@@ -194,6 +208,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusForbidden, codeServerError, "Forbidden: Origin not allowed")
 		return
 	}
+	// Who the request comes from, for every per-peer bound here and in
+	// the server (mcp.PeerFromContext): set once, on the request.
+	r = r.WithContext(transport.WithPeer(r.Context(), h.peerOf(r)))
 	if r.Method == http.MethodGet || r.Method == http.MethodDelete {
 		if v, _ := headerField(r, headerProtocolVersion); isModernHeader(v) {
 			// Revision 2026-07-28 has no GET stream and no sessions.
@@ -344,11 +361,20 @@ func (h *Handler) lookup(w http.ResponseWriter, r *http.Request) *httpSession {
 	return s
 }
 
+// subjectOf returns the verified identity a session is bound to: the
+// peer key of the request's bearer token (subject, else client id), or ""
+// without a token.
 func subjectOf(r *http.Request) string {
-	if ti := TokenInfoFromContext(r.Context()); ti != nil {
-		return ti.Subject
+	if p, ok := transport.PeerOfToken(TokenInfoFromContext(r.Context())); ok {
+		return p.Key
 	}
 	return ""
+}
+
+// peerKey returns the key of the peer ServeHTTP placed in r's context.
+func peerKey(r *http.Request) string {
+	p, _ := transport.PeerFromContext(r.Context())
+	return p.Key
 }
 
 func (h *Handler) removeSession(s *httpSession) {
@@ -356,6 +382,7 @@ func (h *Handler) removeSession(s *httpSession) {
 	delete(h.stateless, s)
 	if s.id != "" && h.sessions[s.id] == s {
 		delete(h.sessions, s.id)
+		h.peerSessions.release(s.peer)
 	}
 	h.mu.Unlock()
 }
@@ -381,10 +408,10 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusNotAcceptable, codeServerError, "Not Acceptable: Accept must include application/json and text/event-stream")
 		return
 	}
-	if !h.acquireStream(w) {
+	if !h.acquireStream(w, r) {
 		return
 	}
-	defer h.releaseStream()
+	defer h.releaseStream(r)
 	body, ok := h.readBody(w, r)
 	if !ok {
 		return
@@ -444,11 +471,19 @@ func (h *Handler) createSession(w http.ResponseWriter, r *http.Request, reqID []
 		h.refuseAtLimit(w, http.StatusServiceUnavailable, reqID, "MaxSessions", int64(max), "too many sessions")
 		return nil
 	}
+	peer := peerKey(r)
+	if !h.peerSessions.acquire(peer, h.opts.MaxSessionsPerPeer) {
+		h.mu.Unlock()
+		h.refuseAtLimit(w, http.StatusTooManyRequests, reqID, "MaxSessionsPerPeer", int64(h.opts.MaxSessionsPerPeer), "too many sessions for this peer")
+		return nil
+	}
 	id := h.opts.NewSessionID()
 	for h.sessions[id] != nil {
 		id = h.opts.NewSessionID()
 	}
-	s := h.newHTTPSession(context.Background(), id, subjectOf(r), false, false)
+	p, _ := transport.PeerFromContext(r.Context())
+	s := h.newHTTPSession(transport.WithPeer(context.Background(), p), id, subjectOf(r), false, false)
+	s.peer = peer
 	h.sessions[id] = s
 	h.mu.Unlock()
 	s.begin()
@@ -554,7 +589,7 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 	// and the request sees the POST's values (the verified token, for
 	// one).
 	inPOST := modern && env.msg.Method != methodListen && h.opts.ServeRequest != nil
-	parent := context.Background()
+	parent := context.WithoutCancel(r.Context()) // its values: the peer, the verified token
 	if inPOST {
 		parent = r.Context()
 	}

@@ -16,10 +16,10 @@ func (h *Handler) serveGET(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusServiceUnavailable, codeServerError, "Service Unavailable: shutting down")
 		return
 	}
-	if !h.acquireStream(w) {
+	if !h.acquireStream(w, r) {
 		return
 	}
-	defer h.releaseStream()
+	defer h.releaseStream(r)
 	s := h.lookup(w, r)
 	if s == nil {
 		return

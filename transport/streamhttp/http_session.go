@@ -29,6 +29,7 @@ type httpSession struct {
 	h         *Handler
 	id        string // "" in stateless mode
 	subject   string // authenticated user the session is bound to ("" = none)
+	peer      string // key of the peer that created it (MaxSessionsPerPeer)
 	stateless bool
 	listen    bool // serves one modern subscriptions/listen request
 

@@ -127,19 +127,28 @@ func (h *Handler) refuseAtLimit(w http.ResponseWriter, status int, id jsontext.V
 	_, _ = w.Write(body)
 }
 
-// acquireStream counts an HTTP request against MaxStreams; false means it
-// was refused (503). A true result must be paired with releaseStream.
-func (h *Handler) acquireStream(w http.ResponseWriter) bool {
+// acquireStream counts an HTTP request against MaxStreamsPerPeer (429)
+// and MaxStreams (503); false means it was refused. A true result must be
+// paired with releaseStream.
+func (h *Handler) acquireStream(w http.ResponseWriter, r *http.Request) bool {
+	if !h.peerStreams.acquire(peerKey(r), h.opts.MaxStreamsPerPeer) {
+		h.refuseAtLimit(w, http.StatusTooManyRequests, nil, "MaxStreamsPerPeer", int64(h.opts.MaxStreamsPerPeer), "too many open streams for this peer")
+		return false
+	}
 	max := int64(h.opts.MaxStreams)
 	if n := h.streams.Add(1); max > 0 && n > max {
 		h.streams.Add(-1)
+		h.peerStreams.release(peerKey(r))
 		h.refuseAtLimit(w, http.StatusServiceUnavailable, nil, "MaxStreams", max, "too many open streams")
 		return false
 	}
 	return true
 }
 
-func (h *Handler) releaseStream() { h.streams.Add(-1) }
+func (h *Handler) releaseStream(r *http.Request) {
+	h.streams.Add(-1)
+	h.peerStreams.release(peerKey(r))
+}
 
 // StreamCount returns the number of HTTP requests the handler is serving:
 // open GET streams and POSTs (from their body to their answer), the count

@@ -41,6 +41,15 @@ const (
 	// as many POSTs waiting for their answers. Each holds a goroutine and
 	// its connection's buffers.
 	DefaultMaxStreams = 2 * DefaultMaxSessions
+	// DefaultMaxSessionsPerPeer bounds the live sessions of one peer (a
+	// verified token's subject or client id, else a remote address): a
+	// tenth of DefaultMaxSessions, so that one peer cannot take every
+	// session.
+	DefaultMaxSessionsPerPeer = DefaultMaxSessions / 10
+	// DefaultMaxStreamsPerPeer bounds the HTTP requests of one peer served
+	// at once (GET streams, POSTs waiting for their answers): a tenth of
+	// DefaultMaxStreams.
+	DefaultMaxStreamsPerPeer = DefaultMaxStreams / 10
 	// DefaultMaxSessionGETStreams bounds the GET streams one session has
 	// open at once: its standalone stream and the resumptions of its
 	// requests' streams (SSE polling reconnects one per call).
@@ -129,6 +138,29 @@ type Options struct {
 	// error whose data names the limit (default DefaultMaxStreams;
 	// negative: no bound).
 	MaxStreams int
+	// MaxSessionsPerPeer bounds the live sessions of one peer: the
+	// verified bearer token's subject or client id, else the remote
+	// address (an IPv6 address by its /64 prefix) read through
+	// TrustedProxies. An initialize beyond it gets 429 with a JSON-RPC
+	// error whose data names the limit, while other peers still get
+	// sessions (default DefaultMaxSessionsPerPeer; negative: no bound).
+	MaxSessionsPerPeer int
+	// MaxStreamsPerPeer bounds the HTTP requests of one peer served at
+	// once, counted as MaxStreams counts them; a request beyond it gets
+	// 429 naming the limit (default DefaultMaxStreamsPerPeer; negative: no
+	// bound).
+	MaxStreamsPerPeer int
+	// TrustedProxies lists the reverse proxies (IP addresses, or CIDR
+	// prefixes such as "10.0.0.0/8") whose Forwarded or X-Forwarded-For
+	// headers tell the client's address. Only a request whose connection
+	// comes from one of them is read that way: its hops are read from the
+	// right, and the first that is not a trusted proxy is the peer (a hop
+	// that does not parse ends the walk at the proxy that added it). From
+	// any other peer the headers are ignored, so a client cannot choose
+	// its own address. Nil: no proxy is trusted, the connection's address
+	// is the peer's. NewHandler panics on an entry that is neither an
+	// address nor a prefix.
+	TrustedProxies []string
 	// MaxSessionGETStreams bounds the GET streams one session has open at
 	// once (its standalone stream and resumptions with Last-Event-ID); a
 	// GET beyond it gets 429 (default DefaultMaxSessionGETStreams;
