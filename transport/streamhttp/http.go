@@ -84,14 +84,15 @@ type Handler struct {
 	sessions  map[string]*httpSession
 	stateless map[*httpSession]struct{} // sessions of stateless POSTs in progress
 
-	proxies      proxyList    // TrustedProxies
-	peerSessions peerCounts   // live sessions per peer (MaxSessionsPerPeer)
-	peerStreams  peerCounts   // HTTP requests being served per peer (MaxStreamsPerPeer)
-	inflight     atomic.Int64 // unanswered requests, all sessions
-	streams      atomic.Int64 // HTTP requests being served (MaxStreams)
-	refusals     *refusalLog
-	closing      atomic.Bool
-	serveWG      sync.WaitGroup
+	proxies      proxyList  // TrustedProxies
+	peerSessions peerCounts // live sessions per peer (MaxSessionsPerPeer)
+	peerStreams  peerCounts // HTTP requests being served per peer (MaxStreamsPerPeer)
+
+	inflight atomic.Int64 // unanswered requests, all sessions
+	streams  atomic.Int64 // HTTP requests being served (MaxStreams)
+	refusals *refusalLog
+	closing  atomic.Bool
+	serveWG  sync.WaitGroup
 }
 
 var _ http.Handler = (*Handler)(nil)
