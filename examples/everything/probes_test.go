@@ -46,12 +46,18 @@ type probeServer struct {
 // they say otherwise. The server stops when the test ends.
 func startProbeServer(t *testing.T, opts *streamhttp.Options) *probeServer {
 	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	return startProbeServerOn(t, ln, opts)
+}
+
+// startProbeServerOn is startProbeServer on the listener ln.
+func startProbeServerOn(t *testing.T, ln net.Listener, opts *streamhttp.Options) *probeServer {
+	t.Helper()
 	logs := &exampletest.SafeBuffer{}
 	cfg := defaults()
 	logger := cfg.Logger(logs)
 	srv, err := configuredServer(cfg, newRegistry(logger), logger)
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
@@ -158,9 +164,15 @@ func TestProbeGreedySessionBesidePoliteOne(t *testing.T) {
 // a client named client that declares the tasks extension, and returns
 // the JSON-RPC response (of a JSON or an SSE answer).
 func modernPost(ctx context.Context, hc *http.Client, url, client, method, name, params string) (map[string]any, error) {
+	return modernPostCaps(ctx, hc, url, client, `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`, method, name, params)
+}
+
+// modernPostCaps is modernPost from a client declaring the capabilities
+// caps (a JSON object).
+func modernPostCaps(ctx context.Context, hc *http.Client, url, client, caps, method, name, params string) (map[string]any, error) {
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
 		`"io.modelcontextprotocol/clientInfo":{"name":"` + client + `","version":"1.0.0"},` +
-		`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+		`"io.modelcontextprotocol/clientCapabilities":` + caps + `}`
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":%q,"params":{%s,%s}}`, method, params, meta)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {

@@ -47,9 +47,9 @@ const (
 	// session.
 	DefaultMaxSessionsPerPeer = DefaultMaxSessions / 10
 	// DefaultMaxStreamsPerPeer bounds the HTTP requests of one peer served
-	// at once (GET streams, POSTs waiting for their answers): a tenth of
-	// DefaultMaxStreams.
-	DefaultMaxStreamsPerPeer = DefaultMaxStreams / 10
+	// at once (GET streams, POSTs waiting for their answers): a twentieth
+	// of DefaultMaxStreams, one stream for each session the peer may hold.
+	DefaultMaxStreamsPerPeer = DefaultMaxSessionsPerPeer
 	// DefaultMaxSessionGETStreams bounds the GET streams one session has
 	// open at once: its standalone stream and the resumptions of its
 	// requests' streams (SSE polling reconnects one per call).
