@@ -32,6 +32,10 @@ var testVerifier = streamhttp.TokenVerifierFunc(func(_ context.Context, token st
 		return &streamhttp.TokenInfo{Subject: "dave", Audience: []string{"https://elsewhere.example/mcp"}}, nil
 	case "no-audience-token":
 		return &streamhttp.TokenInfo{Subject: "erin", Scopes: []string{"mcp:read", "mcp:write"}}, nil
+	case "client-token": // client credentials: a client id, no subject
+		return &streamhttp.TokenInfo{ClientID: "app", Audience: []string{resource}}, nil
+	case "nobody-token":
+		return &streamhttp.TokenInfo{Audience: []string{resource}}, nil
 	case "broken-token":
 		return nil, errors.New("introspection endpoint unreachable")
 	}
@@ -72,6 +76,7 @@ func TestRequireBearer(t *testing.T) {
 		{name: "another resource's token", auth: "Bearer other-audience-token", status: 401, challenge: `not issued for this resource`},
 		{name: "token without audience", auth: "Bearer no-audience-token", status: 401, challenge: `not issued for this resource`},
 		{name: "verifier failure", auth: "Bearer broken-token", status: 500},
+		{name: "token naming no subject or client", auth: "Bearer nobody-token", status: 401, challenge: `error="invalid_token", error_description="the access token names no subject or client"`},
 		{name: "valid", auth: "Bearer alice-token", status: 204},
 		{name: "scheme is case-insensitive", auth: "bearer alice-token", status: 204},
 	}

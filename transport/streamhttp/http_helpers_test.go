@@ -218,6 +218,10 @@ func (f *fakeServer) handle(ctx, mctx context.Context, t transport.Transport, m 
 		}
 		b, _ := json.Marshal(map[string]string{"subject": subject})
 		return b
+	case "peer":
+		p, _ := transport.PeerFromContext(mctx)
+		b, _ := json.Marshal(map[string]string{"key": p.Key, "addr": p.Addr.String()})
+		return b
 	case "stateless":
 		sr, ok := transport.StatelessRequestFromContext(ctx)
 		b, _ := json.Marshal(struct {
