@@ -80,10 +80,17 @@
 // What a peer can make a Server hold is bounded: message nesting depth and
 // batch size (MaxDepth, MaxBatch), rounds of input per request
 // (MaxInputRounds), open subscriptions/listen requests in all and per
-// client (MaxListens, MaxListensPerClient; beyond them CodeServerBusy with
+// peer (MaxListens, MaxListensPerClient; beyond them CodeServerBusy with
 // a RESOURCE_EXHAUSTED StructuredError naming the limit), used states
 // remembered in single-use mode (MaxUsedStates), each request the server
 // sends a client (RequestTimeout), and tasks: handlers running in the task
 // pool in all and per owner, their run time, tasks in progress and
 // finished ones per owner, a result's size and a task's ttl (TaskOptions).
+//
+// A peer (PeerFromContext) is who the transport says a request comes
+// from: a verified token's subject or client id, else the remote address
+// (HTTP), else the connection (stdio, the in-memory pipe); never what the
+// client says about itself. Per-peer bounds are keyed by it, so a peer's
+// share stays one share however many names or sessions it uses; an
+// anonymous 2026-07-28 caller's tasks belong to its peer.
 package mcp

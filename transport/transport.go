@@ -11,8 +11,9 @@
 // endpoint; streamhttp.ClientTransport is its client side; RequireBearer
 // and ProtectedResourceMetadataHandler there make an HTTP server an OAuth
 // resource server, as the MCP authorization specification asks. This
-// package keeps what both share: the context helpers for token info and
-// stateless requests.
+// package keeps what both share: the context helpers for token info,
+// stateless requests and the Peer a request comes from (the key of every
+// per-peer bound).
 package transport
 
 import (

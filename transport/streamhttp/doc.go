@@ -11,20 +11,37 @@
 // Mcp-Name and Mcp-Param-* headers, and answers its errors with their HTTP
 // statuses (404 for -32601; 400 for -32020, -32021 and -32022).
 //
+// # Peers
+//
+// Who a request comes from is what the network, or a verified credential,
+// says: the subject of the bearer token RequireBearer verified (else its
+// client id; a token naming neither is refused), else the remote address
+// of the connection, an IPv6 address counting by its /64 prefix. Behind a
+// reverse proxy, list it in Options.TrustedProxies: Forwarded and
+// X-Forwarded-For are read only from those addresses (the rightmost hop
+// that is not a trusted proxy is the client), and ignored from anyone
+// else. The Handler places that transport.Peer in every request's context
+// (mcp.PeerFromContext), and every per-peer bound of keel, here and in the
+// server (request slots, tasks, listen streams, rate limits), is keyed by
+// it. What a client says about itself (its clientInfo name, the sessions
+// it opens) never changes its peer.
+//
 // # Safe by default
 //
-// Everything a peer can make the Handler hold is bounded, and a request
-// refused at a bound gets a JSON-RPC error whose message and data name the
-// Options field and its value:
+// Everything a peer can make the Handler hold is bounded, in all and per
+// peer, and a request refused at a bound gets a JSON-RPC error whose
+// message and data name the Options field and its value:
 //
 //   - live sessions: MaxSessions (DefaultMaxSessions; an initialize beyond
-//     it gets 503);
+//     it gets 503), MaxSessionsPerPeer of one peer
+//     (DefaultMaxSessionsPerPeer; 429);
 //   - a session no request names after its initialize ends after
 //     InitTimeout (DefaultInitTimeout), any other after IdleTimeout
 //     (DefaultIdleTimeout) without requests or open streams;
 //   - HTTP requests in progress, every POST until its answer and every GET
 //     stream, all sessions and modes together: MaxStreams
-//     (DefaultMaxStreams; 503);
+//     (DefaultMaxStreams; 503), MaxStreamsPerPeer of one peer
+//     (DefaultMaxStreamsPerPeer; 429);
 //   - GET streams of one session: MaxSessionGETStreams
 //     (DefaultMaxSessionGETStreams; 429);
 //   - a request body: MaxBodyBytes (413), delivered within BodyReadTimeout
@@ -35,8 +52,18 @@
 //
 // The Host and Origin checks against DNS rebinding are on by default
 // (localhost only): a server reachable under another name lists it in
-// Options.AllowedHosts. Request headers are bounded by your http.Server
-// (set ReadHeaderTimeout; MaxHeaderBytes defaults to 1 MB).
+// Options.AllowedHosts.
+//
+// Connections are bounded around the Handler: NewHTTPServer returns an
+// http.Server with a read-header timeout, an idle timeout for keep-alive
+// connections, a timeout on each write (SSE streams may last, a client
+// that stops reading may not), a header size limit and its error log on
+// slog; LimitListener closes connections beyond MaxConns in all or
+// MaxConnsPerPeer from one address at accept, logging them at a bounded
+// rate:
+//
+//	hs := streamhttp.NewHTTPServer(mux, nil)
+//	_ = hs.Serve(streamhttp.LimitListener(ln, nil))
 //
 // Around the handler, RequireBearer makes the endpoint an OAuth resource
 // server (RFC 9728 metadata) and CORS answers browsers' preflights.
