@@ -86,11 +86,13 @@ func PeerOfAddr(a netip.Addr) Peer {
 		return Peer{}
 	}
 	a = a.Unmap().WithZone("")
+	var buf [64]byte // one allocation: the key itself
+	b := append(buf[:0], PeerKeyAddr...)
 	if a.Is4() {
-		return Peer{Key: PeerKeyAddr + a.String(), Addr: a}
+		return Peer{Key: string(a.AppendTo(b)), Addr: a}
 	}
 	p, _ := a.Prefix(64)
-	return Peer{Key: PeerKeyAddr + p.String(), Addr: a}
+	return Peer{Key: string(p.AppendTo(b)), Addr: a}
 }
 
 // PeerOfConn returns the peer of a connection that is its own peer (stdio,
@@ -99,16 +101,34 @@ func PeerOfConn(id string) Peer { return Peer{Key: boundKey(PeerKeyConn + id)} }
 
 type peerKey struct{}
 
+// peerContext is a context carrying a Peer: one allocation, where
+// context.WithValue would need two (the context and the boxed Peer).
+type peerContext struct {
+	context.Context
+	peer Peer
+}
+
+// Value implements context.Context.
+func (c *peerContext) Value(key any) any {
+	if _, ok := key.(peerKey); ok {
+		return &c.peer
+	}
+	return c.Context.Value(key)
+}
+
 // WithPeer returns a context carrying p (used by transports: the peer of
 // the request or session the context belongs to).
 func WithPeer(ctx context.Context, p Peer) context.Context {
-	return context.WithValue(ctx, peerKey{}, p)
+	return &peerContext{Context: ctx, peer: p}
 }
 
 // PeerFromContext returns the Peer a transport placed in ctx (WithPeer),
 // and whether there is one. Servers read it through mcp.PeerFromContext,
 // which also knows the peer of a connection without one.
 func PeerFromContext(ctx context.Context) (Peer, bool) {
-	p, ok := ctx.Value(peerKey{}).(Peer)
-	return p, ok && p.Key != ""
+	p, ok := ctx.Value(peerKey{}).(*Peer)
+	if !ok || p.Key == "" {
+		return Peer{}, false
+	}
+	return *p, true
 }
