@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/transport"
 )
 
 // inputFor prepares the Input of a request that may answer input_required
@@ -23,6 +25,9 @@ func (r *responder) inputFor(ctx context.Context, method, target string, args js
 	subject := ""
 	if ti := TokenInfoFromContext(ctx); ti != nil {
 		subject = ti.Subject
+		if subject == "" && ti.ClientID != "" { // a client-credentials token: its client is the caller
+			subject = transport.PeerKeyClient + ti.ClientID
+		}
 	}
 	// The digest of the arguments is computed only when a state is
 	// opened or sealed: most requests need neither.
