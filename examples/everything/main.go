@@ -27,6 +27,12 @@
 // Logs go to stderr as JSON lines (-v: debug level); on stdio, stdout
 // carries protocol messages only.
 //
+// Over HTTP the server bounds what each peer (a client address; a token's
+// subject behind authentication) may hold, whatever names it gives
+// itself: sessions, streams, request slots, tasks, listen streams and
+// connections, with the timeouts of streamhttp.NewHTTPServer and the
+// connection limits of streamhttp.LimitListener (see serveHTTP).
+//
 // # Configuration
 //
 // The configuration is loaded once, at start: keel's defaults (named
