@@ -590,7 +590,7 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 	// and the request sees the POST's values (the verified token, for
 	// one).
 	inPOST := modern && env.msg.Method != methodListen && h.opts.ServeRequest != nil
-	parent := context.Background() // (its messages carry the POST's values: the peer, the token)
+	parent := context.Background()
 	if inPOST {
 		parent = r.Context()
 	}
