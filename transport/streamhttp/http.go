@@ -41,7 +41,9 @@ const (
 // an unknown or ended session (or one bound to another user); 202 with no
 // body for POSTs carrying only notifications and responses; 503 while
 // shutting down, and at MaxSessions or MaxStreams; 429 at
-// MaxSessionGETStreams. The error bodies of limits carry data
+// MaxSessionGETStreams, MaxSessionsPerPeer and MaxStreamsPerPeer (the
+// peer is the verified token's subject or client id, else the remote
+// address read through TrustedProxies). The error bodies of limits carry data
 // {"limit": the Options field, "max": its value}.
 //
 // Each message the server sends goes on exactly one stream: a response on
