@@ -12,8 +12,11 @@ import (
 // ClientKeyFunc says which client a tools/call comes from, for the limits
 // that apply per client: the fair share of concurrency slots (Limiter) and
 // the rate limit (RateLimiter). Calls with the same key share those
-// limits. An empty key exempts the call from per-client limits (the total
-// number of slots still applies). It is called once per call per stage,
+// limits. The limits also apply to the call's peer (mcp.PeerFromContext)
+// whatever the function says: a key finer than the peer (for example the
+// peer's key and a name the client gives) splits the peer's share, and
+// can never enlarge it. An empty key exempts the call from per-client
+// and per-peer limits (the total number of slots still applies). It is called once per call per stage,
 // concurrently: keep it fast and safe for concurrent use. Keys are held
 // while a client has calls running or rate-limit state; a key longer than
 // 128 bytes is replaced by its SHA-256 digest.
@@ -53,8 +56,8 @@ const (
 // opens) is no part of the key, so it can never enlarge its share: two
 // names or a thousand sessions from one address share one fair share and
 // one rate limit. A ClientKeyFunc of your own may return a finer key (for
-// example the peer's key and a verified API key) to split a peer's share
-// among its users.
+// example a name or an API key) to split a peer's share among its
+// clients: each client is held to the share, and the peer still is too.
 func DefaultClientKey(ctx context.Context, call *mcp.ToolCall) string {
 	if k := mcp.PeerFromContext(ctx).Key; k != "" {
 		return k
@@ -63,6 +66,21 @@ func DefaultClientKey(ctx context.Context, call *mcp.ToolCall) string {
 		return transport.PeerOfConn(call.Session.ConnectionCorrelationID()).Key
 	}
 	return ""
+}
+
+// shareKeys returns the keys a call's per-client limits count under (f nil
+// = DefaultClientKey): its peer's key, and the client key f gives when it
+// is finer than the peer ("" when it is the peer's own). Both are "" when
+// f exempts the call.
+func shareKeys(f ClientKeyFunc, ctx context.Context, c *Call) (peer, client string) {
+	client = clientKeyOf(f, ctx, c)
+	if client == "" {
+		return "", ""
+	}
+	if peer = DefaultClientKey(ctx, c.ToolCall); peer == client {
+		client = ""
+	}
+	return peer, client
 }
 
 // maxClientKeyBytes bounds the keys the per-client stages hold.

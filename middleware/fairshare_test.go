@@ -290,3 +290,48 @@ func TestClientKeyBounded(t *testing.T) {
 	assert.True(t, strings.HasPrefix(k, "sha256:"))
 	assert.Equal(t, "short", clientKeyOf(func(context.Context, *mcp.ToolCall) string { return "short" }, context.Background(), c))
 }
+
+// A ClientKeyFunc finer than the peer (here: the name a call gives)
+// splits the peer's share and never enlarges it: two names of one peer
+// hold its share together, for the concurrency slots and the rate limit,
+// while another peer is served.
+func TestClientKeySplitsThePeerShare(t *testing.T) {
+	resetExhausted()
+	peerA := transport.WithPeer(context.Background(), transport.PeerOfAddr(netip.MustParseAddr("192.0.2.1")))
+	peerB := transport.WithPeer(context.Background(), transport.PeerOfAddr(netip.MustParseAddr("192.0.2.2")))
+
+	t.Run("concurrency slots", func(t *testing.T) {
+		tt := newTestTools(t)
+		lim := NewLimiterWith(&LimiterOptions{Max: 6, PerClient: 2, ClientKey: metaKey})
+		ch := New(tt.reg, lim.Middleware())
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer close(tt.release)
+		for _, name := range []string{"one", "two"} {
+			wg.Go(func() {
+				_, err := ch.CallTool(peerA, callAs(name, "block", `{}`))
+				assert.NoError(t, err)
+			})
+			<-tt.started
+		}
+		assert.Equal(t, 2, lim.ClientInUse("addr:192.0.2.1"), "the peer holds its share")
+		_, err := ch.CallTool(peerA, callAs("three", "echo", `{"message":"hi"}`))
+		se := structuredErr(t, err)
+		assert.Equal(t, "maxConcurrentPerClient", se.Details["limit"], "a third name gains nothing")
+		_, err = ch.CallTool(peerB, callAs("one", "echo", `{"message":"hi"}`))
+		assert.NoError(t, err, "another peer is served, under any name")
+	})
+	t.Run("rate limit", func(t *testing.T) {
+		tt := newTestTools(t)
+		clk := newManualClock()
+		rl, err := NewRateLimiter(&RateLimitOptions{PerClient: Rate{Calls: 1, Per: time.Minute}, ClientKey: metaKey, Now: clk.Now})
+		require.NoError(t, err)
+		ch := New(tt.reg, rl.Middleware())
+		_, err = ch.CallTool(peerA, callAs("one", "echo", `{"message":"hi"}`))
+		require.NoError(t, err)
+		_, err = ch.CallTool(peerA, callAs("two", "echo", `{"message":"hi"}`))
+		assert.Equal(t, mcp.ErrRateLimited, structuredErr(t, err).Code, "another name of the peer shares its bucket")
+		_, err = ch.CallTool(peerB, callAs("two", "echo", `{"message":"hi"}`))
+		assert.NoError(t, err, "another peer has its own bucket")
+	})
+}

@@ -19,7 +19,9 @@ import (
 // Fair share: besides the total, each client (see ClientKeyFunc) may hold
 // at most PerClient slots at once, so that one client cannot take every
 // slot and starve the others: a greedy client gets RESOURCE_EXHAUSTED for
-// the calls over its share while a polite one still finds free slots.
+// the calls over its share while a polite one still finds free slots. The
+// share also bounds each peer (mcp.PeerFromContext), however its calls are
+// split into clients: the names and sessions of one peer share one share.
 //
 // Calls that run as tasks take no slot: a call with mcp.ToolCall.Task set
 // (a 2025-11-25 task-augmented call, or a 2026-07-28 call that may become a
@@ -35,8 +37,9 @@ type Limiter struct {
 	key       ClientKeyFunc
 	inUse     atomic.Int64
 
-	mu      sync.Mutex       // guards clients
-	clients map[string]int64 // slots held per client key; only keys holding one
+	mu      sync.Mutex       // guards clients and peers
+	clients map[string]int64 // slots held per client key finer than its peer; only keys holding one
+	peers   map[string]int64 // slots held per peer key; only keys holding one
 }
 
 // LimiterOptions configure NewLimiterWith. Nil means all defaults.
@@ -110,11 +113,12 @@ func (l *Limiter) PerClient() int { return int(l.perClient) }
 // yet returned.
 func (l *Limiter) InUse() int { return int(l.inUse.Load()) }
 
-// ClientInUse returns the number of slots the client with key holds now.
+// ClientInUse returns the number of slots the client, or the peer, with
+// key holds now.
 func (l *Limiter) ClientInUse(key string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return int(l.clients[key])
+	return int(l.clients[key] + l.peers[key])
 }
 
 // TryAcquire takes a slot if one is free and reports whether it did. It
@@ -145,11 +149,12 @@ const (
 	limitPerClient = "maxConcurrentPerClient"
 )
 
-// acquireFor takes a slot for the client with key, within its share
-// ("" = no share), and returns "" or the limit that refused it, with the
-// slots the client holds.
-func (l *Limiter) acquireFor(key string) (refused string, held int64) {
-	if key == "" || l.perClient <= 0 {
+// acquireFor takes a slot for the peer and client with these keys (see
+// shareKeys; "" = no share), within both shares, and returns "" or the
+// limit that refused it, with the slots the refusing (or, on success, the
+// finest) share holds.
+func (l *Limiter) acquireFor(peer, client string) (refused string, held int64) {
+	if (peer == "" && client == "") || l.perClient <= 0 {
 		if !l.TryAcquire() {
 			return limitTotal, 0
 		}
@@ -157,28 +162,48 @@ func (l *Limiter) acquireFor(key string) (refused string, held int64) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	held = l.clients[key]
-	if held >= l.perClient {
-		return limitPerClient, held
+	hp, hc := l.peers[peer], l.clients[client]
+	switch {
+	case peer != "" && hp >= l.perClient:
+		return limitPerClient, hp
+	case client != "" && hc >= l.perClient:
+		return limitPerClient, hc
+	case !l.TryAcquire():
+		return limitTotal, max(hp, hc)
 	}
-	if !l.TryAcquire() {
-		return limitTotal, held
+	if peer != "" {
+		l.peers = count(l.peers, peer, 1)
 	}
-	if l.clients == nil {
-		l.clients = make(map[string]int64)
+	if client != "" {
+		l.clients = count(l.clients, client, 1)
+		return "", hc + 1
 	}
-	l.clients[key] = held + 1
-	return "", held + 1
+	return "", hp + 1
 }
 
-// releaseFor gives back a slot taken by acquireFor(key).
-func (l *Limiter) releaseFor(key string) {
-	if key != "" && l.perClient > 0 {
+// count adds d to m[key], dropping keys that reach 0 (the maps hold only
+// keys holding slots), and returns m (made when nil).
+func count(m map[string]int64, key string, d int64) map[string]int64 {
+	if m == nil {
+		m = make(map[string]int64)
+	}
+	if n := m[key] + d; n > 0 {
+		m[key] = n
+	} else {
+		delete(m, key)
+	}
+	return m
+}
+
+// releaseFor gives back a slot taken by acquireFor(peer, client).
+func (l *Limiter) releaseFor(peer, client string) {
+	if (peer != "" || client != "") && l.perClient > 0 {
 		l.mu.Lock()
-		if n := l.clients[key] - 1; n > 0 {
-			l.clients[key] = n
-		} else {
-			delete(l.clients, key) // the map holds only clients holding slots
+		if peer != "" {
+			l.peers = count(l.peers, peer, -1)
+		}
+		if client != "" {
+			l.clients = count(l.clients, client, -1)
 		}
 		l.mu.Unlock()
 	}
@@ -199,11 +224,11 @@ func (l *Limiter) Middleware() Middleware {
 			if c.Task != nil {
 				return next(ctx, c) // a task: the Server's task pool bounds it
 			}
-			key := ""
+			peer, client := "", ""
 			if l.perClient > 0 {
-				key = clientKeyOf(l.key, ctx, c)
+				peer, client = shareKeys(l.key, ctx, c)
 			}
-			switch refused, held := l.acquireFor(key); refused {
+			switch refused, held := l.acquireFor(peer, client); refused {
 			case limitPerClient:
 				return nil, c.toolError(mcp.ErrResourceExhausted,
 					"too many concurrent tool executions for this client (maxConcurrentPerClient is "+strconv.FormatInt(l.perClient, 10)+")",
@@ -214,7 +239,7 @@ func (l *Limiter) Middleware() Middleware {
 					"too many concurrent tool executions (maxConcurrentExecutions is "+strconv.FormatInt(l.max, 10)+")",
 					map[string]any{"limit": limitTotal, limitTotal: l.max, "concurrentExecutions": l.inUse.Load()})
 			}
-			defer l.releaseFor(key)
+			defer l.releaseFor(peer, client)
 			return next(ctx, c)
 		}
 	}

@@ -69,7 +69,10 @@ type RateLimitOptions struct {
 
 // RateLimiter limits how often each client may call tools: a token bucket
 // per client (RateLimitOptions.PerClient) and per client and tool
-// (RateLimitOptions.PerTool). A call without a token in every bucket it
+// (RateLimitOptions.PerTool). The same buckets bound each peer
+// (mcp.PeerFromContext) however its calls are split into clients (see
+// ClientKeyFunc): a call takes a token of its peer's buckets and, when its
+// client key is finer, of its client's. A call without a token in every bucket it
 // needs is refused at once with a RATE_LIMITED tool error, retryable, whose
 // details say when to come back:
 //
@@ -202,11 +205,11 @@ func (l *RateLimiter) Middleware() Middleware {
 			if !l.perClient.on() && !limited {
 				return next(ctx, c)
 			}
-			key := clientKeyOf(l.key, ctx, c)
-			if key == "" {
+			peer, client := shareKeys(l.key, ctx, c)
+			if peer == "" && client == "" {
 				return next(ctx, c)
 			}
-			if d, which := l.take(key, c.Name, tr, limited); d > 0 {
+			if d, which := l.take([2]string{peer, client}, c.Name, tr, limited); d > 0 {
 				return nil, l.refusal(c, d, which)
 			}
 			return next(ctx, c)
@@ -214,58 +217,77 @@ func (l *RateLimiter) Middleware() Middleware {
 	}
 }
 
-// take takes a token for the call of tool by key from every bucket it
-// needs, or none; it returns 0, or how long until every bucket holds a
-// token and the rate that refused (the per-tool rate when both do).
-func (l *RateLimiter) take(key, tool string, tr bucketRate, limited bool) (time.Duration, *bucketRate) {
+// take takes a token for the call of tool from every bucket it needs, of
+// each of keys (its peer and its client key; "" = none), or none; it
+// returns 0, or how long until every bucket holds a token and the rate
+// that refused (the per-tool rate when both do).
+func (l *RateLimiter) take(keys [2]string, tool string, tr bucketRate, limited bool) (time.Duration, *bucketRate) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	rc := l.client(key, now)
-	var tb *bucket
-	if limited {
-		tb = rc.tools[tool]
-		if tb == nil {
-			if rc.tools == nil {
-				rc.tools = map[string]*bucket{}
-			}
-			tb = &bucket{tokens: tr.burst, last: now}
-			rc.tools[tool] = tb
-		}
+	type levels struct {
+		rc      *rateClient
+		tb      *bucket
+		all, tl float64
 	}
+	var got [2]levels
 	var d time.Duration
 	var which *bucketRate
-	all := 0.0
-	if l.perClient.on() {
-		if all = rc.all.level(l.perClient, now); all < 1 {
-			d, which = wait(l.perClient, all), &l.perClient
+	for i, key := range keys {
+		if key == "" {
+			continue
 		}
-	}
-	tl := 0.0
-	if limited {
-		if tl = tb.level(tr, now); tl < 1 {
-			if w := wait(tr, tl); w > d {
-				d = w
+		g := &got[i]
+		g.rc = l.client(key, now, got[0].rc)
+		if limited {
+			if g.tb = g.rc.tools[tool]; g.tb == nil {
+				if g.rc.tools == nil {
+					g.rc.tools = map[string]*bucket{}
+				}
+				g.tb = &bucket{tokens: tr.burst, last: now}
+				g.rc.tools[tool] = g.tb
 			}
-			which = &tr
+		}
+		if l.perClient.on() {
+			if g.all = g.rc.all.level(l.perClient, now); g.all < 1 {
+				if w := wait(l.perClient, g.all); w > d {
+					d = w
+				}
+				if which == nil {
+					which = &l.perClient
+				}
+			}
+		}
+		if limited {
+			if g.tl = g.tb.level(tr, now); g.tl < 1 {
+				if w := wait(tr, g.tl); w > d {
+					d = w
+				}
+				which = &tr
+			}
 		}
 	}
 	if which != nil {
 		return max(d, 1), which
 	}
-	if l.perClient.on() {
-		rc.all = bucket{tokens: all - 1, last: now}
-	}
-	if limited {
-		*tb = bucket{tokens: tl - 1, last: now}
+	for _, g := range got {
+		if g.rc == nil {
+			continue
+		}
+		if l.perClient.on() {
+			g.rc.all = bucket{tokens: g.all - 1, last: now}
+		}
+		if limited {
+			*g.tb = bucket{tokens: g.tl - 1, last: now}
+		}
 	}
 	return 0, nil
 }
 
 // client returns key's state, made the most recently seen, creating it
-// (with full buckets) if needed and forgetting others to stay within
-// maxClients. l.mu is held.
-func (l *RateLimiter) client(key string, now time.Time) *rateClient {
+// (with full buckets) if needed and forgetting others, except keep, to
+// stay within maxClients. l.mu is held.
+func (l *RateLimiter) client(key string, now time.Time, keep *rateClient) *rateClient {
 	if e, ok := l.clients[key]; ok {
 		l.lru.MoveToFront(e)
 		return e.Value.(*rateClient)
@@ -275,13 +297,19 @@ func (l *RateLimiter) client(key string, now time.Time) *rateClient {
 	// at the limit.
 	for range 2 {
 		e := l.lru.Back()
-		if e == nil || !l.idle(e.Value.(*rateClient), now) {
+		if e == nil || e.Value == keep || !l.idle(e.Value.(*rateClient), now) {
 			break
 		}
 		l.forget(e)
 	}
 	for len(l.clients) >= l.maxClients {
-		l.forget(l.lru.Back())
+		e := l.lru.Back()
+		if e.Value == keep { // the call's other state: forget the one before it
+			if e = e.Prev(); e == nil {
+				break // (MaxClients 1: both are kept for this call)
+			}
+		}
+		l.forget(e)
 	}
 	rc := &rateClient{key: key, all: bucket{tokens: l.perClient.burst, last: now}}
 	l.clients[key] = l.lru.PushFront(rc)
