@@ -84,13 +84,12 @@
 // (mcp.PeerFromContext): the bearer token's subject or client id, else the
 // remote address (IPv6 by /64, through trusted proxies only), else the
 // connection. What a client says about itself (its name, the sessions it
-// opens) is never part of it, so it cannot enlarge its share (a
-// ClientKeyFunc of your own may split a peer's share, and the peer is
-// still held to it); every other
-// per-peer bound of keel (tasks, listen streams, sessions, HTTP streams)
-// uses the same key. Per-client state is bounded: the
-// Limiter keeps only clients holding slots, the RateLimiter at most
-// RateLimitOptions.MaxClients clients.
+// opens) is never part of it, so it cannot enlarge its share. A
+// ClientKeyFunc of your own may split a peer's share among its clients;
+// the peer is still held to it. Every other per-peer bound of keel
+// (tasks, listen streams, sessions, HTTP streams) uses the same peer.
+// Per-client state is bounded: the Limiter keeps only clients holding
+// slots, the RateLimiter at most RateLimitOptions.MaxClients clients.
 //
 // The package also keeps the process-wide count of consecutive
 // RESOURCE_EXHAUSTED rejections (ResourceExhaustedCount) and offers two
