@@ -159,6 +159,10 @@ type TaskOptions struct {
 	// (SessionFromContext, TokenInfoFromContext). Tasks are bound to it:
 	// any session of the same owner may get, collect, cancel and list them,
 	// and they outlive the session that created them (until their ttl).
+	// Its answer is also the key of the task quotas (MaxTasks,
+	// MaxRunningPerOwner, MaxFinishedTasks), in place of the peer: return
+	// a verified identity, never a value the client chooses, which would
+	// let it enlarge its share.
 	// "" binds tasks to the session: they end with it (a 2026-07-28
 	// request, which has no session, binds them to its peer). Nil means
 	// the subject, else the client id, of the request's verified bearer
