@@ -30,17 +30,19 @@ type listener struct {
 	mu     sync.Mutex
 	dirty  listKind
 	uris   []string
-	states []*taskEntry  // tasks whose status changed
+	states []Task        // tasks whose status changed (the latest state of each)
 	notes  []pendingNote // Server.NotifyAll notifications (sessions.go)
 	wake   chan struct{} // capacity 1: a send is pending
 	client string        // the key its per-client limit counts under ("": none)
 }
 
-// markTask queues notifications/tasks for e.
-func (l *listener) markTask(e *taskEntry) {
+// markTask queues notifications/tasks for the state t.
+func (l *listener) markTask(t Task) {
 	l.mu.Lock()
-	if !slices.Contains(l.states, e) {
-		l.states = append(l.states, e)
+	if i := slices.IndexFunc(l.states, func(s Task) bool { return s.TaskID == t.TaskID }); i >= 0 {
+		l.states[i] = t
+	} else {
+		l.states = append(l.states, t)
 	}
 	l.mu.Unlock()
 	select {
@@ -49,13 +51,14 @@ func (l *listener) markTask(e *taskEntry) {
 	}
 }
 
-// taskChanged marks the subscriptions that listen to task e.
-func (h *changeHub) taskChanged(e *taskEntry) {
+// taskChanged marks the subscriptions that listen to the task whose
+// state is now t.
+func (h *changeHub) taskChanged(t Task) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for l := range h.listeners {
-		if l.tasks[e.id] {
-			l.markTask(e)
+		if l.tasks[t.TaskID] {
+			l.markTask(t)
 		}
 	}
 }
@@ -127,7 +130,7 @@ func handleListen(ctx context.Context, req *Request) (any, error) {
 	if st := ss.server.tasks; st != nil && declaresTasks(r.mod.meta.ClientCapabilities) {
 		owner := st.modernOwner(ctx)
 		for _, id := range want.TaskIDs {
-			if st.get(owner, id) != nil { // only the caller's own tasks
+			if _, err := st.store.Get(ctx, owner, id); err == nil { // only the caller's own tasks
 				ok.TaskIDs = append(ok.TaskIDs, id)
 			}
 		}
@@ -197,8 +200,8 @@ func (ss *Session) listen(ctx context.Context, id jsontext.Value, l *listener) {
 				return
 			}
 		}
-		for _, e := range states {
-			p := &TaskNotificationParams{TaskInfo: ss.server.tasks.info(e), Meta: meta}
+		for i := range states {
+			p := &TaskNotificationParams{TaskInfo: taskInfo(&states[i]), Meta: meta}
 			if ss.conn.notify(ctx, NotificationTasks, p) != nil {
 				return
 			}

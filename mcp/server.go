@@ -174,7 +174,7 @@ type Server struct {
 	log    *slog.Logger
 	handle MethodHandler // the middleware chain around dispatch (handler.go)
 	hub    changeHub     // list_changed and resource update notifications (listchanged.go)
-	tasks  *taskStore    // nil without ServerOptions.Tasks (server_tasks.go)
+	tasks  *taskHost     // nil without ServerOptions.Tasks (server_tasks.go)
 	states *stateRing    // requestState keys (request_state_keys.go)
 	// serverInfoJSON is the serverInfo every 2026-07-28 result names,
 	// encoded once (engine_modern.go).

@@ -176,6 +176,11 @@ type TaskOptions struct {
 	// starts. A handler may also become a task at once with StartTask.
 	// Such a call runs in the task pool from its start.
 	ImmediateWait time.Duration
+	// Store holds the task records (nil = a MemoryTaskStore of this
+	// Server, with the Server's clock). The runs of tasks stay in the
+	// process that started them; the bounds above reach the store as
+	// TaskLimits.
+	Store TaskStore
 }
 
 // withDefaults returns o with its defaults filled in.
@@ -236,12 +241,12 @@ func (s *Server) initTasks() {
 	}
 	o := s.opts.Tasks.withDefaults()
 	s.opts.Tasks = &o
-	s.tasks = newTaskStore(o, s.opts.Now, s.opts.Tools)
+	s.tasks = newTaskHost(o, s.opts.Now, s.opts.Tools)
 	s.tasks.onChange = s.hub.taskChanged // notifications/tasks (listen.go)
 }
 
 // tasksOn reports whether the session is offered tasks.
-func (st *taskStore) tasksOn(ss *Session) bool {
+func (st *taskHost) tasksOn(ss *Session) bool {
 	return ss.server.tasks != nil && ss.server.opts.Tools != nil && VersionAtLeast(ss.ProtocolVersion(), Version20251125)
 }
 
@@ -255,7 +260,7 @@ func (s *Server) declareTasks(v string, caps *ServerCapabilities) {
 }
 
 // findTool returns the definition of the named tool (see ToolFinder).
-func (st *taskStore) findTool(ss *Session, ctx context.Context, name string) (*Tool, bool) {
+func (st *taskHost) findTool(ss *Session, ctx context.Context, name string) (*Tool, bool) {
 	src := ss.server.opts.Tools
 	if f, ok := src.(ToolFinder); ok {
 		return f.FindTool(ctx, name)
@@ -280,7 +285,7 @@ func (st *taskStore) findTool(ss *Session, ctx context.Context, name string) (*T
 // and true when the call is task-augmented (it then runs in the background,
 // once the request is answered) or refused; false means "serve it as a
 // plain call".
-func (st *taskStore) taskCall(ss *Session, ctx context.Context, req *Request, call *ToolCall) (any, error, bool) {
+func (st *taskHost) taskCall(ss *Session, ctx context.Context, req *Request, call *ToolCall) (any, error, bool) {
 	if !ss.server.tasks.tasksOn(ss) {
 		call.Task = nil // no tasks capability: process normally, ignore "task"
 		return nil, nil, false
@@ -328,50 +333,48 @@ func (o *TaskOptions) taskTTL(requested *int64) *int64 {
 // startTask creates the task of call and returns CreateTaskResult; the
 // call starts in the background, on the task runner, once the request is
 // answered.
-func (st *taskStore) startTask(ss *Session, reqCtx context.Context, req *Request, call *ToolCall) (any, error) {
+func (st *taskHost) startTask(ss *Session, reqCtx context.Context, req *Request, call *ToolCall) (any, error) {
 	owner, quota := st.ownerOf(ss, st.opts.owner(reqCtx)), st.quotaOf(reqCtx)
 	ttl := st.opts.taskTTL(call.Task.TTL)
 	if se := st.runner.reserve(quota); se != nil { // a slot of the task pool, from now on
 		return ToolErrorResult(withIDs(se, call)), nil
 	}
 	// The task outlives its request; bound to the session (no
-	// authorization context), it ends with it.
+	// authorization context), it ends with it. Its ttl deletes it.
 	ctx, cancel := context.WithCancel(WithToolCall(context.WithoutCancel(reqCtx), call))
 	if strings.HasPrefix(owner, "session:") {
 		stop := context.AfterFunc(ss.ctx, cancel)
 		c := cancel
 		cancel = func() { stop(); c() }
 	}
-	if ttl != nil {
-		var cancelDeadline context.CancelFunc
-		ctx, cancelDeadline = context.WithTimeout(ctx, time.Duration(*ttl)*time.Millisecond)
-		c := cancel
-		cancel = func() { cancelDeadline(); c() }
-	}
-	e := st.create(ss, owner, quota, call, ttl, cancel)
-	if e == nil {
+	e, rec, err := st.create(reqCtx, ss, owner, quota, Version20251125, call, ttl, nil, nil, cancel)
+	if err != nil {
 		cancel()
 		st.runner.release(quota)
-		return ToolErrorResult(withIDs(errTooManyTasks(st.opts.MaxTasks), call)), nil
+		if errors.Is(err, ErrTaskLimit) {
+			return ToolErrorResult(withIDs(errTooManyTasks(st.opts.MaxTasks), call)), nil
+		}
+		call.Logger.Error("mcp: the task store failed: the task was not created", "tool", call.Name, "error", err)
+		return nil, errTaskStore()
 	}
 	call.task = e
 	run := &taskRun{call: call, quota: quota, ctx: ctx, reserved: true, exit: cancel,
-		settle: func(res *CallToolResult, err error) { ss.server.tasks.finishTask(ss, e, res, err) }}
+		settle: func(res *CallToolResult, err error) { st.settle(e, res, err) }}
 	call.respond = run.deliver // respondEarly (the response deadline)
 	call.Logger.Debug("mcp: task created", "tool", call.Name, "taskId", e.id)
-	created := &CreateTaskResult{Task: st.snapshot(e)}
+	created := &CreateTaskResult{Task: rec.State}
 	req.f.after = func(sent any) { // the task starts once its CreateTaskResult is sent
 		if ct, ok := sent.(*CreateTaskResult); !ok || ct.Task.TaskID != e.id {
 			// Middleware refused it, or the request was cancelled: the
 			// client never learnt of the task, which must not run.
 			cancel()
 			st.runner.release(quota)
-			ss.server.tasks.finishTask(ss, e, nil, &Error{Code: CodeInternalError, Message: "Internal error: the task was created but its creation was not answered"})
+			st.settle(e, nil, &Error{Code: CodeInternalError, Message: "Internal error: the task was created but its creation was not answered"})
 			return
 		}
 		if err := st.runner.start(run); err != nil { // the server stopped its tasks (Server.StopTasks)
 			cancel()
-			ss.server.tasks.finishTask(ss, e, nil, err)
+			st.settle(e, nil, err)
 		}
 	}
 	return created, nil
@@ -396,11 +399,17 @@ func toolOutcome(call *ToolCall, err error) (res *CallToolResult, rpcErr *Error,
 	return ToolErrorResult(withIDs(&StructuredError{Code: ErrInternal, Message: err.Error()}, call)), nil, err.Error()
 }
 
-// finishTask records the outcome of the task's call, as tools/call would
-// have answered it: completed for a successful result, failed for an
-// isError result or a JSON-RPC error.
-func (st *taskStore) finishTask(ss *Session, e *taskEntry, res *CallToolResult, err error) {
+// settle is the one outcome mapper of the tasks of both revisions: it
+// records what a task's handler returned as tools/call would have
+// answered it, and announces the new status. The revision's policy: a
+// 2025-11-25 task fails for an isError result or a JSON-RPC error, with a
+// message that says so; a 2026-07-28 task fails for a JSON-RPC error only
+// (an isError result completes it), and its result is written for its
+// revision. A result over MaxResultBytes, or one that cannot be encoded,
+// fails the task. It returns the record when the task was settled.
+func (st *taskHost) settle(e *taskEntry, res *CallToolResult, err error) *TaskRecord {
 	call := e.call
+	modern := e.rev == Version20260728
 	call.progress.finish() // no progress after the task is over
 	status, msg := TaskStatusCompleted, ""
 	var rpcErr *Error
@@ -410,26 +419,54 @@ func (st *taskStore) finishTask(ss *Session, e *taskEntry, res *CallToolResult, 
 	if res == nil && rpcErr == nil {
 		res = &CallToolResult{}
 	}
+	if modern && res != nil {
+		res = downgradeResult(res, Version20260728)
+	}
 	size, over, merr := st.opts.measureOutcome(call, res, rpcErr)
 	switch {
 	case merr != nil:
 		call.Logger.Error("mcp: task result not serializable", "error", merr)
-		res, rpcErr, msg = nil, &Error{Code: CodeInternalError, Message: "Internal error: result not serializable",
-			Data: &StructuredError{Code: ErrInternal, Message: "the result could not be encoded as JSON",
-				CorrelationID: call.CorrelationID, RunID: call.RunID}}, "result not serializable"
+		res, rpcErr, msg = nil, &Error{Code: CodeInternalError, Message: "Internal error: result not serializable"}, "result not serializable"
+		if !modern {
+			rpcErr.Data = &StructuredError{Code: ErrInternal, Message: "the result could not be encoded as JSON",
+				CorrelationID: call.CorrelationID, RunID: call.RunID}
+		}
 	case over != nil:
 		call.Logger.Warn("mcp: task result over the limit: the task fails", "tool", call.Name, "taskId", e.id, "error", over.Message)
 		res, rpcErr, msg = nil, over, over.Message
-	case res != nil && res.IsError && msg == "":
+		if modern {
+			msg = ""
+		}
+	case res != nil && res.IsError && (modern || msg == ""):
 		msg = resultErrorText(res)
 	}
-	if rpcErr != nil || res.IsError {
+	switch {
+	case rpcErr != nil && modern:
+		status = TaskStatusFailed
+	case rpcErr != nil || res.IsError && !modern:
 		status, msg = TaskStatusFailed, "Tool execution failed: "+msg
 	}
-	if st.finish(e, status, msg, res, rpcErr, size) {
+	rec := st.finish(e, status, msg, res, rpcErr, size)
+	if rec != nil {
 		call.Logger.Debug("mcp: task finished", "tool", call.Name, "taskId", e.id, "status", string(status))
-		ss.server.tasks.notifyStatus(e)
+		st.announce(e, rec)
 	}
+	if modern {
+		e.cancel() // the handler returned: release its context
+	}
+	return rec
+}
+
+// announce tells the task's client of its new state: a 2025-11-25 task
+// with notifications/tasks/status to the session that created it, a
+// 2026-07-28 task with notifications/tasks to the subscriptions that
+// listen to it.
+func (st *taskHost) announce(e *taskEntry, rec *TaskRecord) {
+	if e.rev == Version20260728 {
+		st.changed(rec.State)
+		return
+	}
+	st.notifyStatus(e, rec)
 }
 
 // resultErrorText describes an isError result: its StructuredError's code
@@ -449,19 +486,18 @@ func truncate(s string, n int) string {
 	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
-// notifyStatus sends notifications/tasks/status with e's current state to
-// the session that created it, unless that state was already sent.
-func (st *taskStore) notifyStatus(e *taskEntry) {
+// notifyStatus sends notifications/tasks/status with the state of rec to
+// the session that created e, unless a later state was sent already.
+func (st *taskHost) notifyStatus(e *taskEntry, rec *TaskRecord) {
 	e.notifyMu.Lock()
 	defer e.notifyMu.Unlock()
-	t := st.snapshot(e)
-	if t.Status == e.notified.Status && t.StatusMessage == e.notified.StatusMessage && t.LastUpdatedAt == e.notified.LastUpdatedAt {
+	if rec.Version <= e.notified {
 		return
 	}
-	e.notified = t
+	e.notified = rec.Version
 	ctx, cancel := context.WithTimeout(context.Background(), logSendTimeout)
 	defer cancel()
-	if err := e.ss.conn.notify(ctx, NotificationTasksStatus, &TaskStatusNotificationParams{Task: t}); err != nil && !isClosed(err) {
+	if err := e.ss.conn.notify(ctx, NotificationTasksStatus, &TaskStatusNotificationParams{Task: rec.State}); err != nil && !isClosed(err) {
 		e.ss.log.Warn("mcp: sending notifications/tasks/status failed", "taskId", e.id, "error", err)
 	}
 }
@@ -475,7 +511,7 @@ func relatedTaskMeta(id string) Meta {
 // (its ctx carries the task's ToolCall): the params get the related-task
 // _meta, and the task is input_required until done is called. Outside a
 // task it returns params unchanged and a no-op done.
-func (st *taskStore) taskRequest(ss *Session, ctx context.Context, method string, params any) (any, func(), error) {
+func (st *taskHost) taskRequest(ss *Session, ctx context.Context, method string, params any) (any, func(), error) {
 	call := ToolCallFromContext(ctx)
 	if call == nil || call.task == nil {
 		return params, func() {}, nil
@@ -488,12 +524,12 @@ func (st *taskStore) taskRequest(ss *Session, ctx context.Context, method string
 	if method == MethodPing {
 		return p, func() {}, nil
 	}
-	if st.setWaiting(e, 1) {
-		st.notifyStatus(e)
+	if rec := st.setWaiting(e, 1); rec != nil {
+		st.notifyStatus(e, rec)
 	}
 	return p, func() {
-		if st.setWaiting(e, -1) {
-			st.notifyStatus(e)
+		if rec := st.setWaiting(e, -1); rec != nil {
+			st.notifyStatus(e, rec)
 		}
 	}, nil
 }
@@ -568,7 +604,7 @@ func (o *TaskOptions) owner(ctx context.Context) string {
 // quotaOf returns the key the task quotas of a request count against:
 // its authorization context (owner), else its peer (PeerFromContext).
 // Sessions and self-reported names of one peer thus share its quotas.
-func (st *taskStore) quotaOf(ctx context.Context) string {
+func (st *taskHost) quotaOf(ctx context.Context) string {
 	if k := st.opts.owner(ctx); k != "" {
 		return k
 	}
@@ -576,76 +612,114 @@ func (st *taskStore) quotaOf(ctx context.Context) string {
 }
 
 // taskOwner returns the owner key of the request ctx belongs to.
-func (st *taskStore) taskOwner(ss *Session, ctx context.Context) string {
+func (st *taskHost) taskOwner(ss *Session, ctx context.Context) string {
 	return st.ownerOf(ss, st.opts.owner(ctx))
 }
 
-// lookupTask finds the task a tasks/* request names: -32602 when there is
-// none for this requestor.
-func lookupTask(ctx context.Context, req *Request) (*taskEntry, *Error) {
+// lookupTask finds the record of the task a tasks/* request names:
+// -32602 when there is none for this requestor.
+func lookupTask(ctx context.Context, req *Request) (*TaskRecord, *Error) {
 	id, perr := taskParams(req)
 	if perr != nil {
 		return nil, perr
 	}
 	ss := req.Session
-	e := ss.server.tasks.get(ss.server.tasks.taskOwner(ss, ctx), id)
-	if e == nil {
-		return nil, errTaskNotFound(id)
+	st := ss.server.tasks
+	rec, err := st.store.Get(ctx, st.taskOwner(ss, ctx), id)
+	if err != nil {
+		return nil, st.storeError(req, id, err)
 	}
-	return e, nil
+	return rec, nil
 }
 
 func handleTasksGet(ctx context.Context, req *Request) (any, error) {
-	e, perr := lookupTask(ctx, req)
+	rec, perr := lookupTask(ctx, req)
 	if perr != nil {
 		return nil, perr
 	}
-	return &GetTaskResult{Task: req.Session.server.tasks.snapshot(e)}, nil
+	return &GetTaskResult{Task: rec.State}, nil
+}
+
+// awaitTask waits until the task of rec is terminal and returns its
+// record then; a task deleted before it ended answers the result that
+// says why (gone). A task whose run is in another process is read again
+// every poll interval.
+func (st *taskHost) awaitTask(ctx context.Context, req *Request, rec *TaskRecord) (_ *TaskRecord, gone *CallToolResult, _ error) {
+	for !rec.Terminal() {
+		if e := st.liveOf(rec.ID); e != nil {
+			select {
+			case <-e.done:
+			case <-ctx.Done():
+				return nil, nil, ctx.Err() // not answered: the request was cancelled
+			}
+			st.mu.Lock()
+			gone = e.gone
+			st.mu.Unlock()
+			if gone != nil {
+				return nil, gone, nil
+			}
+		} else {
+			t := time.NewTimer(max(st.opts.PollInterval, 10*time.Millisecond))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, nil, ctx.Err()
+			}
+		}
+		var err error
+		if rec, err = st.store.Get(ctx, rec.Owner, rec.ID); err != nil {
+			return nil, nil, st.storeError(req, rec.ID, err)
+		}
+	}
+	return rec, nil, nil
 }
 
 func handleTasksResult(ctx context.Context, req *Request) (any, error) {
-	e, perr := lookupTask(ctx, req)
+	rec, perr := lookupTask(ctx, req)
 	if perr != nil {
 		return nil, perr
 	}
-	select {
-	case <-e.done:
-	case <-ctx.Done():
-		return nil, ctx.Err() // not answered: the request was cancelled
-	}
-	res, rpcErr := req.Session.server.tasks.outcome(e)
-	if rpcErr != nil {
-		return nil, rpcErr
+	id := rec.ID
+	rec, res, err := req.Session.server.tasks.awaitTask(ctx, req, rec)
+	switch {
+	case err != nil:
+		return nil, err
+	case res == nil && rec.Error != nil:
+		return nil, rec.Error
+	case res == nil:
+		res = rec.Result
 	}
 	c := *res
 	c.Meta = make(Meta, len(res.Meta)+1)
 	for k, v := range res.Meta {
 		c.Meta[k] = v
 	}
-	c.Meta[MetaRelatedTask] = RelatedTaskMetadata{TaskID: e.id}
+	c.Meta[MetaRelatedTask] = RelatedTaskMetadata{TaskID: id}
 	return &c, nil
 }
 
 func handleTasksCancel(ctx context.Context, req *Request) (any, error) {
-	e, perr := lookupTask(ctx, req)
+	id, perr := taskParams(req)
 	if perr != nil {
 		return nil, perr
 	}
-	st := req.Session.server.tasks
-	call := e.call
-	res := ToolErrorResult(&StructuredError{Code: ErrInternal, Message: "the task was cancelled",
-		Details: map[string]any{"reason": "cancelled", "taskId": e.id}, CorrelationID: call.CorrelationID, RunID: call.RunID})
-	if !st.finish(e, TaskStatusCancelled, "The task was cancelled by request.", res, nil, 0) {
+	ss := req.Session
+	st := ss.server.tasks
+	e := st.liveOf(id)
+	rec, ok, err := st.cancel(ctx, st.taskOwner(ss, ctx), id)
+	switch {
+	case err != nil:
+		return nil, st.storeError(req, id, err)
+	case !ok:
 		return nil, &Error{Code: CodeInvalidParams,
-			Message: "Cannot cancel task: already in terminal status '" + string(st.snapshot(e).Status) + "'",
-			Data:    map[string]any{"taskId": e.id}}
+			Message: "Cannot cancel task: already in terminal status '" + string(rec.State.Status) + "'",
+			Data:    map[string]any{"taskId": id}}
 	}
-	call.responded.Store(true) // a late result is dropped
-	call.progress.finish()
-	st.cancelRun(e)
-	call.Logger.Debug("mcp: task cancelled by the client", "tool", call.Name, "taskId", e.id)
-	req.f.after = func(any) { st.notifyStatus(e) } // after the answer
-	return &CancelTaskResult{Task: st.snapshot(e)}, nil
+	if e != nil {
+		req.f.after = func(any) { st.notifyStatus(e, rec) } // after the answer
+	}
+	return &CancelTaskResult{Task: rec.State}, nil
 }
 
 func handleTasksList(ctx context.Context, req *Request) (any, error) {
@@ -655,9 +729,17 @@ func handleTasksList(ctx context.Context, req *Request) (any, error) {
 	}
 	ss := req.Session
 	st := ss.server.tasks
-	page, next, perr := paginate(st.list(ss.server.tasks.taskOwner(ss, ctx)), func(e *taskEntry) string { return e.key }, p.Cursor, ss.server.opts.PageSize)
+	recs, err := st.store.List(ctx, st.taskOwner(ss, ctx))
+	if err != nil {
+		return nil, st.storeError(req, "", err)
+	}
+	page, next, perr := paginate(recs, func(r *TaskRecord) string { return seqKey(r.Seq) }, p.Cursor, ss.server.opts.PageSize)
 	if perr != nil {
 		return nil, perr
 	}
-	return &ListTasksResult{Tasks: st.states(page), NextCursor: next}, nil
+	tasks := make([]*Task, len(page))
+	for i, r := range page {
+		tasks[i] = &r.State
+	}
+	return &ListTasksResult{Tasks: tasks, NextCursor: next}, nil
 }

@@ -34,7 +34,7 @@ import (
 // taskRun is one run of a task's handler.
 type taskRun struct {
 	call  *ToolCall
-	quota string          // the key the pool counts the run against (taskStore.quotaOf)
+	quota string          // the key the pool counts the run against (taskHost.quotaOf)
 	ctx   context.Context // the task's context: it outlives the request
 	in    *Input          // the answers of an input round (2026-07-28), or nil
 	// settle receives the run's outcome, exactly once (the era hook).

@@ -134,11 +134,7 @@ func (s *Server) StopTasks(ctx context.Context) error {
 		return nil
 	}
 	st.runner.stop()
-	st.mu.Lock()
-	for _, e := range st.byID {
-		e.cancel()
-	}
-	st.mu.Unlock()
+	st.stopAll()
 	return st.runner.wait(ctx)
 }
 

@@ -22,10 +22,10 @@ import (
 // Lock order: mu before the store's mu.
 type modernRun struct {
 	ss     *Session
-	st     *taskStore
+	st     *taskHost
 	call   *ToolCall
 	owner  string
-	quota  string             // what its tasks count against (taskStore.quotaOf)
+	quota  string             // what its tasks count against (taskHost.quotaOf)
 	caps   ClientCapabilities // what the request declared: input requests must fit
 	round0 int                // the input round the call started at
 	ctx    context.Context
@@ -34,6 +34,7 @@ type modernRun struct {
 	mu        sync.Mutex
 	cur       *taskRun      // the handler's current run (the response deadline answers through its gate)
 	entry     *taskEntry    // set once the call is a task
+	created   Task          // its state when it became one
 	settled   bool          // the request is answered directly (or went away)
 	out       runOutcome    // the direct answer (settled)
 	answered  chan struct{} // closed when out is set
@@ -43,22 +44,6 @@ type modernRun struct {
 type runOutcome struct {
 	res *CallToolResult
 	err error
-}
-
-// modernTask is the part of a task entry only 2026-07-28 tasks have; its
-// fields are guarded by the store's mu.
-type modernTask struct {
-	run     *modernRun
-	pending map[string]pendingInput   // minted key → what the handler asked
-	answers map[string]jsontext.Value // handler key → answer (this round)
-	state   []byte                    // the handler's State of this round
-	round   int
-	seq     int // minted keys so far
-}
-
-type pendingInput struct {
-	key string // the handler's key
-	req InputRequest
 }
 
 // isTask reports whether the call was answered with a task (false for nil).
@@ -75,7 +60,7 @@ func (run *modernRun) isTask() bool {
 // authorization context (TaskOptions.Owner, or its bearer token's subject
 // or client id), else its peer (PeerFromContext): an anonymous caller
 // sees the tasks of its own peer only. Legacy owners never collide.
-func (st *taskStore) modernOwner(ctx context.Context) string {
+func (st *taskHost) modernOwner(ctx context.Context) string {
 	return "modern:" + st.quotaOf(ctx)
 }
 
@@ -83,7 +68,7 @@ func (st *taskStore) modernOwner(ctx context.Context) string {
 // handled false means "serve it as a plain call"; otherwise the call was
 // refused (-32021, a bad requestState) or it ran, and res, err is its
 // outcome (a result, or the task it became).
-func (st *taskStore) modernTaskCall(ss *Session, ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (res any, err error, handled bool) {
+func (st *taskHost) modernTaskCall(ss *Session, ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (res any, err error, handled bool) {
 	r := &req.r
 	def, ok := ss.server.tasks.findTool(ss, ctx, call.Name)
 	if !ok {
@@ -146,7 +131,7 @@ func (run *modernRun) serve(ctx context.Context, in *Input) (any, error) {
 			}
 			return run.out.res, run.out.err
 		case <-run.escalated:
-			return &TaskCreatedResult{ResultType: ResultTypeTask, TaskInfo: run.st.info(run.entry)}, nil
+			return &TaskCreatedResult{ResultType: ResultTypeTask, TaskInfo: taskInfo(&run.created)}, nil
 		case <-expired:
 			expired = nil
 			run.escalate() // if it cannot (MaxTasks), the request waits
@@ -174,20 +159,17 @@ func (run *modernRun) escalate() bool {
 		return false
 	}
 	st := run.st
-	ttl := st.opts.taskTTL(nil)
-	stopTimer := func() bool { return false }
-	if ttl != nil {
-		stopTimer = time.AfterFunc(time.Duration(*ttl)*time.Millisecond, run.cancel).Stop
-	}
-	e := st.create(nil, run.owner, run.quota, run.call, ttl, func() { stopTimer(); run.cancel() })
-	if e == nil {
-		stopTimer()
+	e, rec, err := st.create(run.ctx, nil, run.owner, run.quota, Version20260728, run.call, st.opts.taskTTL(nil),
+		&TaskInput{Round: run.round0}, run, run.cancel)
+	switch {
+	case errors.Is(err, ErrTaskLimit):
 		run.call.Logger.Debug("mcp: too many tasks in progress: the call is answered directly", "tool", run.call.Name)
 		return false
+	case err != nil:
+		run.call.Logger.Error("mcp: the task store failed: the call is answered directly", "tool", run.call.Name, "error", err)
+		return false
 	}
-	st.mu.Lock()
-	e.mod = &modernTask{run: run, round: run.round0}
-	st.mu.Unlock()
+	run.created = rec.State
 	run.entry = e
 	run.call.progress.finish() // the request is answered: no progress follows
 	close(run.escalated)
@@ -235,99 +217,82 @@ func (run *modernRun) outcome(res *CallToolResult, err error) {
 }
 
 // settleTask records a handler's outcome in its task: input_required for
-// an *InputRequiredError, failed for a JSON-RPC error, else completed (an
-// isError result included).
+// an *InputRequiredError, else as the outcome mapper (taskHost.settle)
+// says.
 func (run *modernRun) settleTask(e *taskEntry, res *CallToolResult, err error) {
-	call, st := run.call, run.st
 	var ir *InputRequiredError
 	if errors.As(err, &ir) {
-		perr := run.park(e, ir)
+		rec, perr := run.park(e, ir)
 		if perr == nil {
-			st.changed(e)
+			if rec != nil {
+				run.st.changed(rec.State)
+			}
 			return
 		}
 		res, err = nil, perr
 	}
-	status, msg := TaskStatusCompleted, ""
-	var rpcErr *Error
-	if err != nil {
-		res, rpcErr, msg = toolOutcome(call, err)
-	}
-	if res == nil && rpcErr == nil {
-		res = &CallToolResult{}
-	}
-	if res != nil {
-		res = downgradeResult(res, Version20260728)
-	}
-	size, over, merr := st.opts.measureOutcome(call, res, rpcErr)
-	switch {
-	case merr != nil:
-		call.Logger.Error("mcp: task result not serializable", "error", merr)
-		res, rpcErr, msg = nil, &Error{Code: CodeInternalError, Message: "Internal error: result not serializable"}, "result not serializable"
-	case over != nil:
-		call.Logger.Warn("mcp: task result over the limit: the task fails", "tool", call.Name, "taskId", e.id, "error", over.Message)
-		res, rpcErr, msg = nil, over, ""
-	case res != nil && res.IsError:
-		msg = resultErrorText(res)
-	}
-	if rpcErr != nil {
-		status = TaskStatusFailed
-	}
-	if st.finish(e, status, msg, res, rpcErr, size) {
-		call.Logger.Debug("mcp: task finished", "tool", call.Name, "taskId", e.id, "status", string(status))
-		st.changed(e)
-	}
-	e.cancel() // the handler returned: release its context and ttl timer
+	run.st.settle(e, res, err)
 }
 
 // park puts the task in input_required with the requests of ir under
-// minted keys; an error is what the task fails with instead.
-func (run *modernRun) park(e *taskEntry, ir *InputRequiredError) *Error {
+// minted keys, and returns its record (nil when it was terminal
+// meanwhile); an error is what the task fails with instead.
+func (run *modernRun) park(e *taskEntry, ir *InputRequiredError) (*TaskRecord, *Error) {
 	if len(ir.Requests) == 0 {
-		return &Error{Code: CodeInternalError, Message: "Internal error: the task asked for input without requests"}
+		return nil, &Error{Code: CodeInternalError, Message: "Internal error: the task asked for input without requests"}
 	}
 	var need ClientCapabilities
 	for k, req := range ir.Requests {
 		switch req.Method {
 		case MethodElicitationCreate, MethodSamplingCreateMessage, MethodRootsList:
 		default:
-			return &Error{Code: CodeInternalError, Message: "Internal error: input request " + quote(k) + " has method " + quote(req.Method)}
+			return nil, &Error{Code: CodeInternalError, Message: "Internal error: input request " + quote(k) + " has method " + quote(req.Method)}
 		}
 		mergeCaps(&need, requiredFor(req))
 	}
 	if miss, ok := missingFor(need, run.caps); ok {
-		return MissingCapabilityError(miss, "Missing required client capability: the task needs input the client did not declare it can give")
+		return nil, MissingCapabilityError(miss, "Missing required client capability: the task needs input the client did not declare it can give")
 	}
 	st := run.st
-	now := st.now()
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	mt := e.mod
-	if max := run.ss.server.opts.MaxInputRounds; mt.round+1 >= max {
-		return &Error{Code: CodeInternalError, Message: fmt.Sprintf("Internal error: the task asked for input more than MaxInputRounds (%d) times", max)}
-	}
-	if e.task.Status.Terminal() {
-		return nil // cancelled meanwhile: nothing to ask
-	}
-	mt.pending = make(map[string]pendingInput, len(ir.Requests))
-	for _, k := range sortedKeys(ir.Requests) {
-		req := ir.Requests[k]
-		if req.Params == nil {
-			req.Params = struct{}{}
+	max := run.ss.server.opts.MaxInputRounds
+	rec, ok, err := updateTask(context.Background(), st.store, st.lim, e.owner, e.id, func(r *TaskRecord) (bool, error) {
+		in := r.Input
+		if in == nil {
+			in = &TaskInput{}
+			r.Input = in
 		}
-		mt.seq++
-		mt.pending["input-"+strconv.Itoa(mt.seq)] = pendingInput{key: k, req: req}
+		if in.Round+1 >= max {
+			return false, &Error{Code: CodeInternalError, Message: fmt.Sprintf("Internal error: the task asked for input more than MaxInputRounds (%d) times", max)}
+		}
+		if r.Terminal() {
+			return false, nil // cancelled meanwhile: nothing to ask
+		}
+		in.Pending = make(map[string]TaskInputRequest, len(ir.Requests))
+		for _, k := range sortedKeys(ir.Requests) {
+			req := ir.Requests[k]
+			if req.Params == nil {
+				req.Params = struct{}{}
+			}
+			in.Minted++
+			in.Pending["input-"+strconv.Itoa(in.Minted)] = TaskInputRequest{Key: k, Request: req}
+		}
+		in.Answers, in.State = map[string]jsontext.Value{}, ir.State
+		r.State.Status, r.State.StatusMessage, r.State.LastUpdatedAt = TaskStatusInputRequired, "Waiting for input from the client", formatTime(st.now())
+		return true, nil
+	})
+	var rpcErr *Error
+	switch {
+	case errors.As(err, &rpcErr):
+		return nil, rpcErr
+	case errors.Is(err, ErrTaskNotFound):
+		return nil, nil // deleted meanwhile
+	case err != nil:
+		run.call.Logger.Error("mcp: the task store failed", "taskId", e.id, "error", err)
+		return nil, errTaskStore()
+	case !ok:
+		return nil, nil
 	}
-	mt.answers, mt.state = map[string]jsontext.Value{}, ir.State
-	e.task.Status, e.task.StatusMessage, e.task.LastUpdatedAt = TaskStatusInputRequired, "Waiting for input from the client", formatTime(now)
-	return nil
-}
-
-// info returns e's state in the form of revision 2026-07-28.
-func (st *taskStore) info(e *taskEntry) TaskInfo {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return taskInfo(&e.task)
+	return rec, nil
 }
 
 func taskInfo(t *Task) TaskInfo {
@@ -335,66 +300,77 @@ func taskInfo(t *Task) TaskInfo {
 		LastUpdatedAt: t.LastUpdatedAt, TTLMs: t.TTL, PollIntervalMs: t.PollInterval}
 }
 
-// detail returns the DetailedTask of e.
-func (st *taskStore) detail(e *taskEntry) *DetailedTask {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	d := &DetailedTask{ResultType: ResultTypeComplete, TaskInfo: taskInfo(&e.task)}
-	switch e.task.Status {
+// detail returns the DetailedTask of rec.
+func detail(rec *TaskRecord) *DetailedTask {
+	d := &DetailedTask{ResultType: ResultTypeComplete, TaskInfo: taskInfo(&rec.State)}
+	switch rec.State.Status {
 	case TaskStatusInputRequired:
-		d.InputRequests = make(map[string]InputRequest, len(e.mod.pending))
-		for k, p := range e.mod.pending {
-			d.InputRequests[k] = p.req
+		if rec.Input != nil {
+			d.InputRequests = make(map[string]InputRequest, len(rec.Input.Pending))
+			for k, p := range rec.Input.Pending {
+				d.InputRequests[k] = p.Request
+			}
 		}
 	case TaskStatusCompleted:
-		d.Result = e.result
+		d.Result = rec.Result
 	case TaskStatusFailed:
-		if e.rpcErr != nil {
-			d.Error = &TaskError{Code: e.rpcErr.Code, Message: e.rpcErr.Message, Data: e.rpcErr.Data}
+		if rec.Error != nil {
+			d.Error = &TaskError{Code: rec.Error.Code, Message: rec.Error.Message, Data: rec.Error.Data}
 		}
 	}
 	return d
 }
 
-// findModernTask finds the task a modern tasks/* request names: -32021
-// without the extension, -32602 for an unknown task (or another caller's).
-func findModernTask(ctx context.Context, req *Request) (*taskEntry, *Error) {
-	if !declaresTasks(req.r.mod.meta.ClientCapabilities) {
-		return nil, errTasksExtensionRequired(req.Method)
-	}
-	id, perr := taskParams(req)
+// findModernTask finds the record of the task a modern tasks/* request
+// names: -32021 without the extension, -32602 for an unknown task (or
+// another caller's).
+func findModernTask(ctx context.Context, req *Request) (*TaskRecord, *Error) {
+	id, perr := modernTaskID(req)
 	if perr != nil {
 		return nil, perr
 	}
 	st := req.Session.server.tasks
-	e := st.get(st.modernOwner(ctx), id)
-	if e == nil || e.mod == nil {
-		return nil, errTaskNotFound(id)
+	rec, err := st.store.Get(ctx, st.modernOwner(ctx), id)
+	if err != nil {
+		return nil, st.storeError(req, id, err)
 	}
-	return e, nil
+	if rec.Revision != Version20260728 {
+		return nil, taskNotFoundError(id)
+	}
+	return rec, nil
+}
+
+// modernTaskID returns the task id of a modern tasks/* request: -32021
+// without the extension.
+func modernTaskID(req *Request) (string, *Error) {
+	if !declaresTasks(req.r.mod.meta.ClientCapabilities) {
+		return "", errTasksExtensionRequired(req.Method)
+	}
+	return taskParams(req)
 }
 
 func handleModernTasksGet(ctx context.Context, req *Request) (any, error) {
-	e, perr := findModernTask(ctx, req)
+	rec, perr := findModernTask(ctx, req)
 	if perr != nil {
 		return nil, perr
 	}
-	return req.Session.server.tasks.detail(e), nil
+	return detail(rec), nil
 }
 
 // handleModernTasksCancel settles the task as cancelled and cancels its
 // handler's context; a terminal task stays as it is. Both get the empty ack.
 func handleModernTasksCancel(ctx context.Context, req *Request) (any, error) {
-	e, perr := findModernTask(ctx, req)
+	id, perr := modernTaskID(req)
 	if perr != nil {
 		return nil, perr
 	}
 	st := req.Session.server.tasks
-	if st.finish(e, TaskStatusCancelled, "The task was cancelled by request.", nil, nil, 0) {
-		st.changed(e)
-		e.call.progress.finish()
-		e.cancel()
-		e.call.Logger.Debug("mcp: task cancelled by the client", "tool", e.call.Name, "taskId", e.id)
+	rec, ok, err := st.cancel(ctx, st.modernOwner(ctx), id)
+	if err != nil {
+		return nil, st.storeError(req, id, err)
+	}
+	if ok {
+		st.changed(rec.State)
 	}
 	return EmptyResult{}, nil
 }
@@ -402,9 +378,10 @@ func handleModernTasksCancel(ctx context.Context, req *Request) (any, error) {
 // handleModernTasksUpdate delivers answers to an input_required task.
 // Each answer must have the shape of its request's result (-32602);
 // unknown keys are ignored. Once every pending request is answered, the
-// task is working again and its handler runs with the answers.
+// task is working again and its handler runs with the answers, in the
+// process that runs the task.
 func handleModernTasksUpdate(ctx context.Context, req *Request) (any, error) {
-	e, perr := findModernTask(ctx, req)
+	rec, perr := findModernTask(ctx, req)
 	if perr != nil {
 		return nil, perr
 	}
@@ -413,37 +390,47 @@ func handleModernTasksUpdate(ctx context.Context, req *Request) (any, error) {
 		return nil, invalidParams(err)
 	}
 	st := req.Session.server.tasks
-	now := st.now()
-	st.mu.Lock()
-	mt := e.mod
-	if e.task.Status != TaskStatusInputRequired {
-		st.mu.Unlock()
-		return EmptyResult{}, nil // nothing asked (any more): an update is moot
-	}
-	for k, raw := range p.InputResponses {
-		if pi, ok := mt.pending[k]; ok && (raw.Kind() != '{' || !inputResultValid(pi.req.Method, raw)) {
-			st.mu.Unlock()
-			return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: inputResponses[" + quote(k) + "] is not a result of " + pi.req.Method}
-		}
-	}
-	for k, raw := range p.InputResponses {
-		if pi, ok := mt.pending[k]; ok {
-			mt.answers[pi.key] = raw
-			delete(mt.pending, k)
-		}
-	}
+	e := st.liveOf(rec.ID)
 	var in *Input
-	if len(mt.pending) == 0 {
-		mt.round++
-		in = &Input{Responses: mt.answers, State: mt.state, Round: mt.round}
-		mt.answers, mt.state = nil, nil
-		e.task.Status, e.task.StatusMessage, e.task.LastUpdatedAt = TaskStatusWorking, "", formatTime(now)
+	rec, ok, err := updateTask(ctx, st.store, st.lim, rec.Owner, rec.ID, func(r *TaskRecord) (bool, error) {
+		in = nil
+		mt := r.Input
+		if r.State.Status != TaskStatusInputRequired || mt == nil || e == nil || e.run == nil {
+			return false, nil // nothing asked (any more): an update is moot
+		}
+		for k, raw := range p.InputResponses {
+			if pi, ok := mt.Pending[k]; ok && (raw.Kind() != '{' || !inputResultValid(pi.Request.Method, raw)) {
+				return false, &Error{Code: CodeInvalidParams, Message: "Invalid params: inputResponses[" + quote(k) + "] is not a result of " + pi.Request.Method}
+			}
+		}
+		if mt.Answers == nil {
+			mt.Answers = map[string]jsontext.Value{}
+		}
+		for k, raw := range p.InputResponses {
+			if pi, ok := mt.Pending[k]; ok {
+				mt.Answers[pi.Key] = raw
+				delete(mt.Pending, k)
+			}
+		}
+		if len(mt.Pending) == 0 {
+			mt.Round++
+			in = &Input{Responses: mt.Answers, State: mt.State, Round: mt.Round}
+			mt.Answers, mt.State = nil, nil
+			r.State.Status, r.State.StatusMessage, r.State.LastUpdatedAt = TaskStatusWorking, "", formatTime(st.now())
+		}
+		return true, nil
+	})
+	var rpcErr *Error
+	switch {
+	case errors.As(err, &rpcErr):
+		return nil, rpcErr
+	case err != nil:
+		return nil, st.storeError(req, p.TaskID, err)
 	}
-	st.mu.Unlock()
-	if in != nil {
+	if ok && in != nil {
 		req.f.after = func(any) { // after the acknowledgement
-			st.changed(e)
-			mt.run.start(in)
+			st.changed(rec.State)
+			e.run.start(in)
 		}
 	}
 	return EmptyResult{}, nil

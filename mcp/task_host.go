@@ -1,0 +1,406 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The server's tasks, of both revisions, are in two parts:
+//
+//   - their records, in the TaskStore (TaskOptions.Store, by default a
+//     MemoryTaskStore): plain data any process sharing the store can
+//     read, changed by compare and swap (updateTask);
+//   - their runs, in this process (taskHost.live): the call, the
+//     cancel function of its context, the channel its waiters wait on, the
+//     session its status notifications go to. A run is registered while
+//     its task is not terminal.
+//
+// Each task belongs to an owner — the authorization context its request
+// came with (TaskOptions.Owner), or the session itself when there is none
+// (2025 revisions), or its peer (2026-07-28) — and is visible to that
+// owner only. Session-bound tasks are cancelled and deleted when their
+// session ends. A task still running when its ttl passes is cancelled and
+// deleted; the store hides any expired record.
+//
+// Quotas (tasks in progress, finished tasks, pool slots) are counted per
+// quota key (quotaOf): the authorization context when there is one, else
+// the peer (PeerFromContext), so that a peer with many sessions or names
+// has one share, and no other peer can use it up. The store applies the
+// task bounds (TaskLimits); the task runner the pool's.
+
+// taskHost is the tasks of one Server: its store and the runs of this
+// process.
+type taskHost struct {
+	opts  TaskOptions
+	now   func() time.Time
+	store TaskStore
+	lim   TaskLimits
+
+	mu         sync.Mutex
+	live       map[string]*taskEntry // the runs of this process, by task id
+	sessions   map[*Session]string   // owner keys of the sessions with tasks (their end is watched)
+	sessionSeq uint64
+	spare      string                    // an id a refused creation left unused
+	index      atomic.Pointer[toolIndex] // tool definitions by name (see findTool)
+
+	// runner runs the handlers of both eras (task_runner.go).
+	runner *taskRunner
+
+	// onChange is told of every status change of a 2026-07-28 task
+	// (subscriptions that listen to it: listen.go).
+	onChange func(t Task)
+}
+
+// taskEntry is the run of one task in this process: live handles only,
+// its record is in the store. Its mutable fields are guarded by the
+// host's mu.
+type taskEntry struct {
+	id    string
+	owner string
+	rev   string   // the revision whose rules the task follows (TaskRecord.Revision)
+	ss    *Session // the session that created it: 2025-11-25 status notifications go there
+	call  *ToolCall
+
+	done   chan struct{}      // closed when the task is terminal or deleted
+	cancel context.CancelFunc // cancels the handler's context
+	expiry *time.Timer        // deletes the task when its ttl passes
+	ended  bool               // done is closed
+	waits  int                // server-to-client requests waiting for an answer
+	gone   *CallToolResult    // what tasks/result answers when the task was deleted before it ended
+
+	notifyMu sync.Mutex // serializes status notifications
+	notified uint64     // the record version last notified (guarded by notifyMu)
+
+	run *modernRun // a task of the 2026-07-28 extension (tasks_modern_serve.go)
+}
+
+func newTaskHost(o TaskOptions, now func() time.Time, tools ToolSource) *taskHost {
+	store := o.Store
+	if store == nil {
+		store = NewMemoryTaskStore(now)
+	}
+	st := &taskHost{opts: o, now: now, store: store, live: map[string]*taskEntry{}, sessions: map[*Session]string{},
+		lim: TaskLimits{MaxTasks: o.MaxTasks, MaxFinishedTasks: o.MaxFinishedTasks, MaxFinishedBytes: o.MaxFinishedBytes}}
+	st.runner = newTaskRunner(&st.opts, tools)
+	return st
+}
+
+// changed reports a status change of a 2026-07-28 task.
+func (st *taskHost) changed(t Task) {
+	if st.onChange != nil {
+		st.onChange(t)
+	}
+}
+
+// formatTime formats t as an ISO 8601 (RFC 3339) UTC timestamp with at most
+// millisecond precision.
+func formatTime(t time.Time) string {
+	return t.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
+}
+
+// taskNotFoundError is the -32602 answer for an unknown, expired or
+// foreign task id.
+func taskNotFoundError(id string) *Error {
+	return &Error{Code: CodeInvalidParams, Message: "Failed to retrieve task: Task not found",
+		Data: map[string]any{"taskId": id}}
+}
+
+// errTooManyTasks is the tools/call answer when an owner has MaxTasks tasks
+// running: an isError result (RESOURCE_EXHAUSTED), as for other limits.
+func errTooManyTasks(limit int) *StructuredError {
+	return &StructuredError{Code: ErrResourceExhausted,
+		Message: "too many tasks in progress (at most " + strconv.Itoa(limit) + "); wait for some to finish or cancel them",
+		Details: map[string]any{"limit": "maxTasks", "maxTasks": limit}}
+}
+
+// errTaskStore is the answer to a request the task store failed (the
+// cause is logged, never sent).
+func errTaskStore() *Error {
+	return &Error{Code: CodeInternalError, Message: "Internal error: the task store failed"}
+}
+
+// storeError maps an error of the store on a request for task id: -32602
+// for ErrTaskNotFound, else errTaskStore (logged).
+func (st *taskHost) storeError(call *Request, id string, err error) *Error {
+	if errors.Is(err, ErrTaskNotFound) {
+		return taskNotFoundError(id)
+	}
+	if call != nil && call.Session != nil {
+		call.Session.log.Error("mcp: the task store failed", "taskId", id, "error", err)
+	}
+	return errTaskStore()
+}
+
+// maxIDTries bounds the ids tried for one task when NewID repeats itself.
+const maxIDTries = 8
+
+// create stores a new working task for owner of revision rev, created by
+// ss (nil for 2026-07-28) and counted against quota, and registers its
+// run (for a 2026-07-28 task, run is its call). It returns ErrTaskLimit when quota already has MaxTasks tasks in
+// progress. cancel cancels the task's context.
+func (st *taskHost) create(ctx context.Context, ss *Session, owner, quota, rev string, call *ToolCall, ttl *int64,
+	in *TaskInput, run *modernRun, cancel context.CancelFunc) (*taskEntry, *TaskRecord, error) {
+	now := st.now()
+	ts := formatTime(now)
+	rec := &TaskRecord{Owner: owner, Quota: quota, Revision: rev, Input: in,
+		State: Task{Status: TaskStatusWorking, CreatedAt: ts, LastUpdatedAt: ts, TTL: ttl}}
+	if st.opts.PollInterval > 0 {
+		ms := st.opts.PollInterval.Milliseconds()
+		rec.State.PollInterval = &ms
+	}
+	if ttl != nil {
+		rec.ExpiresAt = now.Add(time.Duration(*ttl) * time.Millisecond)
+	}
+	var err error
+	for range maxIDTries { // one try with random ids; more guard a poor NewID
+		rec.ID = st.newID()
+		rec.State.TaskID = rec.ID
+		if err = st.store.Create(ctx, rec, st.lim); !errors.Is(err, ErrTaskExists) {
+			break
+		}
+	}
+	if err != nil {
+		if !errors.Is(err, ErrTaskExists) {
+			st.mu.Lock()
+			st.spare = rec.ID // never stored: the next task takes it
+			st.mu.Unlock()
+		}
+		return nil, nil, err
+	}
+	e := &taskEntry{id: rec.ID, owner: owner, rev: rev, ss: ss, call: call, done: make(chan struct{}), cancel: cancel,
+		notified: rec.Version, run: run}
+	st.mu.Lock()
+	st.live[e.id] = e
+	if ttl != nil {
+		e.expiry = time.AfterFunc(time.Duration(*ttl)*time.Millisecond, func() { st.remove(e, "expired") })
+	}
+	st.mu.Unlock()
+	return e, rec, nil
+}
+
+// newID returns the id of a new task: one a refused creation left
+// unused, else a new one (NewID).
+func (st *taskHost) newID() string {
+	st.mu.Lock()
+	id := st.spare
+	st.spare = ""
+	st.mu.Unlock()
+	if id == "" {
+		id = st.opts.NewID()
+	}
+	return id
+}
+
+// liveOf returns the run of task id in this process, or nil.
+func (st *taskHost) liveOf(id string) *taskEntry {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.live[id]
+}
+
+// endLocked closes e's done channel and unregisters it, once.
+func (st *taskHost) endLocked(e *taskEntry) {
+	if e.ended {
+		return
+	}
+	e.ended = true
+	close(e.done)
+	if st.live[e.id] == e {
+		delete(st.live, e.id)
+	}
+	if e.expiry != nil {
+		e.expiry.Stop()
+	}
+}
+
+// sessionOwnerLocked returns the owner key of the tasks ss creates without
+// an authorization context, and watches the end of ss to drop them.
+func (st *taskHost) sessionOwnerLocked(ss *Session) string {
+	if k, ok := st.sessions[ss]; ok {
+		return k
+	}
+	st.sessionSeq++
+	k := "session:" + strconv.FormatUint(st.sessionSeq, 10)
+	st.sessions[ss] = k
+	context.AfterFunc(ss.ctx, func() { st.dropSession(ss) })
+	return k
+}
+
+// ownerOf returns the owner key for a request on ss whose authorization
+// context is owner ("" = none: the session).
+func (st *taskHost) ownerOf(ss *Session, owner string) string {
+	if owner != "" {
+		return owner
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.sessionOwnerLocked(ss)
+}
+
+// seqKey is a pagination key that sorts in creation order.
+func seqKey(seq uint64) string {
+	s := strconv.FormatUint(seq, 10)
+	return string(rune('a'+len(s))) + s // the length prefix makes string order numeric order
+}
+
+// setWaiting records that a request to the client started (delta 1) or
+// ended (-1) for e: the task is input_required while any is waiting. It
+// returns the record when its status changed.
+func (st *taskHost) setWaiting(e *taskEntry, delta int) *TaskRecord {
+	st.mu.Lock()
+	e.waits += delta
+	st.mu.Unlock()
+	rec, ok, err := updateTask(context.Background(), st.store, st.lim, e.owner, e.id, func(r *TaskRecord) (bool, error) {
+		if r.Terminal() {
+			return false, nil
+		}
+		st.mu.Lock()
+		waiting := e.waits > 0
+		st.mu.Unlock()
+		want := TaskStatusWorking
+		if waiting {
+			want = TaskStatusInputRequired
+		}
+		if r.State.Status == want {
+			return false, nil
+		}
+		r.State.Status, r.State.LastUpdatedAt = want, formatTime(st.now())
+		return true, nil
+	})
+	if err != nil || !ok {
+		return nil
+	}
+	return rec
+}
+
+// finish moves e's task to a terminal status with its outcome (size: its
+// JSON size), unless it is terminal already, and ends its run. It returns
+// the record when it did.
+func (st *taskHost) finish(e *taskEntry, status TaskStatus, message string, res *CallToolResult, rpcErr *Error, size int64) *TaskRecord {
+	rec, ok, err := updateTask(context.Background(), st.store, st.lim, e.owner, e.id, func(r *TaskRecord) (bool, error) {
+		if r.Terminal() {
+			return false, nil
+		}
+		r.State.Status, r.State.StatusMessage, r.State.LastUpdatedAt = status, message, formatTime(st.now())
+		r.Result, r.Error, r.Size = res, rpcErr, size
+		return true, nil
+	})
+	if err != nil && !errors.Is(err, ErrTaskNotFound) {
+		e.call.Logger.Error("mcp: the task store failed: the task's outcome is lost", "taskId", e.id, "error", err)
+	}
+	st.mu.Lock()
+	st.endLocked(e)
+	st.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return rec
+}
+
+// cancel is the one cancel path of both revisions: it moves owner's task
+// id to cancelled unless it is terminal, ends its run in this process and
+// cancels its handler's context. It returns the record and whether it
+// cancelled it. A 2025-11-25 task's result is then an isError result
+// saying so; a 2026-07-28 task has none.
+func (st *taskHost) cancel(ctx context.Context, owner, id string) (*TaskRecord, bool, error) {
+	e := st.liveOf(id)
+	rec, ok, err := updateTask(ctx, st.store, st.lim, owner, id, func(r *TaskRecord) (bool, error) {
+		if r.Terminal() {
+			return false, nil
+		}
+		r.State.Status, r.State.StatusMessage, r.State.LastUpdatedAt = TaskStatusCancelled, "The task was cancelled by request.", formatTime(st.now())
+		r.Result, r.Error, r.Size = nil, nil, 0
+		if r.Revision != Version20260728 {
+			se := &StructuredError{Code: ErrInternal, Message: "the task was cancelled",
+				Details: map[string]any{"reason": "cancelled", "taskId": id}}
+			if e != nil {
+				se = withIDs(se, e.call)
+			}
+			r.Result = ToolErrorResult(se)
+		}
+		return true, nil
+	})
+	if err != nil || !ok {
+		return rec, false, err
+	}
+	if e != nil {
+		e.call.responded.Store(true) // a late result is dropped
+		e.call.progress.finish()
+		st.mu.Lock()
+		st.endLocked(e)
+		st.mu.Unlock()
+		e.cancel()
+		e.call.Logger.Debug("mcp: task cancelled by the client", "tool", e.call.Name, "taskId", id)
+	}
+	return rec, true, nil
+}
+
+// remove deletes e's task and ends its run: a task still running is
+// cancelled, and waiters of tasks/result get a result that says why.
+func (st *taskHost) remove(e *taskEntry, why string) {
+	if err := st.store.Delete(context.Background(), e.owner, e.id); err != nil && !errors.Is(err, ErrTaskNotFound) {
+		e.call.Logger.Error("mcp: the task store failed", "taskId", e.id, "error", err)
+	}
+	st.mu.Lock()
+	running := !e.ended
+	if running {
+		e.gone = ToolErrorResult(&StructuredError{Code: ErrInternal, Message: "task " + why,
+			Details: map[string]any{"reason": why, "taskId": e.id}})
+		st.endLocked(e)
+	}
+	st.mu.Unlock()
+	if running {
+		e.call.responded.Store(true) // its late result is dropped
+		e.call.progress.finish()
+	}
+	e.cancel()
+}
+
+// dropSession deletes the tasks bound to ss (not those of an
+// authorization context) once ss has ended.
+func (st *taskHost) dropSession(ss *Session) {
+	st.mu.Lock()
+	own, ok := st.sessions[ss]
+	delete(st.sessions, ss)
+	var runs []*taskEntry
+	for _, e := range st.live {
+		if e.owner == own {
+			runs = append(runs, e)
+		}
+	}
+	st.mu.Unlock()
+	if !ok {
+		return
+	}
+	for _, e := range runs {
+		st.remove(e, "session closed")
+	}
+	ctx := context.Background()
+	recs, err := st.store.List(ctx, own)
+	if err != nil {
+		ss.log.Error("mcp: the task store failed: the tasks of a closed session are left to expire", "error", err)
+		return
+	}
+	for _, r := range recs {
+		_ = st.store.Delete(ctx, own, r.ID) // gone meanwhile: as well
+	}
+}
+
+// stopAll cancels the context of every run of this process.
+func (st *taskHost) stopAll() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, e := range st.live {
+		e.cancel()
+	}
+}
+
+// toolIndex maps the names of one ListTools answer to their definitions.
+type toolIndex struct {
+	list []*Tool
+	byID map[string]*Tool
+}
