@@ -177,7 +177,9 @@ type TaskOptions struct {
 	// Such a call runs in the task pool from its start.
 	ImmediateWait time.Duration
 	// Store holds the task records (nil = a MemoryTaskStore of this
-	// Server, with the Server's clock). The runs of tasks stay in the
+	// Server, with the Server's clock). A store's clock decides when a
+	// record expires (TaskRecord.ExpiresAt, from ServerOptions.Now):
+	// it should be the Server's. The runs of tasks stay in the
 	// process that started them; the bounds above reach the store as
 	// TaskLimits.
 	Store TaskStore
@@ -667,10 +669,11 @@ func (st *taskHost) awaitTask(ctx context.Context, req *Request, rec *TaskRecord
 				return nil, nil, ctx.Err()
 			}
 		}
-		var err error
-		if rec, err = st.store.Get(ctx, rec.Owner, rec.ID); err != nil {
+		next, err := st.store.Get(ctx, rec.Owner, rec.ID)
+		if err != nil {
 			return nil, nil, st.storeError(req, rec.ID, err)
 		}
+		rec = next
 	}
 	return rec, nil, nil
 }
