@@ -236,7 +236,7 @@ type ToolFinder interface {
 	FindTool(ctx context.Context, name string) (*Tool, bool)
 }
 
-// initTasks sets up the task table when o.Tasks is set (called by NewServer).
+// initTasks sets up the tasks when o.Tasks is set (called by NewServer).
 func (s *Server) initTasks() {
 	if s.opts.Tasks == nil {
 		return
