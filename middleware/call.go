@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -35,8 +36,9 @@ type Call struct {
 
 	enteredAt time.Time // set by AuditEnter; the start of the audit pair
 
-	// Set by Timeout when the response deadline passed.
-	timedOut bool
+	// Set by Timeout when the response deadline passed; the late outcome
+	// is read once the handler has really returned (AfterHandler).
+	timedOut atomic.Bool
 	lateRes  *mcp.CallToolResult
 	lateErr  error
 }
@@ -73,7 +75,7 @@ func (c *Call) Validated() bool { return c.validated }
 
 // TimedOut reports whether Timeout's response deadline passed before the
 // handler returned.
-func (c *Call) TimedOut() bool { return c.timedOut }
+func (c *Call) TimedOut() bool { return c.timedOut.Load() }
 
 // Log returns the call's logger (ToolCall.Logger, which carries correlationId
 // and runId), or slog.Default() when there is none.

@@ -159,7 +159,7 @@ func Lock(opts *LockOptions) Middleware {
 					return nil, contextError(c, ctx.Err(), "waiting for the tool lock")
 				}
 			}
-			defer func() { <-mu }()
+			defer c.AfterHandler(func() { <-mu }) // held until the handler really returns
 			return next(ctx, c)
 		}
 	}
