@@ -73,7 +73,8 @@ func TestClientResources(t *testing.T) {
 	var rpcErr *mcp.Error
 	require.ErrorAs(t, err, &rpcErr)
 	assert.Equal(t, int64(mcp.CodeResourceNotFound), rpcErr.Code)
-	assert.JSONEq(t, `{"uri":"test://users/ghost"}`, string(rpcErr.Data.(jsontext.Value)))
+	assert.JSONEq(t, `{"uri":"test://users/ghost","correlationId":"id-1"}`, string(rpcErr.Data.(jsontext.Value)),
+		"the uri, and the correlationId every protocol error carries")
 
 	_, err = c.ReadResource(ctx, "relative/uri")
 	assert.ErrorIs(t, err, &mcp.Error{Code: mcp.CodeInvalidParams})

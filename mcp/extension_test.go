@@ -395,3 +395,41 @@ func TestToolCallMetaLeavesOutProtocolMembers(t *testing.T) {
 		}
 	}
 }
+
+// Resource-not-found (-32002 in 2025, -32602 in 2026-07-28) and an
+// unsupported revision (-32022) carry the request's correlationId beside
+// their own data, as every other protocol error does.
+func TestEveryProtocolErrorCarriesTheCorrelationID(t *testing.T) {
+	opts := modernOptions(&modernTools{})
+	opts.Resources = mcptest.NewCatalog()
+	c := startRaw(t, opts)
+	dataOf := func(want int) map[string]any {
+		t.Helper()
+		e := c.recv()["error"].(map[string]any)
+		assert.EqualValues(t, want, e["code"])
+		return e["data"].(map[string]any)
+	}
+
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"test://users/ghost",` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"correlationId":"corr-modern"}}}`)
+	data := dataOf(mcp.CodeInvalidParams)
+	assert.Equal(t, "test://users/ghost", data["uri"])
+	assert.Equal(t, "corr-modern", data["correlationId"])
+
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{},"correlationId":"corr-version"}}}`)
+	data = dataOf(mcp.CodeUnsupportedProtocolVersion)
+	assert.Equal(t, "2099-01-01", data["requested"])
+	assert.NotEmpty(t, data["supported"])
+	assert.Equal(t, "corr-version", data["correlationId"])
+
+	c.send(`{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
+	c.recv()
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.send(`{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"test://users/ghost","_meta":{"correlationId":"corr-legacy"}}}`)
+	data = dataOf(mcp.CodeResourceNotFound)
+	assert.Equal(t, "test://users/ghost", data["uri"])
+	assert.Equal(t, "corr-legacy", data["correlationId"])
+	c.send(`{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"test://users/ghost"}}`)
+	data = dataOf(mcp.CodeResourceNotFound)
+	assert.NotEmpty(t, data["correlationId"], "the connection's id when the request names none")
+}

@@ -103,10 +103,13 @@ const (
 	CodeUnsupportedProtocolVersion = -32022
 )
 
-// UnsupportedVersionData is error.data of -32022.
+// UnsupportedVersionData is error.data of -32022. CorrelationID is the
+// request's correlationId (the Server fills it in, as in every protocol
+// error).
 type UnsupportedVersionData struct {
-	Supported []string `json:"supported"`
-	Requested string   `json:"requested"`
+	Supported     []string `json:"supported"`
+	Requested     string   `json:"requested"`
+	CorrelationID string   `json:"correlationId,omitempty"`
 }
 
 // UnsupportedVersionError returns the -32022 error for a request that

@@ -29,13 +29,16 @@ type ResourceSource interface {
 }
 
 // ResourceNotFoundError returns the JSON-RPC error for a resources/read of
-// an unknown resource: code -32002 with data {"uri": uri}.
+// an unknown resource: code -32002 with data {"uri": uri}; the answer's
+// data also carries the request's correlationId, as every protocol error
+// does.
 func ResourceNotFoundError(uri string) *Error {
 	return &Error{Code: CodeResourceNotFound, Message: "Resource not found", Data: resourceErrData{URI: uri}}
 }
 
 type resourceErrData struct {
-	URI string `json:"uri"`
+	URI           string `json:"uri"`
+	CorrelationID string `json:"correlationId,omitempty"`
 }
 
 // declareFeatures adds the capabilities of resources, prompts and

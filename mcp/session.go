@@ -255,6 +255,16 @@ func (r responder) error(e *Error) {
 	switch d := e.Data.(type) {
 	case nil:
 		e = &Error{Code: e.Code, Message: e.Message, Data: protoErrData{CorrelationID: r.correlationID()}}
+	case resourceErrData:
+		if d.CorrelationID == "" {
+			d.CorrelationID = r.correlationID()
+			e = &Error{Code: e.Code, Message: e.Message, Data: d}
+		}
+	case UnsupportedVersionData:
+		if d.CorrelationID == "" {
+			d.CorrelationID = r.correlationID()
+			e = &Error{Code: e.Code, Message: e.Message, Data: d}
+		}
 	case *StructuredError:
 		if d.CorrelationID == r.ss.connID() { // the connection's id stood in for the request's
 			if c := r.correlationID(); c != d.CorrelationID {
