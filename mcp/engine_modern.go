@@ -96,11 +96,27 @@ func (modernEngine) taskCall(ctx context.Context, req *Request, call *ToolCall, 
 	return req.Session.server.tasks.modernTaskCall(req.Session, ctx, req, call, p) // tasks_modern_serve.go
 }
 
+// resultNotObjectError refuses a result that is not a JSON object (nor
+// null, which stands for an empty one) on a 2026-07-28 request, whose
+// results are objects that carry resultType.
+type resultNotObjectError struct{ kind jsontext.Kind }
+
+func (e *resultNotObjectError) Error() string {
+	what := map[jsontext.Kind]string{'[': "a JSON array", '"': "a JSON string", '0': "a JSON number", 't': "a JSON boolean", 'f': "a JSON boolean"}[e.kind]
+	if what == "" {
+		what = "not a JSON object"
+	}
+	return "the result is " + what + ", and a result of revision " + Version20260728 + " must be a JSON object (it carries resultType)"
+}
+
 // stamp returns the wire form of a modern result from its encoding b,
 // read once: b's members plus resultType ("complete" unless b has one),
 // the caching hints of a cacheable complete result, and serverInfo in
 // _meta. A subscription's final answer also names its subscriptionId.
 func (s *Server) stamp(b []byte, mod *modernReq) (jsontext.Value, error) {
+	if k := jsontext.Value(bytes.TrimSpace(b)).Kind(); k != '{' && k != 'n' {
+		return nil, &resultNotObjectError{kind: k}
+	}
 	out := make([]byte, 0, len(b)+len(s.serverInfoJSON)+96)
 	out = append(out, '{')
 	var meta jsontext.Value

@@ -153,6 +153,10 @@ type ServerOptions struct {
 	// Methods adds request methods of the server's own (for example
 	// "acme/search"), served in both eras beside the built-in ones and
 	// through Middleware. A name keel serves itself makes NewServer panic.
+	// A result that is not a JSON object (an array, a number, ...) is sent
+	// as it is to a 2025 session; a 2026-07-28 request, whose results are
+	// objects carrying resultType, gets a -32603 error naming that rule
+	// instead, and the server logs it. Nil stands for an empty result.
 	Methods map[string]MethodHandler
 	// Notifications adds handlers of notifications from the client,
 	// called on the goroutine that reads the connection (keep them

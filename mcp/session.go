@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -190,6 +191,12 @@ type responder struct {
 func (r *responder) result(v any) {
 	var err error
 	v, err = r.engine().encode(r, v)
+	var notObj *resultNotObjectError
+	if errors.As(err, &notObj) {
+		r.ss.log.Error("mcp: result refused", "error", err)
+		r.error(&Error{Code: CodeInternalError, Message: "Internal error: " + err.Error()})
+		return
+	}
 	if err != nil {
 		r.ss.log.Error("mcp: result not serializable", "error", err)
 		r.error(r.notSerializable())
