@@ -128,7 +128,8 @@ func ExampleServerOptions_capabilities() {
 }
 
 // Server.Sessions lists the live connections; NotifyAll reaches every
-// initialized 2025 session and every 2026-07-28 subscriptions/listen stream.
+// initialized 2025 session and every 2026-07-28 subscriptions/listen stream
+// whose filter covers the notification.
 func ExampleServer_NotifyAll() {
 	srv := mcp.NewServer(&mcp.ServerOptions{Logger: slog.New(slog.DiscardHandler)})
 	got := make(chan string, 2)

@@ -34,6 +34,9 @@ type listener struct {
 	notes  []pendingNote // Server.NotifyAll notifications (sessions.go)
 	wake   chan struct{} // capacity 1: a send is pending
 	client string        // the key its per-client limit counts under ("": none)
+	id     jsontext.Value // the listen request's id (the subscriptionId)
+	peer   Peer           // who opened it
+	ended  bool           // the subscription ended (guarded by mu)
 }
 
 // markTask queues notifications/tasks for the state t.
@@ -147,7 +150,7 @@ func handleListen(ctx context.Context, req *Request) (any, error) {
 		}
 	}
 	id := req.ID
-	l.client = listenClient(ctx)
+	l.client, l.id, l.peer = listenClient(ctx), id, PeerFromContext(ctx)
 	if e := ss.server.hub.addListener(l, &ss.server.opts); e != nil {
 		return nil, e
 	}
@@ -253,6 +256,9 @@ func (h *changeHub) addListener(l *listener, o *ServerOptions) *Error {
 }
 
 func (h *changeHub) removeListener(l *listener) {
+	l.mu.Lock()
+	l.ended = true
+	l.mu.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.listeners, l)

@@ -411,3 +411,74 @@ func TestModernInputRequiredPromptAndResource(t *testing.T) {
 	assert.Contains(t, res, "ttlMs")
 	assert.Equal(t, "42", res["contents"].([]any)[0].(map[string]any)["text"])
 }
+
+// Broadcasts honour each listen stream's filter, and one stream's client
+// can be notified alone (Server.ListenStreams, ListenStream.Notify).
+func TestListenStreamsFilterAndNotifyAlone(t *testing.T) {
+	opts := modernOptions(&modernTools{})
+	opts.Resources = mcptest.NewCatalog()
+	srv := mcp.NewServer(opts)
+	open := func(id, filter string) *rawConn {
+		ct, st := transport.NewPipe(nil)
+		go srv.Run(context.Background(), st)
+		t.Cleanup(func() { ct.Close() })
+		c := &rawConn{t: t, tr: mcptest.ValidateTransport(t, ct)}
+		c.send(`{"jsonrpc":"2.0","id":"` + id + `","method":"subscriptions/listen","params":{"notifications":` + filter + `,` + modernMeta + `}}`)
+		require.Equal(t, mcp.NotificationSubscriptionsAcknowledged, c.recv()["method"])
+		return c
+	}
+	tools := open("tools", `{"toolsListChanged":true}`)
+	res := open("res", `{"resourceSubscriptions":["test://users/"]}`)
+	none := open("none", `{}`)
+	require.Eventually(t, func() bool { return len(srv.ListenStreams()) == 3 }, 5*time.Second, time.Millisecond)
+
+	ctx := context.Background()
+	require.NoError(t, srv.NotifyAll(ctx, "acme/news", map[string]any{"headline": "x"}), "no stream opted in to it")
+	require.NoError(t, srv.NotifyAll(ctx, mcp.NotificationResourceUpdated, map[string]any{"uri": "test://other/1"}), "no stream covers the uri")
+	require.NoError(t, srv.NotifyAll(ctx, mcp.NotificationToolsListChanged, nil))
+	require.NoError(t, srv.NotifyAll(ctx, mcp.NotificationResourceUpdated, map[string]any{"uri": "test://users/ada"}))
+	// Each stream's notes are queued in order: a broadcast it must not get
+	// would come before the one it gets.
+	m := tools.recv()
+	assert.Equal(t, mcp.NotificationToolsListChanged, m["method"])
+	assert.Equal(t, "tools", m["params"].(map[string]any)["_meta"].(map[string]any)[mcp.MetaSubscriptionID])
+	m = res.recv()
+	assert.Equal(t, mcp.NotificationResourceUpdated, m["method"])
+	assert.Equal(t, "test://users/ada", m["params"].(map[string]any)["uri"])
+
+	// One stream alone.
+	var target, other *mcp.ListenStream
+	for _, ls := range srv.ListenStreams() {
+		switch string(ls.ID()) {
+		case `"res"`:
+			target = ls
+		case `"none"`:
+			other = ls
+		}
+	}
+	require.NotNil(t, target)
+	require.NotNil(t, other)
+	assert.Equal(t, []string{"test://users/"}, target.Filter().ResourceSubscriptions)
+	assert.NotEmpty(t, target.Peer().Key)
+	require.NoError(t, target.Notify(mcp.NotificationResourceUpdated, map[string]any{"uri": "test://users/bob"}))
+	m = res.recv()
+	assert.Equal(t, "test://users/bob", m["params"].(map[string]any)["uri"])
+	assert.Equal(t, "res", m["params"].(map[string]any)["_meta"].(map[string]any)[mcp.MetaSubscriptionID])
+	assert.ErrorIs(t, target.Notify(mcp.NotificationToolsListChanged, nil), mcp.ErrNotSubscribed)
+	assert.ErrorIs(t, other.Notify("acme/news", nil), mcp.ErrNotSubscribed)
+	assert.Error(t, target.Notify(mcp.NotificationResourceUpdated, []int{1}), "params must be an object")
+
+	// The streams that were not notified got nothing: their next message
+	// is the end of their subscription.
+	for id, c := range map[string]*rawConn{"tools": tools, "none": none} {
+		c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"` + id + `"}}`)
+		assert.Equal(t, id, c.recv()["id"], "%s got nothing more", id)
+	}
+	require.Eventually(t, func() bool { return len(srv.ListenStreams()) == 1 }, 5*time.Second, time.Millisecond)
+	for _, ls := range srv.ListenStreams() {
+		res.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"res"}}`)
+		assert.Equal(t, "res", res.recv()["id"])
+		require.Eventually(t, func() bool { return len(srv.ListenStreams()) == 0 }, 5*time.Second, time.Millisecond)
+		assert.ErrorIs(t, ls.Notify(mcp.NotificationResourceUpdated, map[string]any{"uri": "test://users/x"}), mcp.ErrClosed, "an ended stream")
+	}
+}

@@ -52,29 +52,27 @@ func (ss *Session) Notify(ctx context.Context, method string, params any) error 
 
 // NotifyAll sends the notification method with params to every client:
 // each initialized 2025 session (state RUNNING) Sessions lists, and each
-// open subscriptions/listen stream
-// of revision 2026-07-28 (there the params' _meta names the subscription,
-// so params must encode as a JSON object, or be nil). A stream queues at
-// most maxPendingNotes such notifications; beyond that they are dropped
-// and logged. It returns the errors of the sessions it could not reach,
-// joined (a closed session is skipped silently).
+// open subscriptions/listen stream of revision 2026-07-28 whose filter
+// covers it (see ListenStream.Notify: a stream gets only what its client
+// opted in to, so a method no filter names reaches no 2026-07-28 client;
+// there the params' _meta names the subscription, so params must encode
+// as a JSON object, or be nil). A stream queues at most maxPendingNotes
+// such notifications; beyond that they are dropped and logged. It returns
+// the errors of the sessions it could not reach, joined (a closed session
+// is skipped silently).
 func (s *Server) NotifyAll(ctx context.Context, method string, params any) error {
 	if method == "" {
 		return errors.New("mcp: NotifyAll: empty method")
 	}
-	var members map[string]jsontext.Value
-	if params != nil {
-		b, err := json.Marshal(params)
-		if err != nil {
-			return fmt.Errorf("mcp: NotifyAll: encoding params: %w", err)
-		}
-		if err := json.Unmarshal(b, &members); err != nil || members == nil {
-			return fmt.Errorf("mcp: NotifyAll: params of %s must encode as a JSON object", method)
-		}
+	members, err := noteMembers("NotifyAll", method, params)
+	if err != nil {
+		return err
 	}
 	s.hub.mu.Lock()
 	for l := range s.hub.listeners {
-		l.queueNote(s.log, method, members)
+		if l.allows(method, members) {
+			l.queueNote(s.log, method, members)
+		}
 	}
 	s.hub.mu.Unlock()
 	var errs []error
@@ -87,6 +85,119 @@ func (s *Server) NotifyAll(ctx context.Context, method string, params any) error
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// noteMembers returns the members of a notification's params (nil for
+// none): they must encode as a JSON object.
+func noteMembers(caller, method string, params any) (map[string]jsontext.Value, error) {
+	if params == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: %s: encoding params: %w", caller, err)
+	}
+	var members map[string]jsontext.Value
+	if err := json.Unmarshal(b, &members); err != nil || members == nil {
+		return nil, fmt.Errorf("mcp: %s: params of %s must encode as a JSON object", caller, method)
+	}
+	return members, nil
+}
+
+// allows reports whether the subscription's filter covers the
+// notification method with params members: the list changes it opted in
+// to, the updates of the resources it subscribed to (params.uri), the
+// status of the tasks it named (params.taskId). Nothing else.
+func (l *listener) allows(method string, members map[string]jsontext.Value) bool {
+	f := &l.filter
+	str := func(name string) string {
+		var v string
+		_ = json.Unmarshal(members[name], &v)
+		return v
+	}
+	switch method {
+	case NotificationToolsListChanged:
+		return f.ToolsListChanged
+	case NotificationPromptsListChanged:
+		return f.PromptsListChanged
+	case NotificationResourcesListChanged:
+		return f.ResourcesListChanged
+	case NotificationResourceUpdated:
+		uri := str("uri")
+		return uri != "" && l.covers(uri)
+	case NotificationTasks:
+		return l.tasks[str("taskId")]
+	}
+	return false
+}
+
+// ErrNotSubscribed is returned by ListenStream.Notify for a notification
+// the listen stream's filter does not cover.
+var ErrNotSubscribed = errors.New("mcp: the listen stream's filter does not cover this notification")
+
+// ListenStream is one open subscriptions/listen stream of a 2026-07-28
+// client, as the server sees it: the channel through which that client
+// alone can be notified.
+type ListenStream struct{ l *listener }
+
+// ListenStreams returns the subscriptions/listen streams open now, on
+// every transport. The order is unspecified.
+func (s *Server) ListenStreams() []*ListenStream {
+	h := &s.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]*ListenStream, 0, len(h.listeners))
+	for l := range h.listeners {
+		out = append(out, &ListenStream{l: l})
+	}
+	return out
+}
+
+// ID returns the id of the listen request, which tags every notification
+// of the stream (_meta subscriptionId).
+func (sub *ListenStream) ID() jsontext.Value { return sub.l.id }
+
+// Peer returns who opened the subscription (PeerFromContext of its
+// request).
+func (sub *ListenStream) Peer() Peer { return sub.l.peer }
+
+// Filter returns what the server honours of the subscription's filter
+// (what its acknowledgement said).
+func (sub *ListenStream) Filter() SubscriptionFilter { return sub.l.filter }
+
+// Notify queues the notification method with params for this
+// subscription's client alone, tagged with the subscription (params must
+// encode as a JSON object, or be nil). The revision lets a stream carry
+// only what its client opted in to: a notification the filter does not
+// cover fails with ErrNotSubscribed, one for a subscription that ended
+// with ErrClosed, and one beyond the maxPendingNotes the stream holds with
+// an error that names that bound.
+func (sub *ListenStream) Notify(method string, params any) error {
+	members, err := noteMembers("ListenStream.Notify", method, params)
+	if err != nil {
+		return err
+	}
+	l := sub.l
+	if !l.allows(method, members) {
+		return fmt.Errorf("%w: %s", ErrNotSubscribed, method)
+	}
+	l.mu.Lock()
+	ended, full := l.ended, len(l.notes) >= maxPendingNotes
+	if !ended && !full {
+		l.notes = append(l.notes, pendingNote{method: method, members: members})
+	}
+	l.mu.Unlock()
+	switch {
+	case ended:
+		return ErrClosed
+	case full:
+		return fmt.Errorf("mcp: ListenStream.Notify: the subscription holds %d notifications its client has not read (the bound of a listen stream)", maxPendingNotes)
+	}
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	return nil
 }
 
 // maxPendingNotes bounds the NotifyAll notifications one listen stream
