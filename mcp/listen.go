@@ -30,10 +30,10 @@ type listener struct {
 	mu     sync.Mutex
 	dirty  listKind
 	uris   []string
-	states []Task        // tasks whose status changed (the latest state of each)
-	notes  []pendingNote // Server.NotifyAll notifications (sessions.go)
-	wake   chan struct{} // capacity 1: a send is pending
-	client string        // the key its per-client limit counts under ("": none)
+	states []Task         // tasks whose status changed (the latest state of each)
+	notes  []pendingNote  // Server.NotifyAll notifications (sessions.go)
+	wake   chan struct{}  // capacity 1: a send is pending
+	client string         // the key its per-client limit counts under ("": none)
 	id     jsontext.Value // the listen request's id (the subscriptionId)
 	peer   Peer           // who opened it
 	ended  bool           // the subscription ended (guarded by mu)
