@@ -71,12 +71,14 @@ type ToolCall struct {
 // handler's goroutine running, as middleware.Timeout does); end must be
 // called once that handler has really returned. Until then, the functions
 // given to AfterHandler wait, and the session counts the handler among
-// its requests (a graceful shutdown waits for it).
+// its requests (a graceful shutdown waits for it; a task's handler is
+// waited for by Server.StopTasks instead).
 func (c *ToolCall) Detach() (end func()) {
 	c.endMu.Lock()
 	c.detached++
 	c.endMu.Unlock()
-	if c.Session != nil {
+	held := c.Session != nil && c.gate != nil // a call answering its request, in flight now (a task's run is the task runner's)
+	if held {
 		c.Session.reqs.hold()
 	}
 	var once sync.Once
@@ -92,7 +94,7 @@ func (c *ToolCall) Detach() (end func()) {
 			for _, fn := range run {
 				fn()
 			}
-			if c.Session != nil {
+			if held {
 				c.Session.reqs.done()
 			}
 		})
