@@ -161,7 +161,8 @@ func (r *responder) resourceError(err error, uri string) *Error {
 // featureError maps an error of a resource, prompt or completion source to
 // a JSON-RPC error: an *Error as it is; a *StructuredError becomes -32602
 // (INVALID_ARGUMENT, NOT_FOUND) or -32603 with the error in data; anything
-// else -32603. A StructuredError gets the connection's correlation id.
+// else -32603 with its text masked (protocolError). A StructuredError gets
+// the connection's correlation id.
 func (ss *Session) featureError(err error) *Error {
 	var rpc *Error
 	if errors.As(err, &rpc) {
@@ -186,8 +187,7 @@ func (ss *Session) featureError(err error) *Error {
 		}
 		return &Error{Code: CodeInternalError, Message: "Internal error: " + se.Message, Data: &c}
 	}
-	ss.log.Error("mcp: request failed", "error", err)
-	return &Error{Code: CodeInternalError, Message: "Internal error: " + err.Error()}
+	return protocolError(ss, "request", err)
 }
 
 func handleSubscribe(_ context.Context, req *Request) (any, error) {

@@ -147,6 +147,14 @@ func (t *Tool) ValidateArguments(args jsontext.Value) *mcp.StructuredError {
 		args = emptyObject
 	}
 	vs, err := t.in.check(args)
+	var ne *NumberError
+	if errors.As(err, &ne) {
+		return &mcp.StructuredError{
+			Code:    mcp.ErrInvalidArgument,
+			Message: "arguments of tool " + strconv.Quote(t.def.Name) + ": " + ne.Error(),
+			Details: map[string]any{"tool": t.def.Name, "limit": ne.Limit, ne.Limit: ne.Max, "path": ne.Path},
+		}
+	}
 	if err != nil {
 		return &mcp.StructuredError{
 			Code:    mcp.ErrInvalidArgument,

@@ -81,3 +81,15 @@ type PeerWatcher interface {
 	// PeerGone returns a channel that is closed once the peer is gone.
 	PeerGone() <-chan struct{}
 }
+
+// MessageLimiter is implemented by transports that bound the size of one
+// message: Stdio, the in-memory pipe and the streamable HTTP server's
+// sessions. A server writes no message larger than it would accept: with
+// both ends at their defaults, what one end sends the other can read. A
+// response over the limit is answered instead with an error naming
+// MaxMessageBytes (package mcp), so that the peer is never left waiting
+// for an answer it would discard.
+type MessageLimiter interface {
+	// MaxMessageBytes returns the limit on one message, in bytes.
+	MaxMessageBytes() int
+}
