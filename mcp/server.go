@@ -160,6 +160,22 @@ type ServerOptions struct {
 	// StructuredError naming it.
 	MaxListens          int
 	MaxListensPerClient int
+	// MaxURIBytes bounds one resource URI a client names
+	// (resources/read, subscribe and unsubscribe) or filters on
+	// (subscriptions/listen), and each task id a listen names (default
+	// DefaultMaxURIBytes, 8 KiB). A longer one gets -32602 with an
+	// INVALID_ARGUMENT StructuredError naming it; the URI is not echoed.
+	MaxURIBytes int
+	// MaxSubscriptionBytes bounds what a client's subscriptions make the
+	// server hold, each URI or task id counting its length plus
+	// SubscriptionEntryBytes (default DefaultMaxSubscriptionBytes, 128
+	// KiB): the resources/subscribe subscriptions of one session (past it,
+	// CodeServerBusy with a RESOURCE_EXHAUSTED StructuredError naming it,
+	// not retryable until the session unsubscribes), and the filter of one
+	// subscriptions/listen, which the acknowledgement echoes (past it,
+	// -32602 with INVALID_ARGUMENT naming it). A session also holds at most
+	// 4096 subscriptions, and a filter at most 4096 entries.
+	MaxSubscriptionBytes int
 
 	// Middleware wraps the handling of every incoming request and
 	// notification, built-in and custom methods alike; the first listed
@@ -262,6 +278,12 @@ func NewServer(opts *ServerOptions) *Server {
 	}
 	if o.MaxListensPerClient <= 0 {
 		o.MaxListensPerClient = 16
+	}
+	if o.MaxURIBytes <= 0 {
+		o.MaxURIBytes = DefaultMaxURIBytes
+	}
+	if o.MaxSubscriptionBytes <= 0 {
+		o.MaxSubscriptionBytes = DefaultMaxSubscriptionBytes
 	}
 	if o.CacheScope != CacheScopePublic {
 		o.CacheScope = CacheScopePrivate

@@ -106,6 +106,9 @@ func decodeURIParams(req *Request, p *ReadResourceParams) *Error {
 	if err := json.Unmarshal(req.Params, p); err != nil {
 		return invalidParams(err)
 	}
+	if e := req.Session.server.opts.checkURI("uri", p.URI); e != nil {
+		return e
+	}
 	if err := CheckResourceURI(p.URI); err != nil {
 		return &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
 	}
@@ -206,8 +209,8 @@ func subscribe(req *Request, on bool) (any, error) {
 	ss := req.Session
 	if !on {
 		ss.server.hub.unsubscribe(ss, p.URI)
-	} else if !ss.server.hub.subscribe(ss, p.URI) {
-		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: too many subscriptions on this connection"}
+	} else if e := ss.server.hub.subscribe(ss, p.URI); e != nil {
+		return nil, e
 	}
 	return EmptyResult{}, nil
 }
