@@ -139,11 +139,10 @@ func (e *NumberError) Error() string {
 	if path == "" {
 		path = "(root)"
 	}
-	what := "digits"
 	if e.Limit == "maxNumberExponent" {
-		what = "an exponent of magnitude"
+		return "number at " + path + " has an exponent beyond ±" + strconv.Itoa(e.Max) + " (" + e.Limit + ")"
 	}
-	return "number at " + path + " has more than " + strconv.Itoa(e.Max) + " " + what + " (" + e.Limit + ")"
+	return "number at " + path + " has more than " + strconv.Itoa(e.Max) + " digits (" + e.Limit + ")"
 }
 
 // checkNumber checks the text of a JSON number (valid JSON) against
