@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -361,4 +363,101 @@ func startProbeServerWith(t *testing.T, add func(*registry.Registry)) *probeServ
 		}
 	})
 	return &probeServer{url: "http://" + ln.Addr().String() + "/mcp", addr: ln.Addr().String(), srv: srv, logs: logs}
+}
+
+// memInUse returns the bytes of live heap and goroutine stacks after a
+// collection.
+func memInUse() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc + ms.StackInuse)
+}
+
+// rss returns the process's resident set in bytes (Linux), or 0.
+func rss() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize())
+}
+
+// The figures of the README's limits table: what an idle initialized
+// 2025 session over HTTP holds (heap and stacks of the whole process,
+// divided by the sessions opened), and what a subscriptions/listen with a
+// filter at MaxSubscriptionBytes holds while it is open.
+func TestProbeMemoryPerSessionAndListen(t *testing.T) {
+	p := startProbeServer(t, &streamhttp.Options{})
+	sessions := 100
+	if !testing.Short() {
+		sessions = 400
+	}
+	rawSession(t, p.url, mcp.Version20251125, "warm-up")
+	before, beforeRSS := memInUse(), rss()
+	opened := 0
+	for i := range sessions {
+		status, _, sid, _ := rawPost(t, p.url, "", "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",`+
+			`"capabilities":{},"clientInfo":{"name":"idle-`+strconv.Itoa(i)+`","version":"1"}}}`, 10*time.Second)
+		if status != http.StatusOK {
+			break // a per-peer bound on sessions: measure what was opened
+		}
+		status, _, _, _ = rawPost(t, p.url, sid, mcp.Version20251125, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, 10*time.Second)
+		require.Equal(t, http.StatusAccepted, status)
+		opened++
+	}
+	require.GreaterOrEqual(t, opened, 20)
+	perSession := (memInUse() - before) / int64(opened)
+	t.Logf("an idle initialized 2025 session over HTTP: %.1f KiB of heap and stacks, %.1f KiB of RSS (%d sessions)",
+		float64(perSession)/1024, float64(rss()-beforeRSS)/float64(opened)/1024, opened)
+	assert.Less(t, perSession, int64(64<<10))
+
+	// A maximal filter: URIs of 24 bytes up to MaxSubscriptionBytes.
+	per := 24 + mcp.SubscriptionEntryBytes
+	uris := make([]string, mcp.DefaultMaxSubscriptionBytes/per)
+	for i := range uris {
+		uris[i] = fmt.Sprintf("test://static/r/%08d", i)
+	}
+	filter, err := json.Marshal(map[string]any{"resourceSubscriptions": uris})
+	require.NoError(t, err)
+	const listens = 8
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"listener","version":"1"},` +
+		`"io.modelcontextprotocol/clientCapabilities":{}}`
+	body := `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":` + string(filter) + `,` + meta + `}}`
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	before = memInUse()
+	acks := 0
+	for range listens {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "subscriptions/listen")
+		resp, err := hc.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		br := bufio.NewReaderSize(resp.Body, 1<<20)
+		for {
+			line, err := br.ReadString('\n')
+			require.NoError(t, err)
+			if strings.HasPrefix(line, "data: ") && strings.Contains(line, mcp.NotificationSubscriptionsAcknowledged) {
+				acks = max(acks, len(line))
+				break
+			}
+		}
+	}
+	perListen := (memInUse() - before) / listens
+	t.Logf("a listen with a filter of %d URIs (%d KiB of JSON, at MaxSubscriptionBytes): %.1f KiB held; acknowledgement %d KiB",
+		len(uris), len(filter)>>10, float64(perListen)/1024, acks>>10)
+	assert.Less(t, perListen, int64(1<<20))
 }
