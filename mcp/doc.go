@@ -86,4 +86,12 @@
 // sends a client (RequestTimeout), and tasks: handlers running in the task
 // pool in all and per owner, their run time, tasks in progress and
 // finished ones per owner, a result's size and a task's ttl (TaskOptions).
+// Bytes are bounded as well as counts: a resource URI or task id a client
+// names (MaxURIBytes), the subscriptions of a session and the filter of a
+// listen (MaxSubscriptionBytes), and every message the server sends (the
+// transport's own MaxMessageBytes: a response past it is answered with an
+// error naming the limit instead, see transport.MessageLimiter). What a
+// peer makes the server log is bounded too (Logger, LogLinesPerSecond),
+// and a handler's plain error text reaches the log, not the client
+// (ExposeErrorText).
 package mcp
