@@ -206,3 +206,36 @@ func TestDefaultResultCapsFitTheMessageLimit(t *testing.T) {
 	assert.LessOrEqual(t, mcp.DefaultMaxResultBytes+mcp.ResultEnvelopeBytes, transport.DefaultMaxMessageBytes)
 	assert.LessOrEqual(t, int64(mcp.DefaultMaxTaskResultBytes), int64(mcp.DefaultMaxResultBytes))
 }
+
+// A batch whose answers together pass MaxMessageBytes (each fits alone)
+// is answered with the error naming the limit for each of its requests,
+// on every transport.
+func TestBatchAnswerOverMessageLimitAnsweredEverywhere(t *testing.T) {
+	reg := registry.New(nil)
+	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "half", InputSchema: []byte(`{"type":"object"}`)},
+		func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+			return mcp.TextResult(strings.Repeat("h", transport.DefaultMaxMessageBytes/2+1024)), nil
+		}, nil))
+	srv := mcp.NewServer(&mcp.ServerOptions{Tools: reg, Logger: slog.New(slog.DiscardHandler)})
+	for name, ex := range exchanges(t, srv, mcp.Version20250326) {
+		t.Run(name, func(t *testing.T) {
+			out := ex(t, `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"half"}},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"half"}}]`)
+			var answers []struct {
+				ID    int `json:"id"`
+				Error struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(out), &answers), head(out))
+			require.Len(t, answers, 2)
+			for i, a := range answers {
+				assert.Equal(t, i+1, a.ID)
+				assert.Equal(t, -32603, a.Error.Code)
+				assert.Contains(t, a.Error.Message, "MaxMessageBytes")
+			}
+		})
+	}
+}
+
+func head(s string) string { return s[:min(len(s), 512)] }

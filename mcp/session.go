@@ -209,7 +209,7 @@ func (r *responder) result(v any) {
 			r.error(r.notSerializable())
 			return
 		}
-		r.batch.add(b)
+		r.batch.add(r.id, b)
 		return
 	}
 	err = r.ss.conn.writeResult(r.ss.ctx, r.id, v)
@@ -300,7 +300,7 @@ func (r responder) error(e *Error) {
 		if err != nil {
 			b, _ = jsonrpc.AppendError(nil, id, e.Code, e.Message, nil)
 		}
-		r.batch.add(b)
+		r.batch.add(r.id, b)
 		return
 	}
 	ctx := r.ss.ctx
@@ -324,6 +324,7 @@ type batch struct {
 	mu    sync.Mutex
 	want  int
 	parts [][]byte
+	ids   []jsontext.Value // the id each part answers (nil: none)
 }
 
 // skip records that one expected response will never come (a cancelled request).
@@ -337,9 +338,10 @@ func (b *batch) skip() {
 	}
 }
 
-func (b *batch) add(part []byte) {
+func (b *batch) add(id jsontext.Value, part []byte) {
 	b.mu.Lock()
 	b.parts = append(b.parts, part)
+	b.ids = append(b.ids, id)
 	done := len(b.parts) == b.want
 	b.mu.Unlock()
 	if done {
@@ -348,9 +350,31 @@ func (b *batch) add(part []byte) {
 }
 
 func (b *batch) flush() {
-	err := b.ss.conn.send(b.ss.ctx, func(dst []byte) ([]byte, error) {
+	err := b.write(b.parts)
+	if tl := tooLarge(err); tl != nil {
+		// Together the answers pass the transport's limit: each request
+		// is answered with the error naming it instead.
+		b.ss.log.Warn("mcp: batch response over MaxMessageBytes; errors are sent instead", "bytes", tl.Size, "maxBytes", tl.Limit)
+		parts := make([][]byte, len(b.ids))
+		for i, id := range b.ids {
+			if id == nil {
+				id = jsonrpc.Null
+			}
+			e := responder{ss: b.ss}.overLimit(tl)
+			parts[i], _ = jsonrpc.AppendError(nil, id, e.Code, e.Message, e.Data)
+		}
+		err = b.write(parts)
+	}
+	if err != nil && !isClosed(err) {
+		b.ss.log.Warn("mcp: writing batch response failed", "error", err)
+	}
+}
+
+// write sends parts as one array.
+func (b *batch) write(parts [][]byte) error {
+	return b.ss.conn.send(b.ss.ctx, func(dst []byte) ([]byte, error) {
 		dst = append(dst, '[')
-		for i, p := range b.parts {
+		for i, p := range parts {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
@@ -358,9 +382,6 @@ func (b *batch) flush() {
 		}
 		return append(dst, ']'), nil
 	})
-	if err != nil && !isClosed(err) {
-		b.ss.log.Warn("mcp: writing batch response failed", "error", err)
-	}
 }
 
 // notificationHandler returns the handler of notification name, or nil.
