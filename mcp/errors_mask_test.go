@@ -1,12 +1,10 @@
 package mcp_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,34 +12,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/keelmcp/keel/internal/exampletest"
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/registry"
 	"github.com/keelmcp/keel/transport"
 )
 
-// lockedBuffer collects log output written from several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 const secretDSN = "postgres://app:hunter2@db.internal:5432/prod"
 
 // maskServer serves a tool and a resource that fail with a plain error
 // holding a secret, and a tool that fails with a typed one.
-func maskServer(t *testing.T, expose bool, logs *lockedBuffer) *mcp.Client {
+func maskServer(t *testing.T, expose bool, logs *exampletest.SafeBuffer) *mcp.Client {
 	t.Helper()
 	reg := registry.New(nil)
 	fail := func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
@@ -73,7 +54,7 @@ func maskServer(t *testing.T, expose bool, logs *lockedBuffer) *mcp.Client {
 // Typed errors pass as written; ExposeErrorText shows the text.
 func TestPlainErrorTextIsMasked(t *testing.T) {
 	ctx := context.Background()
-	var logs lockedBuffer
+	var logs exampletest.SafeBuffer
 	c := maskServer(t, false, &logs)
 
 	_, err := c.CallTool(ctx, "fail", nil)
@@ -103,7 +84,7 @@ func TestPlainErrorTextIsMasked(t *testing.T) {
 	assert.NotEmpty(t, rse.CorrelationID)
 	assert.NotContains(t, rse.Message, "hunter2")
 
-	var open lockedBuffer
+	var open exampletest.SafeBuffer
 	dev := maskServer(t, true, &open)
 	_, err = dev.CallTool(ctx, "fail", nil)
 	require.ErrorAs(t, err, &se)
@@ -113,7 +94,7 @@ func TestPlainErrorTextIsMasked(t *testing.T) {
 // A client name of a million newlines makes no huge log line: peer values
 // are clipped.
 func TestPeerValuesAreClippedInTheLog(t *testing.T) {
-	var logs lockedBuffer
+	var logs exampletest.SafeBuffer
 	srv := mcp.NewServer(&mcp.ServerOptions{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	ct, st := transport.NewPipe(&transport.PipeOptions{MaxMessageBytes: 8 << 20})
 	go func() { _ = srv.Run(context.Background(), st) }()
@@ -123,11 +104,5 @@ func TestPeerValuesAreClippedInTheLog(t *testing.T) {
 	require.NoError(t, c.Connect(ctx, ct))
 	defer c.Close()
 	assert.Contains(t, logs.String(), "mcp: initialize")
-	assert.Less(t, logs.Len(), 4096, "bytes of log for one initialize")
-}
-
-func (l *lockedBuffer) Len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Len()
+	assert.Less(t, len(logs.String()), 4096, "bytes of log for one initialize")
 }

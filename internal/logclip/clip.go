@@ -7,6 +7,7 @@ package logclip
 import (
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -62,4 +63,64 @@ func (b *Bucket) Take(now time.Time) bool {
 	}
 	b.tokens--
 	return true
+}
+
+// Limiter rate-limits log lines with a Bucket, and counts the lines it
+// refuses: a second after the first of them, report is called once with
+// their number (then the count starts again). It is safe for concurrent
+// use.
+type Limiter struct {
+	perSecond  int
+	report     func(suppressed int64)
+	mu         sync.Mutex
+	bucket     Bucket
+	suppressed int64
+	timer      *time.Timer // pending report
+	closed     bool
+}
+
+// NewLimiter returns a Limiter of perSecond lines a second (with a burst
+// of as many; <= 0: no limit) that reports suppressed lines to report.
+func NewLimiter(perSecond int, report func(suppressed int64)) *Limiter {
+	return &Limiter{perSecond: perSecond, report: report, bucket: NewBucket(perSecond)}
+}
+
+// Allow reports whether a line may be written now; a refused one is
+// counted for the report.
+func (l *Limiter) Allow() bool {
+	if l.perSecond <= 0 {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.bucket.Take(time.Now()) {
+		return true
+	}
+	l.suppressed++
+	if l.timer == nil && !l.closed {
+		l.timer = time.AfterFunc(time.Second, l.flush)
+	}
+	return false
+}
+
+func (l *Limiter) flush() {
+	l.mu.Lock()
+	n := l.suppressed
+	l.suppressed, l.timer = 0, nil
+	l.mu.Unlock()
+	if n > 0 {
+		l.report(n)
+	}
+}
+
+// Close stops a pending report; lines refused afterwards are not
+// reported.
+func (l *Limiter) Close() {
+	l.mu.Lock()
+	l.closed = true
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+	l.mu.Unlock()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -27,18 +26,9 @@ const (
 // reported in one line a second later.
 type Handler struct {
 	next     slog.Handler
+	base     slog.Handler // next as NewHandler got it: where a new scope reports
 	maxValue int
-	lim      *limiter
-}
-
-// limiter is the rate limit of one scope.
-type limiter struct {
-	next       slog.Handler // where the report of suppressed lines goes
-	perSecond  int
-	mu         sync.Mutex
-	bucket     Bucket
-	suppressed int64
-	report     *time.Timer
+	lim      *Limiter
 }
 
 // NewHandler returns a Handler around next: maxValue bytes of each string
@@ -51,11 +41,17 @@ func NewHandler(next slog.Handler, maxValue, linesPerSecond int) *Handler {
 	if linesPerSecond == 0 {
 		linesPerSecond = DefaultLinesPerSecond
 	}
-	return &Handler{next: next, maxValue: maxValue, lim: newLimiter(next, linesPerSecond)}
+	return &Handler{next: next, base: next, maxValue: maxValue, lim: scopeLimiter(next, linesPerSecond)}
 }
 
-func newLimiter(next slog.Handler, perSecond int) *limiter {
-	return &limiter{next: next, perSecond: perSecond, bucket: NewBucket(perSecond)}
+// scopeLimiter is the rate limit of a scope whose lines go to next, where
+// it reports the lines it suppressed.
+func scopeLimiter(next slog.Handler, perSecond int) *Limiter {
+	return NewLimiter(perSecond, func(n int64) {
+		r := slog.NewRecord(time.Now(), slog.LevelWarn, "log lines suppressed (rate limit)", 0)
+		r.AddAttrs(slog.Int64("suppressed", n), slog.Int("perSecond", perSecond))
+		_ = next.Handle(context.Background(), r)
+	})
 }
 
 // Scope returns l with a rate limit of its own when l's handler is a
@@ -66,7 +62,7 @@ func Scope(l *slog.Logger) *slog.Logger {
 		return l
 	}
 	c := *h
-	c.lim = newLimiter(h.lim.next, h.lim.perSecond)
+	c.lim = scopeLimiter(h.base, h.lim.perSecond)
 	return slog.New(&c)
 }
 
@@ -77,7 +73,7 @@ func (h *Handler) Enabled(ctx context.Context, level slog.Level) bool {
 
 // Handle implements slog.Handler.
 func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
-	if !h.lim.allow() {
+	if !h.lim.Allow() {
 		return nil
 	}
 	needs := len(r.Message) > h.maxValue
@@ -105,12 +101,12 @@ func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	for i, a := range attrs {
 		c[i] = h.clipAttr(a, 0)
 	}
-	return &Handler{next: h.next.WithAttrs(c), maxValue: h.maxValue, lim: h.lim}
+	return &Handler{next: h.next.WithAttrs(c), base: h.base, maxValue: h.maxValue, lim: h.lim}
 }
 
 // WithGroup implements slog.Handler; the scope is shared.
 func (h *Handler) WithGroup(name string) slog.Handler {
-	return &Handler{next: h.next.WithGroup(Clip(name, h.maxValue)), maxValue: h.maxValue, lim: h.lim}
+	return &Handler{next: h.next.WithGroup(Clip(name, h.maxValue)), base: h.base, maxValue: h.maxValue, lim: h.lim}
 }
 
 // maxGroupDepth bounds the nesting of groups walked; deeper ones pass as
@@ -180,37 +176,6 @@ func (h *Handler) clipAttr(a slog.Attr, depth int) slog.Attr {
 	}
 	a.Value = v
 	return a
-}
-
-// allow reports whether a line may be written now; a suppressed one is
-// counted, and reported a second later.
-func (l *limiter) allow() bool {
-	if l.perSecond < 0 {
-		return true
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.bucket.Take(time.Now()) {
-		return true
-	}
-	l.suppressed++
-	if l.report == nil {
-		l.report = time.AfterFunc(time.Second, l.reportSuppressed)
-	}
-	return false
-}
-
-func (l *limiter) reportSuppressed() {
-	l.mu.Lock()
-	n := l.suppressed
-	l.suppressed = 0
-	l.report = nil
-	l.mu.Unlock()
-	if n > 0 {
-		r := slog.NewRecord(time.Now(), slog.LevelWarn, "log lines suppressed (rate limit)", 0)
-		r.AddAttrs(slog.Int64("suppressed", n), slog.Int("perSecond", l.perSecond))
-		_ = l.next.Handle(context.Background(), r)
-	}
 }
 
 var _ slog.Handler = (*Handler)(nil)

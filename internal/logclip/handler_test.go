@@ -1,50 +1,33 @@
-package logclip
+package logclip_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/keelmcp/keel/internal/exampletest"
+	"github.com/keelmcp/keel/internal/logclip"
 )
 
-// syncBuffer is a bytes.Buffer safe for the report's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestClip(t *testing.T) {
-	assert.Equal(t, "short", Clip("short", 64))
-	assert.Equal(t, strings.Repeat("x", 8)+"...(20 bytes)", Clip(strings.Repeat("x", 20), 8))
-	assert.Equal(t, "a...(7 bytes)", Clip("aéééé"[:7], 2), "cut at a rune boundary")
-	assert.Equal(t, strings.Repeat("n", 64)+"...(100 bytes)", Attr("k", strings.Repeat("n", 100)).Value.String())
+	assert.Equal(t, "short", logclip.Clip("short", 64))
+	assert.Equal(t, strings.Repeat("x", 8)+"...(20 bytes)", logclip.Clip(strings.Repeat("x", 20), 8))
+	assert.Equal(t, "a...(7 bytes)", logclip.Clip("aéééé"[:7], 2), "cut at a rune boundary")
+	assert.Equal(t, strings.Repeat("n", 64)+"...(100 bytes)", logclip.Attr("k", strings.Repeat("n", 100)).Value.String())
 }
 
 // Every string value of a line is clipped: the message, attributes (in
 // groups, added with WithAttrs), error texts and bytes; short lines pass
 // unchanged.
 func TestHandlerClipsEveryValue(t *testing.T) {
-	var buf syncBuffer
-	h := NewHandler(slog.NewJSONHandler(&buf, nil), 16, -1)
+	var buf exampletest.SafeBuffer
+	h := logclip.NewHandler(slog.NewJSONHandler(&buf, nil), 16, -1)
 	long := strings.Repeat("\n", 1000)
 	log := slog.New(h).With("client", long)
 	log.Info(long, "s", long, "err", errors.New(long), "b", []byte(long),
@@ -54,8 +37,8 @@ func TestHandlerClipsEveryValue(t *testing.T) {
 	assert.Equal(t, 6, strings.Count(out, "(1000 bytes)"), out)
 	assert.Contains(t, out, `"n":3`)
 
-	buf = syncBuffer{}
-	slog.New(NewHandler(slog.NewTextHandler(&buf, nil), 16, -1)).Info("short", "k", "v")
+	buf = exampletest.SafeBuffer{}
+	slog.New(logclip.NewHandler(slog.NewTextHandler(&buf, nil), 16, -1)).Info("short", "k", "v")
 	assert.Contains(t, buf.String(), `msg=short k=v`)
 }
 
@@ -63,9 +46,9 @@ func TestHandlerClipsEveryValue(t *testing.T) {
 // suppressed are reported once, a second later. Another scope has a
 // limit of its own.
 func TestHandlerRateLimitsEachScope(t *testing.T) {
-	var buf syncBuffer
-	base := slog.New(NewHandler(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}), 0, 5))
-	peer := Scope(base).With("peer", "a")
+	var buf exampletest.SafeBuffer
+	base := slog.New(logclip.NewHandler(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}), 0, 5))
+	peer := logclip.Scope(base).With("peer", "a")
 	for range 100 {
 		peer.Debug("noisy")
 		peer.Error("noisy")

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -23,65 +22,36 @@ import (
 // of v, which came from a peer (see logclip.Attr).
 func clipped(key, v string) slog.Attr { return logclip.Attr(key, v) }
 
-// refusalLog writes the log lines of refused requests through a token
-// bucket: a burst of perSecond lines, then perSecond lines a second. The
-// lines it suppresses are counted and reported in one line a second later.
+// refusalLog writes the log lines of refused requests through a
+// logclip.Limiter: a burst of perSecond lines, then perSecond lines a
+// second. The lines it suppresses are counted and reported in one line a
+// second later.
 type refusalLog struct {
 	log       *slog.Logger
 	level     slog.Level
 	perSecond int // <= 0: refusals are not logged
-
-	mu         sync.Mutex
-	bucket     logclip.Bucket
-	suppressed int64
-	report     *time.Timer // pending report of suppressed lines
-	closed     bool
+	lim       *logclip.Limiter
 }
 
 func newRefusalLog(log *slog.Logger, level slog.Level, perSecond int) *refusalLog {
-	return &refusalLog{log: log, level: level, perSecond: perSecond, bucket: logclip.NewBucket(perSecond)}
+	l := &refusalLog{log: log, level: level, perSecond: perSecond}
+	l.lim = logclip.NewLimiter(perSecond, func(n int64) {
+		log.LogAttrs(context.Background(), level, "transport: log lines of refused requests suppressed (rate limit)",
+			slog.Int64("suppressed", n), slog.Int("perSecond", perSecond))
+	})
+	return l
 }
 
-// print logs msg with attrs unless the bucket is empty.
+// print logs msg with attrs unless the limit is reached.
 func (l *refusalLog) print(msg string, attrs ...slog.Attr) {
-	if l.perSecond <= 0 || !l.log.Enabled(context.Background(), l.level) {
+	if l.perSecond <= 0 || !l.log.Enabled(context.Background(), l.level) || !l.lim.Allow() {
 		return
 	}
-	l.mu.Lock()
-	if !l.bucket.Take(time.Now()) {
-		l.suppressed++
-		if l.report == nil && !l.closed {
-			l.report = time.AfterFunc(time.Second, l.reportSuppressed)
-		}
-		l.mu.Unlock()
-		return
-	}
-	l.mu.Unlock()
 	l.log.LogAttrs(context.Background(), l.level, msg, attrs...)
 }
 
-func (l *refusalLog) reportSuppressed() {
-	l.mu.Lock()
-	n := l.suppressed
-	l.suppressed = 0
-	l.report = nil
-	l.mu.Unlock()
-	if n > 0 {
-		l.log.LogAttrs(context.Background(), l.level, "transport: log lines of refused requests suppressed (rate limit)",
-			slog.Int64("suppressed", n), slog.Int("perSecond", l.perSecond))
-	}
-}
-
 // close stops the pending report.
-func (l *refusalLog) close() {
-	l.mu.Lock()
-	l.closed = true
-	if l.report != nil {
-		l.report.Stop()
-		l.report = nil
-	}
-	l.mu.Unlock()
-}
+func (l *refusalLog) close() { l.lim.Close() }
 
 // limitData is the data of a JSON-RPC error refusing a request at a bound:
 // the Options field and its value.
