@@ -51,9 +51,11 @@ func Recover() Middleware {
 		return func(ctx context.Context, c *Call) (res *mcp.CallToolResult, err error) {
 			defer func() {
 				if v := recover(); v != nil {
-					c.Log().Error("middleware: tool panicked", "tool", c.Name, "panic", logclip.Clip(fmt.Sprint(v), logclip.DefaultMaxValue),
+					c.Log().Error("middleware: panic while serving a tool call", "tool", c.Name, "panic", logclip.Clip(fmt.Sprint(v), logclip.DefaultMaxValue),
 						"stack", logclip.Clip(string(debug.Stack()), logclip.DefaultMaxValue))
-					res, err = nil, c.toolError(mcp.ErrInternal, "tool "+quote(c.Name)+" panicked", map[string]any{"reason": "panic"})
+					// The panic may come from any stage inside, not only the
+					// tool: the message does not say which.
+					res, err = nil, c.toolError(mcp.ErrInternal, "internal error while serving tool "+quote(c.Name)+" (a recovered panic; see the server's log)", map[string]any{"reason": "panic"})
 				}
 			}()
 			return next(ctx, c)
