@@ -101,8 +101,15 @@ func (c *conn) writeResult(ctx context.Context, id jsontext.Value, result any) e
 // tooLarge returns err as a *transport.MessageTooLargeError, or nil: a
 // message over the connection's limit, not sent (see conn.maxOut).
 func tooLarge(err error) *transport.MessageTooLargeError {
+	if err == nil {
+		return nil // before the variable errors.As needs, which is allocated
+	}
+	return asTooLarge(err)
+}
+
+func asTooLarge(err error) *transport.MessageTooLargeError {
 	var e *transport.MessageTooLargeError
-	if err != nil && errors.As(err, &e) {
+	if errors.As(err, &e) {
 		return e
 	}
 	return nil

@@ -94,7 +94,7 @@ func (s *Server) newSession(t transport.Transport, perRequest bool) *Session {
 	ss := &Session{server: s, log: s.log, ctx: context.Background(), modernOnly: perRequest}
 	if !perRequest { // a per-request session's id and logger attribute would rarely be used
 		ss.connCorrelationID = s.opts.NewID()
-		ss.log = logclip.Scope(s.log).With("connectionCorrelationId", ss.connCorrelationID)
+		ss.log = logclip.Scope(s.log, slog.String("connectionCorrelationId", ss.connCorrelationID))
 	}
 	ss.reqs.log = ss.log
 	ss.rd.ss = ss

@@ -65,13 +65,19 @@ func (b *Bucket) Take(now time.Time) bool {
 	return true
 }
 
+// Reporter is told how many lines a Limiter suppressed.
+type Reporter interface {
+	// Report is called once a second at most, with the number of lines
+	// suppressed since the last call.
+	Report(suppressed int64)
+}
+
 // Limiter rate-limits log lines with a Bucket, and counts the lines it
-// refuses: a second after the first of them, report is called once with
-// their number (then the count starts again). It is safe for concurrent
-// use.
+// refuses: a second after the first of them, its Reporter is told their
+// number (then the count starts again). It is safe for concurrent use.
 type Limiter struct {
 	perSecond  int
-	report     func(suppressed int64)
+	report     Reporter
 	mu         sync.Mutex
 	bucket     Bucket
 	suppressed int64
@@ -81,7 +87,7 @@ type Limiter struct {
 
 // NewLimiter returns a Limiter of perSecond lines a second (with a burst
 // of as many; <= 0: no limit) that reports suppressed lines to report.
-func NewLimiter(perSecond int, report func(suppressed int64)) *Limiter {
+func NewLimiter(perSecond int, report Reporter) *Limiter {
 	return &Limiter{perSecond: perSecond, report: report, bucket: NewBucket(perSecond)}
 }
 
@@ -109,7 +115,7 @@ func (l *Limiter) flush() {
 	l.suppressed, l.timer = 0, nil
 	l.mu.Unlock()
 	if n > 0 {
-		l.report(n)
+		l.report.Report(n)
 	}
 }
 

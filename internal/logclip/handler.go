@@ -41,29 +41,39 @@ func NewHandler(next slog.Handler, maxValue, linesPerSecond int) *Handler {
 	if linesPerSecond == 0 {
 		linesPerSecond = DefaultLinesPerSecond
 	}
-	return &Handler{next: next, base: next, maxValue: maxValue, lim: scopeLimiter(next, linesPerSecond)}
+	return newScope(next, next, maxValue, linesPerSecond)
 }
 
-// scopeLimiter is the rate limit of a scope whose lines go to next, where
-// it reports the lines it suppressed.
-func scopeLimiter(next slog.Handler, perSecond int) *Limiter {
-	return NewLimiter(perSecond, func(n int64) {
-		r := slog.NewRecord(time.Now(), slog.LevelWarn, "log lines suppressed (rate limit)", 0)
-		r.AddAttrs(slog.Int64("suppressed", n), slog.Int("perSecond", perSecond))
-		_ = next.Handle(context.Background(), r)
-	})
+// scope is the Handler of a scope and its rate limit, in one allocation;
+// it reports the lines it suppressed to base.
+type scope struct {
+	h    Handler
+	lim  Limiter
+	base slog.Handler
 }
 
-// Scope returns l with a rate limit of its own when l's handler is a
-// Handler (one scope per peer: a session, a connection), else l.
-func Scope(l *slog.Logger) *slog.Logger {
+func newScope(next, base slog.Handler, maxValue, perSecond int) *Handler {
+	s := &scope{base: base}
+	s.lim = Limiter{perSecond: perSecond, report: s, bucket: NewBucket(perSecond)}
+	s.h = Handler{next: next, base: base, maxValue: maxValue, lim: &s.lim}
+	return &s.h
+}
+
+// Report implements Reporter: one line counting the suppressed lines.
+func (s *scope) Report(n int64) {
+	r := slog.NewRecord(time.Now(), slog.LevelWarn, "log lines suppressed (rate limit)", 0)
+	r.AddAttrs(slog.Int64("suppressed", n), slog.Int("perSecond", s.lim.perSecond))
+	_ = s.base.Handle(context.Background(), r)
+}
+
+// Scope returns l with attrs added and, when l's handler is a Handler, a
+// rate limit of its own: one scope per peer (a session, a connection).
+func Scope(l *slog.Logger, attrs ...slog.Attr) *slog.Logger {
 	h, ok := l.Handler().(*Handler)
 	if !ok {
-		return l
+		return slog.New(l.Handler().WithAttrs(attrs))
 	}
-	c := *h
-	c.lim = scopeLimiter(h.base, h.lim.perSecond)
-	return slog.New(&c)
+	return slog.New(newScope(h.next.WithAttrs(h.clipAttrs(attrs)), h.base, h.maxValue, h.lim.perSecond))
 }
 
 // Enabled implements slog.Handler.
@@ -97,11 +107,25 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 // WithAttrs implements slog.Handler: the attributes are clipped once,
 // here; the scope is shared.
 func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &Handler{next: h.next.WithAttrs(h.clipAttrs(attrs)), base: h.base, maxValue: h.maxValue, lim: h.lim}
+}
+
+// clipAttrs returns attrs, or a clipped copy when one needs it.
+func (h *Handler) clipAttrs(attrs []slog.Attr) []slog.Attr {
+	needs := false
+	for _, a := range attrs {
+		if needs = len(a.Key) > h.maxValue || h.attrNeeds(a.Value, 0); needs {
+			break
+		}
+	}
+	if !needs {
+		return attrs
+	}
 	c := make([]slog.Attr, len(attrs))
 	for i, a := range attrs {
 		c[i] = h.clipAttr(a, 0)
 	}
-	return &Handler{next: h.next.WithAttrs(c), base: h.base, maxValue: h.maxValue, lim: h.lim}
+	return c
 }
 
 // WithGroup implements slog.Handler; the scope is shared.

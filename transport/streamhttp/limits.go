@@ -35,11 +35,15 @@ type refusalLog struct {
 
 func newRefusalLog(log *slog.Logger, level slog.Level, perSecond int) *refusalLog {
 	l := &refusalLog{log: log, level: level, perSecond: perSecond}
-	l.lim = logclip.NewLimiter(perSecond, func(n int64) {
-		log.LogAttrs(context.Background(), level, "transport: log lines of refused requests suppressed (rate limit)",
-			slog.Int64("suppressed", n), slog.Int("perSecond", perSecond))
-	})
+	l.lim = logclip.NewLimiter(perSecond, l)
 	return l
+}
+
+// Report implements logclip.Reporter: one line counting the refusal lines
+// suppressed.
+func (l *refusalLog) Report(n int64) {
+	l.log.LogAttrs(context.Background(), l.level, "transport: log lines of refused requests suppressed (rate limit)",
+		slog.Int64("suppressed", n), slog.Int("perSecond", l.perSecond))
 }
 
 // print logs msg with attrs unless the limit is reached.
