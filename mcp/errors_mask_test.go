@@ -106,3 +106,34 @@ func TestPeerValuesAreClippedInTheLog(t *testing.T) {
 	assert.Contains(t, logs.String(), "mcp: initialize")
 	assert.Less(t, len(logs.String()), 4096, "bytes of log for one initialize")
 }
+
+// The log lines one session causes are rate-limited at every level, and a
+// panic's stack is clipped: 50 panicking calls write at most
+// LogLinesPerSecond lines, each bounded, and one line counting the rest.
+func TestSessionLogLinesRateLimited(t *testing.T) {
+	var logs exampletest.SafeBuffer
+	reg := registry.New(nil)
+	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "panic", InputSchema: []byte(`{"type":"object"}`)},
+		func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+			panic(strings.Repeat("p", 1<<20))
+		}, nil))
+	srv := mcp.NewServer(&mcp.ServerOptions{Tools: reg, LogLinesPerSecond: 10,
+		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	ct, st := transport.NewPipe(nil)
+	go func() { _ = srv.Run(context.Background(), st) }()
+	c := mcp.NewClient(&mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, c.Connect(ctx, ct))
+	defer c.Close()
+	for range 50 {
+		_, err := c.CallTool(ctx, "panic", nil)
+		require.Error(t, err)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	assert.LessOrEqual(t, len(lines), 12, "a burst of 10, and lines of the server's own scope")
+	for _, l := range lines {
+		assert.Less(t, len(l), 8<<10, "every value is clipped")
+	}
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), `"suppressed"`) }, 3*time.Second, 10*time.Millisecond)
+}
