@@ -116,7 +116,9 @@ func (rd *reader) handleRaw(msg []byte) job {
 	}
 	m, derr := decode(msg, ss.server.opts.MaxDepth)
 	if derr != nil {
-		responder{ss: ss, id: derr.ID}.error(&Error{Code: derr.Code, Message: derr.Message})
+		// With the message's context: an answer with id null goes to the
+		// exchange that carried the message (see responder.wctx).
+		responder{ss: ss, id: derr.ID, wctx: rd.messageContext()}.error(&Error{Code: derr.Code, Message: derr.Message})
 		return nil
 	}
 	return rd.handleMessage(&m, nil)
