@@ -100,10 +100,14 @@ func (h *Handler) newHTTPSession(parent context.Context, id, subject string, sta
 // Kind returns "http".
 func (s *httpSession) Kind() string { return "http" }
 
-// MaxMessageBytes implements transport.MessageLimiter: a session answers
-// no larger than it accepts (Options.MaxBodyBytes), which is the HTTP
-// client transport's default MaxMessageBytes.
-func (s *httpSession) MaxMessageBytes() int { return int(s.h.opts.MaxBodyBytes) }
+// MaxMessageBytes implements transport.MessageLimiter: a session sends no
+// message larger than the HTTP client transport accepts by default
+// (transport.DefaultMaxMessageBytes), or than it accepts itself
+// (Options.MaxBodyBytes) when that is larger. A smaller MaxBodyBytes bounds
+// requests only.
+func (s *httpSession) MaxMessageBytes() int {
+	return max(int(s.h.opts.MaxBodyBytes), transport.DefaultMaxMessageBytes)
+}
 
 // Read returns the next message POSTed to the session.
 func (s *httpSession) Read(ctx context.Context) ([]byte, error) {
