@@ -26,9 +26,10 @@ const (
 // Defaults of the bounds in Options: what one peer, or many, can make a
 // Handler hold.
 const (
-	// DefaultMaxSessions bounds live sessions. A session that only
-	// initialized costs about 18 KiB, so the bound caps their memory near
-	// 180 MiB, and it leaves room for a busy single node (sessions end on
+	// DefaultMaxSessions bounds live sessions. An idle initialized 2025
+	// session holds about 15 KiB of heap and stacks, 23 KiB of resident
+	// memory (measured), so the bound caps their memory near 230 MiB, and
+	// it leaves room for a busy single node (sessions end on
 	// DELETE, after InitTimeout when never used, or after IdleTimeout).
 	DefaultMaxSessions = 10_000
 	// DefaultInitTimeout is how long a new session may go unused after the
