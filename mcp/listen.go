@@ -99,6 +99,31 @@ func (l *listener) covers(uri string) bool {
 	return false
 }
 
+// checkFilter refuses a listen's filter past its bounds, before anything
+// of it is kept or echoed: at most maxSubscriptions entries (resource
+// URIs and task ids together), each within MaxURIBytes, all within
+// MaxSubscriptionBytes.
+func checkFilter(o *ServerOptions, f *SubscriptionFilter) *Error {
+	if n := len(f.ResourceSubscriptions) + len(f.TaskIDs); n > maxSubscriptions {
+		return limitError(CodeInvalidParams, ErrInvalidArgument, false,
+			fmt.Sprintf("a filter of %d resourceSubscriptions and taskIds is too large", n), "maxSubscriptions", maxSubscriptions)
+	}
+	total := 0
+	for _, list := range [...][]string{f.ResourceSubscriptions, f.TaskIDs} {
+		for _, s := range list {
+			if e := o.checkURI("a resourceSubscriptions entry or task id", s); e != nil {
+				return e
+			}
+			total += subscriptionCost(s)
+		}
+	}
+	if total > o.MaxSubscriptionBytes {
+		return limitError(CodeInvalidParams, ErrInvalidArgument, false,
+			fmt.Sprintf("a filter of %d bytes is too large", total), "MaxSubscriptionBytes", o.MaxSubscriptionBytes)
+	}
+	return nil
+}
+
 func handleListen(ctx context.Context, req *Request) (any, error) {
 	var p struct {
 		Notifications *SubscriptionFilter `json:"notifications"` // required: a pointer tells absent from {}
@@ -111,6 +136,9 @@ func handleListen(ctx context.Context, req *Request) (any, error) {
 	}
 	ss, r := req.Session, &req.r
 	want := *p.Notifications
+	if e := checkFilter(&ss.server.opts, &want); e != nil {
+		return nil, e
+	}
 	h := &ss.server.hub
 	var ok SubscriptionFilter // what this server honours
 	ok.ToolsListChanged = want.ToolsListChanged && h.watch&listTools != 0
@@ -131,9 +159,6 @@ func handleListen(ctx context.Context, req *Request) (any, error) {
 				ok.TaskIDs = append(ok.TaskIDs, id)
 			}
 		}
-	}
-	if len(ok.ResourceSubscriptions)+len(ok.TaskIDs) > maxSubscriptions {
-		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: more than maxSubscriptions resourceSubscriptions"}
 	}
 	r.mod.subscriptionID = req.ID
 	l := &listener{filter: ok, wake: make(chan struct{}, 1)}
@@ -234,9 +259,7 @@ func (h *changeHub) addListener(l *listener, o *ServerOptions) *Error {
 		limit, max = "MaxListensPerClient", o.MaxListensPerClient
 	}
 	if limit != "" {
-		return &Error{Code: CodeServerBusy, Message: fmt.Sprintf("Server busy: too many open subscriptions (%s is %d)", limit, max),
-			Data: &StructuredError{Code: ErrResourceExhausted, Message: "too many open subscriptions", Retryable: true,
-				Details: map[string]any{"limit": limit, "max": max}}}
+		return limitError(CodeServerBusy, ErrResourceExhausted, true, "too many open subscriptions", limit, max)
 	}
 	if h.listeners == nil {
 		h.listeners = map[*listener]struct{}{}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/keelmcp/keel/internal/ids"
 	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/logclip"
 	"github.com/keelmcp/keel/transport"
 )
 
@@ -42,8 +43,26 @@ type ServerOptions struct {
 	Completions CompletionSource
 
 	// Logger receives the server's diagnostics; nil means slog.Default().
-	// On stdio it must not write to stdout.
+	// On stdio it must not write to stdout. What reaches it is bounded:
+	// each string value of a line (message, attribute, error text, stack)
+	// is cut to 2 KiB, peer values such as a client's name to 64 bytes,
+	// and each session writes at most LogLinesPerSecond lines a second
+	// (requests of revision 2026-07-28, which have no session, share the
+	// server's own limit), at every level; suppressed lines are counted
+	// in one line a second later.
 	Logger *slog.Logger
+	// LogLinesPerSecond is the rate limit of log lines per session, and of
+	// the server's own lines (default 100, with a burst of as many;
+	// negative: no limit).
+	LogLinesPerSecond int
+	// ExposeErrorText sends the text of a handler's plain error (one that
+	// is neither an *Error nor a *StructuredError, nor wraps one) to the
+	// client, for development. By default it is masked: the client is told
+	// INTERNAL ("internal error", retryable) with the request's
+	// correlation id, and the text goes to the log at error level, since
+	// it may hold a secret (a DSN with its password, a file path). Typed
+	// errors always reach the client as their producer wrote them.
+	ExposeErrorText bool
 	// Now is the clock (nil = time.Now); tests inject a fixed one.
 	Now func() time.Time
 	// NewID generates correlation, run and connection ids (nil = random
@@ -141,6 +160,22 @@ type ServerOptions struct {
 	// StructuredError naming it, and other peers are still served.
 	MaxListens          int
 	MaxListensPerClient int
+	// MaxURIBytes bounds one resource URI a client names
+	// (resources/read, subscribe and unsubscribe) or filters on
+	// (subscriptions/listen), and each task id a listen names (default
+	// DefaultMaxURIBytes, 8 KiB). A longer one gets -32602 with an
+	// INVALID_ARGUMENT StructuredError naming it; the URI is not echoed.
+	MaxURIBytes int
+	// MaxSubscriptionBytes bounds what a client's subscriptions make the
+	// server hold, each URI or task id counting its length plus
+	// SubscriptionEntryBytes (default DefaultMaxSubscriptionBytes, 128
+	// KiB): the resources/subscribe subscriptions of one session (past it,
+	// CodeServerBusy with a RESOURCE_EXHAUSTED StructuredError naming it,
+	// not retryable until the session unsubscribes), and the filter of one
+	// subscriptions/listen, which the acknowledgement echoes (past it,
+	// -32602 with INVALID_ARGUMENT naming it). A session also holds at most
+	// 4096 subscriptions, and a filter at most 4096 entries.
+	MaxSubscriptionBytes int
 
 	// Middleware wraps the handling of every incoming request and
 	// notification, built-in and custom methods alike; the first listed
@@ -244,6 +279,12 @@ func NewServer(opts *ServerOptions) *Server {
 	if o.MaxListensPerClient <= 0 {
 		o.MaxListensPerClient = 16
 	}
+	if o.MaxURIBytes <= 0 {
+		o.MaxURIBytes = DefaultMaxURIBytes
+	}
+	if o.MaxSubscriptionBytes <= 0 {
+		o.MaxSubscriptionBytes = DefaultMaxSubscriptionBytes
+	}
 	if o.CacheScope != CacheScopePublic {
 		o.CacheScope = CacheScopePrivate
 	}
@@ -259,7 +300,8 @@ func NewServer(opts *ServerOptions) *Server {
 		c := *o.Capabilities
 		o.Capabilities = &c
 	}
-	s := &Server{opts: o, log: o.Logger, states: states}
+	log := slog.New(logclip.NewHandler(o.Logger.Handler(), 0, o.LogLinesPerSecond))
+	s := &Server{opts: o, log: log, states: states}
 	s.handle = chainMiddleware(dispatch, o.Middleware)
 	info, err := json.Marshal(s.serverInfo(), json.Deterministic(true))
 	if err != nil { // plain strings and icons: cannot happen

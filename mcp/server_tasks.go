@@ -87,8 +87,25 @@ const (
 	// size) the finished tasks of one owner hold: 16 MiB.
 	DefaultMaxFinishedTaskBytes = 16 << 20
 	// DefaultMaxTaskResultBytes bounds the JSON size of one task's result:
-	// 10 MiB.
-	DefaultMaxTaskResultBytes = 10 << 20
+	// DefaultMaxResultBytes, so that a stored result fits in a message.
+	DefaultMaxTaskResultBytes = DefaultMaxResultBytes
+)
+
+// Result size bounds that agree with the transports' message limit.
+const (
+	// ResultEnvelopeBytes is the room DefaultMaxResultBytes leaves within
+	// transport.DefaultMaxMessageBytes for what wraps a result on the
+	// wire: the JSON-RPC envelope and id, _meta, an SSE event's framing.
+	ResultEnvelopeBytes = 64 << 10
+	// DefaultMaxResultBytes is the default bound on the JSON of one
+	// result (a tool's: middleware.DefaultMaxResponseBytes; a task's):
+	// transport.DefaultMaxMessageBytes less ResultEnvelopeBytes, 4 MiB -
+	// 64 KiB. A result within it fits in a message the peer accepts at
+	// its defaults. A larger bound configured on its own is clamped at
+	// the transport: a response larger than the transport's
+	// MaxMessageBytes is never sent; the request is answered with -32603
+	// naming MaxMessageBytes instead (transport.MessageLimiter).
+	DefaultMaxResultBytes = transport.DefaultMaxMessageBytes - ResultEnvelopeBytes
 )
 
 // TaskOptions configure tasks (ServerOptions.Tasks). The zero value gives
@@ -380,7 +397,7 @@ func (st *taskStore) startTask(ss *Session, reqCtx context.Context, req *Request
 // toolOutcome maps the error a task's call returned to what tools/call
 // would have answered: a JSON-RPC error (the task fails), or an isError
 // result (it completes); msg is the task's status message.
-func toolOutcome(call *ToolCall, err error) (res *CallToolResult, rpcErr *Error, msg string) {
+func toolOutcome(s *Server, call *ToolCall, err error) (res *CallToolResult, rpcErr *Error, msg string) {
 	var re *Error
 	var se *StructuredError
 	switch {
@@ -393,7 +410,8 @@ func toolOutcome(call *ToolCall, err error) (res *CallToolResult, rpcErr *Error,
 	case errors.As(err, &se):
 		return ToolErrorResult(withIDs(se, call)), nil, string(se.Code) + ": " + se.Message
 	}
-	return ToolErrorResult(withIDs(&StructuredError{Code: ErrInternal, Message: err.Error()}, call)), nil, err.Error()
+	se = plainError(s, call.Logger, "task of tool "+quote(call.Name), err)
+	return ToolErrorResult(withIDs(se, call)), nil, string(se.Code) + ": " + se.Message
 }
 
 // finishTask records the outcome of the task's call, as tools/call would
@@ -405,7 +423,7 @@ func (st *taskStore) finishTask(ss *Session, e *taskEntry, res *CallToolResult, 
 	status, msg := TaskStatusCompleted, ""
 	var rpcErr *Error
 	if err != nil {
-		res, rpcErr, msg = toolOutcome(call, err)
+		res, rpcErr, msg = toolOutcome(ss.server, call, err)
 	}
 	if res == nil && rpcErr == nil {
 		res = &CallToolResult{}

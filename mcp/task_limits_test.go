@@ -49,7 +49,7 @@ func TestTaskDefaults(t *testing.T) {
 	assert.Equal(t, time.Hour, mcp.DefaultMaxTaskRunTime)
 	assert.Equal(t, 100, mcp.DefaultMaxFinishedTasks)
 	assert.Equal(t, 16<<20, mcp.DefaultMaxFinishedTaskBytes)
-	assert.Equal(t, 10<<20, mcp.DefaultMaxTaskResultBytes)
+	assert.Equal(t, 4<<20-64<<10, mcp.DefaultMaxTaskResultBytes)
 	assert.Equal(t, time.Hour, mcp.DefaultTaskTTL)
 	assert.Equal(t, 4*time.Hour, mcp.DefaultMaxTaskTTL)
 }

@@ -251,7 +251,7 @@ func (run *modernRun) settleTask(e *taskEntry, res *CallToolResult, err error) {
 	status, msg := TaskStatusCompleted, ""
 	var rpcErr *Error
 	if err != nil {
-		res, rpcErr, msg = toolOutcome(call, err)
+		res, rpcErr, msg = toolOutcome(run.ss.server, call, err)
 	}
 	if res == nil && rpcErr == nil {
 		res = &CallToolResult{}

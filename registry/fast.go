@@ -486,7 +486,7 @@ func (s *fastSchema) checkString(str []byte) bool {
 // checkNumber handles integer literals below 2^53 exactly; any other number
 // is certain only when nothing constrains it beyond the "number" type.
 func (s *fastSchema) checkNumber(text string) bool {
-	if s.hasEnum {
+	if s.hasEnum || checkNumber(text) != nil { // the full check refuses it
 		return false
 	}
 	x, isInt := parseSmallInt(text)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/logclip"
 )
 
 // Header names of the streamable HTTP transport.
@@ -157,7 +158,7 @@ func NewHandler(opts *Options) *Handler {
 	if o.NewSessionID == nil {
 		o.NewSessionID = randomSessionID
 	}
-	h := &Handler{opts: o, log: o.Logger, sessions: map[string]*httpSession{},
+	h := &Handler{opts: o, log: slog.New(logclip.NewHandler(o.Logger.Handler(), 0, 0)), sessions: map[string]*httpSession{},
 		stateless: map[*httpSession]struct{}{}, versions: map[string]bool{}}
 	for _, v := range o.SupportedVersions {
 		h.versions[v] = true

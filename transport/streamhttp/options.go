@@ -235,7 +235,10 @@ type Options struct {
 	// different). NewServerHandler sets it from the server's tools.
 	ToolParamHeaders func(ctx context.Context, tool string) []ParamHeader
 
-	// Logger receives diagnostics (nil = slog.Default()).
+	// Logger receives diagnostics (nil = slog.Default()): each string
+	// value cut to 2 KiB, at most 100 lines a second (refusals have their
+	// own limit, RefusalLogsPerSecond); suppressed lines are counted in a
+	// later line.
 	Logger *slog.Logger
 	// NewSessionID generates session ids (nil: 128 random bits from
 	// crypto/rand, base64url). Ids must be visible ASCII and unguessable.
