@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -139,4 +140,46 @@ func TestSessionLogLinesRateLimited(t *testing.T) {
 		assert.Less(t, len(l), 8<<10, "every value is clipped")
 	}
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), `"suppressed"`) }, 3*time.Second, 10*time.Millisecond)
+}
+
+// The sessions of one peer share one log budget: ten sessions from one
+// address, each calling a panicking tool, write no more lines than one
+// session would, and a session of another address still logs.
+func TestPeerSessionsShareOneLogBudget(t *testing.T) {
+	var logs exampletest.SafeBuffer
+	reg := registry.New(nil)
+	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "panic", InputSchema: []byte(`{"type":"object"}`)},
+		func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+			panic("boom")
+		}, nil))
+	srv := mcp.NewServer(&mcp.ServerOptions{Tools: reg, LogLinesPerSecond: 10,
+		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	connect := func(addr string) *mcp.Client {
+		ct, st := transport.NewPipe(nil)
+		peerCtx := transport.WithPeer(ctx, transport.PeerOfAddr(netip.MustParseAddr(addr)))
+		go func() { _ = srv.Run(peerCtx, st) }()
+		c := mcp.NewClient(&mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
+		require.NoError(t, c.Connect(ctx, ct))
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	start := time.Now()
+	for range 10 {
+		c := connect("127.0.0.2")
+		for range 5 {
+			_, err := c.CallTool(ctx, "panic", nil)
+			require.Error(t, err)
+		}
+	}
+	greedy := strings.Count(logs.String(), `"connectionCorrelationId"`)
+	// 10 sessions × 5 calls × 2 lines = 100 lines (plus each session's
+	// initialize line) without a shared budget; with it, a burst of 10
+	// and 10 a second while the loop ran.
+	assert.LessOrEqual(t, greedy, 11+int(10*time.Since(start).Seconds()), "one peer's sessions share one budget")
+	polite := connect("127.0.0.3")
+	_, err := polite.CallTool(ctx, "panic", nil)
+	require.Error(t, err)
+	assert.Greater(t, strings.Count(logs.String(), `"connectionCorrelationId"`), greedy, "another peer still logs")
 }

@@ -46,13 +46,15 @@ type ServerOptions struct {
 	// On stdio it must not write to stdout. What reaches it is bounded:
 	// each string value of a line (message, attribute, error text, stack)
 	// is cut to 2 KiB, peer values such as a client's name to 64 bytes,
-	// and each session writes at most LogLinesPerSecond lines a second
-	// (requests of revision 2026-07-28, which have no session, share the
-	// server's own limit), at every level; suppressed lines are counted
-	// in one line a second later.
+	// and each peer writes at most LogLinesPerSecond lines a second
+	// through its sessions together (a session whose transport names no
+	// peer, such as stdio, is a peer of its own; requests of revision
+	// 2026-07-28, which have no session, share the server's own limit),
+	// at every level; suppressed lines are counted in one line a second
+	// later.
 	Logger *slog.Logger
-	// LogLinesPerSecond is the rate limit of log lines per session, and of
-	// the server's own lines (default 100, with a burst of as many;
+	// LogLinesPerSecond is the rate limit of log lines per peer (all its
+	// sessions together), and of the server's own lines (default 100, with a burst of as many;
 	// negative: no limit).
 	LogLinesPerSecond int
 	// ExposeErrorText sends the text of a handler's plain error (one that
@@ -205,12 +207,14 @@ type ServerOptions struct {
 // Server serves MCP over any number of connections. Create it with
 // NewServer, then call Run once per connection.
 type Server struct {
-	opts   ServerOptions
-	log    *slog.Logger
-	handle MethodHandler // the middleware chain around dispatch (handler.go)
-	hub    changeHub     // list_changed and resource update notifications (listchanged.go)
-	tasks  *taskStore    // nil without ServerOptions.Tasks (server_tasks.go)
-	states *stateRing    // requestState keys (request_state_keys.go)
+	opts ServerOptions
+	log  *slog.Logger
+	// logPeers gives the sessions of one peer one log budget together.
+	logPeers *logclip.Peers
+	handle   MethodHandler // the middleware chain around dispatch (handler.go)
+	hub      changeHub     // list_changed and resource update notifications (listchanged.go)
+	tasks    *taskStore    // nil without ServerOptions.Tasks (server_tasks.go)
+	states   *stateRing    // requestState keys (request_state_keys.go)
 	// serverInfoJSON is the serverInfo every 2026-07-28 result names,
 	// encoded once (engine_modern.go).
 	serverInfoJSON jsontext.Value
@@ -301,7 +305,7 @@ func NewServer(opts *ServerOptions) *Server {
 		o.Capabilities = &c
 	}
 	log := slog.New(logclip.NewHandler(o.Logger.Handler(), 0, o.LogLinesPerSecond))
-	s := &Server{opts: o, log: log, states: states}
+	s := &Server{opts: o, log: log, logPeers: logclip.NewPeers(log), states: states}
 	s.handle = chainMiddleware(dispatch, o.Middleware)
 	info, err := json.Marshal(s.serverInfo(), json.Deterministic(true))
 	if err != nil { // plain strings and icons: cannot happen
@@ -327,6 +331,15 @@ func (s *Server) Options() ServerOptions { return s.opts }
 func (s *Server) Run(ctx context.Context, t transport.Transport) error {
 	sr, stateless := transport.StatelessRequestFromContext(ctx)
 	ss := s.newSession(t, stateless && IsModernEra(sr.ProtocolVersion))
+	if !ss.modernOnly {
+		// The sessions of one peer (HTTP: its token or address) share one
+		// log budget, so that opening more sessions logs no more.
+		if p, ok := transport.PeerFromContext(ctx); ok {
+			log, release := s.logPeers.Scope(p.Key, slog.String("connectionCorrelationId", ss.connCorrelationID))
+			defer release()
+			ss.setLog(log)
+		}
+	}
 	ss.applyTransportContext(ctx) // stateless HTTP: already initialized (server_http.go)
 	return ss.serve(ctx)
 }

@@ -103,6 +103,11 @@ func (s *Server) newSession(t transport.Transport, perRequest bool) *Session {
 	return ss
 }
 
+// setLog replaces the session's logger before it serves.
+func (ss *Session) setLog(l *slog.Logger) {
+	ss.log, ss.reqs.log, ss.conn.log = l, l, l
+}
+
 // connID returns the connection's correlation id (a per-request session
 // gets one on first use).
 func (ss *Session) connID() string {

@@ -65,3 +65,39 @@ func TestHandlerRateLimitsEachScope(t *testing.T) {
 	assert.Equal(t, written, strings.Count(buf.String(), "msg=noisy"))
 	assert.True(t, base.Handler().Enabled(context.Background(), slog.LevelDebug))
 }
+
+// The scopes of one peer share one budget: a peer that opens many
+// sessions writes no more lines than one session would, while another
+// peer keeps a budget of its own; a peer's entry goes with its last scope.
+func TestPeersShareOneBudget(t *testing.T) {
+	var buf exampletest.SafeBuffer
+	base := slog.New(logclip.NewHandler(slog.NewTextHandler(&buf, nil), 0, 5))
+	peers := logclip.NewPeers(base)
+	start := time.Now()
+	var releases []func()
+	for i := range 50 {
+		l, release := peers.Scope("addr:127.0.0.2", slog.Int("session", i))
+		releases = append(releases, release)
+		l.Error("greedy")
+		l.Error("greedy")
+	}
+	written := strings.Count(buf.String(), "msg=greedy")
+	assert.GreaterOrEqual(t, written, 5)
+	assert.LessOrEqual(t, written, 5+int(5*time.Since(start).Seconds())+1, "50 sessions of one peer share one budget")
+	other, releaseOther := peers.Scope("addr:127.0.0.3", slog.String("session", "polite-1"))
+	other.Info("polite")
+	assert.Contains(t, buf.String(), "polite", "another peer is not starved")
+	assert.Contains(t, buf.String(), "session=polite-1", "a scope keeps its own attributes")
+	assert.Contains(t, buf.String(), "session=0\n", "the first greedy lines carry their session")
+	assert.Equal(t, 2, peers.Len())
+	for _, r := range releases {
+		r()
+		r() // a second call is harmless
+	}
+	releaseOther()
+	assert.Equal(t, 0, peers.Len(), "a peer's budget goes with its last scope")
+	own, release := peers.Scope("")
+	own.Info("no peer")
+	release()
+	assert.Contains(t, buf.String(), "no peer")
+}
