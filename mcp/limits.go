@@ -14,6 +14,14 @@ const (
 	// MaxSubscriptionBytes beyond its own length: the bookkeeping that
 	// holds it.
 	SubscriptionEntryBytes = 64
+	// DefaultMaxPeerSubscriptionBytes bounds what one peer's
+	// subscriptions and listen filters hold together, over all its
+	// sessions and requests (ServerOptions.MaxPeerSubscriptionBytes).
+	DefaultMaxPeerSubscriptionBytes = 1 << 20
+	// DefaultMaxTotalSubscriptionBytes bounds what the subscriptions and
+	// listen filters of every peer hold together
+	// (ServerOptions.MaxTotalSubscriptionBytes).
+	DefaultMaxTotalSubscriptionBytes = 64 << 20
 )
 
 // limitError refuses a request at one of the server's bounds and names
@@ -41,4 +49,38 @@ func (o *ServerOptions) checkURI(what, uri string) *Error {
 			fmt.Sprintf("%s of %d bytes is too long", what, len(uri)), "MaxURIBytes", o.MaxURIBytes)
 	}
 	return nil
+}
+
+// reserveLocked counts n bytes of subscriptions or filters against peer's
+// budget and the server's, or returns the error naming the budget that
+// they would pass (CodeServerBusy with RESOURCE_EXHAUSTED: retryable,
+// since the peer's or another peer's subscriptions may end). h.mu is held.
+func (h *changeHub) reserveLocked(o *ServerOptions, peer string, n int) *Error {
+	switch {
+	case h.heldTotal+n > o.MaxTotalSubscriptionBytes:
+		return limitError(CodeServerBusy, ErrResourceExhausted, true,
+			"the server's subscriptions and listen filters are at their bound", "MaxTotalSubscriptionBytes", o.MaxTotalSubscriptionBytes)
+	case peer != "" && h.heldOf[peer]+n > o.MaxPeerSubscriptionBytes:
+		return limitError(CodeServerBusy, ErrResourceExhausted, true,
+			fmt.Sprintf("this peer's subscriptions and listen filters would hold %d bytes", h.heldOf[peer]+n), "MaxPeerSubscriptionBytes", o.MaxPeerSubscriptionBytes)
+	}
+	if h.heldOf == nil {
+		h.heldOf = map[string]int{}
+	}
+	h.heldTotal += n
+	if peer != "" {
+		h.heldOf[peer] += n
+	}
+	return nil
+}
+
+// releaseLocked returns n bytes reserveLocked counted for peer. h.mu is
+// held.
+func (h *changeHub) releaseLocked(peer string, n int) {
+	h.heldTotal -= n
+	if peer != "" {
+		if h.heldOf[peer] -= n; h.heldOf[peer] <= 0 {
+			delete(h.heldOf, peer)
+		}
+	}
 }

@@ -88,6 +88,10 @@ type changeHub struct {
 	// listeners are the open subscriptions/listen requests (listen.go).
 	listeners   map[*listener]struct{}
 	listenersOf map[string]int // open subscriptions by client key (listen.go)
+	// heldOf and heldTotal are the bytes that subscriptions and listen
+	// filters hold, per peer and in all (limits.go).
+	heldOf    map[string]int
+	heldTotal int
 }
 
 // watchSources registers the server with the sources that report changes.
@@ -128,6 +132,7 @@ func (h *changeHub) remove(ss *Session) {
 	for uri := range ss.notes.subs {
 		h.unsubscribeLocked(ss, uri)
 	}
+	h.releaseLocked(ss.peerKey(), ss.notes.subBytes)
 	ss.notes.subs, ss.notes.subBytes = nil, 0
 	ss.notes.mu.Unlock()
 	h.mu.Unlock()
@@ -204,15 +209,19 @@ func (h *changeHub) subscribe(ss *Session, uri string) *Error {
 		return limitError(CodeServerBusy, ErrResourceExhausted, false, "too many subscriptions on this session", "maxSubscriptions", maxSubscriptions)
 	}
 	max := ss.server.opts.MaxSubscriptionBytes
-	if cost := subscriptionCost(uri); n.subBytes+cost > max {
+	cost := subscriptionCost(uri)
+	if n.subBytes+cost > max {
 		return limitError(CodeServerBusy, ErrResourceExhausted, false,
 			fmt.Sprintf("the subscriptions of this session would hold %d bytes", n.subBytes+cost), "MaxSubscriptionBytes", max)
+	}
+	if e := h.reserveLocked(&ss.server.opts, ss.peerKey(), cost); e != nil {
+		return e
 	}
 	if n.subs == nil {
 		n.subs = map[string]struct{}{}
 	}
 	n.subs[uri] = struct{}{}
-	n.subBytes += subscriptionCost(uri)
+	n.subBytes += cost
 	set := h.subs[uri]
 	if set == nil {
 		set = map[*Session]struct{}{}
@@ -229,6 +238,7 @@ func (h *changeHub) unsubscribe(ss *Session, uri string) {
 	if _, ok := ss.notes.subs[uri]; ok {
 		delete(ss.notes.subs, uri)
 		ss.notes.subBytes -= subscriptionCost(uri)
+		h.releaseLocked(ss.peerKey(), subscriptionCost(uri))
 	}
 	ss.notes.mu.Unlock()
 	h.unsubscribeLocked(ss, uri)

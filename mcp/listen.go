@@ -34,6 +34,7 @@ type listener struct {
 	notes  []pendingNote // Server.NotifyAll notifications (sessions.go)
 	wake   chan struct{} // capacity 1: a send is pending
 	client string        // the key its per-client limit counts under ("": none)
+	held   int           // the bytes its filter counts (subscriptionCost), reserved in the hub
 }
 
 // markTask queues notifications/tasks for e.
@@ -108,20 +109,30 @@ func checkFilter(o *ServerOptions, f *SubscriptionFilter) *Error {
 		return limitError(CodeInvalidParams, ErrInvalidArgument, false,
 			fmt.Sprintf("a filter of %d resourceSubscriptions and taskIds is too large", n), "maxSubscriptions", maxSubscriptions)
 	}
-	total := 0
 	for _, list := range [...][]string{f.ResourceSubscriptions, f.TaskIDs} {
 		for _, s := range list {
 			if e := o.checkURI("a resourceSubscriptions entry or task id", s); e != nil {
 				return e
 			}
-			total += subscriptionCost(s)
 		}
 	}
-	if total > o.MaxSubscriptionBytes {
+	if total := filterCost(f); total > o.MaxSubscriptionBytes {
 		return limitError(CodeInvalidParams, ErrInvalidArgument, false,
 			fmt.Sprintf("a filter of %d bytes is too large", total), "MaxSubscriptionBytes", o.MaxSubscriptionBytes)
 	}
 	return nil
+}
+
+// filterCost is what a listen's filter counts against
+// MaxSubscriptionBytes and the peer's and server's budgets.
+func filterCost(f *SubscriptionFilter) int {
+	total := 0
+	for _, list := range [...][]string{f.ResourceSubscriptions, f.TaskIDs} {
+		for _, s := range list {
+			total += subscriptionCost(s)
+		}
+	}
+	return total
 }
 
 func handleListen(ctx context.Context, req *Request) (any, error) {
@@ -170,6 +181,7 @@ func handleListen(ctx context.Context, req *Request) (any, error) {
 	}
 	id := req.ID
 	l.client = listenClient(ctx)
+	l.held = filterCost(&l.filter)
 	if e := ss.server.hub.addListener(l, &ss.server.opts); e != nil {
 		return nil, e
 	}
@@ -261,6 +273,9 @@ func (h *changeHub) addListener(l *listener, o *ServerOptions) *Error {
 	if limit != "" {
 		return limitError(CodeServerBusy, ErrResourceExhausted, true, "too many open subscriptions", limit, max)
 	}
+	if e := h.reserveLocked(o, l.client, l.held); e != nil {
+		return e
+	}
 	if h.listeners == nil {
 		h.listeners = map[*listener]struct{}{}
 		h.listenersOf = map[string]int{}
@@ -275,7 +290,11 @@ func (h *changeHub) addListener(l *listener, o *ServerOptions) *Error {
 func (h *changeHub) removeListener(l *listener) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if _, ok := h.listeners[l]; !ok {
+		return
+	}
 	delete(h.listeners, l)
+	h.releaseLocked(l.client, l.held)
 	if l.client != "" {
 		if h.listenersOf[l.client]--; h.listenersOf[l.client] <= 0 {
 			delete(h.listenersOf, l.client)

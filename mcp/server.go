@@ -178,6 +178,16 @@ type ServerOptions struct {
 	// -32602 with INVALID_ARGUMENT naming it). A session also holds at most
 	// 4096 subscriptions, and a filter at most 4096 entries.
 	MaxSubscriptionBytes int
+	// MaxPeerSubscriptionBytes bounds what one peer's subscriptions and
+	// listen filters hold together, over all its sessions and requests,
+	// counted as for MaxSubscriptionBytes (default
+	// DefaultMaxPeerSubscriptionBytes, 1 MiB); MaxTotalSubscriptionBytes
+	// bounds those of every peer together (default
+	// DefaultMaxTotalSubscriptionBytes, 64 MiB). Past either, a subscribe
+	// or listen gets CodeServerBusy with a retryable RESOURCE_EXHAUSTED
+	// StructuredError naming the bound, and other peers are still served.
+	MaxPeerSubscriptionBytes  int
+	MaxTotalSubscriptionBytes int
 
 	// Middleware wraps the handling of every incoming request and
 	// notification, built-in and custom methods alike; the first listed
@@ -289,6 +299,12 @@ func NewServer(opts *ServerOptions) *Server {
 	if o.MaxSubscriptionBytes <= 0 {
 		o.MaxSubscriptionBytes = DefaultMaxSubscriptionBytes
 	}
+	if o.MaxPeerSubscriptionBytes <= 0 {
+		o.MaxPeerSubscriptionBytes = DefaultMaxPeerSubscriptionBytes
+	}
+	if o.MaxTotalSubscriptionBytes <= 0 {
+		o.MaxTotalSubscriptionBytes = DefaultMaxTotalSubscriptionBytes
+	}
 	if o.CacheScope != CacheScopePublic {
 		o.CacheScope = CacheScopePrivate
 	}
@@ -335,6 +351,7 @@ func (s *Server) Run(ctx context.Context, t transport.Transport) error {
 		// The sessions of one peer (HTTP: its token or address) share one
 		// log budget, so that opening more sessions logs no more.
 		if p, ok := transport.PeerFromContext(ctx); ok {
+			ss.peer = p.Key
 			log, release := s.logPeers.Scope(p.Key, slog.String("connectionCorrelationId", ss.connCorrelationID))
 			defer release()
 			ss.setLog(log)

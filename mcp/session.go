@@ -54,6 +54,9 @@ type Session struct {
 	// once for a session, on first use for a per-request one.
 	connCorrelationID string
 	connIDOnce        sync.Once
+	// peer is the key of the peer the transport named for the session
+	// (Server.Run); "" when it named none (peerKey).
+	peer string
 
 	state      atomic.Int32
 	mu         sync.Mutex // guards the fields below
@@ -106,6 +109,16 @@ func (s *Server) newSession(t transport.Transport, perRequest bool) *Session {
 // setLog replaces the session's logger before it serves.
 func (ss *Session) setLog(l *slog.Logger) {
 	ss.log, ss.reqs.log, ss.conn.log = l, l, l
+}
+
+// peerKey is the key the session's per-peer budgets count under: the
+// peer its transport named, else the connection itself.
+func (ss *Session) peerKey() string {
+	ss = ss.real()
+	if ss.peer != "" {
+		return ss.peer
+	}
+	return transport.PeerOfConn(ss.connID()).Key
 }
 
 // connID returns the connection's correlation id (a per-request session

@@ -1,10 +1,13 @@
 package mcp_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -12,6 +15,7 @@ import (
 	"github.com/keelmcp/keel/internal/mcptest"
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/registry"
+	"github.com/keelmcp/keel/transport"
 )
 
 // limitOf returns the error of answer m and the limit its data names.
@@ -105,4 +109,63 @@ func TestListenFilterBounded(t *testing.T) {
 	}
 	m := listen(2, []string{"test://r/1", "test://r/2"}, nil)
 	assert.Equal(t, mcp.NotificationSubscriptionsAcknowledged, m["method"])
+}
+
+// What one peer's subscriptions hold is bounded over all its sessions
+// (MaxPeerSubscriptionBytes), and what every peer's hold together
+// (MaxTotalSubscriptionBytes): a peer that opens more sessions gets no
+// more, another peer is still served until the server's budget is full,
+// and a session's end frees its bytes.
+func TestSubscriptionBytesPerPeer(t *testing.T) {
+	reg := registry.New(nil)
+	o := mcptest.ServerOptions(reg)
+	o.Resources = reg
+	entry := 1000 + mcp.SubscriptionEntryBytes
+	o.MaxURIBytes, o.MaxSubscriptionBytes = 1024, 4*entry
+	o.MaxPeerSubscriptionBytes, o.MaxTotalSubscriptionBytes = 6*entry, 9*entry
+	srv := mcp.NewServer(o)
+	connect := func(addr string) (*rawConn, func()) {
+		ct, st := transport.NewPipe(nil)
+		ctx, cancel := context.WithCancel(transport.WithPeer(context.Background(), transport.PeerOfAddr(netip.MustParseAddr(addr))))
+		done := make(chan struct{})
+		go func() { defer close(done); _ = srv.Run(ctx, st) }()
+		c := &rawConn{t: t, tr: ct}
+		c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		c.recv()
+		c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		end := func() { cancel(); ct.Close(); <-done }
+		t.Cleanup(end)
+		return c, end
+	}
+	n := 0
+	subscribe := func(c *rawConn) map[string]any {
+		n++
+		s := fmt.Sprintf("test://r/%d/", n)
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/subscribe","params":{"uri":%q}}`, n, s+strings.Repeat("x", 1000-len(s))))
+		return c.recv()
+	}
+	greedy1, _ := connect("127.0.0.2")
+	greedy2, end2 := connect("127.0.0.2")
+	for range 4 {
+		require.NotNil(t, subscribe(greedy1)["result"])
+	}
+	for range 2 {
+		require.NotNil(t, subscribe(greedy2)["result"], "a second session of the peer gets the rest of its share")
+	}
+	code, _, limit := limitOf(t, subscribe(greedy2))
+	assert.Equal(t, float64(mcp.CodeServerBusy), code)
+	assert.Equal(t, "MaxPeerSubscriptionBytes", limit, "a third session would not enlarge it either")
+	greedy3, _ := connect("127.0.0.2")
+	_, _, limit = limitOf(t, subscribe(greedy3))
+	assert.Equal(t, "MaxPeerSubscriptionBytes", limit)
+
+	polite, _ := connect("127.0.0.3")
+	for range 3 {
+		require.NotNil(t, subscribe(polite)["result"], "another peer is served")
+	}
+	_, _, limit = limitOf(t, subscribe(polite))
+	assert.Equal(t, "MaxTotalSubscriptionBytes", limit)
+
+	end2() // the session's end frees its two subscriptions
+	require.Eventually(t, func() bool { return subscribe(greedy3)["result"] != nil }, 5*time.Second, 20*time.Millisecond)
 }
