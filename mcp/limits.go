@@ -77,6 +77,9 @@ func (h *changeHub) reserveLocked(o *ServerOptions, peer string, n int) *Error {
 // releaseLocked returns n bytes reserveLocked counted for peer. h.mu is
 // held.
 func (h *changeHub) releaseLocked(peer string, n int) {
+	if n == 0 {
+		return
+	}
 	h.heldTotal -= n
 	if peer != "" {
 		if h.heldOf[peer] -= n; h.heldOf[peer] <= 0 {

@@ -132,7 +132,7 @@ func (h *changeHub) remove(ss *Session) {
 	for uri := range ss.notes.subs {
 		h.unsubscribeLocked(ss, uri)
 	}
-	h.releaseLocked(ss.peerKey(), ss.notes.subBytes)
+	h.releaseLocked(peerKeyOf(ss), ss.notes.subBytes)
 	ss.notes.subs, ss.notes.subBytes = nil, 0
 	ss.notes.mu.Unlock()
 	h.mu.Unlock()
@@ -214,7 +214,7 @@ func (h *changeHub) subscribe(ss *Session, uri string) *Error {
 		return limitError(CodeServerBusy, ErrResourceExhausted, false,
 			fmt.Sprintf("the subscriptions of this session would hold %d bytes", n.subBytes+cost), "MaxSubscriptionBytes", max)
 	}
-	if e := h.reserveLocked(&ss.server.opts, ss.peerKey(), cost); e != nil {
+	if e := h.reserveLocked(&ss.server.opts, peerKeyOf(ss), cost); e != nil {
 		return e
 	}
 	if n.subs == nil {
@@ -238,7 +238,7 @@ func (h *changeHub) unsubscribe(ss *Session, uri string) {
 	if _, ok := ss.notes.subs[uri]; ok {
 		delete(ss.notes.subs, uri)
 		ss.notes.subBytes -= subscriptionCost(uri)
-		h.releaseLocked(ss.peerKey(), subscriptionCost(uri))
+		h.releaseLocked(peerKeyOf(ss), subscriptionCost(uri))
 	}
 	ss.notes.mu.Unlock()
 	h.unsubscribeLocked(ss, uri)

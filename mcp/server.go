@@ -354,7 +354,7 @@ func (s *Server) Run(ctx context.Context, t transport.Transport) error {
 			ss.peer = p.Key
 			log, release := s.logPeers.Scope(p.Key, slog.String("connectionCorrelationId", ss.connCorrelationID))
 			defer release()
-			ss.setLog(log)
+			ss.log, ss.reqs.log, ss.conn.log = log, log, log
 		}
 	}
 	ss.applyTransportContext(ctx) // stateless HTTP: already initialized (server_http.go)

@@ -106,14 +106,9 @@ func (s *Server) newSession(t transport.Transport, perRequest bool) *Session {
 	return ss
 }
 
-// setLog replaces the session's logger before it serves.
-func (ss *Session) setLog(l *slog.Logger) {
-	ss.log, ss.reqs.log, ss.conn.log = l, l, l
-}
-
-// peerKey is the key the session's per-peer budgets count under: the
+// peerKeyOf is the key the session's per-peer budgets count under: the
 // peer its transport named, else the connection itself.
-func (ss *Session) peerKey() string {
+func peerKeyOf(ss *Session) string {
 	ss = ss.real()
 	if ss.peer != "" {
 		return ss.peer
