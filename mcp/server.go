@@ -47,14 +47,15 @@ type ServerOptions struct {
 	// each string value of a line (message, attribute, error text, stack)
 	// is cut to 2 KiB, peer values such as a client's name to 64 bytes,
 	// and each peer writes at most LogLinesPerSecond lines a second
-	// through its sessions together (a session whose transport names no
-	// peer, such as stdio, is a peer of its own; requests of revision
-	// 2026-07-28, which have no session, share the server's own limit),
-	// at every level; suppressed lines are counted in one line a second
-	// later.
+	// through its sessions and 2026-07-28 requests together, also when it
+	// opens and ends them one after another (a session whose transport
+	// names no peer, such as stdio, is a peer of its own); every peer
+	// together writes at most 10 times that. This holds at every level;
+	// suppressed lines are counted in one line a second later.
 	Logger *slog.Logger
 	// LogLinesPerSecond is the rate limit of log lines per peer (all its
-	// sessions together), and of the server's own lines (default 100, with a burst of as many;
+	// sessions and requests together; every peer together 10 times it),
+	// and of the server's own lines (default 100, with a burst of as many;
 	// negative: no limit).
 	LogLinesPerSecond int
 	// ExposeErrorText sends the text of a handler's plain error (one that
@@ -352,8 +353,8 @@ func (s *Server) Run(ctx context.Context, t transport.Transport) error {
 		// log budget, so that opening more sessions logs no more.
 		if p, ok := transport.PeerFromContext(ctx); ok {
 			ss.peer = p.Key
-			log, release := s.logPeers.Scope(p.Key, slog.String("connectionCorrelationId", ss.connCorrelationID))
-			defer release()
+			log, lease := s.logPeers.Scope(p.Key, slog.String("connectionCorrelationId", ss.connCorrelationID))
+			defer lease.Release()
 			ss.log, ss.reqs.log, ss.conn.log = log, log, log
 		}
 	}
@@ -373,6 +374,12 @@ func (s *Server) Run(ctx context.Context, t transport.Transport) error {
 // it starts, keep parts of it).
 func (s *Server) ServeRequest(ctx context.Context, t transport.Transport, msg []byte) error {
 	ss := s.newSession(t, true)
+	if p, ok := transport.PeerFromContext(ctx); ok {
+		// One peer's requests share its log budget, as its sessions do.
+		log, lease := s.logPeers.Scope(p.Key)
+		defer lease.Release()
+		ss.log, ss.reqs.log, ss.conn.log = log, log, log
+	}
 	if a, ok := t.(aborter); ok {
 		a.OnAbort(ss.reqs.close)
 	}

@@ -130,3 +130,16 @@ func (l *Limiter) Close() {
 	}
 	l.mu.Unlock()
 }
+
+// rested reports whether the limiter's bucket has refilled by now and no
+// report is pending: forgetting it then gives nothing back that waiting
+// would not have.
+func (l *Limiter) rested(now time.Time) bool {
+	if l.perSecond <= 0 {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := &l.bucket
+	return l.timer == nil && (b.last.IsZero() || b.tokens+now.Sub(b.last).Seconds()*b.perSecond >= b.perSecond)
+}

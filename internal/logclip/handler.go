@@ -29,6 +29,7 @@ type Handler struct {
 	base     slog.Handler // next as NewHandler got it: where a new scope reports
 	maxValue int
 	lim      *Limiter
+	global   *Limiter // a budget shared with other scopes (Peers), or nil
 }
 
 // NewHandler returns a Handler around next: maxValue bytes of each string
@@ -83,7 +84,7 @@ func (h *Handler) Enabled(ctx context.Context, level slog.Level) bool {
 
 // Handle implements slog.Handler.
 func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
-	if !h.lim.Allow() {
+	if !h.lim.Allow() || (h.global != nil && !h.global.Allow()) {
 		return nil
 	}
 	needs := len(r.Message) > h.maxValue
@@ -107,7 +108,7 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 // WithAttrs implements slog.Handler: the attributes are clipped once,
 // here; the scope is shared.
 func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &Handler{next: h.next.WithAttrs(h.clipAttrs(attrs)), base: h.base, maxValue: h.maxValue, lim: h.lim}
+	return &Handler{next: h.next.WithAttrs(h.clipAttrs(attrs)), base: h.base, maxValue: h.maxValue, lim: h.lim, global: h.global}
 }
 
 // clipAttrs returns attrs, or a clipped copy when one needs it.
@@ -130,7 +131,7 @@ func (h *Handler) clipAttrs(attrs []slog.Attr) []slog.Attr {
 
 // WithGroup implements slog.Handler; the scope is shared.
 func (h *Handler) WithGroup(name string) slog.Handler {
-	return &Handler{next: h.next.WithGroup(Clip(name, h.maxValue)), base: h.base, maxValue: h.maxValue, lim: h.lim}
+	return &Handler{next: h.next.WithGroup(Clip(name, h.maxValue)), base: h.base, maxValue: h.maxValue, lim: h.lim, global: h.global}
 }
 
 // maxGroupDepth bounds the nesting of groups walked; deeper ones pass as

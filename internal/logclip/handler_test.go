@@ -3,6 +3,7 @@ package logclip_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -68,16 +69,15 @@ func TestHandlerRateLimitsEachScope(t *testing.T) {
 
 // The scopes of one peer share one budget: a peer that opens many
 // sessions writes no more lines than one session would, while another
-// peer keeps a budget of its own; a peer's entry goes with its last scope.
+// peer keeps a budget of its own.
 func TestPeersShareOneBudget(t *testing.T) {
 	var buf exampletest.SafeBuffer
 	base := slog.New(logclip.NewHandler(slog.NewTextHandler(&buf, nil), 0, 5))
 	peers := logclip.NewPeers(base)
 	start := time.Now()
-	var releases []func()
 	for i := range 50 {
 		l, release := peers.Scope("addr:127.0.0.2", slog.Int("session", i))
-		releases = append(releases, release)
+		defer release.Release()
 		l.Error("greedy")
 		l.Error("greedy")
 	}
@@ -85,19 +85,47 @@ func TestPeersShareOneBudget(t *testing.T) {
 	assert.GreaterOrEqual(t, written, 5)
 	assert.LessOrEqual(t, written, 5+int(5*time.Since(start).Seconds())+1, "50 sessions of one peer share one budget")
 	other, releaseOther := peers.Scope("addr:127.0.0.3", slog.String("session", "polite-1"))
+	defer releaseOther.Release()
 	other.Info("polite")
 	assert.Contains(t, buf.String(), "polite", "another peer is not starved")
 	assert.Contains(t, buf.String(), "session=polite-1", "a scope keeps its own attributes")
 	assert.Contains(t, buf.String(), "session=0\n", "the first greedy lines carry their session")
-	assert.Equal(t, 2, peers.Len())
-	for _, r := range releases {
-		r()
-		r() // a second call is harmless
-	}
-	releaseOther()
-	assert.Equal(t, 0, peers.Len(), "a peer's budget goes with its last scope")
 	own, release := peers.Scope("")
 	own.Info("no peer")
-	release()
+	release.Release()
 	assert.Contains(t, buf.String(), "no peer")
+}
+
+// A peer that opens and ends its scopes one after another (a session,
+// then the next) keeps one budget: it outlives the peer's last scope.
+func TestPeersBudgetOutlivesScopes(t *testing.T) {
+	var buf exampletest.SafeBuffer
+	peers := logclip.NewPeers(slog.New(logclip.NewHandler(slog.NewTextHandler(&buf, nil), 0, 10)))
+	start := time.Now()
+	for range 1000 {
+		l, release := peers.Scope("addr:127.0.0.2")
+		l.Info("churn")
+		release.Release()
+	}
+	written := strings.Count(buf.String(), "msg=churn")
+	assert.LessOrEqual(t, written, 10+int(10*time.Since(start).Seconds())+1, "1000 short scopes of one peer: one budget")
+	assert.Equal(t, 1, peers.Len())
+}
+
+// Many peers together write at most GlobalFactor peers' worth of lines,
+// and the budgets kept are bounded (MaxPeers): peers past it share one.
+func TestPeersGlobalBudget(t *testing.T) {
+	var buf exampletest.SafeBuffer
+	peers := logclip.NewPeers(slog.New(logclip.NewHandler(slog.NewTextHandler(&buf, nil), 0, 5)))
+	start := time.Now()
+	for i := range logclip.MaxPeers + 100 {
+		l, release := peers.Scope(fmt.Sprintf("addr:2001:db8:%x::/64", i))
+		defer release.Release()
+		l.Info("crowd")
+	}
+	written := strings.Count(buf.String(), "msg=crowd")
+	global := 5 * logclip.GlobalFactor
+	assert.GreaterOrEqual(t, written, global)
+	assert.LessOrEqual(t, written, global+int(float64(global)*time.Since(start).Seconds())+1, "every peer together")
+	assert.Equal(t, logclip.MaxPeers, peers.Len(), "budgets kept are bounded")
 }
