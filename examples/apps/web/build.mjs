@@ -6,6 +6,7 @@
 //   dist/host.js    its script: host.js with the MCP client and the ext-apps
 //                   host bridge, bundled and minified
 //
+// (or into $APPS_DIST when it is set).
 // The output depends only on these sources and the versions pinned in
 // package-lock.json: .ci/apps-browser.sh rebuilds it and fails when it
 // differs from the committed files. Run: npm ci && node build.mjs
@@ -15,7 +16,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const dist = join(here, "..", "dist");
+const dist = process.env.APPS_DIST || join(here, "..", "dist"); // APPS_DIST: build elsewhere (the CI's check)
 mkdirSync(dist, { recursive: true });
 
 // zod re-exports every locale as a namespace, which defeats tree shaking:
