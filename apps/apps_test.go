@@ -147,6 +147,9 @@ func TestCheck(t *testing.T) {
 		{"wrong shape", func(reg *registry.Registry) {
 			registry.MustRegister(reg, "show", "d", noop, &registry.ToolOptions{Meta: mcp.Meta{"ui": "ui://t/view.html"}})
 		}, apps.ErrInvalidMeta, "tool show"},
+		{"legacy key only, unregistered", func(reg *registry.Registry) {
+			registry.MustRegister(reg, "show", "d", noop, &registry.ToolOptions{Meta: mcp.Meta{apps.LegacyResourceURIKey: "ui://t/missing.html"}})
+		}, apps.ErrUnknownView, "ui://t/missing.html"},
 		{"legacy key disagrees", func(reg *registry.Registry) {
 			view(reg)
 			registry.MustRegister(reg, "show", "d", noop, &registry.ToolOptions{Meta: mcp.Meta{"ui": apps.ToolMeta{ResourceURI: "ui://t/view.html"}, apps.LegacyResourceURIKey: "ui://t/other.html"}})
@@ -223,6 +226,8 @@ func server(t *testing.T) *mcp.Server {
 	registry.MustRegister(reg, "refresh", "Refreshes the table", func(context.Context, struct{}) (string, error) { return "refreshed", nil },
 		&registry.ToolOptions{Meta: apps.ToolMeta{Visibility: []apps.Visibility{apps.VisibleToApp}}.Meta()})
 	registry.MustRegister(reg, "plain", "d", noop, nil)
+	registry.MustRegister(reg, "raw_app_only", "d", noop, &registry.ToolOptions{Meta: mcp.Meta{"ui": map[string]any{"visibility": []any{"app"}}}})
+	registry.MustRegister(reg, "typed_both", "d", noop, &registry.ToolOptions{Meta: apps.ToolMeta{Visibility: []apps.Visibility{apps.VisibleToApp, apps.VisibleToModel}}.Meta()})
 	opts, err := apps.Enable(reg, &mcp.ServerOptions{Logger: slog.New(slog.DiscardHandler), Tools: reg, Resources: reg})
 	require.NoError(t, err)
 	return mcp.NewServer(opts)
@@ -271,8 +276,9 @@ func TestVisibilityAndFallback(t *testing.T) {
 			host := connect(t, srv, &mcp.ClientOptions{ProtocolVersion: version, Capabilities: uiCaps(apps.MIMEType)})
 			plain := connect(t, srv, &mcp.ClientOptions{ProtocolVersion: version})
 
-			assert.Equal(t, []string{"plain", "refresh", "show"}, toolNames(t, host))
-			assert.Equal(t, []string{"plain", "show"}, toolNames(t, plain))
+			assert.Equal(t, []string{"plain", "raw_app_only", "refresh", "show", "typed_both"}, toolNames(t, host))
+			assert.Equal(t, []string{"plain", "show", "typed_both"}, toolNames(t, plain))
+			assert.Equal(t, []string{"plain", "raw_app_only", "refresh", "show", "typed_both"}, toolNames(t, host), "the shared list is not modified")
 			assert.Equal(t, "shown in the view", callText(t, host, "show"))
 			assert.Equal(t, "a | b\n1 | 2", callText(t, plain, "show"))
 			assert.Equal(t, "refreshed", callText(t, host, "refresh"), "a view calls app-only tools through its host")
@@ -303,7 +309,7 @@ func TestCapabilityPerRequest(t *testing.T) {
 	for _, tl := range out.Tools {
 		names = append(names, tl.Name)
 	}
-	assert.Equal(t, []string{"plain", "show"}, names)
+	assert.Equal(t, []string{"plain", "show", "typed_both"}, names)
 }
 
 func TestEnableDeclaresTheExtension(t *testing.T) {

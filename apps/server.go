@@ -61,7 +61,7 @@ func HideAppOnlyTools() mcp.Middleware {
 			}
 			var kept []*mcp.Tool // nil until a tool is dropped: the list is shared, never modified
 			for i, t := range list.Tools {
-				if m, _ := toolMeta(t.Meta); m.appOnly() {
+				if appOnly(t.Meta) {
 					if kept == nil {
 						kept = append(make([]*mcp.Tool, 0, len(list.Tools)-1), list.Tools[:i]...)
 					}
@@ -78,6 +78,39 @@ func HideAppOnlyTools() mcp.Middleware {
 			out.Tools = kept
 			return &out, nil
 		}
+	}
+}
+
+// appOnly reports whether a tool's _meta restricts it to views. It reads
+// the shapes _meta.ui takes in practice (a ToolMeta, or a map as decoded
+// JSON gives) without encoding them.
+func appOnly(meta mcp.Meta) bool {
+	switch v := meta[MetaKey].(type) {
+	case nil:
+		return false
+	case ToolMeta:
+		return v.appOnly()
+	case *ToolMeta:
+		return v != nil && v.appOnly()
+	case map[string]any:
+		var vis []Visibility
+		switch list := v["visibility"].(type) {
+		case []any:
+			for _, x := range list {
+				s, _ := x.(string)
+				vis = append(vis, Visibility(s))
+			}
+		case []string:
+			for _, s := range list {
+				vis = append(vis, Visibility(s))
+			}
+		case []Visibility:
+			vis = list
+		}
+		return ToolMeta{Visibility: vis}.appOnly()
+	default:
+		m, _ := toolMeta(meta)
+		return m.appOnly()
 	}
 }
 
@@ -157,6 +190,9 @@ func Check(reg *registry.Registry) error {
 	for _, t := range reg.Tools() {
 		def := t.Definition()
 		m, err := toolMeta(def.Meta)
+		if legacy, ok := def.Meta[LegacyResourceURIKey].(string); ok && err == nil && m.ResourceURI == "" {
+			m.ResourceURI = legacy // a tool that names its view the older way only
+		}
 		if err == nil {
 			err = m.Validate()
 		}
