@@ -2,9 +2,11 @@ package apps_test
 
 import (
 	"context"
+	"io/fs"
 	"log/slog"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/assert"
@@ -97,6 +99,13 @@ func TestAddView(t *testing.T) {
 	assert.ErrorIs(t, apps.AddView(reg, apps.View{URI: "https://t/x.html", Name: "x"}, []byte(page)), apps.ErrInvalidMeta)
 	assert.ErrorIs(t, apps.AddView(reg, apps.View{URI: "ui://t/x.html", Name: "x"}, []byte{0xff, 0xfe}), apps.ErrInvalidMeta)
 	assert.Error(t, apps.AddView(reg, apps.View{URI: "ui://t/x.html"}, []byte(page)), "a resource needs a name")
+	big := []byte(strings.Repeat("a", apps.MaxViewBytes+1))
+	err = apps.AddView(reg, apps.View{URI: "ui://t/big.html", Name: "big"}, big)
+	assert.ErrorIs(t, err, apps.ErrViewTooLarge)
+	assert.ErrorContains(t, err, "2097153 bytes")
+	require.NoError(t, apps.AddView(reg, apps.View{URI: "ui://t/edge.html", Name: "edge"}, big[:apps.MaxViewBytes]), "exactly at the bound")
+	assert.ErrorIs(t, apps.AddViewFS(reg, apps.View{URI: "ui://t/y.html", Name: "y"}, fstest.MapFS{}, "missing.html"), fs.ErrNotExist)
+	require.True(t, reg.RemoveResource("ui://t/edge.html"))
 
 	border := false
 	meta := apps.ResourceMeta{CSP: &apps.CSP{ConnectDomains: []string{"https://api.example.com"}}, PrefersBorder: &border}

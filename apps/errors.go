@@ -17,4 +17,6 @@ var (
 	// ErrNotAView: a tool links to a registered resource whose MIME type
 	// is not MIMEType.
 	ErrNotAView = errors.New("apps: linked resource is not an MCP App view")
+	// ErrViewTooLarge: a view's HTML is over MaxViewBytes.
+	ErrViewTooLarge = errors.New("apps: view too large")
 )

@@ -10,6 +10,11 @@ import (
 	"github.com/keelmcp/keel/registry"
 )
 
+// MaxViewBytes bounds the HTML of one view: it is sent whole in one
+// resources/read answer, which must stay under the transports' default
+// message limit (4 MiB) once JSON-escaped.
+const MaxViewBytes = 2 << 20
+
 // View describes a view to register: its ui:// URI, how it is listed and
 // its _meta.ui.
 type View struct {
@@ -31,14 +36,17 @@ type View struct {
 // and styles inline: a host loads nothing else from the server) as the
 // static resource v.URI with MIME type MIMEType. It fails on a URI outside
 // ui://, a malformed CSP origin (ErrInvalidDomain), HTML that is not
-// UTF-8, and anything registry.Registry.AddResource refuses. html is
-// copied.
+// UTF-8 or is over MaxViewBytes (ErrViewTooLarge), and anything
+// registry.Registry.AddResource refuses. html is copied.
 func AddView(reg *registry.Registry, v View, html []byte) error {
 	if err := checkViewURI(v.URI); err != nil {
 		return fmt.Errorf("apps: view %s: %w", v.URI, err)
 	}
 	if err := v.Meta.Validate(); err != nil {
 		return fmt.Errorf("apps: view %s: %w", v.URI, err)
+	}
+	if len(html) > MaxViewBytes {
+		return fmt.Errorf("apps: view %s: %w: %d bytes, over MaxViewBytes (%d)", v.URI, ErrViewTooLarge, len(html), MaxViewBytes)
 	}
 	if !utf8.Valid(html) {
 		return fmt.Errorf("apps: view %s: %w: the HTML is not valid UTF-8", v.URI, ErrInvalidMeta)
