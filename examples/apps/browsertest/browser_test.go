@@ -185,6 +185,10 @@ func TestBrowser(t *testing.T) {
 	in := chromedp.FromNode(frames[0])
 
 	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`body[data-state="rendered"]`), in)))
+	csp, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(`meta[http-equiv="Content-Security-Policy"]`), "content", in))
+	require.NoError(t, err)
+	assert.Contains(t, csp.Value, "default-src 'none'", "the view's document carries the host's CSP")
+	assert.Contains(t, csp.Value, "connect-src 'none'")
 	input, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#input"), in))
 	require.NoError(t, err)
 	assert.Equal(t, "Warehouse: north", input, "the view received the tool input")
