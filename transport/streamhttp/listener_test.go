@@ -111,13 +111,15 @@ func TestLimitListener(t *testing.T) {
 	assert.LessOrEqual(t, strings.Count(out, "connection refused"), 3, "refusals are logged at a bounded rate:\n%s", out)
 }
 
-// The default MaxConns stays below the process's open-file limit.
+// The default MaxConns stays below the process's open-file limit, and
+// the default MaxConnsPerPeer below a tenth of it (TestListenerDefaults
+// for given limits).
 func TestLimitListenerDefaults(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	lln := streamhttp.LimitListener(ln, nil)
 	defer lln.Close()
-	assert.Equal(t, streamhttp.DefaultMaxConnsPerPeer, lln.MaxConnsPerPeer())
+	assert.Equal(t, max(1, min(streamhttp.DefaultMaxConnsPerPeer, lln.MaxConns()/10)), lln.MaxConnsPerPeer())
 	assert.LessOrEqual(t, lln.MaxConns(), streamhttp.DefaultMaxConns)
 	assert.Positive(t, lln.MaxConns())
 	assert.GreaterOrEqual(t, streamhttp.DefaultMaxConnsPerPeer, streamhttp.DefaultMaxStreamsPerPeer,
@@ -215,4 +217,38 @@ func TestNewHTTPServerWriteTimeout(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a write to a client that does not read never failed")
 	}
+}
+
+// A connection of a LimitListener keeps what net/http looks for on a
+// *net.TCPConn: CloseWrite, with which it half-closes a connection after
+// an error response so that the client reads the response, and ReadFrom.
+func TestLimitListenerConnCloseWrite(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	lln := streamhttp.LimitListener(ln, nil)
+	defer lln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer client.Close()
+	c, err := lln.Accept()
+	require.NoError(t, err)
+	defer c.Close()
+	_, ok := c.(io.ReaderFrom)
+	assert.True(t, ok, "ReadFrom is passed through")
+	cw, ok := c.(interface{ CloseWrite() error })
+	require.True(t, ok, "CloseWrite is passed through")
+
+	_, err = c.(io.ReaderFrom).ReadFrom(strings.NewReader("answer"))
+	require.NoError(t, err)
+	require.NoError(t, cw.CloseWrite())
+	require.NoError(t, client.SetDeadline(time.Now().Add(5*time.Second)))
+	got, err := io.ReadAll(client)
+	require.NoError(t, err, "the client reads to EOF: the server's side is half-closed")
+	assert.Equal(t, "answer", string(got))
+	_, err = client.Write([]byte("x"))
+	require.NoError(t, err)
+	b := make([]byte, 1)
+	_, err = io.ReadFull(c, b)
+	require.NoError(t, err, "the server still reads")
+	assert.Equal(t, "x", string(b))
 }
