@@ -60,7 +60,7 @@
 // http.Server with a read-header timeout, an idle timeout for keep-alive
 // connections, a timeout on each write (SSE streams may last, a client
 // that stops reading may not), a header size limit and its error log on
-// slog; LimitListener closes connections beyond MaxConns in all or
+// slog (clipped and rate-limited); LimitListener closes connections beyond MaxConns in all or
 // MaxConnsPerPeer from one address at accept, logging them at a bounded
 // rate:
 //

@@ -168,6 +168,25 @@ func TestNewHTTPServerIdleTimeout(t *testing.T) {
 	assert.Contains(t, logs.String(), "TLS handshake error")
 }
 
+// net/http's error log is bounded as refusal logs are: a peer that fails
+// TLS handshakes in a loop writes a few clipped lines, not one line of any
+// length per handshake.
+func TestNewHTTPServerErrorLogBounded(t *testing.T) {
+	var logs lockedBuffer
+	hs := streamhttp.NewHTTPServer(http.NotFoundHandler(), &streamhttp.HTTPServerOptions{
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	long := strings.Repeat("x", 100<<10)
+	for range 200 {
+		hs.ErrorLog.Print("http: TLS handshake error from 192.0.2.1:1234: " + long)
+	}
+	out := logs.String()
+	lines := strings.Count(out, "\n")
+	assert.LessOrEqual(t, lines, streamhttp.DefaultRefusalLogsPerSecond+1, "lines are rate-limited")
+	assert.Positive(t, lines)
+	assert.Less(t, len(out), lines*4<<10, "each line is clipped")
+	assert.Contains(t, out, "TLS handshake error")
+}
+
 // NewHTTPServer's WriteTimeout bounds each write, not a response: a
 // stream that a client keeps reading outlives it, a write to a client that
 // stopped reading fails after it.
