@@ -62,8 +62,11 @@ type ServerOptions struct {
 	// client, for development. By default it is masked: the client is told
 	// INTERNAL ("internal error", retryable) with the request's
 	// correlation id, and the text goes to the log at error level, since
-	// it may hold a secret (a DSN with its password, a file path). Typed
-	// errors always reach the client as their producer wrote them.
+	// it may hold a secret (a DSN with its password, a file path). An
+	// error wrapping ErrClosed, ErrCapabilityNotDeclared or
+	// ErrNoClientRequests is told that sentinel's own text only, and the
+	// middleware masks its plain errors the same way (ClientErrorText).
+	// Typed errors always reach the client as their producer wrote them.
 	ExposeErrorText bool
 	// Now is the clock (nil = time.Now); tests inject a fixed one.
 	Now func() time.Time
