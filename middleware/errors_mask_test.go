@@ -30,7 +30,9 @@ func TestPlainErrorTextOfStagesIsMasked(t *testing.T) {
 	for _, expose := range []bool{false, true} {
 		t.Run(fmt.Sprint("expose=", expose), func(t *testing.T) {
 			reg := registry.New(nil)
-			noop := func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) { return mcp.TextResult("ok"), nil }
+			noop := func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+				return mcp.TextResult("ok"), nil
+			}
 			require.NoError(t, reg.AddTool(&mcp.Tool{Name: "guarded", InputSchema: jsontext.Value(`{"type":"object"}`)}, noop, nil))
 			require.NoError(t, reg.AddTool(&mcp.Tool{Name: "export", InputSchema: jsontext.Value(`{"type":"object"}`)},
 				func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
