@@ -184,12 +184,16 @@ type ServerOptions struct {
 	// MaxPeerSubscriptionBytes bounds what one peer's subscriptions and
 	// listen filters hold together, over all its sessions and requests,
 	// counted as for MaxSubscriptionBytes (default
-	// DefaultMaxPeerSubscriptionBytes, 1 MiB); MaxTotalSubscriptionBytes
-	// bounds those of every peer together (default
-	// DefaultMaxTotalSubscriptionBytes, 64 MiB). Past either, a subscribe
-	// or listen gets CodeServerBusy with a retryable RESOURCE_EXHAUSTED
-	// StructuredError naming the bound, and other peers are still served.
-	MaxPeerSubscriptionBytes  int
+	// DefaultMaxPeerSubscriptionBytes, 1 MiB). Past it, a subscribe or
+	// listen of that peer gets CodeServerBusy with a retryable
+	// RESOURCE_EXHAUSTED StructuredError naming the bound, and other peers
+	// are still served.
+	MaxPeerSubscriptionBytes int
+	// MaxTotalSubscriptionBytes bounds what the subscriptions and listen
+	// filters of every peer together hold, counted as for
+	// MaxSubscriptionBytes (default DefaultMaxTotalSubscriptionBytes, 64
+	// MiB). Past it, a subscribe or listen gets CodeServerBusy with a
+	// retryable RESOURCE_EXHAUSTED StructuredError naming the bound.
 	MaxTotalSubscriptionBytes int
 
 	// Middleware wraps the handling of every incoming request and
