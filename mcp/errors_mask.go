@@ -30,7 +30,8 @@ var clientSentinels = []error{ErrCapabilityNotDeclared, ErrNoClientRequests, Err
 // text only with ServerOptions.ExposeErrorText (s nil: unset); else the
 // own text of the first sentinel err wraps, of clientSentinels then
 // known, never the text wrapped around it (fmt.Errorf("db %s: %w", dsn,
-// ErrClosed) must not send the DSN); else masked. The text withheld may
+// ErrClosed) must not send the DSN), or the text of the *CapabilityError
+// it wraps, keel's own; else masked. The text withheld may
 // hold a secret (a DSN with its password, a file path, a query): it is
 // logged in full to log, at level, what naming what failed.
 func errorText(s *Server, log *slog.Logger, level slog.Level, what string, err error, masked string, known []error) string {
@@ -38,12 +39,19 @@ func errorText(s *Server, log *slog.Logger, level slog.Level, what string, err e
 		return err.Error()
 	}
 	text := masked
+	var ce *CapabilityError
+	if errors.As(err, &ce) { // keel's own text, all of it about the client's side
+		text = ce.Error()
+	}
 	for _, list := range [2][]error{clientSentinels, known} {
 		for _, sentinel := range list {
 			if text == masked && errors.Is(err, sentinel) {
 				text = sentinel.Error()
 			}
 		}
+	}
+	if text != masked {
+		level = min(level, slog.LevelInfo) // the client's side: nothing failed in the server
 	}
 	if text != err.Error() {
 		log.Log(context.Background(), level, "mcp: "+what+" failed; the client is not told the error's text", "error", err, "told", text)
@@ -58,9 +66,9 @@ func errorText(s *Server, log *slog.Logger, level slog.Level, what string, err e
 // to a handler's plain error: err's whole text only with
 // ServerOptions.ExposeErrorText (of call's session's server); else the
 // own text of the first sentinel err wraps, among keel's about the
-// client's side (ErrClosed, ErrCapabilityNotDeclared,
-// ErrNoClientRequests) and then known, never the text around it; else
-// masked. What is withheld is logged in full, at level Info, with call's
+// client's side (ErrClosed, ErrCapabilityNotDeclared (the text of its
+// *CapabilityError), ErrNoClientRequests) and then known, never the text
+// around it; else masked. What is withheld is logged in full, at level Info, with call's
 // logger (slog.Default() without one), what naming what failed.
 func ClientErrorText(call *ToolCall, what string, err error, masked string, known ...error) string {
 	var s *Server
