@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"strings"
@@ -34,6 +35,10 @@ func maskServer(t *testing.T, expose bool, logs *exampletest.SafeBuffer) *mcp.Cl
 	}
 	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "fail", InputSchema: []byte(`{"type":"object"}`)}, fail, nil))
 	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "typed", InputSchema: []byte(`{"type":"object"}`)}, typed, nil))
+	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "closed", InputSchema: []byte(`{"type":"object"}`)},
+		func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+			return nil, fmt.Errorf("db %s: %w", secretDSN, mcp.ErrClosed)
+		}, nil))
 	require.NoError(t, reg.AddResource(&mcp.Resource{URI: "test://broken", Name: "broken"},
 		func(context.Context, string) ([]mcp.ResourceContents, error) {
 			return nil, errors.New("open /srv/secret/config.yaml with " + secretDSN)
@@ -67,6 +72,13 @@ func TestPlainErrorTextIsMasked(t *testing.T) {
 	assert.NotContains(t, se.Message, "hunter2")
 	assert.Contains(t, logs.String(), "hunter2", "the text goes to the log")
 	assert.Contains(t, logs.String(), se.CorrelationID, "under the call's correlation id")
+
+	// An error wrapping one of keel's sentinels about the client's side:
+	// the sentinel's own text only, never what was wrapped around it.
+	_, err = c.CallTool(ctx, "closed", nil)
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, mcp.ErrClosed.Error(), se.Message)
+	assert.Contains(t, logs.String(), "db postgres://", "the whole text goes to the log")
 
 	_, err = c.CallTool(ctx, "typed", nil)
 	require.ErrorAs(t, err, &se)

@@ -63,8 +63,11 @@ type ServerOptions struct {
 	// client, for development. By default it is masked: the client is told
 	// INTERNAL ("internal error", retryable) with the request's
 	// correlation id, and the text goes to the log at error level, since
-	// it may hold a secret (a DSN with its password, a file path). Typed
-	// errors always reach the client as their producer wrote them.
+	// it may hold a secret (a DSN with its password, a file path). An
+	// error wrapping ErrClosed, ErrCapabilityNotDeclared or
+	// ErrNoClientRequests is told that sentinel's own text only, and the
+	// middleware masks its plain errors the same way (ClientErrorText).
+	// Typed errors always reach the client as their producer wrote them.
 	ExposeErrorText bool
 	// Now is the clock (nil = time.Now); tests inject a fixed one.
 	Now func() time.Time
@@ -182,12 +185,16 @@ type ServerOptions struct {
 	// MaxPeerSubscriptionBytes bounds what one peer's subscriptions and
 	// listen filters hold together, over all its sessions and requests,
 	// counted as for MaxSubscriptionBytes (default
-	// DefaultMaxPeerSubscriptionBytes, 1 MiB); MaxTotalSubscriptionBytes
-	// bounds those of every peer together (default
-	// DefaultMaxTotalSubscriptionBytes, 64 MiB). Past either, a subscribe
-	// or listen gets CodeServerBusy with a retryable RESOURCE_EXHAUSTED
-	// StructuredError naming the bound, and other peers are still served.
-	MaxPeerSubscriptionBytes  int
+	// DefaultMaxPeerSubscriptionBytes, 1 MiB). Past it, a subscribe or
+	// listen of that peer gets CodeServerBusy with a retryable
+	// RESOURCE_EXHAUSTED StructuredError naming the bound, and other peers
+	// are still served.
+	MaxPeerSubscriptionBytes int
+	// MaxTotalSubscriptionBytes bounds what the subscriptions and listen
+	// filters of every peer together hold, counted as for
+	// MaxSubscriptionBytes (default DefaultMaxTotalSubscriptionBytes, 64
+	// MiB). Past it, a subscribe or listen gets CodeServerBusy with a
+	// retryable RESOURCE_EXHAUSTED StructuredError naming the bound.
 	MaxTotalSubscriptionBytes int
 
 	// Middleware wraps the handling of every incoming request and

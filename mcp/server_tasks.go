@@ -38,9 +38,11 @@ import (
 // Bounds: a task's handler runs in the task pool (TaskOptions.MaxRunning
 // in all, MaxRunningPerOwner per owner), not in the request slots of the
 // tools/call chain; a task-augmented call that finds the pool full gets a
-// RESOURCE_EXHAUSTED isError result naming the limit. Finished tasks are
-// kept per owner within MaxFinishedTasks and MaxFinishedBytes (the oldest
-// evicted first), and a result over MaxResultBytes fails its task. For
+// RESOURCE_EXHAUSTED isError result naming the limit. Tasks in progress
+// are bounded per owner (MaxTasks) and in all (MaxTasksTotal). Finished
+// tasks are kept per owner within MaxFinishedTasks and MaxFinishedBytes
+// (the oldest evicted first) and in all within MaxFinishedBytesTotal, and
+// a result over MaxResultBytes fails its task. For
 // these quotas the owner is the authorization context, else the peer
 // (PeerFromContext): the sessions and self-reported names of one peer
 // share one quota, and no other peer can use it up or evict its results.
@@ -57,9 +59,10 @@ import (
 
 // Defaults of TaskOptions. Together they bound what a remote client can
 // make the server hold for tasks: running handlers (MaxRunning,
-// MaxRunningPerOwner, MaxRunTime), tasks in progress (MaxTasks), finished
-// tasks (MaxFinishedTasks, MaxFinishedBytes, MaxResultBytes) and how long
-// any task is kept (TTL, MaxTTL).
+// MaxRunningPerOwner, MaxRunTime), tasks in progress (MaxTasks,
+// MaxTasksTotal), finished tasks (MaxFinishedTasks, MaxFinishedBytes,
+// MaxFinishedBytesTotal, MaxResultBytes) and how long any task is kept
+// (TTL, MaxTTL).
 const (
 	// DefaultTaskTTL is how long a task is kept when its request names no
 	// ttl: one hour from its creation.
@@ -70,6 +73,10 @@ const (
 	DefaultTaskPollInterval = time.Second
 	// DefaultMaxTasks bounds the tasks in progress per owner.
 	DefaultMaxTasks = 100
+	// DefaultMaxTasksTotal bounds the tasks in progress on a server, all
+	// owners together (those input_required, which hold no handler slot,
+	// included).
+	DefaultMaxTasksTotal = 10_000
 	// DefaultTaskImmediateWait is how long a 2026-07-28 tools/call that
 	// may become a task waits for its handler before answering with a task.
 	DefaultTaskImmediateWait = 50 * time.Millisecond
@@ -86,6 +93,9 @@ const (
 	// DefaultMaxFinishedTaskBytes bounds the bytes of results (their JSON
 	// size) the finished tasks of one owner hold: 16 MiB.
 	DefaultMaxFinishedTaskBytes = 16 << 20
+	// DefaultMaxFinishedTaskBytesTotal bounds the bytes the finished tasks
+	// of all owners together hold: 256 MiB.
+	DefaultMaxFinishedTaskBytesTotal = 256 << 20
 	// DefaultMaxTaskResultBytes bounds the JSON size of one task's result:
 	// DefaultMaxResultBytes, so that a stored result fits in a message.
 	DefaultMaxTaskResultBytes = DefaultMaxResultBytes
@@ -132,6 +142,14 @@ type TaskOptions struct {
 	// per peer (PeerFromContext), whatever sessions or names it uses. A task-augmented call
 	// beyond it gets a RESOURCE_EXHAUSTED isError result.
 	MaxTasks int
+	// MaxTasksTotal bounds the tasks in progress (working or
+	// input_required) on the server, all owners together (0 =
+	// DefaultMaxTasksTotal; negative = no limit): the per-owner bounds
+	// alone would let many owners add up without bound. A task-augmented
+	// call beyond it gets a retryable RESOURCE_EXHAUSTED isError result
+	// naming "maxTasksTotal" (a 2026-07-28 call is answered when its
+	// handler returns, not as a task).
+	MaxTasksTotal int
 	// MaxRunning bounds the task handlers running at once, all owners
 	// together (0 = DefaultMaxRunningTasks; negative = no limit), and
 	// MaxRunningPerOwner those of one owner (0 =
@@ -160,6 +178,14 @@ type TaskOptions struct {
 	// found (-32602), as an expired one does.
 	MaxFinishedTasks int
 	MaxFinishedBytes int64
+	// MaxFinishedBytesTotal bounds the bytes (counted as MaxFinishedBytes
+	// counts them) the finished tasks of all owners together hold (0 =
+	// DefaultMaxFinishedTaskBytesTotal; negative = no limit). While they
+	// hold it, a task-augmented call gets a retryable RESOURCE_EXHAUSTED
+	// isError result naming "maxFinishedBytesTotal"; a task that finishes
+	// beyond it evicts its own owner's oldest finished tasks, itself last,
+	// never another owner's.
+	MaxFinishedBytesTotal int64
 	// MaxResultBytes bounds the JSON size of one task's result (or
 	// error), measured once when the task finishes (0 =
 	// DefaultMaxTaskResultBytes; negative = no limit). A larger one is not
@@ -208,6 +234,12 @@ func (o TaskOptions) withDefaults() TaskOptions {
 	}
 	if o.MaxTasks == 0 {
 		o.MaxTasks = DefaultMaxTasks
+	}
+	if o.MaxTasksTotal == 0 {
+		o.MaxTasksTotal = DefaultMaxTasksTotal
+	}
+	if o.MaxFinishedBytesTotal == 0 {
+		o.MaxFinishedBytesTotal = DefaultMaxFinishedTaskBytesTotal
 	}
 	if o.MaxRunning == 0 {
 		o.MaxRunning = DefaultMaxRunningTasks
@@ -365,11 +397,11 @@ func (st *taskStore) startTask(ss *Session, reqCtx context.Context, req *Request
 		c := cancel
 		cancel = func() { cancelDeadline(); c() }
 	}
-	e := st.create(ss, owner, quota, call, ttl, cancel)
+	e, refused := st.create(ss, owner, quota, call, ttl, cancel)
 	if e == nil {
 		cancel()
 		st.runner.release(quota)
-		return ToolErrorResult(withIDs(errTooManyTasks(st.opts.MaxTasks), call)), nil
+		return ToolErrorResult(withIDs(refused, call)), nil
 	}
 	call.task = e
 	run := &taskRun{call: call, quota: quota, ctx: ctx, reserved: true, exit: cancel,

@@ -27,7 +27,8 @@ import (
 // MaxFinishedBytes of results (each counts the JSON size of its result or
 // error plus finishedTaskOverhead); beyond either, the oldest finished
 // task of that key is evicted and reads as not found, as an expired one
-// does.
+// does. The server's totals (MaxTasksTotal, MaxFinishedBytesTotal) are
+// counted beside them (activeAll, bytesAll).
 
 // finishedTaskOverhead is what every finished task counts against
 // MaxFinishedBytes besides its result: the entry itself.
@@ -43,9 +44,10 @@ const finishedTaskOverhead = 512
 // needs those split from the record first.
 type taskTable interface {
 	// create adds a working task for owner ("" = the session ss),
-	// counted against quota, or returns nil when quota has MaxTasks tasks
-	// in progress.
-	create(ss *Session, owner, quota string, call *ToolCall, ttl *int64, cancel context.CancelFunc) *taskEntry
+	// counted against quota, or returns nil and the limit's error when
+	// quota has MaxTasks tasks in progress or the server MaxTasksTotal, or
+	// finished tasks hold MaxFinishedBytesTotal.
+	create(ss *Session, owner, quota string, call *ToolCall, ttl *int64, cancel context.CancelFunc) (*taskEntry, *StructuredError)
 	// get returns owner's task id, or nil (unknown, expired, evicted, or
 	// another owner's).
 	get(owner, id string) *taskEntry
@@ -105,6 +107,8 @@ type taskStore struct {
 	sessionSeq uint64
 	active     map[string]int            // quota key → non-terminal tasks
 	finished   map[string]*finishedTasks // quota key → its terminal tasks, oldest first
+	activeAll  int                       // non-terminal tasks, all quota keys (MaxTasksTotal)
+	bytesAll   int64                     // bytes of finished tasks, all quota keys (MaxFinishedBytesTotal)
 	index      atomic.Pointer[toolIndex] // tool definitions by name (see findTool)
 
 	// runner runs the handlers of both eras (task_runner.go).
@@ -150,17 +154,36 @@ func errTaskNotFound(id string) *Error {
 }
 
 // errTooManyTasks is the tools/call answer when an owner has MaxTasks tasks
-// running: an isError result (RESOURCE_EXHAUSTED), as for other limits.
+// running: an isError result (RESOURCE_EXHAUSTED, retryable), as for
+// other limits.
 func errTooManyTasks(limit int) *StructuredError {
-	return &StructuredError{Code: ErrResourceExhausted,
-		Message: "too many tasks in progress (at most " + strconv.Itoa(limit) + "); wait for some to finish or cancel them",
-		Details: map[string]any{"limit": "maxTasks", "maxTasks": limit}}
+	return NewToolError(ErrResourceExhausted,
+		"too many tasks in progress (at most "+strconv.Itoa(limit)+"); wait for some to finish or cancel them",
+		map[string]any{"limit": "maxTasks", "maxTasks": limit})
+}
+
+// errTooManyTasksTotal is errTooManyTasks for the server's bound, all
+// owners together (MaxTasksTotal).
+func errTooManyTasksTotal(limit int) *StructuredError {
+	return NewToolError(ErrResourceExhausted,
+		"too many tasks in progress on the server (at most "+strconv.Itoa(limit)+", TaskOptions.MaxTasksTotal); retry later",
+		map[string]any{"limit": "maxTasksTotal", "maxTasksTotal": limit})
+}
+
+// errFinishedBytesTotal is the tools/call answer when the finished tasks
+// of all owners hold MaxFinishedBytesTotal.
+func errFinishedBytesTotal(limit int64) *StructuredError {
+	return NewToolError(ErrResourceExhausted,
+		"finished tasks hold "+strconv.FormatInt(limit, 10)+" bytes of results on the server (TaskOptions.MaxFinishedBytesTotal); retry once some expire",
+		map[string]any{"limit": "maxFinishedBytesTotal", "maxFinishedBytesTotal": limit})
 }
 
 // create adds a new working task for owner ("" = the session ss), created
 // by ss and counted against quota, unless quota already has MaxTasks tasks
-// in progress (nil then). cancel cancels the task's context.
-func (st *taskStore) create(ss *Session, owner, quota string, call *ToolCall, ttl *int64, cancel context.CancelFunc) *taskEntry {
+// in progress, the server MaxTasksTotal, or finished tasks hold
+// MaxFinishedBytesTotal (nil and the limit's error then). cancel cancels
+// the task's context.
+func (st *taskStore) create(ss *Session, owner, quota string, call *ToolCall, ttl *int64, cancel context.CancelFunc) (*taskEntry, *StructuredError) {
 	now := st.now()
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -169,7 +192,13 @@ func (st *taskStore) create(ss *Session, owner, quota string, call *ToolCall, tt
 		owner = st.sessionOwnerLocked(ss)
 	}
 	if max := st.opts.MaxTasks; max > 0 && st.active[quota] >= max {
-		return nil
+		return nil, errTooManyTasks(max)
+	}
+	if max := st.opts.MaxTasksTotal; max > 0 && st.activeAll >= max {
+		return nil, errTooManyTasksTotal(max)
+	}
+	if max := st.opts.MaxFinishedBytesTotal; max > 0 && st.bytesAll+finishedTaskOverhead > max {
+		return nil, errFinishedBytesTotal(max)
 	}
 	st.seq++
 	id := st.opts.NewID()
@@ -193,7 +222,8 @@ func (st *taskStore) create(ss *Session, owner, quota string, call *ToolCall, tt
 	e.notified = e.task
 	st.byID[id] = e
 	st.active[quota]++
-	return e
+	st.activeAll++
+	return e, nil
 }
 
 // sessionOwnerLocked returns the owner key of the tasks ss creates without
@@ -311,36 +341,83 @@ func (st *taskStore) finish(e *taskEntry, status TaskStatus, message string, res
 	}
 	e.task.Status, e.task.StatusMessage, e.task.LastUpdatedAt = status, message, formatTime(now)
 	e.result, e.rpcErr = res, rpcErr
-	st.active[e.quota]--
-	if st.active[e.quota] <= 0 {
-		delete(st.active, e.quota)
-	}
+	st.deactivateLocked(e)
 	close(e.done)
 	st.retireLocked(e, size)
 	return true
 }
 
+// deactivateLocked uncounts the task e, no longer in progress, from the
+// tasks in progress.
+func (st *taskStore) deactivateLocked(e *taskEntry) {
+	st.activeAll--
+	st.active[e.quota]--
+	if st.active[e.quota] <= 0 {
+		delete(st.active, e.quota)
+	}
+}
+
 // retireLocked adds the terminal task e to its quota key's finished list and
-// evicts the oldest ones beyond the bounds.
+// evicts the oldest ones beyond the bounds: the key's own bounds, and the
+// server's (MaxFinishedBytesTotal), never by evicting another key's
+// tasks. Beyond the server's, e makes room by evicting its key's oldest
+// finished tasks; where that is not enough, e fails naming the limit
+// instead of storing its outcome (overTotalLocked), and where even that
+// does not fit, e itself is evicted.
 func (st *taskStore) retireLocked(e *taskEntry, size int64) {
 	if st.byID[e.id] != e {
 		return // removed meanwhile
+	}
+	e.size = size + finishedTaskOverhead
+	maxN, maxB, maxAll := st.opts.MaxFinishedTasks, st.opts.MaxFinishedBytes, st.opts.MaxFinishedBytesTotal
+	if maxAll > 0 && st.bytesAll+e.size > maxAll {
+		for f := st.finished[e.quota]; f != nil && f.l.Len() > 0 && st.bytesAll+e.size > maxAll; {
+			st.evictLocked(f.l.Front().Value.(*taskEntry))
+		}
+		if st.bytesAll+e.size > maxAll && e.task.Status != TaskStatusCancelled {
+			st.overTotalLocked(e, maxAll)
+		}
 	}
 	f := st.finished[e.quota]
 	if f == nil {
 		f = &finishedTasks{}
 		st.finished[e.quota] = f
 	}
-	e.size = size + finishedTaskOverhead
 	e.fin = f.l.PushBack(e)
 	f.bytes += e.size
-	maxN, maxB := st.opts.MaxFinishedTasks, st.opts.MaxFinishedBytes
-	for f.l.Len() > 0 && ((maxN > 0 && f.l.Len() > maxN) || (maxB > 0 && f.bytes > maxB)) {
-		old := f.l.Front().Value.(*taskEntry)
-		delete(st.byID, old.id)
-		st.unlinkLocked(old)
-		old.cancel()
+	st.bytesAll += e.size
+	for f.l.Len() > 0 && ((maxN > 0 && f.l.Len() > maxN) || (maxB > 0 && f.bytes > maxB) || (maxAll > 0 && st.bytesAll > maxAll)) {
+		st.evictLocked(f.l.Front().Value.(*taskEntry))
 	}
+}
+
+// evictLocked removes the finished task old: it reads as not found.
+func (st *taskStore) evictLocked(old *taskEntry) {
+	delete(st.byID, old.id)
+	st.unlinkLocked(old)
+	old.cancel()
+}
+
+// overTotalLocked replaces the outcome of e, which just finished, by the
+// failure naming MaxFinishedBytesTotal: the finished tasks of all owners
+// hold it, and e's own owner's left no room. It is retryable, as
+// RESOURCE_EXHAUSTED is.
+func (st *taskStore) overTotalLocked(e *taskEntry, max int64) {
+	msg := "the finished tasks on the server hold " + strconv.FormatInt(max, 10) +
+		" bytes of results (TaskOptions.MaxFinishedBytesTotal): the task's result is not kept; retry once some expire"
+	var corr, run string
+	if e.call != nil {
+		corr, run = e.call.CorrelationID, e.call.RunID
+	}
+	e.result, e.rpcErr = nil, &Error{Code: CodeInternalError, Message: "Internal error: " + msg,
+		Data: &StructuredError{Code: ErrResourceExhausted, Message: msg, Retryable: true,
+			Details:       map[string]any{"limit": "maxFinishedBytesTotal", "maxFinishedBytesTotal": max},
+			CorrelationID: corr, RunID: run}}
+	e.task.Status, e.task.StatusMessage = TaskStatusFailed, ""
+	if e.mod == nil {
+		e.task.StatusMessage = "Tool execution failed: " + msg
+	}
+	e.size = finishedTaskOverhead
 }
 
 // unlinkLocked takes a terminal task out of its quota key's finished list.
@@ -351,6 +428,7 @@ func (st *taskStore) unlinkLocked(e *taskEntry) {
 	f := st.finished[e.quota]
 	f.l.Remove(e.fin)
 	f.bytes -= e.size
+	st.bytesAll -= e.size
 	e.fin = nil
 	if f.l.Len() == 0 {
 		delete(st.finished, e.quota)
@@ -390,10 +468,7 @@ func (st *taskStore) removeLocked(id string, e *taskEntry, why string) {
 	delete(st.byID, id)
 	st.unlinkLocked(e)
 	if !e.task.Status.Terminal() {
-		st.active[e.quota]--
-		if st.active[e.quota] <= 0 {
-			delete(st.active, e.quota)
-		}
+		st.deactivateLocked(e)
 		e.task.Status = TaskStatusCancelled
 		e.task.StatusMessage = "The task was removed (" + why + ")."
 		e.result = ToolErrorResult(&StructuredError{Code: ErrInternal, Message: "task " + why,

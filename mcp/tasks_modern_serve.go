@@ -179,10 +179,10 @@ func (run *modernRun) escalate() bool {
 	if ttl != nil {
 		stopTimer = time.AfterFunc(time.Duration(*ttl)*time.Millisecond, run.cancel).Stop
 	}
-	e := st.create(nil, run.owner, run.quota, run.call, ttl, func() { stopTimer(); run.cancel() })
+	e, refused := st.create(nil, run.owner, run.quota, run.call, ttl, func() { stopTimer(); run.cancel() })
 	if e == nil {
 		stopTimer()
-		run.call.Logger.Debug("mcp: too many tasks in progress: the call is answered directly", "tool", run.call.Name)
+		run.call.Logger.Debug("mcp: no task: the call is answered directly", "tool", run.call.Name, "reason", refused.Message)
 		return false
 	}
 	st.mu.Lock()

@@ -17,8 +17,10 @@ import (
 // Validate before it. The handler's context carries the *mcp.ToolCall
 // (mcp.ToolCallFromContext). A handler error that matches
 // errors.ErrUnsupported (and carries no code of its own) becomes a
-// NOT_IMPLEMENTED tool error with its text: the tool exists, but what was
-// asked of it is not available.
+// NOT_IMPLEMENTED tool error: the tool exists, but what was asked of it is
+// not available. The client is told errors.ErrUnsupported's own text, the
+// error's whole text only with mcp.ServerOptions.ExposeErrorText (see
+// mcp.ClientErrorText); the whole text goes to the log.
 func Dispatch(ctx context.Context, c *Call) (*mcp.CallToolResult, error) {
 	t, err := c.Tool()
 	if err != nil {
@@ -29,7 +31,8 @@ func Dispatch(ctx context.Context, c *Call) (*mcp.CallToolResult, error) {
 	}
 	res, err := t.Invoke(ctx, c.ToolCall, c.Args)
 	if err != nil && errors.Is(err, errors.ErrUnsupported) && !carriesCode(err) {
-		return nil, c.toolError(mcp.ErrNotImplemented, err.Error(), map[string]any{"tool": c.Name})
+		msg := mcp.ClientErrorText(c.ToolCall, "tool "+quote(c.Name), err, errors.ErrUnsupported.Error(), errors.ErrUnsupported)
+		return nil, c.toolError(mcp.ErrNotImplemented, msg, map[string]any{"tool": c.Name})
 	}
 	return res, err
 }

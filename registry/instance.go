@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/logclip"
 )
 
 // instanceDecoder turns raw JSON into the generic form santhosh-tekuri's
@@ -70,7 +72,7 @@ func (d *instanceDecoder) value() (any, error) {
 	case '0':
 		text := tok.String()
 		if e := checkNumber(text); e != nil {
-			e.Path = string(d.dec.StackPointer())
+			e.Path = logclip.Clip(string(d.dec.StackPointer()), MaxNumberPathBytes)
 			return nil, e
 		}
 		return json.Number(text), nil
@@ -122,13 +124,17 @@ const (
 	// MaxNumberExponent bounds the absolute value of a number's exponent
 	// (the "e" part; float64 tops out at 308).
 	MaxNumberExponent = 1000
+	// MaxNumberPathBytes bounds NumberError.Path, made of keys the client
+	// chose: a longer path is cut (followed by its length), so that the
+	// error's message and details stay small.
+	MaxNumberPathBytes = 256
 )
 
 // NumberError reports a number in a tool's arguments past MaxNumberDigits
 // or MaxNumberExponent: the arguments are refused with INVALID_ARGUMENT
 // before any schema check.
 type NumberError struct {
-	Path  string // JSON Pointer of the number in the arguments
+	Path  string // JSON Pointer of the number in the arguments, cut to MaxNumberPathBytes
 	Limit string // "maxNumberDigits" or "maxNumberExponent"
 	Max   int    // the bound
 }

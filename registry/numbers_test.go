@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/keelmcp/keel/internal/logclip"
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/registry"
 )
@@ -35,6 +36,7 @@ func TestNumbersBoundedBeforeTheValidator(t *testing.T) {
 		{"digits just over", `{"n":` + digits(1001) + `}`, "maxNumberDigits", "/n"},
 		{"fraction digits", `{"n":0.` + digits(1001) + `}`, "maxNumberDigits", "/n"},
 		{"nested", `{"n":[1,{"m":` + digits(2000) + `}]}`, "maxNumberDigits", "/n/1/m"},
+		{"long key", `{"n":{"` + strings.Repeat("k", 100_000) + `":1e9999}}`, "maxNumberExponent", logclip.Clip("/n/"+strings.Repeat("k", 100_000), registry.MaxNumberPathBytes)},
 		{"at the bounds", `{"n":` + digits(1000) + `}`, "", ""},
 		{"exponent at the bound", `{"n":1e-1000}`, "", ""},
 		{"exponent with leading zeros", `{"n":1e0001000}`, "", ""},
@@ -60,7 +62,7 @@ func TestNumbersBoundedBeforeTheValidator(t *testing.T) {
 				assert.Equal(t, tt.limit, se.Details["limit"])
 				assert.Equal(t, tt.path, se.Details["path"])
 				assert.Contains(t, se.Message, tt.limit)
-				assert.Less(t, len(se.Message), 200, "the number is not echoed")
+				assert.Less(t, len(se.Message), 200+registry.MaxNumberPathBytes, "the number is not echoed, the path is clipped")
 			})
 		}
 	}

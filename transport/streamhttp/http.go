@@ -88,6 +88,7 @@ type Handler struct {
 	stateless map[*httpSession]struct{} // sessions of stateless POSTs in progress
 
 	proxies      proxyList  // TrustedProxies
+	proxyHeader  string     // TrustedProxyHeader, canonical
 	peerSessions peerCounts // live sessions per peer (MaxSessionsPerPeer)
 	peerStreams  peerCounts // HTTP requests being served per peer (MaxStreamsPerPeer)
 
@@ -173,7 +174,7 @@ func NewHandler(opts *Options) *Handler {
 	if err != nil {
 		panic(err.Error())
 	}
-	h.proxies = proxies
+	h.proxies, h.proxyHeader = proxies, proxyHeader(o.TrustedProxyHeader)
 	h.refusals = newRefusalLog(o.Logger, slog.LevelWarn, o.RefusalLogsPerSecond)
 	h.hosts, h.anyHost = normalizeList(o.AllowedHosts, defaultLocalHosts)
 	h.origins = newOriginList(o.AllowedOrigins)
