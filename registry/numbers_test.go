@@ -37,6 +37,8 @@ func TestNumbersBoundedBeforeTheValidator(t *testing.T) {
 		{"fraction digits", `{"n":0.` + digits(1001) + `}`, "maxNumberDigits", "/n"},
 		{"nested", `{"n":[1,{"m":` + digits(2000) + `}]}`, "maxNumberDigits", "/n/1/m"},
 		{"long key", `{"n":{"` + strings.Repeat("k", 100_000) + `":1e9999}}`, "maxNumberExponent", logclip.Clip("/n/"+strings.Repeat("k", 100_000), registry.MaxNumberPathBytes)},
+		{"undeclared member", `{"other":1e9999}`, "maxNumberExponent", "/other"},
+		{"undeclared member, nested", `{"other":[{"x":` + digits(2000) + `}]}`, "maxNumberDigits", "/other/0/x"},
 		{"at the bounds", `{"n":` + digits(1000) + `}`, "", ""},
 		{"exponent at the bound", `{"n":1e-1000}`, "", ""},
 		{"exponent with leading zeros", `{"n":1e0001000}`, "", ""},
