@@ -1,0 +1,294 @@
+package otel
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/keelmcp/keel/transport"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/semconv/v1.41.0/mcpconv"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// MaxPendingSpans bounds the client spans of one connection that wait for
+// their response. A request sent past it still goes out, its trace
+// context injected, but its span ends when it is written (with the
+// attribute keel.otel.untracked_response = true) instead of when its
+// response arrives.
+const MaxPendingSpans = 4096
+
+// ClientTransport wraps the transport an mcp.Client connects over
+// (Client.Connect(ctx, tm.ClientTransport(t))): mcp.Client has no
+// middleware seam, so the client side is instrumented on the JSON-RPC
+// messages themselves.
+//
+// Every request or notification the client writes gets a CLIENT span, a
+// child of the span in the context of the call (Client.CallTool(ctx, ...)),
+// and the span's trace context is injected into params._meta with the
+// Propagator (W3C traceparent, tracestate, baggage), in both protocol
+// revisions. A request's span ends when its response is read (error.type
+// and rpc.response.status_code from a JSON-RPC error, tool_error from a
+// tool result with isError), when the client cancels it
+// (notifications/cancelled: error.type cancelled), or when the connection
+// ends (transport_closed); mcp.client.operation.duration is recorded then.
+// mcp.client.session.duration is recorded when the connection is closed or
+// its Read ends. Batches (a JSON array) pass through untraced; so do the
+// client's answers to the server's requests.
+func (tm *Telemetry) ClientTransport(t transport.Transport) transport.Transport {
+	c := &clientConn{Transport: t, tm: tm, start: time.Now(), pending: make(map[string]*pendingOp)}
+	c.transport, c.httpProto = networkTransport(t.Kind())
+	c.sid, _ = t.(interface{ SessionID() string })
+	return c
+}
+
+// clientConn is an instrumented client connection.
+type clientConn struct {
+	transport.Transport
+	tm        *Telemetry
+	start     time.Time
+	transport string
+	httpProto bool
+	sid       interface{ SessionID() string }
+
+	mu      sync.Mutex
+	pending map[string]*pendingOp // by raw request id
+	version string                // negotiated in initialize
+	ended   bool
+}
+
+// pendingOp is a request whose response has not been read yet.
+type pendingOp struct {
+	o     op
+	ctx   context.Context
+	span  trace.Span
+	start time.Time
+}
+
+// envelope is what the client reads of a message.
+type envelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result *struct {
+		IsError         bool   `json:"isError"`
+		ProtocolVersion string `json:"protocolVersion"`
+	} `json:"result"`
+	Error *struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func (c *clientConn) Write(ctx context.Context, msg []byte) error {
+	if len(msg) == 0 || msg[0] != '{' {
+		return c.Transport.Write(ctx, msg)
+	}
+	var env envelope
+	if json.Unmarshal(msg, &env) != nil || env.Method == "" {
+		return c.Transport.Write(ctx, msg)
+	}
+	start := time.Now()
+	p := parseParams(env.Params)
+	o := op{method: env.Method, id: idString(env.ID), transport: c.transport, httpProto: c.httpProto}
+	o.setTarget(&p)
+	o.version = metaCarrier(p.Meta).Get(metaProtocolVersion)
+	c.mu.Lock()
+	if o.version == "" {
+		o.version = c.version
+	}
+	c.mu.Unlock()
+	if c.sid != nil {
+		o.session = c.sid.SessionID()
+	}
+	sctx, span := c.tm.tracer.Start(ctx, o.spanName(c.tm.uriInName),
+		trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(o.startAttrs()...),
+		trace.WithTimestamp(start))
+	msg = c.inject(sctx, msg)
+
+	if o.method == "notifications/cancelled" {
+		c.finish(p.RequestID, func(po *pendingOp) { po.o.errType, po.o.errMsg = "cancelled", "cancelled by the client" })
+	}
+	if o.id == "" { // a notification: done once written
+		err := c.Transport.Write(ctx, msg)
+		if err != nil {
+			o.errType, o.errMsg = errorType(err), err.Error()
+		}
+		c.done(sctx, span, &o, start)
+		return err
+	}
+	key := string(env.ID)
+	c.mu.Lock()
+	tracked := !c.ended && len(c.pending) < MaxPendingSpans
+	if tracked {
+		c.pending[key] = &pendingOp{o: o, ctx: sctx, span: span, start: start}
+	}
+	c.mu.Unlock()
+	if !tracked {
+		span.SetAttributes(attribute.Bool("keel.otel.untracked_response", true))
+	}
+	err := c.Transport.Write(ctx, msg)
+	switch {
+	case err != nil && tracked:
+		c.finish(env.ID, func(po *pendingOp) { po.o.errType, po.o.errMsg = errorType(err), err.Error() })
+	case err != nil:
+		o.errType, o.errMsg = errorType(err), err.Error()
+		c.done(sctx, span, &o, start)
+	case !tracked:
+		c.done(sctx, span, &o, start)
+	}
+	return err
+}
+
+// inject returns msg with the trace context of ctx in params._meta (msg
+// itself when the propagator writes nothing or msg cannot be rewritten).
+func (c *clientConn) inject(ctx context.Context, msg []byte) []byte {
+	carrier := metaCarrier{}
+	c.tm.prop.Inject(ctx, carrier)
+	if len(carrier) == 0 {
+		return msg
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(msg, &m) != nil {
+		return msg
+	}
+	ps := map[string]json.RawMessage{}
+	if raw, ok := m["params"]; ok && json.Unmarshal(raw, &ps) != nil {
+		return msg // params that are not an object carry no _meta
+	}
+	meta := metaCarrier{}
+	if raw, ok := ps["_meta"]; ok && json.Unmarshal(raw, (*map[string]json.RawMessage)(&meta)) != nil {
+		return msg
+	}
+	if meta == nil {
+		meta = metaCarrier{}
+	}
+	for k, v := range carrier {
+		meta[k] = v
+	}
+	var err error
+	if ps["_meta"], err = marshal(meta); err != nil {
+		return msg
+	}
+	if m["params"], err = marshal(ps); err != nil {
+		return msg
+	}
+	out, err := marshal(m)
+	if err != nil {
+		return msg
+	}
+	return out
+}
+
+// marshal encodes v without HTML escaping and without the trailing
+// newline.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+func (c *clientConn) Read(ctx context.Context) ([]byte, error) {
+	b, err := c.Transport.Read(ctx)
+	if err != nil {
+		var tooLarge *transport.MessageTooLargeError
+		if !errors.As(err, &tooLarge) && ctx.Err() == nil &&
+			(errors.Is(err, io.EOF) || errors.Is(err, transport.ErrClosed)) {
+			c.end("")
+		}
+		return b, err
+	}
+	if len(b) == 0 || b[0] != '{' {
+		return b, nil
+	}
+	var env envelope
+	if json.Unmarshal(b, &env) != nil || env.Method != "" || len(env.ID) == 0 {
+		return b, nil
+	}
+	c.finish(env.ID, func(po *pendingOp) {
+		switch {
+		case env.Error != nil:
+			po.o.setCode(env.Error.Code, env.Error.Message)
+		case env.Result != nil && env.Result.IsError && po.o.method == "tools/call":
+			po.o.errType, po.o.errMsg = ErrorTypeToolError, "tool returned isError"
+		case env.Result != nil && po.o.method == "initialize" && env.Result.ProtocolVersion != "":
+			c.mu.Lock()
+			c.version = env.Result.ProtocolVersion
+			c.mu.Unlock()
+			po.o.version = env.Result.ProtocolVersion
+		}
+	})
+	return b, nil
+}
+
+// finish ends the pending span of the request with raw id id, after
+// outcome has set its result (no-op when none is pending).
+func (c *clientConn) finish(id json.RawMessage, outcome func(*pendingOp)) {
+	if len(id) == 0 {
+		return
+	}
+	c.mu.Lock()
+	po := c.pending[string(id)]
+	delete(c.pending, string(id))
+	c.mu.Unlock()
+	if po == nil {
+		return
+	}
+	outcome(po)
+	c.done(po.ctx, po.span, &po.o, po.start)
+}
+
+// done ends a client span and records its duration.
+func (c *clientConn) done(ctx context.Context, span trace.Span, o *op, start time.Time) {
+	end(ctx, span, o)
+	c.tm.clientOp.Record(ctx, time.Since(start).Seconds(), mcpconv.MethodNameAttr(o.method), o.metricAttrs()...)
+}
+
+func (c *clientConn) Close() error {
+	err := c.Transport.Close()
+	c.end("")
+	return err
+}
+
+// end ends the connection once: pending spans end with transport_closed
+// and the session duration is recorded.
+func (c *clientConn) end(errType string) {
+	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		return
+	}
+	c.ended = true
+	pending := c.pending
+	c.pending = nil
+	version := c.version
+	c.mu.Unlock()
+	for _, po := range pending {
+		po.o.errType, po.o.errMsg = "transport_closed", "the connection ended before the response"
+		c.done(po.ctx, po.span, &po.o, po.start)
+	}
+	a := make([]attribute.KeyValue, 0, 4)
+	if c.transport != "" {
+		a = append(a, semconv.NetworkTransportKey.String(c.transport))
+	}
+	if c.httpProto {
+		a = append(a, semconv.NetworkProtocolName("http"))
+	}
+	if version != "" {
+		a = append(a, semconv.McpProtocolVersion(version))
+	}
+	if errType != "" {
+		a = append(a, semconv.ErrorTypeKey.String(errType))
+	}
+	c.tm.clientSession.Record(context.Background(), time.Since(c.start).Seconds(), a...)
+}
