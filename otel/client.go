@@ -64,13 +64,14 @@ type clientConn struct {
 
 // pendingOp is a request whose response has not been read yet.
 type pendingOp struct {
-	o     op
-	ctx   context.Context
-	span  trace.Span
-	start time.Time
+	o       op
+	ctx     context.Context
+	span    trace.Span
+	start   time.Time
+	metrics bool // the duration histogram is enabled
 }
 
-// envelope is what the client reads of a message.
+// envelope is what the client reads of a message when it instruments it.
 type envelope struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
@@ -89,13 +90,25 @@ func (c *clientConn) Write(ctx context.Context, msg []byte) error {
 	if len(msg) == 0 || msg[0] != '{' {
 		return c.Transport.Write(ctx, msg)
 	}
-	var env envelope
-	if json.Unmarshal(msg, &env) != nil || env.Method == "" {
+	rawID, method, ok := scanHead(msg)
+	if !ok || method == "" { // a response, or nothing keel writes
 		return c.Transport.Write(ctx, msg)
 	}
 	start := time.Now()
+	metrics := c.tm.clientOp.Enabled(ctx)
+	propagate := len(c.tm.prop.Fields()) > 0
+	sctx, span := c.tm.tracer.Start(ctx, method, c.tm.clientKind)
+	recording := span.IsRecording()
+	if !recording && !metrics && !propagate {
+		// No provider configured: nothing to record or carry.
+		err := c.Transport.Write(ctx, msg)
+		span.End()
+		return err
+	}
+	var env envelope
+	_ = json.Unmarshal(msg, &env)
 	p := parseParams(env.Params)
-	o := op{method: env.Method, id: idString(env.ID), transport: c.transport, httpProto: c.httpProto}
+	o := op{method: method, id: idString(rawID), transport: c.transport, httpProto: c.httpProto}
 	o.setTarget(&p)
 	o.version = metaCarrier(p.Meta).Get(metaProtocolVersion)
 	c.mu.Lock()
@@ -106,28 +119,30 @@ func (c *clientConn) Write(ctx context.Context, msg []byte) error {
 	if c.sid != nil {
 		o.session = c.sid.SessionID()
 	}
-	sctx, span := c.tm.tracer.Start(ctx, o.spanName(c.tm.uriInName),
-		trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(o.startAttrs()...),
-		trace.WithTimestamp(start))
-	msg = c.inject(sctx, msg)
+	if recording {
+		span.SetName(o.spanName(c.tm.uriInName))
+		span.SetAttributes(o.startAttrs()...)
+	}
+	if propagate {
+		msg = c.inject(sctx, msg)
+	}
 
 	if o.method == "notifications/cancelled" {
 		c.finish(p.RequestID, func(po *pendingOp) { po.o.errType, po.o.errMsg = "cancelled", "cancelled by the client" })
 	}
-	if o.id == "" { // a notification: done once written
+	if o.id == "" || (!recording && !metrics) { // done once written
 		err := c.Transport.Write(ctx, msg)
 		if err != nil {
 			o.errType, o.errMsg = errorType(err), err.Error()
 		}
-		c.done(sctx, span, &o, start)
+		c.done(sctx, span, &o, start, metrics)
 		return err
 	}
-	key := string(env.ID)
+	key := string(rawID)
 	c.mu.Lock()
 	tracked := !c.ended && len(c.pending) < MaxPendingSpans
 	if tracked {
-		c.pending[key] = &pendingOp{o: o, ctx: sctx, span: span, start: start}
+		c.pending[key] = &pendingOp{o: o, ctx: sctx, span: span, start: start, metrics: metrics}
 	}
 	c.mu.Unlock()
 	if !tracked {
@@ -136,12 +151,12 @@ func (c *clientConn) Write(ctx context.Context, msg []byte) error {
 	err := c.Transport.Write(ctx, msg)
 	switch {
 	case err != nil && tracked:
-		c.finish(env.ID, func(po *pendingOp) { po.o.errType, po.o.errMsg = errorType(err), err.Error() })
+		c.finish(rawID, func(po *pendingOp) { po.o.errType, po.o.errMsg = errorType(err), err.Error() })
 	case err != nil:
 		o.errType, o.errMsg = errorType(err), err.Error()
-		c.done(sctx, span, &o, start)
+		c.done(sctx, span, &o, start, metrics)
 	case !tracked:
-		c.done(sctx, span, &o, start)
+		c.done(sctx, span, &o, start, metrics)
 	}
 	return err
 }
@@ -208,7 +223,7 @@ func (c *clientConn) Read(ctx context.Context) ([]byte, error) {
 		}
 		return b, err
 	}
-	if len(b) == 0 || b[0] != '{' {
+	if len(b) == 0 || b[0] != '{' || !c.awaiting() {
 		return b, nil
 	}
 	var env envelope
@@ -245,13 +260,23 @@ func (c *clientConn) finish(id json.RawMessage, outcome func(*pendingOp)) {
 		return
 	}
 	outcome(po)
-	c.done(po.ctx, po.span, &po.o, po.start)
+	c.done(po.ctx, po.span, &po.o, po.start, po.metrics)
+}
+
+// awaiting reports whether a response is awaited (Read skips decoding
+// when none is).
+func (c *clientConn) awaiting() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending) > 0
 }
 
 // done ends a client span and records its duration.
-func (c *clientConn) done(ctx context.Context, span trace.Span, o *op, start time.Time) {
+func (c *clientConn) done(ctx context.Context, span trace.Span, o *op, start time.Time, metrics bool) {
 	end(ctx, span, o)
-	c.tm.clientOp.Record(ctx, time.Since(start).Seconds(), mcpconv.MethodNameAttr(o.method), o.metricAttrs()...)
+	if metrics {
+		c.tm.clientOp.Record(ctx, time.Since(start).Seconds(), mcpconv.MethodNameAttr(o.method), o.metricAttrs()...)
+	}
 }
 
 func (c *clientConn) Close() error {
@@ -275,7 +300,10 @@ func (c *clientConn) end(errType string) {
 	c.mu.Unlock()
 	for _, po := range pending {
 		po.o.errType, po.o.errMsg = "transport_closed", "the connection ended before the response"
-		c.done(po.ctx, po.span, &po.o, po.start)
+		c.done(po.ctx, po.span, &po.o, po.start, po.metrics)
+	}
+	if !c.tm.clientSession.Enabled(context.Background()) {
+		return
 	}
 	a := make([]attribute.KeyValue, 0, 4)
 	if c.transport != "" {

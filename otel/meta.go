@@ -1,6 +1,7 @@
 package otel
 
 import (
+	"bytes"
 	"encoding/json"
 )
 
@@ -74,4 +75,118 @@ func idString(raw []byte) string {
 		}
 	}
 	return string(raw)
+}
+
+// scanHead returns the raw id and the method of a JSON-RPC message
+// without decoding it: it walks the top-level members only, skipping their
+// values. ok is false when msg is not a well-formed-looking object; a
+// method holding escapes is decoded properly.
+func scanHead(msg []byte) (id []byte, method string, ok bool) {
+	i := skipSpace(msg, 0)
+	if i >= len(msg) || msg[i] != '{' {
+		return nil, "", false
+	}
+	i++
+	for {
+		i = skipSpace(msg, i)
+		if i < len(msg) && msg[i] == '}' {
+			return id, method, true
+		}
+		ks, ke, okk := scanString(msg, i)
+		if !okk {
+			return nil, "", false
+		}
+		i = skipSpace(msg, ke)
+		if i >= len(msg) || msg[i] != ':' {
+			return nil, "", false
+		}
+		vs := skipSpace(msg, i+1)
+		ve, okv := skipValue(msg, vs)
+		if !okv {
+			return nil, "", false
+		}
+		switch string(msg[ks:ke]) { // no allocation: compared in place
+		case `"id"`:
+			id = msg[vs:ve]
+		case `"method"`:
+			if msg[vs] == '"' {
+				if bytes.IndexByte(msg[vs+1:ve-1], '\\') < 0 {
+					method = string(msg[vs+1 : ve-1])
+				} else if json.Unmarshal(msg[vs:ve], &method) != nil {
+					return nil, "", false
+				}
+			}
+		}
+		i = skipSpace(msg, ve)
+		if i < len(msg) && msg[i] == ',' {
+			i++
+			continue
+		}
+		if i < len(msg) && msg[i] == '}' {
+			return id, method, true
+		}
+		return nil, "", false
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// scanString returns the bounds of the string starting at b[i] (quotes
+// included).
+func scanString(b []byte, i int) (start, end int, ok bool) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, 0, false
+	}
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return i, j + 1, true
+		}
+	}
+	return 0, 0, false
+}
+
+// skipValue returns the end of the value starting at b[i]: a string, an
+// object or array (nesting counted, strings skipped), or a literal.
+func skipValue(b []byte, i int) (int, bool) {
+	if i >= len(b) {
+		return 0, false
+	}
+	switch b[i] {
+	case '"':
+		_, e, ok := scanString(b, i)
+		return e, ok
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				_, e, ok := scanString(b, j)
+				if !ok {
+					return 0, false
+				}
+				j = e - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1, true
+				}
+			}
+		}
+		return 0, false
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+		j++
+	}
+	return j, j > i
 }

@@ -24,7 +24,9 @@ import (
 // The span's parent is the trace context in params._meta when it carries
 // one, else the span in the request's context (on streamable HTTP, the
 // HTTP server span of an otelhttp handler); when both exist the ambient
-// span is a link of the span. Tool and prompt names, the resource uri, the
+// span is a link of the span. The span starts named after the method, with
+// the other attributes set once it is known to record (a sampler sees the
+// span kind, parent and links). Tool and prompt names, the resource uri, the
 // request id, the protocol revision of the request, the session id (see
 // HTTPSessionID) and the transport are attributes. An *mcp.Error answer
 // sets error.type and rpc.response.status_code to its code, another error
@@ -34,7 +36,40 @@ func (tm *Telemetry) Middleware() mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, req *mcp.Request) (any, error) {
 			start := time.Now()
-			p := parseParams(req.Params)
+			metrics := tm.serverOp.Enabled(ctx)
+			var p params
+			parsed := false
+			pctx := ctx
+			var links []trace.Link
+			if len(tm.prop.Fields()) > 0 {
+				p, parsed = parseParams(req.Params), true
+				if len(p.Meta) > 0 {
+					pctx = tm.prop.Extract(ctx, metaCarrier(p.Meta))
+					if amb := trace.SpanContextFromContext(ctx); amb.IsValid() {
+						if got := trace.SpanContextFromContext(pctx); !got.Equal(amb) {
+							links = append(links, trace.Link{SpanContext: amb})
+						}
+					}
+				}
+			}
+			var ctx2 context.Context
+			var span trace.Span
+			if len(links) == 0 {
+				ctx2, span = tm.tracer.Start(pctx, req.Method, tm.serverKind)
+			} else {
+				ctx2, span = tm.tracer.Start(pctx, req.Method, tm.serverKind, trace.WithLinks(links...))
+			}
+			ctx = ctx2
+			recording := span.IsRecording()
+			if !recording && !metrics {
+				// No provider configured: nothing to record.
+				res, err := next(ctx, req)
+				span.End()
+				return res, err
+			}
+			if !parsed {
+				p = parseParams(req.Params)
+			}
 			o := op{method: req.Method, id: idString(req.ID)}
 			o.setTarget(&p)
 			if req.Session != nil { // always, but for a Request made by hand
@@ -42,27 +77,17 @@ func (tm *Telemetry) Middleware() mcp.Middleware {
 				o.transport, o.httpProto = networkTransport(req.Session.TransportKind())
 			}
 			o.session = sessionIDFromContext(ctx)
-
-			pctx := ctx
-			var links []trace.Link
-			if len(p.Meta) > 0 {
-				pctx = tm.prop.Extract(ctx, metaCarrier(p.Meta))
-				if amb := trace.SpanContextFromContext(ctx); amb.IsValid() {
-					if got := trace.SpanContextFromContext(pctx); !got.Equal(amb) {
-						links = append(links, trace.Link{SpanContext: amb})
-					}
-				}
+			if recording {
+				span.SetName(o.spanName(tm.uriInName))
+				span.SetAttributes(o.startAttrs()...)
 			}
-			ctx, span := tm.tracer.Start(pctx, o.spanName(tm.uriInName),
-				trace.WithSpanKind(trace.SpanKindServer),
-				trace.WithAttributes(o.startAttrs()...),
-				trace.WithLinks(links...),
-				trace.WithTimestamp(start))
 
 			res, err := next(ctx, req)
 			classify(&o, res, err)
 			end(ctx, span, &o)
-			tm.serverOp.Record(ctx, time.Since(start).Seconds(), mcpconv.MethodNameAttr(o.method), o.metricAttrs()...)
+			if metrics {
+				tm.serverOp.Record(ctx, time.Since(start).Seconds(), mcpconv.MethodNameAttr(o.method), o.metricAttrs()...)
+			}
 			return res, err
 		}
 	}
@@ -107,15 +132,22 @@ func (tm *Telemetry) SendMiddleware() mcp.SendMiddleware {
 	return func(next mcp.SendHandler) mcp.SendHandler {
 		return func(ctx context.Context, msg *mcp.Outgoing) error {
 			start := time.Now()
+			metrics := tm.clientOp.Enabled(ctx)
+			ctx, span := tm.tracer.Start(ctx, msg.Method, tm.clientKind)
+			recording := span.IsRecording()
+			if !recording && !metrics {
+				err := next(ctx, msg)
+				span.End()
+				return err
+			}
 			o := op{method: msg.Method}
 			if msg.Session != nil {
 				o.version = msg.Session.ProtocolVersion()
 				o.transport, o.httpProto = networkTransport(msg.Session.TransportKind())
 			}
-			ctx, span := tm.tracer.Start(ctx, o.method,
-				trace.WithSpanKind(trace.SpanKindClient),
-				trace.WithAttributes(o.startAttrs()...),
-				trace.WithTimestamp(start))
+			if recording {
+				span.SetAttributes(o.startAttrs()...)
+			}
 			err := next(ctx, msg)
 			if err != nil {
 				var e *mcp.Error
@@ -126,7 +158,9 @@ func (tm *Telemetry) SendMiddleware() mcp.SendMiddleware {
 				}
 			}
 			end(ctx, span, &o)
-			tm.clientOp.Record(ctx, time.Since(start).Seconds(), mcpconv.MethodNameAttr(o.method), o.metricAttrs()...)
+			if metrics {
+				tm.clientOp.Record(ctx, time.Since(start).Seconds(), mcpconv.MethodNameAttr(o.method), o.metricAttrs()...)
+			}
 			return err
 		}
 	}
