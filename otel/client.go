@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,7 +42,7 @@ const MaxPendingSpans = 4096
 // its Read ends. Batches (a JSON array) pass through untraced; so do the
 // client's answers to the server's requests.
 func (tm *Telemetry) ClientTransport(t transport.Transport) transport.Transport {
-	c := &clientConn{Transport: t, tm: tm, start: time.Now(), pending: make(map[string]*pendingOp)}
+	c := &clientConn{Transport: t, tm: tm, start: time.Now(), pending: make(map[string]*pendingOp), links: newRoundLinks()}
 	c.transport, c.httpProto = networkTransport(t.Kind())
 	c.sid, _ = t.(interface{ SessionID() string })
 	return c
@@ -60,6 +61,7 @@ type clientConn struct {
 	pending map[string]*pendingOp // by raw request id
 	version string                // negotiated in initialize
 	ended   bool
+	links   *roundLinks
 }
 
 // pendingOp is a request whose response has not been read yet.
@@ -79,6 +81,12 @@ type envelope struct {
 	Result *struct {
 		IsError         bool   `json:"isError"`
 		ProtocolVersion string `json:"protocolVersion"`
+		ResultType      string `json:"resultType"`
+		RequestState    string `json:"requestState"`
+		TaskID          string `json:"taskId"` // 2026-07-28
+		Task            *struct {
+			TaskID string `json:"taskId"` // 2025-11-25
+		} `json:"task"`
 	} `json:"result"`
 	Error *struct {
 		Code    int64  `json:"code"`
@@ -122,6 +130,7 @@ func (c *clientConn) Write(ctx context.Context, msg []byte) error {
 	if recording {
 		span.SetName(o.spanName(c.tm.uriInName))
 		span.SetAttributes(o.startAttrs()...)
+		c.addLinks(span, &o, &p)
 	}
 	if propagate {
 		msg = c.inject(sctx, msg)
@@ -236,6 +245,14 @@ func (c *clientConn) Read(ctx context.Context) ([]byte, error) {
 			po.o.setCode(env.Error.Code, env.Error.Message)
 		case env.Result != nil && env.Result.IsError && po.o.method == "tools/call":
 			po.o.errType, po.o.errMsg = ErrorTypeToolError, "tool returned isError"
+		case env.Result != nil && env.Result.ResultType == "input_required":
+			c.links.put(LinkKindInputRound, env.Result.RequestState, po.span.SpanContext())
+		case env.Result != nil && (env.Result.TaskID != "" || env.Result.Task != nil) && !strings.HasPrefix(po.o.method, "tasks/"):
+			id := env.Result.TaskID
+			if env.Result.Task != nil {
+				id = env.Result.Task.TaskID
+			}
+			c.links.put(LinkKindTask, id, po.span.SpanContext())
 		case env.Result != nil && po.o.method == "initialize" && env.Result.ProtocolVersion != "":
 			c.mu.Lock()
 			c.version = env.Result.ProtocolVersion
@@ -261,6 +278,22 @@ func (c *clientConn) finish(id json.RawMessage, outcome func(*pendingOp)) {
 	}
 	outcome(po)
 	c.done(po.ctx, po.span, &po.o, po.start, po.metrics)
+}
+
+// addLinks links the span of a later input_required round to the round
+// answered input_required (by its requestState), and the span of a tasks/*
+// request to the call that created the task: rounds and polls made from
+// another context (or after the first round's trace ended) stay tied to
+// the call that started them.
+func (c *clientConn) addLinks(span trace.Span, o *op, p *params) {
+	if sc, ok := c.links.get(LinkKindInputRound, p.RequestState); ok {
+		span.AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{LinkKindKey.String(LinkKindInputRound)}})
+	}
+	if strings.HasPrefix(o.method, "tasks/") {
+		if sc, ok := c.links.get(LinkKindTask, p.TaskID); ok {
+			span.AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{LinkKindKey.String(LinkKindTask)}})
+		}
+	}
 }
 
 // awaiting reports whether a response is awaited (Read skips decoding

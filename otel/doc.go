@@ -30,6 +30,14 @@
 // caller's MCP span, whatever HTTP requests carried the message) and the
 // ambient span is added as a link.
 //
+// A call's later rounds stay tied to the call that started them: on the
+// client, the request of a later input_required round (2026-07-28) links
+// to the round answered input_required, and a tasks/* request links to the
+// tools/call that created its task (span links with the attribute
+// keel.otel.link), also when made from another context; every round's
+// server span, on whichever process serves it, is the child of its
+// client span.
+//
 // With no TracerProvider or MeterProvider configured (the global defaults),
 // the spans are non-recording and the histograms disabled: the cost is a
 // decode of the request's params and a few allocations (see the

@@ -18,6 +18,10 @@ type params struct {
 	Meta map[string]json.RawMessage `json:"_meta"`
 	// RequestID is the id a notifications/cancelled names.
 	RequestID json.RawMessage `json:"requestId"`
+	// RequestState is the state a later input_required round sends back;
+	// TaskID the task a tasks/* request is about.
+	RequestState string `json:"requestState"`
+	TaskID       string `json:"taskId"`
 }
 
 // parseParams decodes raw params; malformed or absent params leave p

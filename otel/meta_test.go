@@ -3,6 +3,7 @@ package otel
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	"github.com/keelmcp/keel/transport"
@@ -11,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 )
 
 func TestScanHead(t *testing.T) {
@@ -79,4 +81,27 @@ func TestInjectKeepsMeta(t *testing.T) {
 			assert.NotContains(t, string(out), `\u003c`, "no HTML escaping")
 		}
 	}
+}
+
+func TestRoundLinksBound(t *testing.T) {
+	l := newRoundLinks()
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}})
+	n := MaxLinkedRounds + 5
+	for i := range n {
+		l.put(LinkKindTask, "t"+strconv.Itoa(i), sc)
+	}
+	l.put(LinkKindTask, "t9", sc) // again: no second entry
+	assert.Len(t, l.byKey, MaxLinkedRounds)
+	assert.Len(t, l.order, MaxLinkedRounds)
+	for i := range 5 {
+		_, ok := l.get(LinkKindTask, "t"+strconv.Itoa(i))
+		assert.False(t, ok, "the oldest are forgotten")
+	}
+	_, ok := l.get(LinkKindTask, "t"+strconv.Itoa(n-1))
+	assert.True(t, ok)
+	_, ok = l.get(LinkKindInputRound, "t"+strconv.Itoa(n-1))
+	assert.False(t, ok, "kinds are apart")
+	l.put(LinkKindTask, "", sc)
+	l.put(LinkKindTask, "x", trace.SpanContext{})
+	assert.Len(t, l.byKey, MaxLinkedRounds, "empty keys and invalid spans are not kept")
 }
