@@ -105,7 +105,7 @@ func (c *clientConn) Write(ctx context.Context, msg []byte) error {
 	start := time.Now()
 	metrics := c.tm.clientOp.Enabled(ctx)
 	propagate := len(c.tm.prop.Fields()) > 0
-	sctx, span := c.tm.tracer.Start(ctx, method, c.tm.clientKind)
+	sctx, span := c.tm.tracer.Start(ctx, method, c.tm.clientKind...)
 	recording := span.IsRecording()
 	if !recording && !metrics && !propagate {
 		// No provider configured: nothing to record or carry.
@@ -117,7 +117,7 @@ func (c *clientConn) Write(ctx context.Context, msg []byte) error {
 	_ = json.Unmarshal(msg, &env)
 	p := parseParams(env.Params)
 	o := op{method: method, id: idString(rawID), transport: c.transport, httpProto: c.httpProto}
-	o.setTarget(&p)
+	o.setTarget(p)
 	o.version = metaCarrier(p.Meta).Get(metaProtocolVersion)
 	c.mu.Lock()
 	if o.version == "" {
@@ -130,7 +130,7 @@ func (c *clientConn) Write(ctx context.Context, msg []byte) error {
 	if recording {
 		span.SetName(o.spanName(c.tm.uriInName))
 		span.SetAttributes(o.startAttrs()...)
-		c.addLinks(span, &o, &p)
+		c.addLinks(span, &o, p)
 	}
 	if propagate {
 		msg = c.inject(sctx, msg)

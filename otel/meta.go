@@ -26,10 +26,10 @@ type params struct {
 
 // parseParams decodes raw params; malformed or absent params leave p
 // empty (the Server answers them; tracing only reads what is there).
-func parseParams(raw []byte) params {
-	var p params
+func parseParams(raw []byte) *params {
+	p := new(params)
 	if len(raw) > 0 && raw[0] == '{' {
-		_ = json.Unmarshal(raw, &p)
+		_ = json.Unmarshal(raw, p)
 	}
 	return p
 }
@@ -115,8 +115,8 @@ func scanHead(msg []byte) (id []byte, method string, ok bool) {
 		case `"method"`:
 			if msg[vs] == '"' {
 				if bytes.IndexByte(msg[vs+1:ve-1], '\\') < 0 {
-					method = string(msg[vs+1 : ve-1])
-				} else if json.Unmarshal(msg[vs:ve], &method) != nil {
+					method = internMethod(msg[vs+1 : ve-1])
+				} else if method, ok = unquote(msg[vs:ve]); !ok {
 					return nil, "", false
 				}
 			}
@@ -193,4 +193,46 @@ func skipValue(b []byte, i int) (int, bool) {
 		j++
 	}
 	return j, j > i
+}
+
+// internMethod returns b as a string, without allocating for the methods
+// a client sends most.
+func internMethod(b []byte) string {
+	switch string(b) { // compared in place
+	case "tools/call":
+		return "tools/call"
+	case "tools/list":
+		return "tools/list"
+	case "resources/read":
+		return "resources/read"
+	case "resources/list":
+		return "resources/list"
+	case "prompts/get":
+		return "prompts/get"
+	case "prompts/list":
+		return "prompts/list"
+	case "ping":
+		return "ping"
+	case "tasks/get":
+		return "tasks/get"
+	case "tasks/result":
+		return "tasks/result"
+	case "completion/complete":
+		return "completion/complete"
+	case "notifications/progress":
+		return "notifications/progress"
+	case "notifications/cancelled":
+		return "notifications/cancelled"
+	}
+	return string(b)
+}
+
+// unquote decodes a JSON string with escapes (kept apart so that
+// scanHead's results do not escape to the heap).
+func unquote(b []byte) (string, bool) {
+	var s string
+	if json.Unmarshal(b, &s) != nil {
+		return "", false
+	}
+	return s, true
 }

@@ -52,8 +52,8 @@ type Telemetry struct {
 	tracer        trace.Tracer
 	prop          propagation.TextMapPropagator
 	uriInName     bool
-	serverKind    trace.SpanStartOption // made once: an option allocates
-	clientKind    trace.SpanStartOption
+	serverKind    []trace.SpanStartOption // made once: options allocate
+	clientKind    []trace.SpanStartOption
 	serverOp      mcpconv.ServerOperationDuration
 	clientOp      mcpconv.ClientOperationDuration
 	serverSession mcpconv.ServerSessionDuration
@@ -80,8 +80,8 @@ func New(opts *Options) (*Telemetry, error) {
 		tracer:     o.TracerProvider.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)),
 		prop:       o.Propagator,
 		uriInName:  o.ResourceURIInSpanName,
-		serverKind: trace.WithSpanKind(trace.SpanKindServer),
-		clientKind: trace.WithSpanKind(trace.SpanKindClient),
+		serverKind: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)},
+		clientKind: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
 	}
 	m := o.MeterProvider.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL))
 	b := metric.WithExplicitBucketBoundaries(DurationBuckets...)

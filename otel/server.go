@@ -37,12 +37,11 @@ func (tm *Telemetry) Middleware() mcp.Middleware {
 		return func(ctx context.Context, req *mcp.Request) (any, error) {
 			start := time.Now()
 			metrics := tm.serverOp.Enabled(ctx)
-			var p params
-			parsed := false
+			var p *params // decoded only when something uses it
 			pctx := ctx
 			var links []trace.Link
 			if len(tm.prop.Fields()) > 0 {
-				p, parsed = parseParams(req.Params), true
+				p = parseParams(req.Params)
 				if len(p.Meta) > 0 {
 					pctx = tm.prop.Extract(ctx, metaCarrier(p.Meta))
 					if amb := trace.SpanContextFromContext(ctx); amb.IsValid() {
@@ -55,9 +54,9 @@ func (tm *Telemetry) Middleware() mcp.Middleware {
 			var ctx2 context.Context
 			var span trace.Span
 			if len(links) == 0 {
-				ctx2, span = tm.tracer.Start(pctx, req.Method, tm.serverKind)
+				ctx2, span = tm.tracer.Start(pctx, req.Method, tm.serverKind...)
 			} else {
-				ctx2, span = tm.tracer.Start(pctx, req.Method, tm.serverKind, trace.WithLinks(links...))
+				ctx2, span = tm.tracer.Start(pctx, req.Method, trace.WithSpanKind(trace.SpanKindServer), trace.WithLinks(links...))
 			}
 			ctx = ctx2
 			recording := span.IsRecording()
@@ -67,11 +66,11 @@ func (tm *Telemetry) Middleware() mcp.Middleware {
 				span.End()
 				return res, err
 			}
-			if !parsed {
+			if p == nil {
 				p = parseParams(req.Params)
 			}
 			o := op{method: req.Method, id: idString(req.ID)}
-			o.setTarget(&p)
+			o.setTarget(p)
 			if req.Session != nil { // always, but for a Request made by hand
 				o.version = req.ProtocolVersion()
 				o.transport, o.httpProto = networkTransport(req.Session.TransportKind())
@@ -133,7 +132,7 @@ func (tm *Telemetry) SendMiddleware() mcp.SendMiddleware {
 		return func(ctx context.Context, msg *mcp.Outgoing) error {
 			start := time.Now()
 			metrics := tm.clientOp.Enabled(ctx)
-			ctx, span := tm.tracer.Start(ctx, msg.Method, tm.clientKind)
+			ctx, span := tm.tracer.Start(ctx, msg.Method, tm.clientKind...)
 			recording := span.IsRecording()
 			if !recording && !metrics {
 				err := next(ctx, msg)
