@@ -39,7 +39,7 @@
 // client span.
 //
 // With no TracerProvider or MeterProvider configured (the global defaults),
-// the spans are non-recording and the histograms disabled: the cost is a
-// decode of the request's params and a few allocations (see the
-// package's benchmarks).
+// the spans are non-recording and the histograms disabled: params are
+// neither decoded nor rewritten, and the cost is a non-recording span per
+// message, a few allocations (BenchmarkToolCall measures it).
 package otel

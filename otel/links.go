@@ -21,8 +21,12 @@ const LinkKindKey = attribute.Key("keel.otel.link")
 
 // Values of LinkKindKey.
 const (
+	// LinkKindInputRound marks the link of a later input_required round
+	// to the round that was answered input_required.
 	LinkKindInputRound = "input_round"
-	LinkKindTask       = "task"
+	// LinkKindTask marks the link of a tasks/* request to the call that
+	// created the task.
+	LinkKindTask = "task"
 )
 
 // roundLinks remembers the span of the round that received an

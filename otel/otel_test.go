@@ -379,3 +379,30 @@ func itoa(i int) string {
 	}
 	return string(b)
 }
+
+// A request the client cancels ends its span as cancelled; one whose write
+// fails ends it with the failure.
+func TestClientSpanCancelledAndWriteError(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	tm, err := keelotel.New(&keelotel.Options{TracerProvider: tp})
+	require.NoError(t, err)
+	ce, se := transport.NewPipe(nil)
+	ct := tm.ClientTransport(ce)
+	ctx := context.Background()
+	require.NoError(t, ct.Write(ctx, []byte(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow"}}`)))
+	require.NoError(t, ct.Write(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`)))
+	se.Close()
+	require.Error(t, ct.Write(ctx, []byte(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)))
+	got := map[string]string{}
+	for _, s := range exp.GetSpans() {
+		got[s.Name] = attrs(s)["error.type"]
+	}
+	assert.Equal(t, map[string]string{
+		"tools/call slow":         "cancelled",
+		"notifications/cancelled": "",
+		"ping":                    "transport_closed",
+	}, got)
+	require.NoError(t, ct.Close())
+	assert.Len(t, exp.GetSpans(), 3, "nothing left pending")
+}
