@@ -8,9 +8,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// MaxLinkedRounds bounds, per client connection, the input_required
-// rounds and tasks whose starting span is remembered so that later rounds
-// and task requests can link to it; past it the oldest is forgotten.
+// MaxLinkedRounds bounds, per client connection (and per Telemetry on the
+// server side, for tasks), the input_required rounds and tasks whose
+// starting span is remembered so that later rounds and task requests can
+// link to it; past it the oldest is forgotten.
 const MaxLinkedRounds = 1024
 
 // LinkKindKey is the attribute of a span link that says how the linked

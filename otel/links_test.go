@@ -115,18 +115,23 @@ func TestTaskLinks(t *testing.T) {
 	require.NoError(t, c.Close())
 	<-done
 
-	var call, result tracetest.SpanStub
-	for _, s := range exp.GetSpans() {
-		switch {
-		case s.Name == "tools/call report" && s.SpanKind == trace.SpanKindClient:
-			call = s
-		case s.Name == "tasks/result" && s.SpanKind == trace.SpanKindClient:
-			result = s
+	// On both sides, the tasks/result span links to the tools/call span
+	// of its side, though it belongs to the poller's trace.
+	for _, k := range []trace.SpanKind{trace.SpanKindClient, trace.SpanKindServer} {
+		var call, result tracetest.SpanStub
+		for _, s := range exp.GetSpans() {
+			switch {
+			case s.Name == "tools/call report" && s.SpanKind == k:
+				call = s
+			case s.Name == "tasks/result" && s.SpanKind == k:
+				result = s
+			}
 		}
+		require.True(t, call.SpanContext.IsValid() && result.SpanContext.IsValid(), k)
+		assert.Equal(t, poller.SpanContext().TraceID(), result.SpanContext.TraceID(), k)
+		assert.Equal(t, caller.SpanContext().TraceID(), call.SpanContext.TraceID(), k)
+		require.Len(t, result.Links, 1, k)
+		assert.Equal(t, call.SpanContext.SpanID(), result.Links[0].SpanContext.SpanID(), k)
+		assert.Equal(t, keelotel.LinkKindTask, result.Links[0].Attributes[0].Value.AsString(), k)
 	}
-	require.True(t, call.SpanContext.IsValid() && result.SpanContext.IsValid())
-	assert.NotEqual(t, call.SpanContext.TraceID(), result.SpanContext.TraceID())
-	require.Len(t, result.Links, 1)
-	assert.Equal(t, call.SpanContext.SpanID(), result.Links[0].SpanContext.SpanID())
-	assert.Equal(t, keelotel.LinkKindTask, result.Links[0].Attributes[0].Value.AsString())
 }

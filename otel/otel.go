@@ -58,6 +58,7 @@ type Telemetry struct {
 	clientOp      mcpconv.ClientOperationDuration
 	serverSession mcpconv.ServerSessionDuration
 	clientSession mcpconv.ClientSessionDuration
+	tasks         *roundLinks // the tools/call spans that created tasks (server side)
 }
 
 // New returns a Telemetry configured by opts (nil = defaults). It returns
@@ -82,6 +83,7 @@ func New(opts *Options) (*Telemetry, error) {
 		uriInName:  o.ResourceURIInSpanName,
 		serverKind: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)},
 		clientKind: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)},
+		tasks:      newRoundLinks(),
 	}
 	m := o.MeterProvider.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL))
 	b := metric.WithExplicitBucketBoundaries(DurationBuckets...)

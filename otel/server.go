@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,7 +25,9 @@ import (
 // The span's parent is the trace context in params._meta when it carries
 // one, else the span in the request's context (on streamable HTTP, the
 // HTTP server span of an otelhttp handler); when both exist the ambient
-// span is a link of the span. The span starts named after the method, with
+// span is a link of the span. A tasks/* request served by this process
+// links to the span of the tools/call that created its task (at most
+// MaxLinkedRounds tasks are remembered per Telemetry). The span starts named after the method, with
 // the other attributes set once it is known to record (a sampler sees the
 // span kind, parent and links). Tool and prompt names, the resource uri, the
 // request id, the protocol revision of the request, the session id (see
@@ -79,9 +82,22 @@ func (tm *Telemetry) Middleware() mcp.Middleware {
 			if recording {
 				span.SetName(o.spanName(tm.uriInName))
 				span.SetAttributes(o.startAttrs()...)
+				if strings.HasPrefix(o.method, "tasks/") {
+					if sc, ok := tm.tasks.get(LinkKindTask, p.TaskID); ok {
+						span.AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{LinkKindKey.String(LinkKindTask)}})
+					}
+				}
 			}
 
 			res, err := next(ctx, req)
+			if recording {
+				switch r := res.(type) {
+				case *mcp.CreateTaskResult: // 2025-11-25
+					tm.tasks.put(LinkKindTask, r.Task.TaskID, span.SpanContext())
+				case *mcp.TaskCreatedResult: // 2026-07-28
+					tm.tasks.put(LinkKindTask, r.TaskID, span.SpanContext())
+				}
+			}
 			classify(&o, res, err)
 			end(ctx, span, &o)
 			if metrics {
