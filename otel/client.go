@@ -42,7 +42,7 @@ const MaxPendingSpans = 4096
 // its Read ends. Batches (a JSON array) pass through untraced; so do the
 // client's answers to the server's requests.
 func (tm *Telemetry) ClientTransport(t transport.Transport) transport.Transport {
-	c := &clientConn{Transport: t, tm: tm, start: time.Now(), pending: make(map[string]*pendingOp), links: newRoundLinks()}
+	c := &clientConn{forward: forward{t}, tm: tm, start: time.Now(), pending: make(map[string]*pendingOp), links: newRoundLinks()}
 	c.transport, c.httpProto = networkTransport(t.Kind())
 	c.sid, _ = t.(interface{ SessionID() string })
 	return c
@@ -50,7 +50,7 @@ func (tm *Telemetry) ClientTransport(t transport.Transport) transport.Transport 
 
 // clientConn is an instrumented client connection.
 type clientConn struct {
-	transport.Transport
+	forward
 	tm        *Telemetry
 	start     time.Time
 	transport string

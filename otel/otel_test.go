@@ -406,3 +406,31 @@ func TestClientSpanCancelledAndWriteError(t *testing.T) {
 	require.NoError(t, ct.Close())
 	assert.Len(t, exp.GetSpans(), 3, "nothing left pending")
 }
+
+// The wrappers keep the optional interfaces the Server and Client use.
+func TestWrappersForwardOptionalInterfaces(t *testing.T) {
+	tm, err := keelotel.New(nil)
+	require.NoError(t, err)
+	ce, se := transport.NewPipe(&transport.PipeOptions{MaxMessageBytes: 1234})
+	defer ce.Close()
+	for _, pair := range [][2]transport.Transport{{tm.ServerTransport(se), se}, {tm.ClientTransport(ce), ce}} {
+		wrapped, inner := pair[0], pair[1]
+		pw, ok := wrapped.(transport.PeerWatcher)
+		require.True(t, ok)
+		assert.Equal(t, inner.(transport.PeerWatcher).PeerGone(), pw.PeerGone())
+		ml, ok := wrapped.(transport.MessageLimiter)
+		require.True(t, ok)
+		assert.Equal(t, 1234, ml.MaxMessageBytes())
+		mc, ok := wrapped.(transport.MessageContexter)
+		require.True(t, ok)
+		ctx := context.Background()
+		assert.Equal(t, ctx, mc.MessageContext(ctx), "the pipe attaches nothing")
+		assert.Equal(t, inner.Kind(), wrapped.Kind())
+	}
+	se.Close()
+	select {
+	case <-tm.ServerTransport(ce).(transport.PeerWatcher).PeerGone():
+	case <-time.After(5 * time.Second):
+		t.Fatal("PeerGone did not close through the wrapper")
+	}
+}

@@ -27,9 +27,9 @@ import (
 // HTTP server span of an otelhttp handler); when both exist the ambient
 // span is a link of the span. A tasks/* request served by this process
 // links to the span of the tools/call that created its task (at most
-// MaxLinkedRounds tasks are remembered per Telemetry). The span starts named after the method, with
-// the other attributes set once it is known to record (a sampler sees the
-// span kind, parent and links). Tool and prompt names, the resource uri, the
+// MaxLinkedRounds tasks are remembered per Telemetry). The span starts
+// named after the method, with the other attributes set once it is known
+// to record (a sampler sees the span kind, parent and links). Tool and prompt names, the resource uri, the
 // request id, the protocol revision of the request, the session id (see
 // HTTPSessionID) and the transport are attributes. An *mcp.Error answer
 // sets error.type and rpc.response.status_code to its code, another error
@@ -93,8 +93,14 @@ func (tm *Telemetry) Middleware() mcp.Middleware {
 			if recording {
 				switch r := res.(type) {
 				case *mcp.CreateTaskResult: // 2025-11-25
+					if r == nil {
+						break
+					}
 					tm.tasks.put(LinkKindTask, r.Task.TaskID, span.SpanContext())
 				case *mcp.TaskCreatedResult: // 2026-07-28
+					if r == nil {
+						break
+					}
 					tm.tasks.put(LinkKindTask, r.TaskID, span.SpanContext())
 				}
 			}
@@ -199,7 +205,9 @@ func errorType(err error) string {
 // at Close, or when Read reports its end (io.EOF or ErrClosed); error.type
 // is set when Read ended with another error. Streamable HTTP sessions are
 // created inside streamhttp.Handler, where no public seam reaches their
-// transports: their session duration is not recorded.
+// transports: their session duration is not recorded. The wrapper keeps
+// the optional interfaces of package transport the Server uses
+// (PeerWatcher, MessageLimiter, MessageContexter).
 func (tm *Telemetry) ServerTransport(t transport.Transport) transport.Transport {
 	tr, httpProto := networkTransport(t.Kind())
 	a := []attribute.KeyValue{}
@@ -209,12 +217,12 @@ func (tm *Telemetry) ServerTransport(t transport.Transport) transport.Transport 
 	if httpProto {
 		a = append(a, semconv.NetworkProtocolName("http"))
 	}
-	return &serverConn{Transport: t, tm: tm, start: time.Now(), attrs: a}
+	return &serverConn{forward: forward{t}, tm: tm, start: time.Now(), attrs: a}
 }
 
 // serverConn is a server connection whose end records its duration once.
 type serverConn struct {
-	transport.Transport
+	forward
 	tm    *Telemetry
 	start time.Time
 	attrs []attribute.KeyValue
