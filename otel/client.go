@@ -40,7 +40,10 @@ const MaxPendingSpans = 4096
 // ends (transport_closed); mcp.client.operation.duration is recorded then.
 // mcp.client.session.duration is recorded when the connection is closed or
 // its Read ends. Batches (a JSON array) pass through untraced; so do the
-// client's answers to the server's requests.
+// client's answers to the server's requests. The wrapper keeps the
+// optional interfaces of package transport (PeerWatcher, MessageLimiter,
+// MessageContexter) and the SessionID method of the streamable HTTP client
+// transport.
 func (tm *Telemetry) ClientTransport(t transport.Transport) transport.Transport {
 	c := &clientConn{forward: forward{t}, tm: tm, start: time.Now(), pending: make(map[string]*pendingOp), links: newRoundLinks()}
 	c.transport, c.httpProto = networkTransport(t.Kind())
