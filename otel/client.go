@@ -45,7 +45,7 @@ const MaxPendingSpans = 4096
 // MessageContexter) and the SessionID method of the streamable HTTP client
 // transport.
 func (tm *Telemetry) ClientTransport(t transport.Transport) transport.Transport {
-	c := &clientConn{forward: forward{t}, tm: tm, start: time.Now(), pending: make(map[string]*pendingOp), links: newRoundLinks()}
+	c := &clientConn{forward: forward{t}, tm: tm, start: time.Now(), pending: make(map[string]*pendingOp), serving: make(map[string]*pendingOp), links: newRoundLinks()}
 	c.transport, c.httpProto = networkTransport(t.Kind())
 	c.sid, _ = t.(interface{ SessionID() string })
 	return c
@@ -62,6 +62,7 @@ type clientConn struct {
 
 	mu      sync.Mutex
 	pending map[string]*pendingOp // by raw request id
+	serving map[string]*pendingOp // the server's requests being answered, by raw id
 	version string                // negotiated in initialize
 	ended   bool
 	links   *roundLinks
@@ -102,8 +103,17 @@ func (c *clientConn) Write(ctx context.Context, msg []byte) error {
 		return c.Transport.Write(ctx, msg)
 	}
 	rawID, method, ok := scanHead(msg)
-	if !ok || method == "" { // a response, or nothing keel writes
+	if !ok {
 		return c.Transport.Write(ctx, msg)
+	}
+	if method == "" { // the client's answer to a request of the server
+		if len(rawID) == 0 || !c.answering() {
+			return c.Transport.Write(ctx, msg)
+		}
+		key := append([]byte(nil), rawID...) // msg is the caller's
+		err := c.Transport.Write(ctx, msg)
+		c.answered(msg, key, err)
+		return err
 	}
 	start := time.Now()
 	metrics := c.tm.clientOp.Enabled(ctx)
@@ -136,7 +146,7 @@ func (c *clientConn) Write(ctx context.Context, msg []byte) error {
 		c.addLinks(span, &o, p)
 	}
 	if propagate {
-		msg = c.inject(sctx, msg)
+		msg = injectMeta(sctx, c.tm, msg)
 	}
 
 	if o.method == "notifications/cancelled" {
@@ -173,11 +183,12 @@ func (c *clientConn) Write(ctx context.Context, msg []byte) error {
 	return err
 }
 
-// inject returns msg with the trace context of ctx in params._meta (msg
-// itself when the propagator writes nothing or msg cannot be rewritten).
-func (c *clientConn) inject(ctx context.Context, msg []byte) []byte {
+// injectMeta returns msg with the trace context of ctx in params._meta
+// (msg itself when the propagator writes nothing or msg cannot be
+// rewritten).
+func injectMeta(ctx context.Context, tm *Telemetry, msg []byte) []byte {
 	carrier := metaCarrier{}
-	c.tm.prop.Inject(ctx, carrier)
+	tm.prop.Inject(ctx, carrier)
 	if len(carrier) == 0 {
 		return msg
 	}
@@ -235,7 +246,15 @@ func (c *clientConn) Read(ctx context.Context) ([]byte, error) {
 		}
 		return b, err
 	}
-	if len(b) == 0 || b[0] != '{' || !c.awaiting() {
+	rawID, method, ok := scanHead(b)
+	if !ok {
+		return b, nil
+	}
+	if method != "" { // a request or notification of the server
+		c.received(ctx, b, rawID, method)
+		return b, nil
+	}
+	if !c.awaiting() {
 		return b, nil
 	}
 	var env envelope
@@ -330,13 +349,17 @@ func (c *clientConn) end(errType string) {
 		return
 	}
 	c.ended = true
-	pending := c.pending
-	c.pending = nil
+	pending, serving := c.pending, c.serving
+	c.pending, c.serving = nil, nil
 	version := c.version
 	c.mu.Unlock()
 	for _, po := range pending {
 		po.o.errType, po.o.errMsg = "transport_closed", "the connection ended before the response"
 		c.done(po.ctx, po.span, &po.o, po.start, po.metrics)
+	}
+	for _, po := range serving {
+		po.o.errType, po.o.errMsg = "transport_closed", "the connection ended before the answer"
+		c.served(po.ctx, po.span, &po.o, po.start, po.metrics)
 	}
 	if !c.tm.clientSession.Enabled(context.Background()) {
 		return

@@ -16,10 +16,14 @@
 //   - ClientTransport wraps the transport an mcp.Client connects over: a
 //     CLIENT span per request or notification the client sends, the W3C
 //     trace context injected into params._meta, mcp.client.operation.duration
-//     and mcp.client.session.duration (mcp.Client has no middleware seam of
-//     its own, so the client side works on the JSON-RPC messages);
-//   - ServerTransport wraps a connection a Server runs over (Server.Run) and
-//     records mcp.server.session.duration when it ends.
+//     and mcp.client.session.duration, and a SERVER span (with
+//     mcp.server.operation.duration) per request or notification the client
+//     receives from its server (mcp.Client has no middleware seam of its
+//     own, so the client side works on the JSON-RPC messages);
+//   - ServerTransport wraps a connection a Server runs over (Server.Run):
+//     it writes the trace context of the server's own requests and
+//     notifications into their params._meta, and records
+//     mcp.server.session.duration when the connection ends.
 //
 // The span of an incoming request has as parent the trace context the
 // request carries in params._meta (traceparent, tracestate, baggage, as the

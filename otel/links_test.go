@@ -3,6 +3,7 @@ package otel_test
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"testing"
 
 	"github.com/keelmcp/keel/mcp"
@@ -134,4 +135,54 @@ func TestTaskLinks(t *testing.T) {
 		assert.Equal(t, call.SpanContext.SpanID(), result.Links[0].SpanContext.SpanID(), k)
 		assert.Equal(t, keelotel.LinkKindTask, result.Links[0].Attributes[0].Value.AsString(), k)
 	}
+}
+
+// A request the server sends its client from a tool handler: the
+// server's CLIENT span is the child of the tools/call span, and the
+// client's SERVER span the child of that (its trace context travels in
+// params._meta, written by ServerTransport).
+func TestServerToClientRequest(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	tm, err := keelotel.New(&keelotel.Options{TracerProvider: tp, Propagator: propagation.TraceContext{}})
+	require.NoError(t, err)
+	type in struct{}
+	reg := registry.New(nil)
+	registry.MustRegister(reg, "roots", "Counts the client's roots",
+		func(ctx context.Context, _ in) (string, error) {
+			roots, err := mcp.SessionFromContext(ctx).ListRoots(ctx)
+			return strconv.Itoa(len(roots)), err
+		}, nil)
+	quiet := slog.New(slog.DiscardHandler)
+	srv := mcp.NewServer(&mcp.ServerOptions{Tools: middleware.Standard(reg, nil), Logger: quiet,
+		Middleware: []mcp.Middleware{tm.Middleware()}, SendMiddleware: []mcp.SendMiddleware{tm.SendMiddleware()}})
+	ce, se := transport.NewPipe(nil)
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(context.Background(), tm.ServerTransport(se)) }()
+	c := mcp.NewClient(&mcp.ClientOptions{Logger: quiet, Roots: []mcp.Root{{URI: "file:///src", Name: "src"}}})
+	require.NoError(t, c.Connect(context.Background(), tm.ClientTransport(ce)))
+	res, err := c.CallTool(context.Background(), "roots", map[string]any{})
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	require.NoError(t, c.Close())
+	<-done
+
+	byKind := map[trace.SpanKind]tracetest.SpanStub{}
+	var call tracetest.SpanStub
+	for _, s := range exp.GetSpans() {
+		if s.Name == "roots/list" {
+			byKind[s.SpanKind] = s
+		}
+		if s.Name == "tools/call roots" && s.SpanKind == trace.SpanKindServer {
+			call = s
+		}
+	}
+	sender, receiver := byKind[trace.SpanKindClient], byKind[trace.SpanKindServer]
+	require.True(t, sender.SpanContext.IsValid(), "the server's CLIENT span")
+	require.True(t, receiver.SpanContext.IsValid(), "the client's SERVER span")
+	assert.Equal(t, call.SpanContext.SpanID(), sender.Parent.SpanID())
+	assert.Equal(t, sender.SpanContext.SpanID(), receiver.Parent.SpanID())
+	assert.Equal(t, call.SpanContext.TraceID(), receiver.SpanContext.TraceID())
+	assert.NotEmpty(t, attrs(receiver)["jsonrpc.request.id"])
+	assert.NotContains(t, attrs(receiver), "error.type")
 }

@@ -223,6 +223,8 @@ func internMethod(b []byte) string {
 		return "notifications/progress"
 	case "notifications/cancelled":
 		return "notifications/cancelled"
+	case "notifications/message":
+		return "notifications/message"
 	}
 	return string(b)
 }
