@@ -17,11 +17,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// MaxPendingSpans bounds the client spans of one connection that wait for
-// their response. A request sent past it still goes out, its trace
-// context injected, but its span ends when it is written (with the
-// attribute keel.otel.untracked_response = true) instead of when its
-// response arrives.
+// MaxPendingSpans bounds, per client connection, the spans that wait for
+// an answer: those of the client's requests, and apart those of the
+// server's requests the client is answering. A request past it still goes
+// through, its trace context carried, but its span ends at once (with the
+// attribute keel.otel.untracked_response = true) instead of with its
+// answer.
 const MaxPendingSpans = 4096
 
 // ClientTransport wraps the transport an mcp.Client connects over
