@@ -434,3 +434,40 @@ func TestWrappersForwardOptionalInterfaces(t *testing.T) {
 		t.Fatal("PeerGone did not close through the wrapper")
 	}
 }
+
+// The server's requests the client is answering are bounded the same way,
+// and end with the connection when unanswered.
+func TestServingSpansBounded(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	tm, err := keelotel.New(&keelotel.Options{TracerProvider: tp})
+	require.NoError(t, err)
+	ce, se := transport.NewPipe(&transport.PipeOptions{Capacity: keelotel.MaxPendingSpans + 16})
+	defer se.Close()
+	ct := tm.ClientTransport(ce)
+	ctx := context.Background()
+	n := keelotel.MaxPendingSpans + 3
+	for i := range n {
+		require.NoError(t, se.Write(ctx, []byte(`{"jsonrpc":"2.0","id":`+itoa(i)+`,"method":"roots/list"}`)))
+	}
+	for range n {
+		_, err := ct.Read(ctx)
+		require.NoError(t, err)
+	}
+	untracked := 0
+	for _, s := range exp.GetSpans() {
+		assert.Equal(t, trace.SpanKindServer, s.SpanKind)
+		if attrs(s)["keel.otel.untracked_response"] == "true" {
+			untracked++
+		}
+	}
+	assert.Equal(t, 3, untracked)
+	// One answered with an error, the rest left unanswered.
+	require.NoError(t, ct.Write(ctx, []byte(`{"jsonrpc":"2.0","id":0,"error":{"code":-32601,"message":"Method not found"}}`)))
+	require.NoError(t, ct.Close())
+	counts := map[string]int{}
+	for _, s := range exp.GetSpans() {
+		counts[attrs(s)["error.type"]]++
+	}
+	assert.Equal(t, map[string]int{"": 3, "-32601": 1, "transport_closed": keelotel.MaxPendingSpans - 1}, counts)
+}
