@@ -75,6 +75,11 @@ type Options struct {
 	// this often.
 	LeaseRenewInterval time.Duration
 
+	// AllowUnknownTargets lets sends go to agents no Node has ever hosted
+	// on the ledger (they wait there for one); by default such a send
+	// fails at once with ErrUnknownAgent.
+	AllowUnknownTargets bool
+
 	// OnMessageReceived is called once for each REQUEST or EVENT received
 	// for a hosted agent, before its handler runs.
 	OnMessageReceived func(env *Envelope)
@@ -142,6 +147,11 @@ type Node struct {
 
 	rmu     sync.Mutex
 	retries []*execution // due executions, unordered
+
+	qmu   sync.Mutex
+	queue []queued // executions waiting for a background slot, oldest first
+
+	known sync.Map // agent id → struct{}: agents the ledger knows (see checkTarget)
 
 	// Agent leases: what the node holds or waits for, by agent.
 	tendMu sync.Mutex // serializes the node's lease operations on the store
@@ -284,6 +294,7 @@ func (n *Node) Close(ctx context.Context) error {
 		<-n.loopDone
 		<-n.hbDone
 	}
+	n.dropQueue()
 	idle := make(chan struct{})
 	go func() { n.bg.Wait(); close(idle) }()
 	var err error
@@ -431,6 +442,21 @@ func (n *Node) claimTargets() []string {
 		}
 	}
 	return agents
+}
+
+// callerTargets returns the sources of waiting callers that are not agents
+// this node owns: the targets of the RESPONSEs it claims even when it has
+// no room for more executions.
+func (n *Node) callerTargets() []string {
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	var out []string
+	for id := range n.callers {
+		if !n.holds(id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // deliveryBackoff is the claim backoff: how long a claimed message waits

@@ -42,7 +42,7 @@ func testSharedClaims(t *testing.T, open func() (*sqlstore.Store, error)) {
 	base := time.Now()
 	for i := 0; i < total; i++ {
 		r := storetest.Request(fmt.Sprintf("src%d", i%3), "dst", base)
-		require.NoError(t, stores[i%handles].Enqueue(ctx, r, storetest.Message(r, uint64(i/3+1), base)))
+		require.NoError(t, stores[i%handles].Enqueue(ctx, r, storetest.Message(r, uint64(i/3+1), base), aacp.Fence{}))
 	}
 	var mu sync.Mutex
 	claimed := map[string]int{}
