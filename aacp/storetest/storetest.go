@@ -3,8 +3,10 @@
 // aacp/sqlstore, and third-party ones) must pass Run. Besides the records,
 // sequences, acknowledgments and claims, it checks agent leases (acquire,
 // renew, expiry and takeover, release, concurrent acquisition), fenced
-// writes (a stale fencing token stores nothing), and that retry updates
-// never overwrite a final request.
+// writes (a stale fencing token stores nothing: resolutions, retries,
+// enqueues, acknowledgments and claims), that retry updates never
+// overwrite a final request, that Enqueue claims a request id atomically,
+// and dead letters (quarantine, retry, drop).
 package storetest
 
 import (
@@ -50,6 +52,7 @@ func Run(t *testing.T, open Opener) {
 		{"EnqueueConcurrentSamePair", testEnqueueConcurrent},
 	}
 	cases = append(cases, leaseCases...)
+	cases = append(cases, deliveryCases...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := open(t)
