@@ -55,7 +55,9 @@ type Options struct {
 	// gap; later ones are refused and redelivered (default 4096).
 	MaxWindow int
 	// MaxBackground bounds the handlers run on background goroutines
-	// (redeliveries, EVENTs, retries) at a time (default 64).
+	// (redeliveries, EVENTs, retries) at a time (default 64). Further
+	// work waits in the node's queue (up to MaxBackground+ClaimLimit
+	// executions), then in the ledger; it never fails for lack of a slot.
 	MaxBackground int
 	// Rand returns random numbers in [0, 1) for retry jitter (default
 	// math/rand/v2; must be safe for concurrent use).
@@ -114,13 +116,15 @@ var ErrClosed = errors.New("aacp: node is closed")
 // it records for them is fenced by its lease's token, so that a Node that
 // lost the lease (paused past its expiry) cannot commit anything.
 //
-// Guarantees: a message is redelivered until acknowledged; a handler runs
-// at least once per request and never again once the request is recorded
-// COMPLETED or FAILED (a retry whose request became final meanwhile,
-// MarkFailed from outside included, does not run); a request is resolved
-// once, by the owner of its target; a status is recorded durably before
-// anyone is told about it; a caller that stops waiting gets UNKNOWN, and
-// the late result is still recorded.
+// Guarantees: a message is redelivered until acknowledged, and
+// back-pressure only defers it; a handler runs at least once per request
+// and never again once the request is recorded COMPLETED or FAILED (every
+// run reads the ledger first; a retry whose request became final
+// meanwhile, MarkFailed from outside included, does not run); a requestId
+// is claimed once, atomically; a request is resolved once, by the owner of
+// its target, and fails only with a recorded reason; a status is recorded
+// durably before anyone is told about it; a caller that stops waiting
+// gets UNKNOWN, and the late result is still recorded.
 type Node struct {
 	id     string
 	store  Store
