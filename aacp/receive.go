@@ -24,7 +24,11 @@ type execution struct {
 	due       time.Time // when a scheduled retry is due
 	// conditional: the attempt starts only if the request is still
 	// pending and the agent's lease current (retries, recovery).
-	conditional  bool
+	conditional bool
+	// refusals counts the dispatches the Endpoint refused; deferred is
+	// set while one waits in the retries (counted in Node.deferred).
+	refusals     int
+	deferred     bool
 	cancel       context.CancelFunc
 	disconnected atomic.Bool
 }
@@ -279,7 +283,7 @@ func (n *Node) popQueued() (queued, bool) {
 // slots plus room in the queue.
 func (n *Node) queueRoom() int {
 	n.qmu.Lock()
-	waiting := len(n.queue)
+	waiting := len(n.queue) + int(n.deferred.Load())
 	n.qmu.Unlock()
 	return cap(n.sem) - len(n.sem) + max(n.queueLimit()-waiting, 0)
 }
@@ -366,10 +370,28 @@ func (n *Node) dispatch(ctx context.Context, ex *execution, w *window, inline bo
 			n.markReceived(w, ex.env.Seq)
 			return
 		}
-		n.end(ex) // not delivered: the ledger delivers it again
+		n.deferRefused(ex) // the handler never saw it: back-pressure
 		return
 	}
 	n.markReceived(w, ex.env.Seq)
+}
+
+// deferRefused schedules again, soon, an execution its Endpoint refused
+// (an agent's full queue: back-pressure). It stays in flight, and the
+// refusal counts as no attempt. An EVENT without a requestId is left to
+// the ledger instead, which delivers it again.
+func (n *Node) deferRefused(ex *execution) {
+	if ex.env.RequestID == "" || n.ctx.Err() != nil {
+		n.end(ex)
+		return
+	}
+	ex.refusals++
+	if !ex.deferred {
+		ex.deferred = true
+		n.deferred.Add(1)
+	}
+	ex.attempts-- // runRetry counts the next start again
+	n.requeueAt(ex, n.clock.Now().Add(min(n.policy.Backoff(ex.refusals, n.rand()), n.opts.RetransmitTimeout)))
 }
 
 func isContextErr(err error) bool {
@@ -466,7 +488,12 @@ func (n *Node) scheduleRetry(ex *execution, se *mcp.StructuredError, now time.Ti
 
 // requeue schedules ex's next attempt after the policy's backoff.
 func (n *Node) requeue(ex *execution, now time.Time) {
-	ex.due = now.Add(n.policy.Backoff(ex.attempts, n.rand()))
+	n.requeueAt(ex, now.Add(n.policy.Backoff(ex.attempts, n.rand())))
+}
+
+// requeueAt schedules ex's next attempt at due.
+func (n *Node) requeueAt(ex *execution, due time.Time) {
+	ex.due = due
 	n.imu.Lock()
 	c := ex.cancel
 	ex.cancel = nil
@@ -515,6 +542,10 @@ func (n *Node) runRetry(ex *execution) bool {
 	}
 	ex.attempts++
 	ex.conditional = true
+	if ex.deferred {
+		ex.deferred = false
+		n.deferred.Add(-1)
+	}
 	n.startWorker(ex, nil)
 	return true
 }
