@@ -456,16 +456,19 @@ func chaosKillOwner(t *testing.T, st aacp.Store, spec string, n int) {
 	f, err := os.OpenFile(execLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	require.NoError(t, err)
 	defer f.Close()
-	node := aacp.New(st, chaosWorker(st, f, "b"), chaosOwnerOptions("standby"))
+	node := aacp.New(st, chaosWorker(st, f, "b", func() {}), chaosOwnerOptions("standby"))
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	require.NoError(t, node.Start(ctx))
 	defer node.Close(ctx)
 	require.False(t, node.Owns("worker"))
+	// The whole backlog is in the ledger before the owner runs anything
+	// (its handlers wait for the gate file).
 	ids := sendAll(t, n, func(i int, id string) error {
 		_, err := node.Submit(ctx, "client", "worker", i, aacp.WithRequestID(id))
 		return err
 	})
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "gate"), nil, 0o644))
 	for {
 		lines, err := readLines(execLog)
 		require.NoError(t, err)
@@ -517,8 +520,8 @@ func chaosKillOwner(t *testing.T, st aacp.Store, spec string, n int) {
 		}
 		return 2
 	}, time.Second)
-	t.Logf("kill -9 of the owner: %d executions, %d by the killed owner, %d re-runs of requests it was running (not final yet)",
-		len(lines), countPrefix(lines, "a "), reruns)
+	t.Logf("kill -9 of the owner: %d requests in the backlog, %d executions, %d by the killed owner, %d re-runs of requests it was running (not final yet)",
+		n, len(lines), countPrefix(lines, "a "), reruns)
 	c.report(t, "kill -9 of the owner")
 }
 
@@ -532,12 +535,13 @@ func countPrefix(lines []string, p string) int {
 	return k
 }
 
-// chaosWorker hosts "worker", which appends "<who> <requestId>
-// final|pending" (the ledger's state when it starts) to f and takes a
-// millisecond.
-func chaosWorker(st aacp.Store, f *os.File, who string) *aacp.Mux {
+// chaosWorker hosts "worker", which waits for gate, appends "<who>
+// <requestId> final|pending" (the ledger's state when it starts) to f and
+// takes a millisecond.
+func chaosWorker(st aacp.Store, f *os.File, who string, gate func()) *aacp.Mux {
 	mux := aacp.NewMux()
 	mux.HandleFunc("worker", func(ctx context.Context, env *aacp.Envelope) (any, error) {
+		gate()
 		state := "pending"
 		if rec, err := st.GetRequestRecord(ctx, env.RequestID); err == nil && rec.Status.Final() {
 			state = "final"
@@ -563,11 +567,20 @@ func chaosOwnerChild() error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(os.Getenv(envDir), "exec.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	dir := os.Getenv(envDir)
+	f, err := os.OpenFile(filepath.Join(dir, "exec.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
-	node := aacp.New(st, chaosWorker(st, f, "a"), chaosOwnerOptions("owner"))
+	gate := filepath.Join(dir, "gate")
+	node := aacp.New(st, chaosWorker(st, f, "a", func() {
+		for {
+			if _, err := os.Stat(gate); err == nil {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}), chaosOwnerOptions("owner"))
 	ctx := context.Background()
 	if err := node.Start(ctx); err != nil {
 		return err
