@@ -18,8 +18,15 @@
 //
 // Agent leases live in table aacp_leases (schema version 2, added to older
 // databases on open without touching their data). A write fenced by a
-// lease reads the lease row in its own transaction (FOR SHARE on
-// PostgreSQL), so a takeover is ordered entirely before or after it.
+// lease (a claim, an acknowledgment, an enqueue, a retry, a resolution)
+// reads the lease row in its own transaction (FOR SHARE on PostgreSQL), so
+// a takeover is ordered entirely before or after it.
+//
+// Enqueue claims a request id with a conditional insert (INSERT ... ON
+// CONFLICT DO NOTHING) in the transaction that stores the message. A row
+// whose envelope cannot be decoded is quarantined by the claim that meets
+// it (schema version 3: column dead_reason), so one bad row never fails a
+// poll; reads that list messages skip such rows.
 package sqlstore
 
 import (
