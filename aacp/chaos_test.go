@@ -535,17 +535,17 @@ func countPrefix(lines []string, p string) int {
 	return k
 }
 
-// chaosWorker hosts "worker", which waits for gate, appends "<who>
-// <requestId> final|pending" (the ledger's state when it starts) to f and
-// takes a millisecond.
+// chaosWorker hosts "worker", which reads the ledger's state of the request
+// it is offered, waits for gate, appends "<who> <requestId> final|pending"
+// to f and takes a millisecond.
 func chaosWorker(st aacp.Store, f *os.File, who string, gate func()) *aacp.Mux {
 	mux := aacp.NewMux()
 	mux.HandleFunc("worker", func(ctx context.Context, env *aacp.Envelope) (any, error) {
-		gate()
-		state := "pending"
+		state := "pending" // when the handler is offered the request
 		if rec, err := st.GetRequestRecord(ctx, env.RequestID); err == nil && rec.Status.Final() {
 			state = "final"
 		}
+		gate()
 		if err := appendLine(f, "%s %s %s", who, env.RequestID, state); err != nil {
 			return nil, err
 		}
@@ -556,7 +556,8 @@ func chaosWorker(st aacp.Store, f *os.File, who string, gate func()) *aacp.Mux {
 }
 
 func chaosOwnerOptions(id string) *aacp.Options {
-	return &aacp.Options{ID: id, LeaseTTL: time.Second, PollInterval: 5 * time.Millisecond,
+	// A lease long enough for a loaded SQLite file to renew it in time.
+	return &aacp.Options{ID: id, LeaseTTL: 3 * time.Second, PollInterval: 5 * time.Millisecond,
 		RetransmitTimeout: 200 * time.Millisecond, Logger: quiet}
 }
 
