@@ -18,8 +18,15 @@
 //
 // Agent leases live in table aacp_leases (schema version 2, added to older
 // databases on open without touching their data). A write fenced by a
-// lease reads the lease row in its own transaction (FOR SHARE on
-// PostgreSQL), so a takeover is ordered entirely before or after it.
+// lease (a claim, an acknowledgment, an enqueue, a retry, a resolution)
+// reads the lease row in its own transaction (FOR SHARE on PostgreSQL), so
+// a takeover is ordered entirely before or after it.
+//
+// Enqueue claims a request id with a conditional insert (INSERT ... ON
+// CONFLICT DO NOTHING) in the transaction that stores the message. A row
+// whose envelope cannot be decoded is quarantined by the claim that meets
+// it (schema version 3: column dead_reason), so one bad row never fails a
+// poll; reads that list messages skip such rows.
 package sqlstore
 
 import (
@@ -197,7 +204,8 @@ const (
 		created_at, expires_at, retry_count, next_retry_at, claimed_by`
 	msgVals = `?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`
 	// msgScan are the columns scanMessage reads.
-	msgScan = `message_id, request_id, envelope, status, created_at, expires_at, retry_count, next_retry_at, claimed_by`
+	msgScan = `message_id, request_id, envelope, status, created_at, expires_at, retry_count, next_retry_at, claimed_by,
+		dead_reason, source_agent_id, target_agent_id, seq, message_type`
 )
 
 var queries = map[string]string{
@@ -347,22 +355,45 @@ func scanRequest(row scanner) (*aacp.RequestRecord, error) {
 }
 
 func scanMessage(row scanner) (*aacp.MessageRecord, error) {
-	var (
-		m                      aacp.MessageRecord
-		env, status            string
-		created, expires, next int64
-		retries                int64
-	)
-	if err := row.Scan(&m.MessageID, &m.RequestID, &env, &status, &created, &expires, &retries, &next, &m.ClaimedBy); err != nil {
+	m, raw, err := scanMessageRow(row)
+	if err != nil {
 		return nil, err
 	}
-	e, err := aacp.DecodeEnvelope([]byte(env))
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: message %s: %w", m.MessageID, err)
+	if err := decodeStored(m, raw); err != nil {
+		return nil, err
 	}
-	m.Envelope, m.Status, m.RetryCount = *e, aacp.Outcome(status), int(retries)
+	return m, nil
+}
+
+// scanMessageRow reads the msgScan columns of a row: the record with the
+// envelope's ids, agents, seq and type from their columns, and the stored
+// envelope, not decoded yet.
+func scanMessageRow(row scanner) (*aacp.MessageRecord, []byte, error) {
+	var (
+		m                      aacp.MessageRecord
+		env, status, typ       string
+		created, expires, next int64
+		retries, seq           int64
+	)
+	if err := row.Scan(&m.MessageID, &m.RequestID, &env, &status, &created, &expires, &retries, &next, &m.ClaimedBy,
+		&m.DeadReason, &m.Envelope.SourceAgentID, &m.Envelope.TargetAgentID, &seq, &typ); err != nil {
+		return nil, nil, err
+	}
+	m.Status, m.RetryCount = aacp.Outcome(status), int(retries)
 	m.Timestamp, m.ExpiresAt, m.NextRetryAt = fromNanos(created), fromNanos(expires), fromNanos(next)
-	return &m, nil
+	m.Envelope.MessageID, m.Envelope.RequestID = m.MessageID, m.RequestID
+	m.Envelope.Seq, m.Envelope.MessageType = uint64(seq), aacp.MessageType(typ)
+	return &m, []byte(env), nil
+}
+
+// decodeStored decodes the stored envelope raw into m.Envelope.
+func decodeStored(m *aacp.MessageRecord, raw []byte) error {
+	e, err := aacp.DecodeEnvelope(raw)
+	if err != nil {
+		return fmt.Errorf("sqlstore: message %s: %w", m.MessageID, err)
+	}
+	m.Envelope = *e
+	return nil
 }
 
 // PutRequestRecord implements aacp.Store.
@@ -464,7 +495,7 @@ func (s *Store) GetUnacknowledgedMessages(ctx context.Context, source, target st
 		}
 		env, err := aacp.DecodeEnvelope([]byte(text))
 		if err != nil {
-			return nil, err
+			continue // quarantined when claimed; it cannot be delivered anyway
 		}
 		out = append(out, env)
 	}
@@ -500,9 +531,12 @@ func (s *Store) ListMessagesInState(ctx context.Context, outcome aacp.Outcome, o
 	defer rows.Close()
 	var out []*aacp.MessageRecord
 	for rows.Next() {
-		m, err := scanMessage(rows)
+		m, raw, err := scanMessageRow(rows)
 		if err != nil {
 			return nil, err
+		}
+		if decodeStored(m, raw) != nil {
+			continue // undecodable: see ListDeadLetters once it is claimed
 		}
 		out = append(out, m)
 	}
@@ -552,7 +586,7 @@ func (s *Store) enqueue(ctx context.Context, tx *sql.Tx, msg *aacp.MessageRecord
 }
 
 // Enqueue implements aacp.Store.
-func (s *Store) Enqueue(ctx context.Context, req *aacp.RequestRecord, msg *aacp.MessageRecord) error {
+func (s *Store) Enqueue(ctx context.Context, req *aacp.RequestRecord, msg *aacp.MessageRecord, fence aacp.Fence) error {
 	var reqArgs []any
 	if req != nil {
 		var err error
@@ -561,9 +595,19 @@ func (s *Store) Enqueue(ctx context.Context, req *aacp.RequestRecord, msg *aacp.
 		}
 	}
 	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := s.checkFence(ctx, tx, fence); err != nil {
+			return err
+		}
 		if req != nil {
-			if _, err := s.stmt(tx, ctx, "insertRequest").ExecContext(ctx, reqArgs...); err != nil {
+			// The claim of the request id: a conditional insert.
+			r, err := s.stmt(tx, ctx, "insertRequest").ExecContext(ctx, reqArgs...)
+			if err != nil {
 				return err
+			}
+			if k, err := r.RowsAffected(); err != nil {
+				return err
+			} else if k == 0 {
+				return fmt.Errorf("%w: %s", aacp.ErrDuplicateRequest, req.RequestID)
 			}
 		}
 		return s.enqueue(ctx, tx, msg)
@@ -631,9 +675,17 @@ func (s *Store) Acknowledge(ctx context.Context, acks []aacp.Ack) error {
 		}
 		return strings.Compare(a.Target, b.Target)
 	})
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	var stale []error
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		stale = stale[:0]
 		raise, mark := s.stmt(tx, ctx, "raiseAck"), s.stmt(tx, ctx, "ackMessages")
 		for _, a := range acks {
+			if err := s.checkFence(ctx, tx, a.Fence); errors.Is(err, aacp.ErrLeaseLost) {
+				stale = append(stale, err)
+				continue
+			} else if err != nil {
+				return err
+			}
 			if _, err := raise.ExecContext(ctx, a.Source, a.Target, int64(a.Seq)); err != nil {
 				return err
 			}
@@ -643,17 +695,19 @@ func (s *Store) Acknowledge(ctx context.Context, acks []aacp.Ack) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return errors.Join(stale...)
 }
 
-// ClaimDue implements aacp.Store.
-func (s *Store) ClaimDue(ctx context.Context, q aacp.ClaimQuery) ([]*aacp.MessageRecord, error) {
-	if len(q.Targets) == 0 {
-		return nil, nil
-	}
+// claimWhere returns the condition of the due messages of targets, and its
+// arguments.
+func claimWhere(q *aacp.ClaimQuery, targets []string) (string, []any) {
 	var where strings.Builder
 	where.WriteString(` FROM aacp_messages WHERE status = 'UNKNOWN' AND target_agent_id IN (`)
-	args := make([]any, 0, len(q.Targets)+2)
-	for i, t := range q.Targets {
+	args := make([]any, 0, len(targets)+2)
+	for i, t := range targets {
 		if i > 0 {
 			where.WriteString(", ")
 		}
@@ -665,34 +719,66 @@ func (s *Store) ClaimDue(ctx context.Context, q aacp.ClaimQuery) ([]*aacp.Messag
 		where.WriteString(" AND next_retry_at <= ?")
 		args = append(args, q.Now.UnixNano())
 	}
+	return where.String(), args
+}
+
+// ClaimDue implements aacp.Store. The fences of q are checked in the claim's
+// transaction (FOR SHARE on PostgreSQL), so a takeover is ordered before or
+// after the claim as a whole. A row whose envelope cannot be decoded is
+// quarantined in the same transaction.
+func (s *Store) ClaimDue(ctx context.Context, q aacp.ClaimQuery) ([]*aacp.MessageRecord, error) {
+	if len(q.Targets) == 0 {
+		return nil, nil
+	}
 	// Most polls find nothing: look first without a transaction, so that
 	// idle pollers never take SQLite's write lock (or PostgreSQL row locks).
+	where, args := claimWhere(&q, q.Targets)
 	var one int
-	err := s.db.QueryRowContext(ctx, s.d.rebind(`SELECT 1`+where.String()+` LIMIT 1`), args...).Scan(&one)
+	err := s.db.QueryRowContext(ctx, s.d.rebind(`SELECT 1`+where+` LIMIT 1`), args...).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	query := `SELECT ` + msgScan + where.String() + ` ORDER BY next_retry_at, seq LIMIT ?`
-	args = append(args, q.ClaimLimit())
-	if s.d == dialectPostgres {
-		query += " FOR UPDATE SKIP LOCKED"
-	}
-	query = s.d.rebind(query)
 	var out []*aacp.MessageRecord
 	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		out = out[:0]
-		rows, err := tx.QueryContext(ctx, query, args...)
+		targets := make([]string, 0, len(q.Targets))
+		for _, t := range q.Targets {
+			if f, ok := q.FenceOf(t); ok {
+				if err := s.checkFence(ctx, tx, f); errors.Is(err, aacp.ErrLeaseLost) {
+					continue // the lease moved on: nothing to claim for t
+				} else if err != nil {
+					return err
+				}
+			}
+			targets = append(targets, t)
+		}
+		if len(targets) == 0 {
+			return nil
+		}
+		where, args := claimWhere(&q, targets)
+		query := `SELECT ` + msgScan + where + ` ORDER BY next_retry_at, seq LIMIT ?`
+		args = append(args, q.ClaimLimit())
+		if s.d == dialectPostgres {
+			query += " FOR UPDATE SKIP LOCKED"
+		}
+		rows, err := tx.QueryContext(ctx, s.d.rebind(query), args...)
 		if err != nil {
 			return err
 		}
+		var bad []*aacp.MessageRecord
 		for rows.Next() {
-			m, err := scanMessage(rows)
+			m, raw, err := scanMessageRow(rows)
 			if err != nil {
 				rows.Close()
 				return err
+			}
+			if err := decodeStored(m, raw); err != nil {
+				m.DeadReason = err.Error()
+				bad = append(bad, m)
+				continue
 			}
 			out = append(out, m)
 		}
@@ -708,6 +794,13 @@ func (s *Store) ClaimDue(ctx context.Context, q aacp.ClaimQuery) ([]*aacp.Messag
 			if _, err := upd.ExecContext(ctx, m.RetryCount, m.ClaimedBy, m.NextRetryAt.UnixNano(), m.MessageID); err != nil {
 				return err
 			}
+		}
+		for _, m := range bad {
+			if _, err := s.quarantine(ctx, tx, m.MessageID, m.DeadReason); err != nil {
+				return err
+			}
+			m.Status = aacp.OutcomeFailed
+			out = append(out, m)
 		}
 		return nil
 	})
