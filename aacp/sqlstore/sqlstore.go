@@ -27,10 +27,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -47,24 +49,46 @@ import (
 // Store is an aacp.Store on a SQL database. It is safe for concurrent use,
 // also by several processes sharing the database.
 type Store struct {
-	db         *sql.DB
-	d          dialect
-	closeOnce  sync.Once
-	stmts      map[string]*sql.Stmt
-	writes     chan *writeOp
-	stopped    chan struct{} // closed by Close
-	writerDone chan struct{}
+	db  *sql.DB // the writers' connections (migrations too)
+	rdb *sql.DB // the readers' connections (db itself on PostgreSQL)
+	d   dialect
+	cfg config
+	// stmts are the prepared statements run outside the writers'
+	// transactions (reads, on rdb); txStmts those the writers run (on db).
+	stmts, txStmts map[string]*sql.Stmt
+	closeOnce      sync.Once
+	queues         []chan *writeOp // one per writer
+	turn           atomic.Uint64   // the queue of the next write without a pair
+	seed           maphash.Seed    // of pairWriter
+	stopped        chan struct{}   // closed by Close
+	writersDone    sync.WaitGroup
 }
 
 var _ aacp.Store = (*Store)(nil)
 
-// Option adjusts OpenSQLite.
+// Option adjusts OpenSQLite or OpenPostgres.
 type Option func(*config)
 
 type config struct {
 	synchronous string
 	busyTimeout time.Duration
+	readConns   int // connections for reads outside the writers' transactions
+	writers     int // writer goroutines, each with a connection of its own
+	maxBatch    int // writes committed in one transaction at most
 }
+
+// Defaults of the options.
+const (
+	// DefaultMaxBatch is how many writes one transaction commits at most
+	// (WithMaxBatch).
+	DefaultMaxBatch = 512
+	// DefaultPostgresWriters is how many transactions a Store on
+	// PostgreSQL commits at a time (WithWriters); SQLite has one writer.
+	DefaultPostgresWriters = 4
+	// DefaultReadConns is how many connections serve reads beside the
+	// writers' (WithReadConns).
+	DefaultReadConns = 4
+)
 
 // WithSynchronous sets SQLite's synchronous pragma: "FULL" (the default:
 // a commit survives a power loss) or "NORMAL" (faster in WAL mode; a
@@ -75,22 +99,62 @@ func WithSynchronous(mode string) Option { return func(c *config) { c.synchronou
 // by another process (default 10s).
 func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busyTimeout = d } }
 
-// OpenSQLite opens (creating it if needed) the SQLite ledger in the file
-// at path and migrates its schema.
-func OpenSQLite(path string, opts ...Option) (*Store, error) {
-	c := config{synchronous: "FULL", busyTimeout: 10 * time.Second}
+// WithReadConns sets how many connections serve the reads made outside
+// the writers' transactions (default DefaultReadConns). On SQLite they
+// are read-only connections beside the writer's, so that reads never wait
+// for a commit; on PostgreSQL they are added to the writers' in one pool.
+func WithReadConns(n int) Option { return func(c *config) { c.readConns = n } }
+
+// WithWriters sets how many writer goroutines, each with a connection of
+// its own, commit transactions at a time on PostgreSQL (default
+// DefaultPostgresWriters). SQLite allows one writer: it ignores this.
+func WithWriters(n int) Option { return func(c *config) { c.writers = n } }
+
+// WithMaxBatch bounds how many writes one transaction commits (default
+// DefaultMaxBatch).
+func WithMaxBatch(n int) Option { return func(c *config) { c.maxBatch = n } }
+
+func newConfig(opts []Option) (config, error) {
+	c := config{synchronous: "FULL", busyTimeout: 10 * time.Second, readConns: DefaultReadConns,
+		writers: DefaultPostgresWriters, maxBatch: DefaultMaxBatch}
 	for _, o := range opts {
 		o(&c)
 	}
-	switch strings.ToUpper(c.synchronous) {
+	switch {
+	case c.readConns < 1:
+		return c, fmt.Errorf("sqlstore: WithReadConns(%d): at least 1", c.readConns)
+	case c.writers < 1:
+		return c, fmt.Errorf("sqlstore: WithWriters(%d): at least 1", c.writers)
+	case c.maxBatch < 1:
+		return c, fmt.Errorf("sqlstore: WithMaxBatch(%d): at least 1", c.maxBatch)
+	}
+	c.synchronous = strings.ToUpper(c.synchronous)
+	switch c.synchronous {
 	case "FULL", "NORMAL", "EXTRA":
 	default:
-		return nil, fmt.Errorf("sqlstore: synchronous %q is not FULL, NORMAL or EXTRA", c.synchronous)
+		return c, fmt.Errorf("sqlstore: synchronous %q is not FULL, NORMAL or EXTRA", c.synchronous)
 	}
+	return c, nil
+}
+
+// OpenSQLite opens (creating it if needed) the SQLite ledger in the file
+// at path and migrates its schema. Writes go through one connection (a
+// SQLite database has one writer at a time), in WAL mode with the
+// synchronous pragma of WithSynchronous (FULL by default); reads go
+// through read-only connections of their own (WithReadConns), which WAL
+// lets run while a transaction commits.
+func OpenSQLite(path string, opts ...Option) (*Store, error) {
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	c.writers = 1
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", c.busyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous("+strings.ToUpper(c.synchronous)+")")
+	q.Add("_pragma", "synchronous("+c.synchronous+")")
+	// Statement and savepoint journals in memory, not in temporary files.
+	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Set("_txlock", "immediate")
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
@@ -102,8 +166,23 @@ func OpenSQLite(path string, opts ...Option) (*Store, error) {
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	s, err := newStore(db, dialectSQLite)
+	// The readers: read-only, and never the file's creators (the writer
+	// connects and migrates first, in newStore).
+	rq := url.Values{}
+	rq.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", c.busyTimeout.Milliseconds()))
+	rq.Add("_pragma", "query_only(1)")
+	rdb, err := sql.Open("sqlite", "file:"+path+"?"+rq.Encode())
 	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlstore: open %s: %w", path, err)
+	}
+	rdb.SetMaxOpenConns(c.readConns)
+	rdb.SetMaxIdleConns(c.readConns)
+	rdb.SetConnMaxLifetime(0)
+	rdb.SetConnMaxIdleTime(0)
+	s, err := newStore(db, rdb, dialectSQLite, c)
+	if err != nil {
+		rdb.Close()
 		db.Close()
 		return nil, err
 	}
@@ -111,15 +190,23 @@ func OpenSQLite(path string, opts ...Option) (*Store, error) {
 }
 
 // OpenPostgres connects to the PostgreSQL database of dsn (a URL or
-// key=value string, as pgx accepts) and migrates its schema.
-func OpenPostgres(dsn string) (*Store, error) {
+// key=value string, as pgx accepts) and migrates its schema. One pool
+// serves the writers (WithWriters, each committing batches of writes in
+// transactions of its own) and the reads (WithReadConns). WithSynchronous
+// and WithBusyTimeout do not apply: durability is the server's
+// (synchronous_commit, fsync).
+func OpenPostgres(dsn string, opts ...Option) (*Store, error) {
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open postgres: %w", err)
 	}
-	db.SetMaxOpenConns(16)
-	db.SetMaxIdleConns(16)
-	s, err := newStore(db, dialectPostgres)
+	db.SetMaxOpenConns(c.writers + c.readConns)
+	db.SetMaxIdleConns(c.writers + c.readConns)
+	s, err := newStore(db, db, dialectPostgres, c)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -127,7 +214,7 @@ func OpenPostgres(dsn string) (*Store, error) {
 	return s, nil
 }
 
-func newStore(db *sql.DB, d dialect) (*Store, error) {
+func newStore(db, rdb *sql.DB, d dialect, c config) (*Store, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// Connecting runs the SQLite pragmas; switching a new file to WAL needs
@@ -150,17 +237,30 @@ func newStore(db *sql.DB, d dialect) (*Store, error) {
 	if err := migrate(ctx, db, d); err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, d: d, stmts: map[string]*sql.Stmt{}, writes: make(chan *writeOp, maxBatch),
-		stopped: make(chan struct{}), writerDone: make(chan struct{})}
+	s := &Store{db: db, rdb: rdb, d: d, cfg: c, stmts: map[string]*sql.Stmt{}, txStmts: map[string]*sql.Stmt{},
+		seed: maphash.MakeSeed(), stopped: make(chan struct{})}
 	for name, q := range queries {
-		stmt, err := db.PrepareContext(ctx, d.rebind(strings.ReplaceAll(q, shareLock, d.lockClause())))
+		q = d.rebind(strings.ReplaceAll(q, shareLock, d.lockClause()))
+		stmt, err := db.PrepareContext(ctx, q)
 		if err != nil {
 			s.closeStmts()
 			return nil, fmt.Errorf("sqlstore: prepare %s: %w", name, err)
 		}
-		s.stmts[name] = stmt
+		s.txStmts[name], s.stmts[name] = stmt, stmt
+		if rdb != db && strings.HasPrefix(q, "SELECT") {
+			if s.stmts[name], err = rdb.PrepareContext(ctx, q); err != nil {
+				s.stmts[name] = nil
+				s.closeStmts()
+				return nil, fmt.Errorf("sqlstore: prepare %s: %w", name, err)
+			}
+		}
 	}
-	go s.writer()
+	for range c.writers {
+		q := make(chan *writeOp, c.maxBatch)
+		s.queues = append(s.queues, q)
+		s.writersDone.Add(1)
+		go s.writer(q)
+	}
 	return s, nil
 }
 
@@ -170,21 +270,31 @@ func (s *Store) DB() *sql.DB { return s.db }
 // Dialect returns "sqlite" or "postgres".
 func (s *Store) Dialect() string { return s.d.String() }
 
-// Close stops the writer (writes still queued fail with ErrClosed) and
+// Close stops the writers (writes still queued fail with ErrClosed) and
 // closes the database.
 func (s *Store) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		close(s.stopped)
-		<-s.writerDone
+		s.writersDone.Wait()
 		s.closeStmts()
-		err = s.db.Close()
+		if s.rdb != s.db {
+			err = s.rdb.Close()
+		}
+		if cerr := s.db.Close(); err == nil {
+			err = cerr
+		}
 	})
 	return err
 }
 
 func (s *Store) closeStmts() {
-	for _, st := range s.stmts {
+	for name, st := range s.stmts {
+		if st != nil && st != s.txStmts[name] {
+			st.Close()
+		}
+	}
+	for _, st := range s.txStmts {
 		st.Close()
 	}
 }
@@ -258,7 +368,7 @@ func (s *Store) stmt(tx *sql.Tx, ctx context.Context, name string) *sql.Stmt {
 	if tx == nil {
 		return s.stmts[name]
 	}
-	return tx.StmtContext(ctx, s.stmts[name])
+	return tx.StmtContext(ctx, s.txStmts[name])
 }
 
 // nanos stores a time as Unix nanoseconds; the zero time is 0.
@@ -443,7 +553,7 @@ func (s *Store) GetAck(ctx context.Context, source, target string) (uint64, erro
 
 // UpdateLastSequence implements aacp.Store.
 func (s *Store) UpdateLastSequence(ctx context.Context, source, target string, seq uint64) error {
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.writePair(ctx, source, target, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := s.stmt(tx, ctx, "raiseSeq").ExecContext(ctx, source, target, int64(seq))
 		return err
 	})
@@ -560,7 +670,7 @@ func (s *Store) Enqueue(ctx context.Context, req *aacp.RequestRecord, msg *aacp.
 			return err
 		}
 	}
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.writeMessage(ctx, msg, func(ctx context.Context, tx *sql.Tx) error {
 		if req != nil {
 			if _, err := s.stmt(tx, ctx, "insertRequest").ExecContext(ctx, reqArgs...); err != nil {
 				return err
@@ -577,7 +687,7 @@ func (s *Store) Resolve(ctx context.Context, res *aacp.Resolution, response *aac
 		return false, err
 	}
 	applied := false
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.writeMessage(ctx, response, func(ctx context.Context, tx *sql.Tx) error {
 		applied = false
 		if err := s.checkFence(ctx, tx, fence); err != nil {
 			return err
@@ -619,7 +729,8 @@ func (s *Store) updateUnlessFinal(ctx context.Context, tx *sql.Tx, requestID, st
 }
 
 // Acknowledge implements aacp.Store. The pairs are processed in a fixed
-// order so that concurrent acknowledgments cannot deadlock.
+// order so that concurrent acknowledgments cannot deadlock; on PostgreSQL
+// the pairs of each writer are committed in a transaction of their own.
 func (s *Store) Acknowledge(ctx context.Context, acks []aacp.Ack) error {
 	if len(acks) == 0 {
 		return nil
@@ -631,7 +742,7 @@ func (s *Store) Acknowledge(ctx context.Context, acks []aacp.Ack) error {
 		}
 		return strings.Compare(a.Target, b.Target)
 	})
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.writeAcks(ctx, acks, func(ctx context.Context, tx *sql.Tx, acks []aacp.Ack) error {
 		raise, mark := s.stmt(tx, ctx, "raiseAck"), s.stmt(tx, ctx, "ackMessages")
 		for _, a := range acks {
 			if _, err := raise.ExecContext(ctx, a.Source, a.Target, int64(a.Seq)); err != nil {
@@ -668,7 +779,7 @@ func (s *Store) ClaimDue(ctx context.Context, q aacp.ClaimQuery) ([]*aacp.Messag
 	// Most polls find nothing: look first without a transaction, so that
 	// idle pollers never take SQLite's write lock (or PostgreSQL row locks).
 	var one int
-	err := s.db.QueryRowContext(ctx, s.d.rebind(`SELECT 1`+where.String()+` LIMIT 1`), args...).Scan(&one)
+	err := s.rdb.QueryRowContext(ctx, s.d.rebind(`SELECT 1`+where.String()+` LIMIT 1`), args...).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
