@@ -328,11 +328,6 @@ var queries = map[string]string{
 	"raiseSeq": `INSERT INTO aacp_sequences (source_agent_id, target_agent_id, last_seq, ack) VALUES (?, ?, ?, 0)
 		ON CONFLICT (source_agent_id, target_agent_id) DO UPDATE SET last_seq = excluded.last_seq
 		WHERE aacp_sequences.last_seq < excluded.last_seq`,
-	"raiseAck": `INSERT INTO aacp_sequences (source_agent_id, target_agent_id, last_seq, ack) VALUES (?, ?, 0, ?)
-		ON CONFLICT (source_agent_id, target_agent_id) DO UPDATE SET ack = excluded.ack
-		WHERE aacp_sequences.ack < excluded.ack`,
-	"ackMessages": `UPDATE aacp_messages SET status = 'COMPLETED'
-		WHERE source_agent_id = ? AND target_agent_id = ? AND seq <= ? AND status = 'UNKNOWN'`,
 	"getRequest":    `SELECT ` + reqCols + ` FROM aacp_requests WHERE request_id = ?`,
 	"getMessage":    `SELECT ` + msgScan + ` FROM aacp_messages WHERE message_id = ?`,
 	"requestExists": `SELECT 1 FROM aacp_requests WHERE request_id = ?`,
@@ -743,16 +738,7 @@ func (s *Store) Acknowledge(ctx context.Context, acks []aacp.Ack) error {
 		return strings.Compare(a.Target, b.Target)
 	})
 	return s.writeAcks(ctx, acks, func(ctx context.Context, tx *sql.Tx, acks []aacp.Ack) error {
-		raise, mark := s.stmt(tx, ctx, "raiseAck"), s.stmt(tx, ctx, "ackMessages")
-		for _, a := range acks {
-			if _, err := raise.ExecContext(ctx, a.Source, a.Target, int64(a.Seq)); err != nil {
-				return err
-			}
-			if _, err := mark.ExecContext(ctx, a.Source, a.Target, int64(a.Seq)); err != nil {
-				return err
-			}
-		}
-		return nil
+		return s.execAcks(ctx, tx, acks)
 	})
 }
 
