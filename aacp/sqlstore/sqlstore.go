@@ -153,8 +153,10 @@ func OpenSQLite(path string, opts ...Option) (*Store, error) {
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", c.busyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+c.synchronous+")")
-	// Statement and savepoint journals in memory, not in temporary files.
+	// Statement and savepoint journals in memory, not in temporary files,
+	// and a page cache (32 MiB) that holds the pages a batch changes.
 	q.Add("_pragma", "temp_store(MEMORY)")
+	q.Add("_pragma", "cache_size(-32768)")
 	q.Set("_txlock", "immediate")
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
