@@ -174,7 +174,7 @@ func BenchmarkThroughput(b *testing.B) {
 
 func benchThroughput(b *testing.B, store aacp.Store, opts aacp.Options, events bool, senders int) {
 	var (
-		completed atomic.Int64
+		completed atomic.Int64 // sends that ended, COMPLETED or FAILED
 		allDone   = make(chan struct{})
 		target    = int64(b.N)
 		inflight  = make(chan struct{}, 1024)
@@ -188,7 +188,8 @@ func benchThroughput(b *testing.B, store aacp.Store, opts aacp.Options, events b
 	// Background handlers (events) get room for the whole burst: this
 	// measures the ledger, not the back-pressure policy.
 	opts.MaxBackground = max(opts.MaxBackground, 4096)
-	opts.OnMessageCompleted = func(*aacp.Envelope, *aacp.Resolution) {
+	var failed atomic.Int64
+	ended := func() { // a send completed or failed
 		if events {
 			<-inflight
 		}
@@ -196,6 +197,8 @@ func benchThroughput(b *testing.B, store aacp.Store, opts aacp.Options, events b
 			close(allDone)
 		}
 	}
+	opts.OnMessageCompleted = func(*aacp.Envelope, *aacp.Resolution) { ended() }
+	opts.OnMessageFailed = func(*aacp.Envelope, *aacp.Resolution) { failed.Add(1); ended() }
 	node := aacp.New(store, mux, &opts)
 	ctx := context.Background()
 	if err := node.Start(ctx); err != nil {
@@ -218,7 +221,7 @@ func benchThroughput(b *testing.B, store aacp.Store, opts aacp.Options, events b
 					select {
 					case inflight <- struct{}{}:
 					case <-time.After(time.Minute):
-						b.Errorf("no event completed for a minute (%d of %d completed)", completed.Load(), target)
+						b.Errorf("no event ended for a minute (%d of %d ended)", completed.Load(), target)
 						return
 					}
 					_, err = node.SendReliable(ctx, source, "worker", payload)
@@ -237,11 +240,14 @@ func benchThroughput(b *testing.B, store aacp.Store, opts aacp.Options, events b
 		select {
 		case <-allDone:
 		case <-time.After(time.Minute):
-			b.Fatalf("%d of %d sends completed after a minute", completed.Load(), target)
+			b.Fatalf("%d of %d sends ended after a minute", completed.Load(), target)
 		}
 	}
 	elapsed := time.Since(start).Seconds()
 	b.StopTimer()
+	if n := failed.Load(); n > 0 {
+		b.Errorf("%d of %d sends ended FAILED", n, target)
+	}
 	perSend := 2.0
 	if events {
 		perSend = 1

@@ -10,6 +10,24 @@
 // atomic (Enqueue, Resolve, Acknowledge, ClaimDue) runs in one transaction,
 // so a status is durable before the call returns.
 //
+// Group commit: the writes of concurrent callers share transactions. A
+// writer goroutine (one on SQLite, which has one writer at a time;
+// WithWriters on PostgreSQL, each with a connection of its own) takes
+// every write queued at that moment, up to WithMaxBatch, runs them one
+// after the other in one transaction and commits once, so that the commit
+// and its fsync are paid once per batch, not once per write; the more
+// callers wait, the larger the batch. A write whose statements fail undoes
+// only itself: the batch then runs again with a savepoint around each
+// write. Each call still returns only after its own transaction committed,
+// with the durability the database is configured for (synchronous=FULL on
+// SQLite by default; synchronous_commit and fsync on PostgreSQL). On
+// PostgreSQL, the writes that change one pair's sequence row always go to
+// the same writer, so that two writers' transactions never wait for each
+// other's rows. Acknowledgments of many pairs are written with multi-row
+// statements. Reads go through connections of their own (WithReadConns;
+// read-only connections on SQLite, which WAL lets read while the writer
+// commits), so they never wait behind a batch.
+//
 // Claims: on PostgreSQL, ClaimDue selects due rows with FOR UPDATE SKIP
 // LOCKED, so concurrent pollers never claim the same message and never wait
 // for each other; on SQLite, the claim is one immediate (write-locked)
