@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/keelmcp/keel/transport"
 )
 
 // Mode is the runtime mode of a server: which tool surface it
@@ -371,6 +373,10 @@ func (c Config) validate(env map[string]string) error {
 	}
 	positiveMs("tools.defaultTimeoutMs", c.Tools.DefaultTimeoutMs)
 	positive("tools.maxPayloadBytes", c.Tools.MaxPayloadBytes)
+	if c.Tools.MaxPayloadBytes > transport.DefaultMaxMessageBytes {
+		bad("tools.maxPayloadBytes", "must be at most %d, the transports' message limit (transport.DefaultMaxMessageBytes): larger arguments cannot arrive (got %d)",
+			transport.DefaultMaxMessageBytes, c.Tools.MaxPayloadBytes)
+	}
 	positive("tools.maxStateBytes", c.Tools.MaxStateBytes)
 	switch c.Tools.AdminPolicy.Mode {
 	case AdminDenyAll, AdminLocalStdioOnly:

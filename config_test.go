@@ -177,6 +177,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"tools.defaultTimeoutMs", func(c *Config) { c.Tools.DefaultTimeoutMs = -5 }, `config: tools.defaultTimeoutMs: must be > 0 (got -5)`},
 		{"tools.defaultTimeoutMs overflow", func(c *Config) { c.Tools.DefaultTimeoutMs = 1 << 62 }, `config: tools.defaultTimeoutMs: must be at most 9223372036854 (got 4611686018427387904)`},
 		{"tools.maxPayloadBytes", func(c *Config) { c.Tools.MaxPayloadBytes = -1 }, `config: tools.maxPayloadBytes: must be > 0 (got -1)`},
+		{"tools.maxPayloadBytes over the message limit", func(c *Config) { c.Tools.MaxPayloadBytes = 5 << 20 }, `config: tools.maxPayloadBytes: must be at most 4194304, the transports' message limit (transport.DefaultMaxMessageBytes): larger arguments cannot arrive (got 5242880)`},
 		{"tools.maxStateBytes", func(c *Config) { c.Tools.MaxStateBytes = 0 }, `config: tools.maxStateBytes: must be > 0 (got 0)`},
 		{"tools.adminPolicy.mode", func(c *Config) { c.Tools.AdminPolicy.Mode = "allow_all" }, `config: tools.adminPolicy.mode: must be one of deny_all, local_stdio_only, token (got "allow_all")`},
 		{"tools.adminPolicy.tokenEnvVar", func(c *Config) { c.Tools.AdminPolicy.Mode = AdminToken }, `config: tools.adminPolicy.tokenEnvVar: required when tools.adminPolicy.mode is "token"`},

@@ -26,6 +26,9 @@
 //     fair share per client, rate, payload and response limits, admission
 //     policies, panic recovery) as composable values, its error codes with
 //     their retryable flag, plus the health and server_ping tools.
+//   - [github.com/keelmcp/keel/apps]: interactive views (MCP Apps): ui://
+//     resources, the _meta.ui of tools and views, start-up checks, and
+//     whether the requesting client renders views.
 //   - [github.com/keelmcp/keel/agents] and [github.com/keelmcp/keel/aacp]:
 //     in-process agent coordination and reliable agent-to-agent messaging
 //     (aacp/sqlstore keeps its ledger in SQLite or PostgreSQL).
@@ -38,6 +41,7 @@
 //	examples/* ──► agents, middleware, registry, streamhttp, mcp, transport, keel
 //	aacp/sqlstore ──► aacp ──► agents ──► registry ──► mcp ──► transport
 //	middleware ──► registry, mcp, transport
+//	apps ──► registry, mcp
 //	transport/streamhttp ──► mcp, transport
 //	mcp, aacp, transport/streamhttp ──► internal/...
 //	keel (root) ──► nothing in this module: every package may import it

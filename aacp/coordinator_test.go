@@ -163,11 +163,12 @@ func TestCoordinatorStateTooLarge(t *testing.T) {
 	assert.Equal(t, mcp.ErrResourceExhausted, se.Code)
 }
 
-// A message to an agent registered later is redelivered from the ledger
-// once the agent exists.
+// A message to an agent registered later (AllowUnknownTargets) is
+// redelivered from the ledger once the agent exists.
 func TestCoordinatorAgentRegisteredLater(t *testing.T) {
 	c, _ := newTestCoordinator(t, &Options{PollInterval: 2 * time.Millisecond, RetransmitTimeout: 5 * time.Millisecond,
-		Retry: &RetryPolicy{MaxAttempts: 50, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}})
+		AllowUnknownTargets: true,
+		Retry:               &RetryPolicy{MaxAttempts: 50, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}})
 	require.NoError(t, c.Start(bg))
 	id, err := c.SendReliable(bg, "late", "hello")
 	require.NoError(t, err)

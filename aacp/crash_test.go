@@ -188,7 +188,8 @@ func crashChild(restart bool) error {
 		}
 		return map[string]int{"double": 2 * i}, nil
 	})
-	node := aacp.New(st, mux, &aacp.Options{ID: "crash-node", PollInterval: 5 * time.Millisecond,
+	// The restart waits for the killed process's lease to expire (LeaseTTL).
+	node := aacp.New(st, mux, &aacp.Options{ID: "crash-node", PollInterval: 5 * time.Millisecond, LeaseTTL: time.Second,
 		RetransmitTimeout: 100 * time.Millisecond, Logger: quiet})
 	ctx, cancel := timeout(60 * time.Second)
 	defer cancel()

@@ -40,11 +40,18 @@
 // the gap. A duplicate messageId (or seq) is ignored and acknowledged
 // again.
 //
-// Processing order at the receiver: deduplication check by
-// requestId (a request being processed or recorded COMPLETED/FAILED is not
-// executed again; a caller waiting for it gets the recorded result),
-// execution, then on failure the retry decision (RetryPolicy.ShouldRetry,
-// at most MaxAttempts attempts) and exponential backoff with jitter.
+// Processing order at the receiver: deduplication check by requestId (a
+// request being processed in this process is not started again, and the
+// ledger's state is read before every run, whatever path delivered the
+// message: a request recorded COMPLETED or FAILED is not executed again;
+// a caller waiting for it gets the recorded result), execution, then on
+// failure the retry decision (RetryPolicy.ShouldRetry, at most MaxAttempts
+// attempts of the handler) and exponential backoff with jitter.
+//
+// A requestId is claimed atomically: Store.Enqueue records the request and
+// its message in one step that fails with ErrDuplicateRequest when the id
+// is recorded already. Of several sends of one id at once (WithRequestID),
+// one sends and runs; the others wait for its outcome.
 //
 // Retries never overwrite a final state. The failed attempt is recorded,
 // and each retry starts, with a conditional update of the ledger
@@ -78,27 +85,84 @@
 // and another Node takes over then, running the requests the dead owner
 // left pending. Only the owner delivers and runs the agent's requests.
 //
-// Each acquisition gets a new fencing token, and every state transition the
-// owner records for the agent's requests (a resolution with its RESPONSE,
-// a failed attempt, the start of a retry or of a recovered request) is
-// conditioned on that token being current: a Node that lost the lease
-// while paused past its expiry cannot commit anything, and gets an error
-// matching ErrLeaseLost from the Store. Lease expiry is judged by the
-// clocks of the Nodes, which must agree far better than LeaseTTL; fencing
-// keeps the ledger right even when they do not.
+// A lease is taken only when it is free: never held, released, or expired.
+// A held lease is refused to everyone, a Node with the same ID included
+// (a restarted Node waits for its predecessor's lease to expire).
+//
+// Each acquisition gets a new fencing token, and every write a Node makes
+// for an agent it owns is conditioned on that token being current: its
+// claims of the agent's messages, its acknowledgments of them, the
+// messages it sends as the agent, the start of a retry or of a recovered
+// request, and the resolution with its RESPONSE. A Node that lost the
+// lease commits nothing for the agent: its claims get nothing, its
+// acknowledgments are skipped (the new owner is delivered the messages),
+// its sends as the agent and its resolutions fail with ErrLeaseLost.
+//
+// Clocks. A lease's expiry is written from the clock of the Node that took
+// or renewed it and judged by the clocks of the others. When clocks
+// disagree by more than LeaseTTL, a Node whose clock is behind has its
+// lease expired for the others as soon as it writes it: another Node
+// hosting the agent takes it over at once, and the first learns that it
+// lost the lease at its next renewal (within LeaseRenewInterval) or fenced
+// write. Until then it may still run a handler for a message sent in its
+// own process; that run's result is refused and the new owner runs the
+// request (at least once), never after the request was recorded final. A
+// Node whose clock is ahead keeps its agents longer after it dies (by the
+// skew). Fencing keeps the ledger right whatever the clocks say: at any
+// time the writes of at most one Node are accepted for an agent.
 //
 // # Delivery and recovery
 //
 // Messages to agents the sending Node owns are delivered at once, in
 // process. Messages to agents owned by other Nodes sharing the ledger
 // (other processes on one PostgreSQL database or SQLite file) are claimed
-// by the owner when it polls (Store.ClaimDue). A message not acknowledged in time is
-// claimed again with backoff: the ledger is the retransmission queue. On
-// Start, and when a Node takes an agent over, Recover runs the requests
-// still pending for the agents it owns again and redelivers their
-// unacknowledged messages. Handlers must therefore be idempotent: a request
-// that was executing when the process died runs again; one recorded
-// COMPLETED or FAILED never does.
+// by the owner when it polls (Store.ClaimDue). A message not acknowledged
+// in time is claimed again with backoff: the ledger is the retransmission
+// queue. On Start, and when a Node takes an agent over, Recover runs the
+// requests still pending for the agents it owns again and redelivers their
+// unacknowledged messages: the backlog of a dead owner runs on the new
+// one. Handlers must therefore be idempotent: a request that was executing
+// when the process died runs again; one recorded COMPLETED or FAILED never
+// does.
+//
+// Back-pressure defers, it never fails. A Node runs at most MaxBackground
+// handlers in the background; more work waits in its queue (up to
+// MaxBackground+ClaimLimit executions), then in the ledger. A poll claims
+// no more than the Node can take at once, so every claim reaches a
+// handler or waits in the queue. A message its Endpoint refuses (an agent's
+// full queue) is redelivered later, however often. Attempts count only the
+// runs of a handler (RetryPolicy.MaxAttempts). A request fails only for a
+// reason recorded with it: its handler's error (after the retries the
+// policy allows), a result larger than MaxPayloadBytes, a Dispatch error
+// matching ErrUndeliverable, a caller that disconnected, or an operator
+// (MarkFailed, DropDeadLetter).
+//
+// # Bad input
+//
+// A payload larger than MaxPayloadBytes (MaxEnvelopeBytes less room for
+// the envelope's other members) is refused at send with ErrPayloadTooLarge
+// and nothing is stored; EncodeEnvelope and DecodeEnvelope enforce the same
+// MaxEnvelopeBytes. A stored message that cannot be decoded (a corrupted
+// row) is quarantined by the claim that meets it: a dead letter, with the
+// decoding error as its reason, never claimed again; the claiming Node
+// runs its request from the request record. DeadLetters lists the
+// quarantined messages; RetryDeadLetter requeues one and DropDeadLetter
+// deletes it (failing its request, if still pending, with the reason). A
+// send to an agent no Node has ever hosted on the ledger fails at once
+// with ErrUnknownAgent (unless Options.AllowUnknownTargets).
+//
+// # What the tests show
+//
+// The chaos test of this package runs on the memory, SQLite and PostgreSQL
+// stores: bursts beyond the receiver's capacity (to a Mux and to an
+// agents.Coordinator), the same requestId sent twice at once on the Node
+// hosting the target, a kill -9 of the owning process mid-backlog with a
+// standby process taking over, a Node whose clock is more than a lease
+// behind, oversized payloads and results, and corrupted rows. Every
+// request ends COMPLETED, its handler having run, or FAILED with a
+// recorded reason; none is lost; none runs after it was recorded final or
+// twice in one process without a crash between. Across a kill -9 a request
+// that was running runs again on the new owner (at least once).
 //
 // # Stores
 //

@@ -42,7 +42,31 @@ const (
 	MaxEnvelopeDepth = 64
 	// MaxAgentIDBytes bounds the length of an agent id.
 	MaxAgentIDBytes = 255
+	// MaxPayloadBytes bounds the payload of a message (and the result or
+	// error a RESPONSE carries): MaxEnvelopeBytes less room for the other
+	// members of the envelope at their largest. A send with a larger
+	// payload fails at once with ErrPayloadTooLarge; nothing is stored.
+	MaxPayloadBytes = MaxEnvelopeBytes - envelopeOverheadBytes
+	// envelopeOverheadBytes bounds the members other than the payload:
+	// names and punctuation, two UUIDs, two agent ids escaped at worst
+	// (twice their length), seq, ack, type and timestamp.
+	envelopeOverheadBytes = 4 << 10
 )
+
+// ErrPayloadTooLarge is matched by the error of a send whose payload is
+// larger than MaxPayloadBytes, and of EncodeEnvelope and DecodeEnvelope for
+// an envelope larger than MaxEnvelopeBytes.
+var ErrPayloadTooLarge = errors.New("aacp: payload too large")
+
+// checkSize is the one check of the size bounds: an encoded envelope of n
+// bytes (what) against MaxEnvelopeBytes, a payload against
+// MaxPayloadBytes.
+func checkSize(what string, n, limit int) error {
+	if n > limit {
+		return fmt.Errorf("%w: %s of %d bytes is larger than %d bytes", ErrPayloadTooLarge, what, n, limit)
+	}
+	return nil
+}
 
 // Envelope is one AACP message. Every field but
 // RequestID and Ack is required on the wire.
@@ -81,6 +105,8 @@ type EnvelopeError struct {
 	Field string
 	// Reason describes the problem.
 	Reason string
+
+	err error // the cause, if any (ErrPayloadTooLarge)
 }
 
 // Error implements error.
@@ -93,6 +119,10 @@ func (e *EnvelopeError) Error() string {
 
 // Is reports whether target is ErrInvalidEnvelope.
 func (e *EnvelopeError) Is(target error) bool { return target == ErrInvalidEnvelope }
+
+// Unwrap returns the cause of the rejection, if any (an envelope too large
+// matches ErrPayloadTooLarge).
+func (e *EnvelopeError) Unwrap() error { return e.err }
 
 func envErr(field, reason string) error { return &EnvelopeError{Field: field, Reason: reason} }
 
@@ -175,6 +205,9 @@ func EncodeEnvelope(env *Envelope) ([]byte, error) {
 	if err != nil {
 		return nil, envErr("", err.Error())
 	}
+	if err := checkSize("envelope", len(b), MaxEnvelopeBytes); err != nil {
+		return nil, &EnvelopeError{Reason: err.Error(), err: err}
+	}
 	return b, nil
 }
 
@@ -184,8 +217,8 @@ func EncodeEnvelope(env *Envelope) ([]byte, error) {
 // rejected, then Validate. The payload is copied: the result does not alias
 // data.
 func DecodeEnvelope(data []byte) (*Envelope, error) {
-	if len(data) > MaxEnvelopeBytes {
-		return nil, envErr("", fmt.Sprintf("larger than %d bytes", MaxEnvelopeBytes))
+	if err := checkSize("envelope", len(data), MaxEnvelopeBytes); err != nil {
+		return nil, &EnvelopeError{Reason: err.Error(), err: err}
 	}
 	if derr := jsonrpc.CheckDepth(data, MaxEnvelopeDepth); derr != nil {
 		return nil, envErr("", fmt.Sprintf("nesting deeper than %d", MaxEnvelopeDepth))

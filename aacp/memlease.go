@@ -57,7 +57,7 @@ func (s *MemoryStore) AcquireLease(_ context.Context, agentID, owner string, now
 	s.lmu.Lock()
 	defer s.lmu.Unlock()
 	l := s.leases[agentID]
-	if l != nil && l.Owner != "" && l.Owner != owner && l.ExpiresAt.After(now) {
+	if l != nil && l.Owner != "" && l.ExpiresAt.After(now) {
 		c := *l
 		return &c, fmt.Errorf("%w: agent %q held by %q until %s", ErrLeaseHeld, agentID, l.Owner, l.ExpiresAt.Format(time.RFC3339Nano))
 	}

@@ -427,8 +427,9 @@ func (s *MemoryStore) PurgeExpired(_ context.Context, now time.Time) (int, error
 	return n, nil
 }
 
-// Enqueue implements Store.
-func (s *MemoryStore) Enqueue(_ context.Context, req *RequestRecord, msg *MessageRecord) error {
+// Enqueue implements Store. The request id is claimed under its shard's
+// lock, held until the message is stored.
+func (s *MemoryStore) Enqueue(_ context.Context, req *RequestRecord, msg *MessageRecord, fence Fence) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -438,13 +439,24 @@ func (s *MemoryStore) Enqueue(_ context.Context, req *RequestRecord, msg *Messag
 	if err := p.checkSeq(&msg.Envelope); err != nil {
 		return err
 	}
+	var rs *reqShard
 	if req != nil {
-		rs := s.reqShard(req.RequestID)
+		rs = s.reqShard(req.RequestID)
 		rs.mu.Lock()
-		if _, ok := rs.m[req.RequestID]; !ok {
-			rs.put(req)
+		defer rs.mu.Unlock()
+		if _, ok := rs.m[req.RequestID]; ok {
+			return fmt.Errorf("%w: %s", ErrDuplicateRequest, req.RequestID)
 		}
-		rs.mu.Unlock()
+	}
+	if !fence.IsZero() {
+		s.lmu.RLock()
+		defer s.lmu.RUnlock()
+		if err := s.checkFence(fence); err != nil {
+			return err
+		}
+	}
+	if rs != nil {
+		rs.put(req)
 	}
 	s.enqueue(p, msg)
 	return nil
@@ -527,22 +539,40 @@ func (s *MemoryStore) Acknowledge(_ context.Context, acks []Ack) error {
 	if err := s.check(); err != nil {
 		return err
 	}
+	var stale []error
 	for _, a := range acks {
 		p := s.pair(a.Source, a.Target)
 		p.mu.Lock()
-		p.ack = max(p.ack, a.Seq)
-		for id, m := range p.pending {
-			if m.Envelope.Seq <= p.ack {
-				ms := s.msgShard(id)
-				ms.mu.Lock()
-				m.Status = OutcomeCompleted
-				ms.mu.Unlock()
-				delete(p.pending, id)
+		if !a.Fence.IsZero() {
+			s.lmu.RLock()
+			if err := s.checkFence(a.Fence); err != nil {
+				s.lmu.RUnlock()
+				p.mu.Unlock()
+				stale = append(stale, err)
+				continue
 			}
+		}
+		s.ackPair(p, a)
+		if !a.Fence.IsZero() {
+			s.lmu.RUnlock()
 		}
 		p.mu.Unlock()
 	}
-	return nil
+	return errors.Join(stale...)
+}
+
+// ackPair records a on its pair. p.mu must be held.
+func (s *MemoryStore) ackPair(p *memPair, a Ack) {
+	p.ack = max(p.ack, a.Seq)
+	for id, m := range p.pending {
+		if m.Envelope.Seq <= p.ack {
+			ms := s.msgShard(id)
+			ms.mu.Lock()
+			m.Status = OutcomeCompleted
+			ms.mu.Unlock()
+			delete(p.pending, id)
+		}
+	}
 }
 
 // ClaimDue implements Store.
@@ -551,8 +581,16 @@ func (s *MemoryStore) ClaimDue(_ context.Context, q ClaimQuery) ([]*MessageRecor
 		return nil, err
 	}
 	var pairs []*memPair
-	s.pmu.Lock()
+	s.lmu.RLock()
+	targets := make([]string, 0, len(q.Targets))
 	for _, t := range q.Targets {
+		if f, ok := q.FenceOf(t); !ok || s.checkFence(f) == nil {
+			targets = append(targets, t)
+		}
+	}
+	s.lmu.RUnlock()
+	s.pmu.Lock()
+	for _, t := range targets {
 		pairs = append(pairs, s.byTarget[t]...)
 	}
 	s.pmu.Unlock()

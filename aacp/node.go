@@ -55,7 +55,9 @@ type Options struct {
 	// gap; later ones are refused and redelivered (default 4096).
 	MaxWindow int
 	// MaxBackground bounds the handlers run on background goroutines
-	// (redeliveries, EVENTs, retries) at a time (default 64).
+	// (redeliveries, EVENTs, retries) at a time (default 64). Further
+	// work waits in the node's queue (up to MaxBackground+ClaimLimit
+	// executions), then in the ledger; it never fails for lack of a slot.
 	MaxBackground int
 	// Rand returns random numbers in [0, 1) for retry jitter (default
 	// math/rand/v2; must be safe for concurrent use).
@@ -74,6 +76,11 @@ type Options struct {
 	// With a negative PollInterval, Poll renews them: call it at least
 	// this often.
 	LeaseRenewInterval time.Duration
+
+	// AllowUnknownTargets lets sends go to agents no Node has ever hosted
+	// on the ledger (they wait there for one); by default such a send
+	// fails at once with ErrUnknownAgent.
+	AllowUnknownTargets bool
 
 	// OnMessageReceived is called once for each REQUEST or EVENT received
 	// for a hosted agent, before its handler runs.
@@ -109,13 +116,15 @@ var ErrClosed = errors.New("aacp: node is closed")
 // it records for them is fenced by its lease's token, so that a Node that
 // lost the lease (paused past its expiry) cannot commit anything.
 //
-// Guarantees: a message is redelivered until acknowledged; a handler runs
-// at least once per request and never again once the request is recorded
-// COMPLETED or FAILED (a retry whose request became final meanwhile,
-// MarkFailed from outside included, does not run); a request is resolved
-// once, by the owner of its target; a status is recorded durably before
-// anyone is told about it; a caller that stops waiting gets UNKNOWN, and
-// the late result is still recorded.
+// Guarantees: a message is redelivered until acknowledged, and
+// back-pressure only defers it; a handler runs at least once per request
+// and never again once the request is recorded COMPLETED or FAILED (every
+// run reads the ledger first; a retry whose request became final
+// meanwhile, MarkFailed from outside included, does not run); a requestId
+// is claimed once, atomically; a request is resolved once, by the owner of
+// its target, and fails only with a recorded reason; a status is recorded
+// durably before anyone is told about it; a caller that stops waiting
+// gets UNKNOWN, and the late result is still recorded.
 type Node struct {
 	id     string
 	store  Store
@@ -142,6 +151,12 @@ type Node struct {
 
 	rmu     sync.Mutex
 	retries []*execution // due executions, unordered
+
+	qmu      sync.Mutex
+	queue    []queued     // executions waiting for a background slot, oldest first
+	deferred atomic.Int64 // executions refused by the Endpoint, waiting in retries
+
+	known sync.Map // agent id → struct{}: agents the ledger knows (see checkTarget)
 
 	// Agent leases: what the node holds or waits for, by agent.
 	tendMu sync.Mutex // serializes the node's lease operations on the store
@@ -284,6 +299,7 @@ func (n *Node) Close(ctx context.Context) error {
 		<-n.loopDone
 		<-n.hbDone
 	}
+	n.dropQueue()
 	idle := make(chan struct{})
 	go func() { n.bg.Wait(); close(idle) }()
 	var err error
@@ -431,6 +447,21 @@ func (n *Node) claimTargets() []string {
 		}
 	}
 	return agents
+}
+
+// callerTargets returns the sources of waiting callers that are not agents
+// this node owns: the targets of the RESPONSEs it claims even when it has
+// no room for more executions.
+func (n *Node) callerTargets() []string {
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	var out []string
+	for id := range n.callers {
+		if !n.holds(id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // deliveryBackoff is the claim backoff: how long a claimed message waits

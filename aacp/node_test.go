@@ -3,6 +3,7 @@ package aacp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -659,7 +660,7 @@ func TestTwoNodesSharedLedger(t *testing.T) {
 }
 
 func TestClosedNode(t *testing.T) {
-	n, _, _ := manualNode(t, echoMux(nil), nil)
+	n, _, _ := manualNode(t, echoMux(nil), &Options{AllowUnknownTargets: true})
 	// A caller waiting for a request nobody serves learns UNKNOWN at Close.
 	errc := make(chan error, 1)
 	go func() {
@@ -684,35 +685,74 @@ func TestClosedNode(t *testing.T) {
 }
 
 // refusingEndpoint hosts "ghost", whose messages are never accepted.
-type refusingEndpoint struct{ tries atomic.Int32 }
+// It accepts them once accept is set, and refuses them as undeliverable
+// with undeliverable.
+type refusingEndpoint struct {
+	tries         atomic.Int32
+	accept        atomic.Bool
+	undeliverable bool
+}
 
 func (e *refusingEndpoint) Hosts(id string) bool { return id == "ghost" }
 func (e *refusingEndpoint) Agents() []string     { return []string{"ghost"} }
-func (e *refusingEndpoint) Dispatch(context.Context, *Envelope, DoneFunc) error {
+func (e *refusingEndpoint) Dispatch(_ context.Context, _ *Envelope, done DoneFunc) error {
 	e.tries.Add(1)
+	switch {
+	case e.undeliverable:
+		return fmt.Errorf("%w: no route", ErrUndeliverable)
+	case e.accept.Load():
+		done("ok", nil)
+		return nil
+	}
 	return errors.New("queue full")
 }
 
-// A message its agent never accepts is redelivered with backoff, then, after
-// MaxAttempts claims, its request fails with protocol_error.
-func TestUndeliverableMessageFails(t *testing.T) {
+// A message its agent refuses (back-pressure: the handler never saw it) is
+// redelivered with backoff and never fails for it, however often; once the
+// agent accepts it, it runs once.
+func TestRefusedMessageIsDeferredNotFailed(t *testing.T) {
 	ep := &refusingEndpoint{}
 	clock := newFakeClock()
 	policy := RetryPolicy{MaxAttempts: 3, BaseDelay: time.Second}
 	n := New(NewMemoryStore(), ep, &Options{Clock: clock, PollInterval: -1, Retry: &policy,
 		RetransmitTimeout: time.Second, Logger: quietLogger, Rand: func() float64 { return 0 }})
 	require.NoError(t, n.Start(bg))
+	defer n.Close(bg)
 	id, err := n.Submit(bg, "client", "ghost", 1)
 	require.NoError(t, err)
 	n.bg.Wait()
 	for i := 0; i < 10; i++ {
-		clock.Advance(10 * time.Second)
+		clock.Advance(time.Minute)
 		poll(t, n)
 	}
-	assert.Equal(t, int32(4), ep.tries.Load(), "the first delivery and 3 redeliveries")
+	assert.Equal(t, int32(11), ep.tries.Load(), "the first delivery and one redelivery per due poll")
+	rec, err := n.Store().GetRequestRecord(bg, id)
+	require.NoError(t, err)
+	assert.Equal(t, OutcomeUnknown, rec.Status, "refusals are back-pressure: the request is still pending")
+
+	ep.accept.Store(true)
+	clock.Advance(time.Minute)
+	poll(t, n)
+	res, err := n.Await(bg, id)
+	require.NoError(t, err)
+	assert.Equal(t, OutcomeCompleted, res.Outcome)
+	assert.Equal(t, 1, res.Attempts)
+}
+
+// A message its Endpoint reports undeliverable (ErrUndeliverable: a reason
+// the sender can act on) fails at once with protocol_error.
+func TestUndeliverableMessageFails(t *testing.T) {
+	ep := &refusingEndpoint{undeliverable: true}
+	n := New(NewMemoryStore(), ep, &Options{PollInterval: -1, Logger: quietLogger})
+	require.NoError(t, n.Start(bg))
+	defer n.Close(bg)
+	id, err := n.Submit(bg, "client", "ghost", 1)
+	require.NoError(t, err)
+	n.bg.Wait()
 	res, err := n.Await(bg, id)
 	require.NoError(t, err)
 	assert.Equal(t, OutcomeFailed, res.Outcome)
 	assert.Equal(t, CompletionProtocolError, res.Completion)
 	assert.Equal(t, CodeProtocol, res.Error.Code)
+	assert.Equal(t, int32(1), ep.tries.Load())
 }

@@ -2,6 +2,7 @@ package aacp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -37,7 +38,16 @@ func (n *Node) Poll(ctx context.Context) (int, error) {
 			n.log.Warn("aacp: purge failed", "err", err)
 		}
 	}
-	return n.claim(ctx, n.claimTargets(), now, n.opts.ClaimLimit, false)
+	n.drainQueue()
+	// Claim no more than the node can take at once (free slots and room
+	// in the queue), so that no claim waits for long; with no room, only
+	// the RESPONSEs to waiting callers that are not agents.
+	limit := min(n.opts.ClaimLimit, n.queueRoom())
+	targets := n.claimTargets()
+	if limit <= 0 {
+		targets, limit = n.callerTargets(), n.opts.ClaimLimit
+	}
+	return n.claim(ctx, targets, now, limit, false)
 }
 
 // PurgeExpired deletes the ledger records whose ExpiresAt is at or before
@@ -50,8 +60,14 @@ func (n *Node) claim(ctx context.Context, targets []string, now time.Time, limit
 	if len(targets) == 0 {
 		return 0, nil
 	}
+	var fences []Fence
+	for _, t := range targets {
+		if f, ok := n.fenceFor(t); ok {
+			fences = append(fences, f)
+		}
+	}
 	msgs, err := n.store.ClaimDue(ctx, ClaimQuery{Owner: n.id, Targets: targets, Now: now, Limit: limit,
-		Backoff: n.deliveryBackoff, IgnoreSchedule: ignoreSchedule})
+		Backoff: n.deliveryBackoff, IgnoreSchedule: ignoreSchedule, Fences: fences})
 	if err != nil {
 		return 0, err
 	}
@@ -59,12 +75,14 @@ func (n *Node) claim(ctx context.Context, targets []string, now time.Time, limit
 	return len(msgs), nil
 }
 
-// deliverClaimed delivers claimed messages in seq order per pair. A REQUEST
-// or EVENT claimed more often than the retry policy allows, and still not
-// received, fails with protocol_error. Pairs whose ack is held back by a
-// gap that the ledger can no longer fill (its messages expired) skip it.
-// A REQUEST or EVENT to an agent this node does not own is left to its
-// owner.
+// deliverClaimed delivers claimed messages in seq order per pair. Each
+// one is handed to its handler, or waits in the node's queue for a slot
+// (back-pressure defers a message, it never fails it). Pairs whose ack is
+// held back by a gap that the ledger can no longer fill (its messages
+// expired or were quarantined) skip it. A REQUEST or EVENT to an agent
+// this node does not own is left to its owner. A message the store
+// quarantined (it could not be decoded) has its request run from the
+// request record instead.
 func (n *Node) deliverClaimed(ctx context.Context, msgs []*MessageRecord) {
 	slices.SortFunc(msgs, func(a, b *MessageRecord) int {
 		if c := strings.Compare(a.Envelope.SourceAgentID, b.Envelope.SourceAgentID); c != 0 {
@@ -82,6 +100,10 @@ func (n *Node) deliverClaimed(ctx context.Context, msgs []*MessageRecord) {
 			continue
 		}
 		w := n.window(env.SourceAgentID, env.TargetAgentID)
+		if m.DeadReason != "" {
+			n.onQuarantined(ctx, m, w)
+			continue
+		}
 		w.mu.Lock()
 		err := w.load(ctx, n.store)
 		seen, buffered := w.seen(env.Seq), env.Seq > w.ack
@@ -93,28 +115,57 @@ func (n *Node) deliverClaimed(ctx context.Context, msgs []*MessageRecord) {
 		if seen && buffered && m.RetryCount > 1 && !slices.Contains(stuck, w) {
 			stuck = append(stuck, w)
 		}
-		if !seen && env.MessageType != MessageResponse && env.RequestID != "" && m.RetryCount > n.policy.MaxAttempts {
-			n.giveUp(env, w, m.RetryCount)
-			continue
-		}
-		n.receive(ctx, env, nil, false)
+		n.receiveAs(ctx, env, runClaimed)
 	}
 	for _, w := range stuck {
 		n.resync(ctx, w)
 	}
 }
 
-// giveUp fails a request whose message this node could not hand to its
-// agent in the allowed number of attempts.
-func (n *Node) giveUp(env *Envelope, w *window, claims int) {
-	ex, ok := n.begin(env)
-	if !ok {
+// onQuarantined handles a claimed message the store quarantined: its seq
+// counts as received (no gap holds the pair back), the request of a
+// REQUEST or EVENT runs from its ledger record, and the waiters of a
+// RESPONSE get the recorded resolution.
+func (n *Node) onQuarantined(ctx context.Context, m *MessageRecord, w *window) {
+	env := &m.Envelope
+	n.log.Warn("aacp: message quarantined as a dead letter", "messageId", m.MessageID, "requestId", m.RequestID,
+		"reason", m.DeadReason)
+	w.mu.Lock()
+	if w.load(ctx, n.store) == nil && w.fits(env.Seq) {
+		w.mark(env.Seq)
+	}
+	w.mu.Unlock()
+	if m.RequestID == "" {
 		return
 	}
-	n.settle(ex, &Resolution{RequestID: env.RequestID, Outcome: OutcomeFailed, Completion: CompletionProtocolError,
-		Error:       protocolError(fmt.Sprintf("message not delivered to agent %q after %d attempts", env.TargetAgentID, claims), nil),
-		CompletedAt: n.clock.Now()})
-	n.markReceived(w, env.Seq)
+	if env.MessageType == MessageResponse {
+		n.notifyRecorded(ctx, m.RequestID)
+		return
+	}
+	rec, err := n.store.GetRequestRecord(ctx, m.RequestID)
+	if err != nil || rec.Status.Final() {
+		if err == nil {
+			n.notify(rec.Resolution())
+		}
+		return
+	}
+	n.rerun(ctx, rec, runClaimed)
+}
+
+// rerun runs a pending request again from its ledger record (recovery, or
+// a message that was quarantined), as a conditional attempt: it starts
+// only if the request is still pending and the agent's lease current. It
+// reports false when it gave the request up because ctx ended.
+func (n *Node) rerun(ctx context.Context, rec *RequestRecord, mode runMode) bool {
+	env := &Envelope{MessageID: newUUID(), RequestID: rec.RequestID, SourceAgentID: rec.SourceAgentID,
+		TargetAgentID: rec.TargetAgentID, MessageType: rec.MessageType, Timestamp: rec.Timestamp, Payload: rec.Payload}
+	ex, ok := n.begin(env)
+	if !ok {
+		return true
+	}
+	ex.deadline, ex.expiresAt, ex.attempts = rec.Deadline, rec.ExpiresAt, rec.Attempts+1
+	ex.conditional = true
+	return n.run(ctx, ex, nil, mode)
 }
 
 // resync skips a gap of w that no message in the ledger can fill.
@@ -148,11 +199,21 @@ func (n *Node) flushAcks(ctx context.Context) error {
 	var acks []Ack
 	var dirty []*window
 	for _, w := range ws {
+		// Acknowledgments for a hosted agent are fenced by its lease; a
+		// node that lost the lease acknowledges nothing for it (the new
+		// owner delivers the messages again).
+		fence, held := n.fenceFor(w.target)
+		if !held && n.ep.Hosts(w.target) {
+			w.mu.Lock()
+			w.dirty = false
+			w.mu.Unlock()
+			continue
+		}
 		w.mu.Lock()
 		if w.dirty && w.loaded {
 			w.dirty = false
 			if w.ack > 0 {
-				acks = append(acks, Ack{Source: w.source, Target: w.target, Seq: w.ack})
+				acks = append(acks, Ack{Source: w.source, Target: w.target, Seq: w.ack, Fence: fence})
 				dirty = append(dirty, w)
 			}
 		}
@@ -162,6 +223,10 @@ func (n *Node) flushAcks(ctx context.Context) error {
 		return nil
 	}
 	if err := n.store.Acknowledge(ctx, acks); err != nil {
+		if errors.Is(err, ErrLeaseLost) { // the others were recorded
+			n.log.Warn("aacp: acknowledgments refused: agent lease lost", "err", err)
+			return nil
+		}
 		for _, w := range dirty {
 			w.mu.Lock()
 			w.dirty = true
@@ -195,15 +260,7 @@ func (n *Node) recoverAgents(ctx context.Context, agents, targets []string) erro
 		if !slices.Contains(agents, rec.TargetAgentID) || !n.holds(rec.TargetAgentID) {
 			continue
 		}
-		env := &Envelope{MessageID: newUUID(), RequestID: rec.RequestID, SourceAgentID: rec.SourceAgentID,
-			TargetAgentID: rec.TargetAgentID, MessageType: rec.MessageType, Timestamp: rec.Timestamp, Payload: rec.Payload}
-		ex, ok := n.begin(env)
-		if !ok {
-			continue
-		}
-		ex.deadline, ex.expiresAt, ex.attempts = rec.Deadline, rec.ExpiresAt, rec.Attempts+1
-		ex.conditional = true
-		if !n.run(ctx, ex, nil, false, true) {
+		if !n.rerun(ctx, rec, runBlocking) {
 			return ctx.Err()
 		}
 	}

@@ -42,6 +42,8 @@ func TestHelperProcess(t *testing.T) {
 		err = peerChild()
 	case "lease-owner":
 		err = leaseOwnerChild()
+	case "chaos-owner":
+		err = chaosOwnerChild()
 	default:
 		err = fmt.Errorf("unknown helper %q", mode)
 	}

@@ -24,7 +24,11 @@ type execution struct {
 	due       time.Time // when a scheduled retry is due
 	// conditional: the attempt starts only if the request is still
 	// pending and the agent's lease current (retries, recovery).
-	conditional  bool
+	conditional bool
+	// refusals counts the dispatches the Endpoint refused; deferred is
+	// set while one waits in the retries (counted in Node.deferred).
+	refusals     int
+	deferred     bool
 	cancel       context.CancelFunc
 	disconnected atomic.Bool
 }
@@ -85,11 +89,37 @@ func (n *Node) markReceived(w *window, seq uint64) {
 	w.mu.Unlock()
 }
 
-// receive handles one envelope addressed to a local agent or caller. rec,
-// when not nil, is the request record this node stored a moment ago (no
-// need to read the ledger to deduplicate). inline runs the handler on this
-// goroutine.
-func (n *Node) receive(ctx context.Context, env *Envelope, rec *RequestRecord, inline bool) {
+// runMode says how an execution is dispatched.
+type runMode uint8
+
+const (
+	// runInline: on the calling goroutine.
+	runInline runMode = iota
+	// runQueued: on a background goroutine; without a free slot it waits
+	// in the node's queue, unless that is full (then the message is left
+	// to the ledger, which delivers it again).
+	runQueued
+	// runClaimed: like runQueued, but it always waits in the queue: the
+	// claim that delivered it was sized on the room left.
+	runClaimed
+	// runBlocking: on a background goroutine, waiting for a free slot
+	// (recovery).
+	runBlocking
+)
+
+// receive handles one envelope addressed to a local agent or caller.
+// inline runs the handler on this goroutine. The request record a sender
+// just stored is not trusted to be current (another path may have run
+// and resolved the request since): the ledger is read before any run.
+func (n *Node) receive(ctx context.Context, env *Envelope, _ *RequestRecord, inline bool) {
+	mode := runQueued
+	if inline {
+		mode = runInline
+	}
+	n.receiveAs(ctx, env, mode)
+}
+
+func (n *Node) receiveAs(ctx context.Context, env *Envelope, mode runMode) {
 	if env.Ack > 0 {
 		n.notePeerAck(env.TargetAgentID, env.SourceAgentID, env.Ack)
 	}
@@ -117,7 +147,7 @@ func (n *Node) receive(ctx context.Context, env *Envelope, rec *RequestRecord, i
 		return
 	}
 	w.mu.Unlock()
-	n.onRequest(ctx, env, w, rec, inline)
+	n.onRequest(ctx, env, w, mode)
 }
 
 // receiveResponseReceipt records the receipt of a RESPONSE whose
@@ -135,14 +165,15 @@ func (n *Node) receiveResponseReceipt(ctx context.Context, env *Envelope) {
 }
 
 // onRequest runs the receiver's processing order for a REQUEST or EVENT:
-// deduplication check, cached result, execution (then the retry decision
-// and backoff in finish).
-func (n *Node) onRequest(ctx context.Context, env *Envelope, w *window, rec *RequestRecord, inline bool) {
+// deduplication check (in this process, then the ledger's final state),
+// cached result, execution (then the retry decision and backoff in
+// finish).
+func (n *Node) onRequest(ctx context.Context, env *Envelope, w *window, mode runMode) {
 	if !n.owns(ctx, env.TargetAgentID) {
 		return // another Node owns the agent: left in the ledger for it
 	}
 	if env.RequestID == "" { // an EVENT from a sender that gave it no requestId
-		n.run(ctx, &execution{env: env, attempts: 1}, w, inline, false)
+		n.run(ctx, &execution{env: env, attempts: 1}, w, mode)
 		return
 	}
 	ex, ok := n.begin(env)
@@ -150,68 +181,166 @@ func (n *Node) onRequest(ctx context.Context, env *Envelope, w *window, rec *Req
 		n.markReceived(w, env.Seq)
 		return
 	}
-	if rec == nil {
-		r, err := n.store.GetRequestRecord(ctx, env.RequestID)
-		switch {
-		case errors.Is(err, ErrNotFound):
-			n.end(ex)
-			n.markReceived(w, env.Seq)
-			n.log.Warn("aacp: message without request record (expired?) dropped", "requestId", env.RequestID, "messageId", env.MessageID)
-			return
-		case err != nil:
-			n.end(ex)
-			n.log.Warn("aacp: cannot read request record; message left for redelivery", "requestId", env.RequestID, "err", err)
-			return
-		case r.Status.Final():
-			// Resolved already: never run again; callers here get the
-			// recorded result (its RESPONSE is in the ledger already).
-			n.end(ex)
-			n.markReceived(w, env.Seq)
-			n.notify(r.Resolution())
-			return
-		}
-		rec = r
+	// Read after begin: a run of this request that ended before begin
+	// recorded its resolution first, and none can start until ex ends.
+	rec, err := n.store.GetRequestRecord(ctx, env.RequestID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		n.end(ex)
+		n.markReceived(w, env.Seq)
+		n.log.Warn("aacp: message without request record (expired?) dropped", "requestId", env.RequestID, "messageId", env.MessageID)
+		return
+	case err != nil:
+		n.end(ex)
+		n.log.Warn("aacp: cannot read request record; message left for redelivery", "requestId", env.RequestID, "err", err)
+		return
+	case rec.Status.Final():
+		// Resolved already: never run again; callers here get the
+		// recorded result (its RESPONSE is in the ledger already).
+		n.end(ex)
+		n.markReceived(w, env.Seq)
+		n.notify(rec.Resolution())
+		return
 	}
 	ex.deadline, ex.expiresAt = rec.Deadline, rec.ExpiresAt
 	ex.attempts = rec.Attempts + 1
 	if f := n.opts.OnMessageReceived; f != nil {
 		f(env)
 	}
-	n.run(ctx, ex, w, inline, false)
+	n.run(ctx, ex, w, mode)
 }
 
-// run dispatches ex on this goroutine (inline) or on a background one. A
-// background dispatch needs a slot: without one it waits (block) or gives
-// up, leaving the message to the ledger, and reports false.
-func (n *Node) run(ctx context.Context, ex *execution, w *window, inline, block bool) bool {
-	if inline {
+// queued is an execution waiting for a background slot.
+type queued struct {
+	ex *execution
+	w  *window
+}
+
+// run dispatches ex as mode says. It reports false when ex was given up
+// (the context ended while waiting for a slot, or the queue is full): its
+// message stays in the ledger, which delivers it again.
+func (n *Node) run(ctx context.Context, ex *execution, w *window, mode runMode) bool {
+	switch mode {
+	case runInline:
 		n.dispatch(ctx, ex, w, true)
 		return true
-	}
-	if block {
+	case runBlocking:
 		select {
 		case n.sem <- struct{}{}:
 		case <-ctx.Done():
 			n.end(ex)
 			return false
 		}
-	} else {
+	default:
 		select {
 		case n.sem <- struct{}{}:
 		default:
-			n.end(ex)
-			return false
+			if !n.enqueueRun(ex, w, mode == runClaimed) {
+				n.end(ex)
+				return false
+			}
+			n.drainQueue() // a slot may have freed meanwhile
+			return true
 		}
 	}
+	n.startWorker(ex, w)
+	return true
+}
+
+// queueLimit bounds the executions waiting for a background slot (claims
+// may exceed it by one claim's worth: they are sized on the room left).
+func (n *Node) queueLimit() int { return n.opts.MaxBackground + n.opts.ClaimLimit }
+
+// enqueueRun adds ex to the queue of executions waiting for a slot; a full
+// queue refuses it unless force.
+func (n *Node) enqueueRun(ex *execution, w *window, force bool) bool {
+	n.qmu.Lock()
+	defer n.qmu.Unlock()
+	if !force && len(n.queue) >= n.queueLimit() {
+		return false
+	}
+	n.queue = append(n.queue, queued{ex, w})
+	return true
+}
+
+// popQueued removes and returns the oldest queued execution, if any.
+func (n *Node) popQueued() (queued, bool) {
+	n.qmu.Lock()
+	defer n.qmu.Unlock()
+	if len(n.queue) == 0 {
+		return queued{}, false
+	}
+	q := n.queue[0]
+	n.queue[0] = queued{}
+	n.queue = n.queue[1:]
+	if len(n.queue) == 0 {
+		n.queue = nil
+	}
+	return q, true
+}
+
+// queueRoom returns how many more executions the node can take now: free
+// slots plus room in the queue.
+func (n *Node) queueRoom() int {
+	n.qmu.Lock()
+	waiting := len(n.queue) + int(n.deferred.Load())
+	n.qmu.Unlock()
+	return cap(n.sem) - len(n.sem) + max(n.queueLimit()-waiting, 0)
+}
+
+// drainQueue starts queued executions while slots are free.
+func (n *Node) drainQueue() {
+	for {
+		select {
+		case n.sem <- struct{}{}:
+		default:
+			return
+		}
+		q, ok := n.popQueued()
+		if !ok {
+			<-n.sem
+			return
+		}
+		n.startWorker(q.ex, q.w)
+	}
+}
+
+// dropQueue ends the queued executions (Close): their requests stay
+// pending in the ledger for recovery.
+func (n *Node) dropQueue() {
+	for {
+		q, ok := n.popQueued()
+		if !ok {
+			return
+		}
+		n.end(q.ex)
+	}
+}
+
+// startWorker runs ex on a background goroutine holding a slot taken by
+// the caller, then the queued executions, and frees the slot when the
+// queue is empty.
+func (n *Node) startWorker(ex *execution, w *window) {
 	n.bg.Add(1)
 	go func() {
-		defer func() {
-			<-n.sem
-			n.bg.Done()
-		}()
-		n.dispatch(n.ctx, ex, w, false)
+		defer n.bg.Done()
+		for {
+			if n.ctx.Err() != nil {
+				n.end(ex) // closing: the request stays pending for recovery
+			} else {
+				n.dispatch(n.ctx, ex, w, false)
+			}
+			q, ok := n.popQueued()
+			if !ok {
+				break
+			}
+			ex, w = q.ex, q.w
+		}
+		<-n.sem
+		if n.ctx.Err() == nil {
+			n.drainQueue() // queued after the check above
+		}
 	}()
-	return true
 }
 
 func (n *Node) dispatch(ctx context.Context, ex *execution, w *window, inline bool) {
@@ -241,10 +370,28 @@ func (n *Node) dispatch(ctx context.Context, ex *execution, w *window, inline bo
 			n.markReceived(w, ex.env.Seq)
 			return
 		}
-		n.end(ex) // not delivered: the ledger delivers it again
+		n.deferRefused(ex) // the handler never saw it: back-pressure
 		return
 	}
 	n.markReceived(w, ex.env.Seq)
+}
+
+// deferRefused schedules again, soon, an execution its Endpoint refused
+// (an agent's full queue: back-pressure). It stays in flight, and the
+// refusal counts as no attempt. An EVENT without a requestId is left to
+// the ledger instead, which delivers it again.
+func (n *Node) deferRefused(ex *execution) {
+	if ex.env.RequestID == "" || n.ctx.Err() != nil {
+		n.end(ex)
+		return
+	}
+	ex.refusals++
+	if !ex.deferred {
+		ex.deferred = true
+		n.deferred.Add(1)
+	}
+	ex.attempts-- // runRetry counts the next start again
+	n.requeueAt(ex, n.clock.Now().Add(min(n.policy.Backoff(ex.refusals, n.rand()), n.opts.RetransmitTimeout)))
 }
 
 func isContextErr(err error) bool {
@@ -341,7 +488,12 @@ func (n *Node) scheduleRetry(ex *execution, se *mcp.StructuredError, now time.Ti
 
 // requeue schedules ex's next attempt after the policy's backoff.
 func (n *Node) requeue(ex *execution, now time.Time) {
-	ex.due = now.Add(n.policy.Backoff(ex.attempts, n.rand()))
+	n.requeueAt(ex, now.Add(n.policy.Backoff(ex.attempts, n.rand())))
+}
+
+// requeueAt schedules ex's next attempt at due.
+func (n *Node) requeueAt(ex *execution, due time.Time) {
+	ex.due = due
 	n.imu.Lock()
 	c := ex.cancel
 	ex.cancel = nil
@@ -390,14 +542,11 @@ func (n *Node) runRetry(ex *execution) bool {
 	}
 	ex.attempts++
 	ex.conditional = true
-	n.bg.Add(1)
-	go func() {
-		defer func() {
-			<-n.sem
-			n.bg.Done()
-		}()
-		n.dispatch(n.ctx, ex, nil, false)
-	}()
+	if ex.deferred {
+		ex.deferred = false
+		n.deferred.Add(-1)
+	}
+	n.startWorker(ex, nil)
 	return true
 }
 
@@ -422,11 +571,20 @@ func (n *Node) settle(ex *execution, res *Resolution) {
 			expires = now.Add(n.opts.DefaultTTL)
 		}
 		id := newUUID()
+		payload := encodeResponse(res)
+		if err := checkSize("response payload", len(payload), MaxPayloadBytes); err != nil {
+			// A result (or error) too large to deliver: the request
+			// fails with a reason its sender can act on.
+			*res = Resolution{RequestID: res.RequestID, Outcome: OutcomeFailed, Completion: CompletionToolError,
+				CompletedAt: res.CompletedAt, Attempts: res.Attempts,
+				Error: &mcp.StructuredError{Code: mcp.ErrResourceExhausted, Message: "the handler's " + err.Error()}}
+			payload = encodeResponse(res)
+		}
 		resp = &MessageRecord{
 			MessageID: id, RequestID: env.RequestID, Status: OutcomeUnknown, Timestamp: now,
 			ExpiresAt: expires, NextRetryAt: now,
 			Envelope: Envelope{MessageID: id, RequestID: env.RequestID, SourceAgentID: env.TargetAgentID,
-				TargetAgentID: env.SourceAgentID, MessageType: MessageResponse, Timestamp: now, Payload: encodeResponse(res)},
+				TargetAgentID: env.SourceAgentID, MessageType: MessageResponse, Timestamp: now, Payload: payload},
 		}
 		if local {
 			resp.NextRetryAt = now.Add(n.opts.RetransmitTimeout)

@@ -106,33 +106,29 @@ func (n *Node) enqueueNew(ctx context.Context, typ MessageType, source, target s
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("aacp: payload: %w", err)
 	}
+	if err := checkSize("payload", len(raw), MaxPayloadBytes); err != nil {
+		return nil, nil, nil, err
+	}
 	reqID := so.requestID
 	if reqID != "" {
 		if !IsUUIDv4(reqID) {
 			return nil, nil, nil, fmt.Errorf("aacp: request id %q is not a UUID v4", reqID)
 		}
-		rec, err := n.store.GetRequestRecord(ctx, reqID)
-		switch {
-		case err == nil:
-			m := &MessageRecord{RequestID: reqID}
-			if rec.Status.Final() {
-				return nil, rec.Resolution(), m, nil
-			}
-			if !wait || typ != MessageRequest {
-				return nil, nil, m, nil
-			}
-			c := n.addCall(reqID, rec.SourceAgentID)
-			if res := n.recheck(ctx, c); res != nil {
-				return nil, res, m, nil
-			}
-			return c, nil, m, nil
-		case !errors.Is(err, ErrNotFound):
-			return nil, nil, nil, err
+		// A cheap look first; the claim of the id is Enqueue's.
+		c, res, m, err := n.joinRecorded(ctx, reqID, typ, wait)
+		if err == nil || !errors.Is(err, ErrNotFound) {
+			return c, res, m, err
 		}
 	} else {
 		reqID = newUUID()
 	}
 
+	local := n.owns(ctx, target)
+	if !local {
+		if err := n.checkTarget(ctx, target); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	now := n.clock.Now()
 	expires := so.expiresAt
 	if expires.IsZero() {
@@ -143,7 +139,6 @@ func (n *Node) enqueueNew(ctx context.Context, typ MessageType, source, target s
 		expires = now.Add(ttl)
 	}
 	deadline, _ := ctx.Deadline()
-	local := n.owns(ctx, target)
 	rec := &RequestRecord{
 		RequestID: reqID, SourceAgentID: source, TargetAgentID: target, MessageType: typ, Payload: raw,
 		Status: OutcomeUnknown, Deadline: deadline, Timestamp: now, ExpiresAt: expires,
@@ -161,9 +156,20 @@ func (n *Node) enqueueNew(ctx context.Context, typ MessageType, source, target s
 	if wait && typ == MessageRequest {
 		c = n.addCall(reqID, source)
 	}
-	if _, err := n.withSeq(ctx, source, target, &msg.Envelope, seqOp{rec: rec, msg: msg}); err != nil {
+	// Sending as an agent this node owns is fenced by its lease: a node
+	// that lost the lease cannot send as the agent.
+	fence, _ := n.fenceFor(source)
+	if _, err := n.withSeq(ctx, source, target, &msg.Envelope, seqOp{rec: rec, msg: msg, fence: fence}); err != nil {
 		if c != nil {
 			n.removeCall(c)
+		}
+		switch {
+		case errors.Is(err, ErrDuplicateRequest):
+			// Sent meanwhile by another caller with the same id: that
+			// one runs; this one joins it.
+			return n.joinRecorded(ctx, reqID, typ, wait)
+		case errors.Is(err, ErrLeaseLost):
+			n.leaseLost(fence)
 		}
 		return nil, nil, nil, err
 	}
@@ -172,6 +178,55 @@ func (n *Node) enqueueNew(ctx context.Context, typ MessageType, source, target s
 		n.transmit(ctx, &msg.Envelope, rec, inline)
 	}
 	return c, nil, msg, nil
+}
+
+// joinRecorded returns what a send of a request id the ledger records
+// already gets: its resolution when final, else a waiter (with wait, for
+// a REQUEST) or nothing. A missing id is ErrNotFound.
+func (n *Node) joinRecorded(ctx context.Context, reqID string, typ MessageType, wait bool) (*call, *Resolution, *MessageRecord, error) {
+	rec, err := n.store.GetRequestRecord(ctx, reqID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	m := &MessageRecord{RequestID: reqID}
+	if rec.Status.Final() {
+		return nil, rec.Resolution(), m, nil
+	}
+	if !wait || typ != MessageRequest {
+		return nil, nil, m, nil
+	}
+	c := n.addCall(reqID, rec.SourceAgentID)
+	if res := n.recheck(ctx, c); res != nil {
+		return nil, res, m, nil
+	}
+	return c, nil, m, nil
+}
+
+// ErrUnknownAgent is matched by the error of a send to an agent that no
+// Node has ever hosted on the ledger (none ever held its lease) and that
+// this node does not host, unless Options.AllowUnknownTargets.
+var ErrUnknownAgent = errors.New("aacp: unknown agent")
+
+// checkTarget fails with ErrUnknownAgent when the ledger has never seen
+// target hosted. Agents once seen are remembered (leases are never
+// deleted); a ledger that cannot answer lets the send through.
+func (n *Node) checkTarget(ctx context.Context, target string) error {
+	if n.opts.AllowUnknownTargets || n.ep.Hosts(target) {
+		return nil
+	}
+	if _, ok := n.known.Load(target); ok {
+		return nil
+	}
+	_, err := n.store.GetLease(ctx, target)
+	switch {
+	case err == nil:
+		n.known.Store(target, struct{}{})
+	case errors.Is(err, ErrNotFound):
+		return fmt.Errorf("%w %q: no Node has ever hosted it on this ledger", ErrUnknownAgent, target)
+	default:
+		n.log.Warn("aacp: cannot read agent lease; sending anyway", "agent", target, "err", err)
+	}
+	return nil
 }
 
 // seqOp is what withSeq stores: a new message (Enqueue), or a resolution
@@ -188,7 +243,7 @@ func (o *seqOp) run(ctx context.Context, s Store) (bool, error) {
 	if o.res != nil {
 		return s.Resolve(ctx, o.res, o.msg, o.fence)
 	}
-	return true, s.Enqueue(ctx, o.rec, o.msg)
+	return true, s.Enqueue(ctx, o.rec, o.msg, o.fence)
 }
 
 // withSeq gives env the next seq of its pair (and the ack of the opposite

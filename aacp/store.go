@@ -64,10 +64,14 @@ type Store interface {
 	PurgeExpired(ctx context.Context, now time.Time) (int, error)
 
 	// Enqueue atomically stores a message about to be sent: req (may be
-	// nil; kept as it is when its RequestID is recorded already), msg, and
-	// the last sequence of msg's pair raised to msg's seq. A seq already
-	// used on the pair fails with ErrSeqConflict and stores nothing.
-	Enqueue(ctx context.Context, req *RequestRecord, msg *MessageRecord) error
+	// nil), msg, and the last sequence of msg's pair raised to msg's seq.
+	// It claims req's RequestID in the same step: when the ledger records
+	// that id already, it fails with ErrDuplicateRequest and stores
+	// nothing, so that of several concurrent sends of one id exactly one
+	// succeeds. A seq already used on the pair fails with ErrSeqConflict,
+	// and a non-zero fence that is not current with ErrLeaseLost; both
+	// store nothing.
+	Enqueue(ctx context.Context, req *RequestRecord, msg *MessageRecord, fence Fence) error
 	// Resolve atomically records res as the final state of its request (if
 	// the request is not final already) and stores response (may be nil) as
 	// Enqueue would. It reports whether res was applied; when it was not,
@@ -84,7 +88,10 @@ type Store interface {
 	UpdateRetry(ctx context.Context, u *RetryUpdate) (bool, error)
 	// Acknowledge records cumulative acknowledgments: for each Ack the
 	// pair's acknowledged seq is raised to Seq and every UNKNOWN message of
-	// the pair with a seq at or below it becomes COMPLETED (delivered).
+	// the pair with a seq at or below it becomes COMPLETED (delivered). An
+	// Ack whose non-zero Fence is not current is skipped (nothing of it is
+	// stored); the others are recorded, and the error then matches
+	// ErrLeaseLost.
 	Acknowledge(ctx context.Context, acks []Ack) error
 	// GetAck returns the acknowledged seq of source→target (0 if none).
 	GetAck(ctx context.Context, source, target string) (uint64, error)
@@ -93,16 +100,37 @@ type Store interface {
 	// q.IgnoreSchedule): each one's RetryCount grows by one, ClaimedBy
 	// becomes q.Owner and NextRetryAt moves to q.Now + q.Backoff(RetryCount).
 	// Claimed messages are invisible to other claimers until then, so
-	// several processes may poll one ledger. It returns the updated
-	// records, most overdue first.
+	// several processes may poll one ledger. A target with a fence in
+	// q.Fences is claimed only while that fence is current. A message whose
+	// stored form cannot be decoded is quarantined (see Quarantine) with the
+	// decoding error as its reason and returned as it now is (Status
+	// FAILED, DeadReason set, the Envelope's ids, agents, seq and type
+	// only), so that the claimer can run its request from the request
+	// record. It returns the claimed records, most overdue first.
 	ClaimDue(ctx context.Context, q ClaimQuery) ([]*MessageRecord, error)
+
+	// Quarantine moves an UNKNOWN message to the dead-letter state: Status
+	// FAILED with DeadReason set to reason; it is never claimed again. Its
+	// request is left as it is. It reports false for a message that is not
+	// UNKNOWN (left as it is) and ErrNotFound for a missing one.
+	Quarantine(ctx context.Context, messageID, reason string) (bool, error)
+	// ListDeadLetters returns up to limit quarantined messages (<= 0: 100),
+	// oldest first.
+	ListDeadLetters(ctx context.Context, limit int) ([]*DeadLetter, error)
+	// RetryDeadLetter puts a quarantined message back in the queue: UNKNOWN,
+	// RetryCount 0, due at now, its reason cleared. A message that is not
+	// quarantined is ErrNotFound.
+	RetryDeadLetter(ctx context.Context, messageID string, now time.Time) error
+	// DropDeadLetter deletes a quarantined message and returns what it
+	// was; one that is not quarantined is ErrNotFound.
+	DropDeadLetter(ctx context.Context, messageID string) (*DeadLetter, error)
 
 	// AcquireLease gives owner the lease of agentID until now+ttl, with a
 	// new fencing token (one above the previous one; 1 for a first lease),
-	// when the lease is free: never acquired, released, expired at now, or
-	// held by owner itself (a restarted Node with the same ID takes its
-	// agents back at once). Otherwise it fails with ErrLeaseHeld and
-	// returns the current lease too.
+	// when the lease is free: never acquired, released, or expired at now.
+	// A lease held and unexpired fails with ErrLeaseHeld, whoever holds it
+	// (owner itself included: two processes given one Node ID never own an
+	// agent together), and the current lease is returned too.
 	AcquireLease(ctx context.Context, agentID, owner string, now time.Time, ttl time.Duration) (*Lease, error)
 	// RenewLease extends l (matched by AgentID, Owner and Token) to
 	// now+ttl, even if it expired, as long as nobody acquired it since;
@@ -126,6 +154,9 @@ var (
 	// ErrSeqConflict: the seq is used already on that pair (another
 	// process sends as the same source agent).
 	ErrSeqConflict = errors.New("aacp: sequence number already used")
+	// ErrDuplicateRequest: Enqueue was given a request whose id the ledger
+	// records already.
+	ErrDuplicateRequest = errors.New("aacp: request id recorded already")
 )
 
 // RequestRecord is the ledger record of one logical request. keel records
@@ -190,6 +221,26 @@ type MessageRecord struct {
 	NextRetryAt time.Time
 	// ClaimedBy is the owner of the last claim.
 	ClaimedBy string
+	// DeadReason is why the message was quarantined (Status FAILED); empty
+	// otherwise.
+	DeadReason string
+}
+
+// DeadLetter is a quarantined message (see Store.Quarantine): what the
+// ledger knows of it even when its stored envelope cannot be decoded.
+type DeadLetter struct {
+	MessageID     string
+	RequestID     string
+	SourceAgentID string
+	TargetAgentID string
+	Seq           uint64
+	MessageType   MessageType
+	// Raw is the stored envelope (possibly what could not be decoded).
+	Raw []byte
+	// Reason is why it was quarantined.
+	Reason string
+	// Timestamp is when the message was created.
+	Timestamp time.Time
 }
 
 // Ack is one cumulative acknowledgment: every message of Source→Target with
@@ -197,6 +248,10 @@ type MessageRecord struct {
 type Ack struct {
 	Source, Target string
 	Seq            uint64
+	// Fence is the lease of Target held by the acknowledging Node (zero:
+	// Target is not a leased agent, such as a caller waiting for a
+	// RESPONSE).
+	Fence Fence
 }
 
 // ClaimQuery says which due messages ClaimDue claims, for whom, and when
@@ -216,6 +271,20 @@ type ClaimQuery struct {
 	// IgnoreSchedule claims messages whatever their NextRetryAt (recovery
 	// after a restart).
 	IgnoreSchedule bool
+	// Fences are the leases the claimer holds on some of Targets: the
+	// messages of such a target are claimed only while its fence is
+	// current (a Node that lost the lease claims nothing for it).
+	Fences []Fence
+}
+
+// FenceOf returns the fence q holds for target, if any.
+func (q *ClaimQuery) FenceOf(target string) (Fence, bool) {
+	for _, f := range q.Fences {
+		if f.AgentID == target {
+			return f, true
+		}
+	}
+	return Fence{}, false
 }
 
 // NextRetry returns when a message claimed for the n-th time is due again.

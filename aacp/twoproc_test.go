@@ -79,7 +79,10 @@ func exchange(ctx context.Context, node *aacp.Node, from, to string) error {
 }
 
 func peerOptions(id string) *aacp.Options {
-	return &aacp.Options{ID: id, PollInterval: 5 * time.Millisecond, RetransmitTimeout: 500 * time.Millisecond, Logger: quiet}
+	// The peer's agent may not have been hosted yet when the first
+	// requests leave: they wait in the ledger for it.
+	return &aacp.Options{ID: id, PollInterval: 5 * time.Millisecond, RetransmitTimeout: 500 * time.Millisecond, Logger: quiet,
+		AllowUnknownTargets: true}
 }
 
 func runTwoProcesses(t *testing.T, spec string) {

@@ -17,8 +17,9 @@ type window struct {
 	loaded bool
 	ack    uint64              // every seq <= ack was received
 	above  map[uint64]struct{} // received seqs > ack+1
+	top    uint64              // highest seq in above (meaningful while above is not empty)
 	dirty  bool                // ack must be (re)written to the ledger
-	limit  int                 // bound of len(above)
+	limit  int                 // bound of len(above) for seqs beyond top
 }
 
 // load reads the persisted ack the first time the window is used.
@@ -46,9 +47,18 @@ func (w *window) seen(seq uint64) bool {
 }
 
 // fits reports whether seq can be recorded without exceeding the window:
-// the next expected seq always fits. w.mu must be held.
+// the next expected seq always fits, and so does a seq that fills a gap
+// below the highest one received, up to twice the limit (otherwise a full
+// window would refuse the very messages that let it advance). w.mu must
+// be held.
 func (w *window) fits(seq uint64) bool {
-	return seq <= w.ack+1 || len(w.above) < w.limit
+	switch {
+	case seq <= w.ack+1 || len(w.above) < w.limit:
+		return true
+	case seq < w.top:
+		return len(w.above) < 2*w.limit
+	}
+	return false
 }
 
 // mark records the receipt of seq and advances ack over the contiguous
@@ -71,6 +81,9 @@ func (w *window) mark(seq uint64) {
 	default:
 		if w.above == nil {
 			w.above = map[uint64]struct{}{}
+		}
+		if len(w.above) == 0 || seq > w.top {
+			w.top = seq
 		}
 		w.above[seq] = struct{}{}
 	}

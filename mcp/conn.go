@@ -14,6 +14,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/logclip"
 	"github.com/keelmcp/keel/transport"
 )
 
@@ -34,6 +35,10 @@ type conn struct {
 	t        transport.Transport
 	maxDepth int
 	log      *slog.Logger
+	// maxOut bounds one outgoing message (0: none): the transport's own
+	// limit (transport.MessageLimiter), so that nothing is sent that the
+	// peer, at the same settings, would discard unanswered.
+	maxOut int
 
 	closed atomic.Bool
 	done   chan struct{} // closed when the connection is closed
@@ -50,7 +55,11 @@ type conn struct {
 }
 
 func newConn(t transport.Transport, maxDepth int, log *slog.Logger) *conn {
-	return &conn{t: t, maxDepth: maxDepth, log: log, done: make(chan struct{})}
+	c := &conn{t: t, maxDepth: maxDepth, log: log, done: make(chan struct{})}
+	if ml, ok := t.(transport.MessageLimiter); ok {
+		c.maxOut = ml.MaxMessageBytes()
+	}
+	return c
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
@@ -63,6 +72,9 @@ func (c *conn) send(ctx context.Context, enc func([]byte) ([]byte, error)) error
 	}
 	bp := bufPool.Get().(*[]byte)
 	b, err := enc((*bp)[:0])
+	if err == nil && c.maxOut > 0 && len(b) > c.maxOut {
+		err = &transport.MessageTooLargeError{Limit: c.maxOut, Size: len(b)}
+	}
 	if err == nil {
 		err = c.t.Write(ctx, b)
 	}
@@ -84,6 +96,23 @@ func (c *conn) writeResult(ctx context.Context, id jsontext.Value, result any) e
 		return errNotSerializable
 	}
 	return err
+}
+
+// tooLarge returns err as a *transport.MessageTooLargeError, or nil: a
+// message over the connection's limit, not sent (see conn.maxOut).
+func tooLarge(err error) *transport.MessageTooLargeError {
+	if err == nil {
+		return nil // before the variable errors.As needs, which is allocated
+	}
+	return asTooLarge(err)
+}
+
+func asTooLarge(err error) *transport.MessageTooLargeError {
+	var e *transport.MessageTooLargeError
+	if errors.As(err, &e) {
+		return e
+	}
+	return nil
 }
 
 // isSemantic reports whether err is a *json.SemanticError (apart from its
@@ -182,13 +211,13 @@ func (c *conn) deliver(m *jsonrpc.Message) {
 	ch, ok := c.pending[id]
 	c.mu.Unlock()
 	if err != nil || !ok {
-		c.log.Warn("mcp: response to an unknown request id", "id", string(m.ID))
+		c.log.Warn("mcp: response to an unknown request id", logclip.Attr("id", string(m.ID)))
 		return
 	}
 	select {
 	case ch <- m:
 	default: // a second response for the same id
-		c.log.Warn("mcp: duplicate response", "id", string(m.ID))
+		c.log.Warn("mcp: duplicate response", logclip.Attr("id", string(m.ID)))
 	}
 }
 

@@ -93,4 +93,13 @@
 // client says about itself. Per-peer bounds are keyed by it, so a peer's
 // share stays one share however many names or sessions it uses; an
 // anonymous 2026-07-28 caller's tasks belong to its peer.
+//
+// Bytes are bounded as well as counts: a resource URI or task id a client
+// names (MaxURIBytes), the subscriptions of a session and the filter of a
+// listen (MaxSubscriptionBytes), and every message the server sends (the
+// transport's own MaxMessageBytes: a response past it is answered with an
+// error naming the limit instead, see transport.MessageLimiter). What a
+// peer makes the server log is bounded too (Logger, LogLinesPerSecond),
+// and a handler's plain error text reaches the log, not the client
+// (ExposeErrorText).
 package mcp

@@ -8,6 +8,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/logclip"
 )
 
 // legacyEngine serves the revisions negotiated per connection (2024-11-05
@@ -70,7 +71,7 @@ func handleInitialize(_ context.Context, req *Request) (any, error) {
 	ss.mu.Lock()
 	ss.version, ss.clientInfo, ss.clientCaps = v, p.ClientInfo, p.Capabilities
 	ss.mu.Unlock()
-	ss.log.Info("mcp: initialize", "requested", p.ProtocolVersion, "negotiated", v, "client", p.ClientInfo.Name)
+	ss.log.Info("mcp: initialize", logclip.Attr("requested", p.ProtocolVersion), "negotiated", v, logclip.Attr("client", p.ClientInfo.Name))
 	return ss.server.initializeResult(v), nil
 }
 

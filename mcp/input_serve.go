@@ -12,6 +12,17 @@ import (
 	"github.com/keelmcp/keel/transport"
 )
 
+// stateSubject returns who a requestState is bound to: the peer key of
+// the request's verified token (transport.PeerOfToken: "subject:" and its
+// subject, else "client:" and its client id, so that a subject that reads
+// "client:app" is not the client app), or "" without one.
+func stateSubject(ctx context.Context) string {
+	if p, ok := transport.PeerOfToken(TokenInfoFromContext(ctx)); ok {
+		return p.Key
+	}
+	return ""
+}
+
 // inputFor prepares the Input of a request that may answer input_required
 // (tools/call, prompts/get, resources/read) of the tool, prompt or resource
 // target with arguments args. For a modern request it verifies the
@@ -22,13 +33,7 @@ import (
 // itself (withInput).
 func (r *responder) inputFor(ctx context.Context, method, target string, args jsontext.Value, responses map[string]jsontext.Value, state string) (*Input, *Error) {
 	s := r.ss.server
-	subject := ""
-	if ti := TokenInfoFromContext(ctx); ti != nil {
-		subject = ti.Subject
-		if subject == "" && ti.ClientID != "" { // a client-credentials token: its client is the caller
-			subject = transport.PeerKeyClient + ti.ClientID
-		}
-	}
+	subject := stateSubject(ctx)
 	// The digest of the arguments is computed only when a state is
 	// opened or sealed: most requests need neither.
 	r.mod.bind, r.mod.bound = sealedState{Method: method, Target: target, Subject: subject}, true

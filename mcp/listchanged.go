@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 )
@@ -69,7 +70,8 @@ var listKinds = [...]struct {
 // dropped (with a warning) until the backlog is written.
 const maxPendingUpdates = 1024
 
-// maxSubscriptions bounds the resources one session may subscribe to.
+// maxSubscriptions bounds the resources one session may subscribe to, and
+// the entries of one listen's filter.
 const maxSubscriptions = 4096
 
 // changeHub is the server-wide side of change notifications: the sessions
@@ -86,6 +88,10 @@ type changeHub struct {
 	// listeners are the open subscriptions/listen requests (listen.go).
 	listeners   map[*listener]struct{}
 	listenersOf map[string]int // open subscriptions by client key (listen.go)
+	// heldOf and heldTotal are the bytes that subscriptions and listen
+	// filters hold, per peer and in all (limits.go).
+	heldOf    map[string]int
+	heldTotal int
 }
 
 // watchSources registers the server with the sources that report changes.
@@ -126,7 +132,8 @@ func (h *changeHub) remove(ss *Session) {
 	for uri := range ss.notes.subs {
 		h.unsubscribeLocked(ss, uri)
 	}
-	ss.notes.subs = nil
+	h.releaseLocked(peerKeyOf(ss), ss.notes.subBytes)
+	ss.notes.subs, ss.notes.subBytes = nil, 0
 	ss.notes.mu.Unlock()
 	h.mu.Unlock()
 }
@@ -183,40 +190,56 @@ func (h *changeHub) updated(uri string) {
 	}
 }
 
-// subscribe records that ss wants updates of uri. It reports false when
-// the session holds too many subscriptions.
-func (h *changeHub) subscribe(ss *Session, uri string) bool {
+// subscribe records that ss wants updates of uri. It refuses a session
+// that holds maxSubscriptions subscriptions, or whose subscriptions would
+// pass MaxSubscriptionBytes with uri.
+func (h *changeHub) subscribe(ss *Session, uri string) *Error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, live := h.sessions[ss]; !live {
-		return true // the session is ending
+		return nil // the session is ending
 	}
-	ss.notes.mu.Lock()
-	defer ss.notes.mu.Unlock()
-	if _, ok := ss.notes.subs[uri]; ok {
-		return true
+	n := &ss.notes
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.subs[uri]; ok {
+		return nil
 	}
-	if len(ss.notes.subs) >= maxSubscriptions {
-		return false
+	if len(n.subs) >= maxSubscriptions {
+		return limitError(CodeServerBusy, ErrResourceExhausted, false, "too many subscriptions on this session", "maxSubscriptions", maxSubscriptions)
 	}
-	if ss.notes.subs == nil {
-		ss.notes.subs = map[string]struct{}{}
+	max := ss.server.opts.MaxSubscriptionBytes
+	cost := subscriptionCost(uri)
+	if n.subBytes+cost > max {
+		return limitError(CodeServerBusy, ErrResourceExhausted, false,
+			fmt.Sprintf("the subscriptions of this session would hold %d bytes", n.subBytes+cost), "MaxSubscriptionBytes", max)
 	}
-	ss.notes.subs[uri] = struct{}{}
+	if e := h.reserveLocked(&ss.server.opts, peerKeyOf(ss), cost); e != nil {
+		return e
+	}
+	if n.subs == nil {
+		n.subs = map[string]struct{}{}
+	}
+	n.subs[uri] = struct{}{}
+	n.subBytes += cost
 	set := h.subs[uri]
 	if set == nil {
 		set = map[*Session]struct{}{}
 		h.subs[uri] = set
 	}
 	set[ss] = struct{}{}
-	return true
+	return nil
 }
 
 func (h *changeHub) unsubscribe(ss *Session, uri string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ss.notes.mu.Lock()
-	delete(ss.notes.subs, uri)
+	if _, ok := ss.notes.subs[uri]; ok {
+		delete(ss.notes.subs, uri)
+		ss.notes.subBytes -= subscriptionCost(uri)
+		h.releaseLocked(peerKeyOf(ss), subscriptionCost(uri))
+	}
 	ss.notes.mu.Unlock()
 	h.unsubscribeLocked(ss, uri)
 }
@@ -243,6 +266,8 @@ type sessionNotes struct {
 	sending bool
 	warned  bool
 	subs    map[string]struct{} // this session's subscriptions (guarded by the hub's mu too)
+	// subBytes is what subs count against MaxSubscriptionBytes.
+	subBytes int
 }
 
 // markNotes records a changed list (k != 0) or an updated resource (uri !=

@@ -115,8 +115,8 @@ func TestResourceUpdatesReachSubscribersOnce(t *testing.T) {
 	_, other, otherCT := testSession(t, nil, StateRunning)
 	srv.hub.add(other) // a second session of the same server
 
-	require.True(t, srv.hub.subscribe(ss, "file:///dir"))
-	require.True(t, srv.hub.subscribe(ss, "file:///dir/a.txt"))
+	require.Nil(t, srv.hub.subscribe(ss, "file:///dir"))
+	require.Nil(t, srv.hub.subscribe(ss, "file:///dir/a.txt"))
 	ss.notes.sending = true
 	srv.hub.updated("file:///dir/a.txt") // both subscriptions cover it: one notification
 	srv.hub.updated("file:///dir/a.txt") // coalesced
@@ -141,11 +141,14 @@ func TestResourceUpdatesReachSubscribersOnce(t *testing.T) {
 
 func TestSubscriptionLimit(t *testing.T) {
 	srv, ss, _ := testSession(t, nil, StateRunning)
+	srv.opts.MaxSubscriptionBytes = 1 << 30 // the count bound alone
 	for i := range maxSubscriptions {
-		require.True(t, srv.hub.subscribe(ss, "test://r/"+strconv.Itoa(i)))
+		require.Nil(t, srv.hub.subscribe(ss, "test://r/"+strconv.Itoa(i)))
 	}
-	assert.False(t, srv.hub.subscribe(ss, "test://one-too-many"))
-	assert.True(t, srv.hub.subscribe(ss, "test://r/0"), "an existing subscription is fine")
+	e := srv.hub.subscribe(ss, "test://one-too-many")
+	require.NotNil(t, e)
+	assert.Contains(t, e.Message, "maxSubscriptions")
+	assert.Nil(t, srv.hub.subscribe(ss, "test://r/0"), "an existing subscription is fine")
 }
 
 // TestListChangedConcurrentChanges: changes from many goroutines while the

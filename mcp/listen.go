@@ -34,6 +34,7 @@ type listener struct {
 	notes  []pendingNote  // Server.NotifyAll notifications (sessions.go)
 	wake   chan struct{}  // capacity 1: a send is pending
 	client string         // the key its per-client limit counts under ("": none)
+	held   int            // the bytes its filter counts (subscriptionCost), reserved in the hub
 	id     jsontext.Value // the listen request's id (the subscriptionId)
 	peer   Peer           // who opened it
 	ended  bool           // the subscription ended (guarded by mu)
@@ -105,6 +106,41 @@ func (l *listener) covers(uri string) bool {
 	return false
 }
 
+// checkFilter refuses a listen's filter past its bounds, before anything
+// of it is kept or echoed: at most maxSubscriptions entries (resource
+// URIs and task ids together), each within MaxURIBytes, all within
+// MaxSubscriptionBytes.
+func checkFilter(o *ServerOptions, f *SubscriptionFilter) *Error {
+	if n := len(f.ResourceSubscriptions) + len(f.TaskIDs); n > maxSubscriptions {
+		return limitError(CodeInvalidParams, ErrInvalidArgument, false,
+			fmt.Sprintf("a filter of %d resourceSubscriptions and taskIds is too large", n), "maxSubscriptions", maxSubscriptions)
+	}
+	for _, list := range [...][]string{f.ResourceSubscriptions, f.TaskIDs} {
+		for _, s := range list {
+			if e := o.checkURI("a resourceSubscriptions entry or task id", s); e != nil {
+				return e
+			}
+		}
+	}
+	if total := filterCost(f); total > o.MaxSubscriptionBytes {
+		return limitError(CodeInvalidParams, ErrInvalidArgument, false,
+			fmt.Sprintf("a filter of %d bytes is too large", total), "MaxSubscriptionBytes", o.MaxSubscriptionBytes)
+	}
+	return nil
+}
+
+// filterCost is what a listen's filter counts against
+// MaxSubscriptionBytes and the peer's and server's budgets.
+func filterCost(f *SubscriptionFilter) int {
+	total := 0
+	for _, list := range [...][]string{f.ResourceSubscriptions, f.TaskIDs} {
+		for _, s := range list {
+			total += subscriptionCost(s)
+		}
+	}
+	return total
+}
+
 func handleListen(ctx context.Context, req *Request) (any, error) {
 	var p struct {
 		Notifications *SubscriptionFilter `json:"notifications"` // required: a pointer tells absent from {}
@@ -117,6 +153,9 @@ func handleListen(ctx context.Context, req *Request) (any, error) {
 	}
 	ss, r := req.Session, &req.r
 	want := *p.Notifications
+	if e := checkFilter(&ss.server.opts, &want); e != nil {
+		return nil, e
+	}
 	h := &ss.server.hub
 	var ok SubscriptionFilter // what this server honours
 	ok.ToolsListChanged = want.ToolsListChanged && h.watch&listTools != 0
@@ -138,9 +177,6 @@ func handleListen(ctx context.Context, req *Request) (any, error) {
 			}
 		}
 	}
-	if len(ok.ResourceSubscriptions)+len(ok.TaskIDs) > maxSubscriptions {
-		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: more than maxSubscriptions resourceSubscriptions"}
-	}
 	r.mod.subscriptionID = req.ID
 	l := &listener{filter: ok, wake: make(chan struct{}, 1)}
 	if len(ok.TaskIDs) > 0 {
@@ -151,6 +187,7 @@ func handleListen(ctx context.Context, req *Request) (any, error) {
 	}
 	id := req.ID
 	l.client, l.id, l.peer = listenClient(ctx), id, PeerFromContext(ctx)
+	l.held = filterCost(&l.filter)
 	if e := ss.server.hub.addListener(l, &ss.server.opts); e != nil {
 		return nil, e
 	}
@@ -240,9 +277,10 @@ func (h *changeHub) addListener(l *listener, o *ServerOptions) *Error {
 		limit, max = "MaxListensPerClient", o.MaxListensPerClient
 	}
 	if limit != "" {
-		return &Error{Code: CodeServerBusy, Message: fmt.Sprintf("Server busy: too many open subscriptions (%s is %d)", limit, max),
-			Data: &StructuredError{Code: ErrResourceExhausted, Message: "too many open subscriptions", Retryable: true,
-				Details: map[string]any{"limit": limit, "max": max}}}
+		return limitError(CodeServerBusy, ErrResourceExhausted, true, "too many open subscriptions", limit, max)
+	}
+	if e := h.reserveLocked(o, l.client, l.held); e != nil {
+		return e
 	}
 	if h.listeners == nil {
 		h.listeners = map[*listener]struct{}{}
@@ -261,7 +299,11 @@ func (h *changeHub) removeListener(l *listener) {
 	l.mu.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if _, ok := h.listeners[l]; !ok {
+		return
+	}
 	delete(h.listeners, l)
+	h.releaseLocked(l.client, l.held)
 	if l.client != "" {
 		if h.listenersOf[l.client]--; h.listenersOf[l.client] <= 0 {
 			delete(h.listenersOf, l.client)

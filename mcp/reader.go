@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/logclip"
 	"github.com/keelmcp/keel/transport"
 )
 
@@ -115,7 +116,9 @@ func (rd *reader) handleRaw(msg []byte) job {
 	}
 	m, derr := decode(msg, ss.server.opts.MaxDepth)
 	if derr != nil {
-		responder{ss: ss, id: derr.ID}.error(&Error{Code: derr.Code, Message: derr.Message})
+		// With the message's context: an answer with id null goes to the
+		// exchange that carried the message (see responder.wctx).
+		responder{ss: ss, id: derr.ID, wctx: rd.messageContext()}.error(&Error{Code: derr.Code, Message: derr.Message})
 		return nil
 	}
 	return rd.handleMessage(&m, nil)
@@ -127,7 +130,7 @@ func (rd *reader) handleRaw(msg []byte) job {
 // tools/call would be (see runInline).
 func (rd *reader) handleBatch(msg []byte) job {
 	ss := rd.ss
-	r := responder{ss: ss}
+	r := responder{ss: ss, wctx: rd.messageContext()} // a refusal of the whole batch has id null
 	if derr := jsonrpc.CheckDepth(msg, ss.server.opts.MaxDepth); derr != nil {
 		r.error(&Error{Code: derr.Code, Message: derr.Message})
 		return nil
@@ -145,7 +148,8 @@ func (rd *reader) handleBatch(msg []byte) job {
 		return nil
 	}
 	if len(elems) > ss.server.opts.MaxBatch {
-		r.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: batch exceeds MaxBatch (" + strconv.Itoa(ss.server.opts.MaxBatch) + " messages)"})
+		r.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: batch of " + strconv.Itoa(len(elems)) + " messages exceeds MaxBatch (" + strconv.Itoa(ss.server.opts.MaxBatch) + ")",
+			Data: limitErrData{Limit: "MaxBatch", Max: ss.server.opts.MaxBatch, CorrelationID: ss.connID()}})
 		return nil
 	}
 	msgs := make([]jsonrpc.Message, len(elems))
@@ -175,6 +179,14 @@ func (rd *reader) handleBatch(msg []byte) job {
 		return nil
 	}
 	return jobs
+}
+
+// limitErrData is error.data of a protocol error refusing a message at a
+// bound: the option that sets it and its value.
+type limitErrData struct {
+	Limit         string `json:"limit"`
+	Max           int    `json:"max"`
+	CorrelationID string `json:"correlationId"`
 }
 
 // prereader is a transport that has read the message it hands over
@@ -239,7 +251,7 @@ func (rd *reader) handleNotification(m *jsonrpc.Message) {
 	ss := rd.ss
 	h := ss.server.notificationHandler(m.Method)
 	if h == nil {
-		ss.log.Debug("mcp: notification ignored", "method", m.Method)
+		ss.log.Debug("mcp: notification ignored", logclip.Attr("method", m.Method))
 		return
 	}
 	req := &Request{Method: m.Method, Params: m.Params, Session: ss, r: responder{ss: ss}, handle: h}
@@ -248,7 +260,7 @@ func (rd *reader) handleNotification(m *jsonrpc.Message) {
 		_, err := guard(ss.log, "notification handler", m.Method, func() (any, error) { return ss.server.handle(ctx, req) })
 		var p *errPanic
 		if err != nil && !errors.As(err, &p) {
-			ss.log.Warn("mcp: notification handler failed", "method", m.Method, "error", err)
+			ss.log.Warn("mcp: notification handler failed", logclip.Attr("method", m.Method), "error", err)
 		}
 	}()
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/logclip"
 )
 
 // requestTable holds the requests one side of a connection is serving: a
@@ -89,13 +90,13 @@ func (t *requestTable) cancel(key, reason string) {
 	f := t.lookup(key)
 	t.mu.Unlock()
 	if f == nil {
-		t.log.Debug("mcp: cancellation for an unknown or finished request", "requestId", key[1:])
+		t.log.Debug("mcp: cancellation for an unknown or finished request", logclip.Attr("requestId", key[1:]))
 		return
 	}
 	if !f.keepAlive {
 		f.done.Store(true) // no response is sent for a cancelled request
 	}
-	t.log.Info("mcp: request cancelled by the peer", "requestId", key[1:], "reason", reason)
+	t.log.Info("mcp: request cancelled by the peer", logclip.Attr("requestId", key[1:]), logclip.Attr("reason", reason))
 	f.abort()
 }
 
@@ -181,7 +182,7 @@ func (e *errPanic) Error() string { return fmt.Sprint("panic: ", e.value) }
 func guard(log *slog.Logger, what, name string, fn func() (any, error)) (res any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			log.Error("mcp: "+what+" panicked", "name", name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			log.Error("mcp: "+what+" panicked", logclip.Attr("name", name), "panic", logclip.Clip(fmt.Sprint(p), logclip.DefaultMaxValue), "stack", logclip.Clip(string(debug.Stack()), logclip.DefaultMaxValue))
 			res, err = nil, &errPanic{value: p}
 		}
 	}()

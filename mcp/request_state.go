@@ -14,6 +14,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/logclip"
 )
 
 // The requestState of an input-required result is
@@ -178,7 +180,7 @@ func (s *Server) refuseState(why stateRefusal, wire, kid, method, target string,
 		data = map[string]any{"limit": "MaxUsedStates", "maxUsedStates": max}
 	}
 	if n, ok := s.states.logs.take(s.opts.Now()); ok {
-		attrs := []any{slog.String("reason", string(why)), slog.String("method", method), slog.String("target", clip(target, 64)),
+		attrs := []any{slog.String("reason", string(why)), slog.String("method", method), logclip.Attr("target", target),
 			slog.String("state", statePrefix(wire))}
 		if kid != "" && validStateKeyID(kid) {
 			attrs = append(attrs, slog.String("keyId", kid))
@@ -213,13 +215,6 @@ func statePrefix(wire string) string {
 		b = append(b, "..."...)
 	}
 	return string(b)
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "..."
 }
 
 // usedStates remembers the states used in single-use mode until they

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/keelmcp/keel/transport"
 )
 
 var (
@@ -455,4 +458,26 @@ func TestStateKeysCopied(t *testing.T) {
 	assert.Nil(t, o.StateKey)
 	assert.Equal(t, []StateKey{{ID: DefaultStateKeyID, Secret: oldSecret}}, o.StateKeys)
 	assert.NoError(t, o.Validate(), "the effective options are valid options")
+}
+
+// A requestState is bound to the peer key of the request's token, with
+// its kind: a subject that reads "client:app" is not the client app of a
+// client-credentials token, and neither is a request without a token.
+func TestStateSubjectOfToken(t *testing.T) {
+	ctx := context.Background()
+	subject := stateSubject(transport.WithTokenInfo(ctx, &transport.TokenInfo{Subject: "client:app"}))
+	client := stateSubject(transport.WithTokenInfo(ctx, &transport.TokenInfo{ClientID: "app"}))
+	assert.Equal(t, "subject:client:app", subject)
+	assert.Equal(t, "client:app", client)
+	assert.NotEqual(t, subject, client)
+	assert.Empty(t, stateSubject(ctx))
+
+	s, _ := stateServer(t, &ServerOptions{})
+	b := testBinding
+	b.Subject = subject
+	wire := s.sealState(&b)
+	_, e := s.openState(wire, b.Method, b.Target, b.Digest, client)
+	assert.NotNil(t, e, "a state of the subject is refused to the client")
+	_, e = s.openState(wire, b.Method, b.Target, b.Digest, subject)
+	assert.Nil(t, e)
 }

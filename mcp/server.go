@@ -10,6 +10,7 @@ import (
 
 	"github.com/keelmcp/keel/internal/ids"
 	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/logclip"
 	"github.com/keelmcp/keel/transport"
 )
 
@@ -42,8 +43,32 @@ type ServerOptions struct {
 	Completions CompletionSource
 
 	// Logger receives the server's diagnostics; nil means slog.Default().
-	// On stdio it must not write to stdout.
+	// On stdio it must not write to stdout. What reaches it is bounded:
+	// each string value of a line (message, attribute, error text, stack)
+	// is cut to 2 KiB, peer values such as a client's name to 64 bytes,
+	// and each peer writes at most LogLinesPerSecond lines a second
+	// through its sessions and 2026-07-28 requests together, also when it
+	// opens and ends them one after another (a session whose transport
+	// names no peer, such as stdio, is a peer of its own); every peer
+	// together writes at most 10 times that. This holds at every level;
+	// suppressed lines are counted in one line a second later.
 	Logger *slog.Logger
+	// LogLinesPerSecond is the rate limit of log lines per peer (all its
+	// sessions and requests together; every peer together 10 times it),
+	// and of the server's own lines (default 100, with a burst of as many;
+	// negative: no limit).
+	LogLinesPerSecond int
+	// ExposeErrorText sends the text of a handler's plain error (one that
+	// is neither an *Error nor a *StructuredError, nor wraps one) to the
+	// client, for development. By default it is masked: the client is told
+	// INTERNAL ("internal error", retryable) with the request's
+	// correlation id, and the text goes to the log at error level, since
+	// it may hold a secret (a DSN with its password, a file path). An
+	// error wrapping ErrClosed, ErrCapabilityNotDeclared or
+	// ErrNoClientRequests is told that sentinel's own text only, and the
+	// middleware masks its plain errors the same way (ClientErrorText).
+	// Typed errors always reach the client as their producer wrote them.
+	ExposeErrorText bool
 	// Now is the clock (nil = time.Now); tests inject a fixed one.
 	Now func() time.Time
 	// NewID generates correlation, run and connection ids (nil = random
@@ -141,6 +166,36 @@ type ServerOptions struct {
 	// StructuredError naming it, and other peers are still served.
 	MaxListens          int
 	MaxListensPerClient int
+	// MaxURIBytes bounds one resource URI a client names
+	// (resources/read, subscribe and unsubscribe) or filters on
+	// (subscriptions/listen), and each task id a listen names (default
+	// DefaultMaxURIBytes, 8 KiB). A longer one gets -32602 with an
+	// INVALID_ARGUMENT StructuredError naming it; the URI is not echoed.
+	MaxURIBytes int
+	// MaxSubscriptionBytes bounds what a client's subscriptions make the
+	// server hold, each URI or task id counting its length plus
+	// SubscriptionEntryBytes (default DefaultMaxSubscriptionBytes, 128
+	// KiB): the resources/subscribe subscriptions of one session (past it,
+	// CodeServerBusy with a RESOURCE_EXHAUSTED StructuredError naming it,
+	// not retryable until the session unsubscribes), and the filter of one
+	// subscriptions/listen, which the acknowledgement echoes (past it,
+	// -32602 with INVALID_ARGUMENT naming it). A session also holds at most
+	// 4096 subscriptions, and a filter at most 4096 entries.
+	MaxSubscriptionBytes int
+	// MaxPeerSubscriptionBytes bounds what one peer's subscriptions and
+	// listen filters hold together, over all its sessions and requests,
+	// counted as for MaxSubscriptionBytes (default
+	// DefaultMaxPeerSubscriptionBytes, 1 MiB). Past it, a subscribe or
+	// listen of that peer gets CodeServerBusy with a retryable
+	// RESOURCE_EXHAUSTED StructuredError naming the bound, and other peers
+	// are still served.
+	MaxPeerSubscriptionBytes int
+	// MaxTotalSubscriptionBytes bounds what the subscriptions and listen
+	// filters of every peer together hold, counted as for
+	// MaxSubscriptionBytes (default DefaultMaxTotalSubscriptionBytes, 64
+	// MiB). Past it, a subscribe or listen gets CodeServerBusy with a
+	// retryable RESOURCE_EXHAUSTED StructuredError naming the bound.
+	MaxTotalSubscriptionBytes int
 
 	// Middleware wraps the handling of every incoming request and
 	// notification, built-in and custom methods alike; the first listed
@@ -174,12 +229,14 @@ type ServerOptions struct {
 // Server serves MCP over any number of connections. Create it with
 // NewServer, then call Run once per connection.
 type Server struct {
-	opts   ServerOptions
-	log    *slog.Logger
-	handle MethodHandler // the middleware chain around dispatch (handler.go)
-	hub    changeHub     // list_changed and resource update notifications (listchanged.go)
-	tasks  *taskHost     // nil without ServerOptions.Tasks (server_tasks.go)
-	states *stateRing    // requestState keys (request_state_keys.go)
+	opts ServerOptions
+	log  *slog.Logger
+	// logPeers gives the sessions of one peer one log budget together.
+	logPeers *logclip.Peers
+	handle   MethodHandler // the middleware chain around dispatch (handler.go)
+	hub      changeHub     // list_changed and resource update notifications (listchanged.go)
+	tasks    *taskHost     // nil without ServerOptions.Tasks (server_tasks.go)
+	states   *stateRing    // requestState keys (request_state_keys.go)
 	// serverInfoJSON is the serverInfo every 2026-07-28 result names,
 	// encoded once (engine_modern.go).
 	serverInfoJSON jsontext.Value
@@ -248,6 +305,18 @@ func NewServer(opts *ServerOptions) *Server {
 	if o.MaxListensPerClient <= 0 {
 		o.MaxListensPerClient = 16
 	}
+	if o.MaxURIBytes <= 0 {
+		o.MaxURIBytes = DefaultMaxURIBytes
+	}
+	if o.MaxSubscriptionBytes <= 0 {
+		o.MaxSubscriptionBytes = DefaultMaxSubscriptionBytes
+	}
+	if o.MaxPeerSubscriptionBytes <= 0 {
+		o.MaxPeerSubscriptionBytes = DefaultMaxPeerSubscriptionBytes
+	}
+	if o.MaxTotalSubscriptionBytes <= 0 {
+		o.MaxTotalSubscriptionBytes = DefaultMaxTotalSubscriptionBytes
+	}
 	if o.CacheScope != CacheScopePublic {
 		o.CacheScope = CacheScopePrivate
 	}
@@ -263,7 +332,8 @@ func NewServer(opts *ServerOptions) *Server {
 		c := *o.Capabilities
 		o.Capabilities = &c
 	}
-	s := &Server{opts: o, log: o.Logger, states: states}
+	log := slog.New(logclip.NewHandler(o.Logger.Handler(), 0, o.LogLinesPerSecond))
+	s := &Server{opts: o, log: log, logPeers: logclip.NewPeers(log), states: states}
 	s.handle = chainMiddleware(dispatch, o.Middleware)
 	info, err := json.Marshal(s.serverInfo(), json.Deterministic(true))
 	if err != nil { // plain strings and icons: cannot happen
@@ -289,6 +359,16 @@ func (s *Server) Options() ServerOptions { return s.opts }
 func (s *Server) Run(ctx context.Context, t transport.Transport) error {
 	sr, stateless := transport.StatelessRequestFromContext(ctx)
 	ss := s.newSession(t, stateless && IsModernEra(sr.ProtocolVersion))
+	if !ss.modernOnly {
+		// The sessions of one peer (HTTP: its token or address) share one
+		// log budget, so that opening more sessions logs no more.
+		if p, ok := transport.PeerFromContext(ctx); ok {
+			ss.peer = p.Key
+			log, lease := s.logPeers.Scope(p.Key, slog.String("connectionCorrelationId", ss.connCorrelationID))
+			defer lease.Release()
+			ss.log, ss.reqs.log, ss.conn.log = log, log, log
+		}
+	}
 	ss.applyTransportContext(ctx) // stateless HTTP: already initialized (server_http.go)
 	return ss.serve(ctx)
 }
@@ -305,6 +385,12 @@ func (s *Server) Run(ctx context.Context, t transport.Transport) error {
 // it starts, keep parts of it).
 func (s *Server) ServeRequest(ctx context.Context, t transport.Transport, msg []byte) error {
 	ss := s.newSession(t, true)
+	if p, ok := transport.PeerFromContext(ctx); ok {
+		// One peer's requests share its log budget, as its sessions do.
+		log, lease := s.logPeers.Scope(p.Key)
+		defer lease.Release()
+		ss.log, ss.reqs.log, ss.conn.log = log, log, log
+	}
 	if a, ok := t.(aborter); ok {
 		a.OnAbort(ss.reqs.close)
 	}

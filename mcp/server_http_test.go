@@ -2,7 +2,6 @@ package mcp_test
 
 import (
 	"context"
-	"errors"
 	"github.com/keelmcp/keel/transport/streamhttp"
 	"log/slog"
 	"net/http"
@@ -54,7 +53,7 @@ func httpTools(t *testing.T) *registry.Registry {
 			MaxTokens: 10,
 		})
 		if err != nil {
-			return httpText{}, errors.New(err.Error())
+			return httpText{}, err
 		}
 		return httpText{Text: res.Model}, nil
 	}, nil)

@@ -109,6 +109,9 @@ func decodeURIParams(req *Request, p *ReadResourceParams) *Error {
 	if err := json.Unmarshal(req.Params, p); err != nil {
 		return invalidParams(err)
 	}
+	if e := req.Session.server.opts.checkURI("uri", p.URI); e != nil {
+		return e
+	}
 	if err := CheckResourceURI(p.URI); err != nil {
 		return &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
 	}
@@ -164,7 +167,8 @@ func (r *responder) resourceError(err error, uri string) *Error {
 // featureError maps an error of a resource, prompt or completion source to
 // a JSON-RPC error: an *Error as it is; a *StructuredError becomes -32602
 // (INVALID_ARGUMENT, NOT_FOUND) or -32603 with the error in data; anything
-// else -32603. A StructuredError gets the connection's correlation id.
+// else -32603 with its text masked (protocolError). A StructuredError gets
+// the connection's correlation id.
 func (ss *Session) featureError(err error) *Error {
 	var rpc *Error
 	if errors.As(err, &rpc) {
@@ -189,8 +193,7 @@ func (ss *Session) featureError(err error) *Error {
 		}
 		return &Error{Code: CodeInternalError, Message: "Internal error: " + se.Message, Data: &c}
 	}
-	ss.log.Error("mcp: request failed", "error", err)
-	return &Error{Code: CodeInternalError, Message: "Internal error: " + err.Error()}
+	return protocolError(ss, "request", err)
 }
 
 func handleSubscribe(_ context.Context, req *Request) (any, error) {
@@ -209,8 +212,8 @@ func subscribe(req *Request, on bool) (any, error) {
 	ss := req.Session
 	if !on {
 		ss.server.hub.unsubscribe(ss, p.URI)
-	} else if !ss.server.hub.subscribe(ss, p.URI) {
-		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: too many subscriptions on this connection"}
+	} else if e := ss.server.hub.subscribe(ss, p.URI); e != nil {
+		return nil, e
 	}
 	return EmptyResult{}, nil
 }

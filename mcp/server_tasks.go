@@ -38,9 +38,11 @@ import (
 // Bounds: a task's handler runs in the task pool (TaskOptions.MaxRunning
 // in all, MaxRunningPerOwner per owner), not in the request slots of the
 // tools/call chain; a task-augmented call that finds the pool full gets a
-// RESOURCE_EXHAUSTED isError result naming the limit. Finished tasks are
-// kept per owner within MaxFinishedTasks and MaxFinishedBytes (the oldest
-// evicted first), and a result over MaxResultBytes fails its task. For
+// RESOURCE_EXHAUSTED isError result naming the limit. Tasks in progress
+// are bounded per owner (MaxTasks) and in all (MaxTasksTotal). Finished
+// tasks are kept per owner within MaxFinishedTasks and MaxFinishedBytes
+// (the oldest evicted first) and in all within MaxFinishedBytesTotal, and
+// a result over MaxResultBytes fails its task. For
 // these quotas the owner is the authorization context, else the peer
 // (PeerFromContext): the sessions and self-reported names of one peer
 // share one quota, and no other peer can use it up or evict its results.
@@ -57,9 +59,10 @@ import (
 
 // Defaults of TaskOptions. Together they bound what a remote client can
 // make the server hold for tasks: running handlers (MaxRunning,
-// MaxRunningPerOwner, MaxRunTime), tasks in progress (MaxTasks), finished
-// tasks (MaxFinishedTasks, MaxFinishedBytes, MaxResultBytes) and how long
-// any task is kept (TTL, MaxTTL).
+// MaxRunningPerOwner, MaxRunTime), tasks in progress (MaxTasks,
+// MaxTasksTotal), finished tasks (MaxFinishedTasks, MaxFinishedBytes,
+// MaxFinishedBytesTotal, MaxResultBytes) and how long any task is kept
+// (TTL, MaxTTL).
 const (
 	// DefaultTaskTTL is how long a task is kept when its request names no
 	// ttl: one hour from its creation.
@@ -70,6 +73,10 @@ const (
 	DefaultTaskPollInterval = time.Second
 	// DefaultMaxTasks bounds the tasks in progress per owner.
 	DefaultMaxTasks = 100
+	// DefaultMaxTasksTotal bounds the tasks in progress on a server, all
+	// owners together (those input_required, which hold no handler slot,
+	// included).
+	DefaultMaxTasksTotal = 10_000
 	// DefaultTaskImmediateWait is how long a 2026-07-28 tools/call that
 	// may become a task waits for its handler before answering with a task.
 	DefaultTaskImmediateWait = 50 * time.Millisecond
@@ -86,9 +93,29 @@ const (
 	// DefaultMaxFinishedTaskBytes bounds the bytes of results (their JSON
 	// size) the finished tasks of one owner hold: 16 MiB.
 	DefaultMaxFinishedTaskBytes = 16 << 20
+	// DefaultMaxFinishedTaskBytesTotal bounds the bytes the finished tasks
+	// of all owners together hold: 256 MiB.
+	DefaultMaxFinishedTaskBytesTotal = 256 << 20
 	// DefaultMaxTaskResultBytes bounds the JSON size of one task's result:
-	// 10 MiB.
-	DefaultMaxTaskResultBytes = 10 << 20
+	// DefaultMaxResultBytes, so that a stored result fits in a message.
+	DefaultMaxTaskResultBytes = DefaultMaxResultBytes
+)
+
+// Result size bounds that agree with the transports' message limit.
+const (
+	// ResultEnvelopeBytes is the room DefaultMaxResultBytes leaves within
+	// transport.DefaultMaxMessageBytes for what wraps a result on the
+	// wire: the JSON-RPC envelope and id, _meta, an SSE event's framing.
+	ResultEnvelopeBytes = 64 << 10
+	// DefaultMaxResultBytes is the default bound on the JSON of one
+	// result (a tool's: middleware.DefaultMaxResponseBytes; a task's):
+	// transport.DefaultMaxMessageBytes less ResultEnvelopeBytes, 4 MiB -
+	// 64 KiB. A result within it fits in a message the peer accepts at
+	// its defaults. A larger bound configured on its own is clamped at
+	// the transport: a response larger than the transport's
+	// MaxMessageBytes is never sent; the request is answered with -32603
+	// naming MaxMessageBytes instead (transport.MessageLimiter).
+	DefaultMaxResultBytes = transport.DefaultMaxMessageBytes - ResultEnvelopeBytes
 )
 
 // TaskOptions configure tasks (ServerOptions.Tasks). The zero value gives
@@ -115,6 +142,14 @@ type TaskOptions struct {
 	// per peer (PeerFromContext), whatever sessions or names it uses. A task-augmented call
 	// beyond it gets a RESOURCE_EXHAUSTED isError result.
 	MaxTasks int
+	// MaxTasksTotal bounds the tasks in progress (working or
+	// input_required) on the server, all owners together (0 =
+	// DefaultMaxTasksTotal; negative = no limit): the per-owner bounds
+	// alone would let many owners add up without bound. A task-augmented
+	// call beyond it gets a retryable RESOURCE_EXHAUSTED isError result
+	// naming "maxTasksTotal" (a 2026-07-28 call is answered when its
+	// handler returns, not as a task).
+	MaxTasksTotal int
 	// MaxRunning bounds the task handlers running at once, all owners
 	// together (0 = DefaultMaxRunningTasks; negative = no limit), and
 	// MaxRunningPerOwner those of one owner (0 =
@@ -143,6 +178,14 @@ type TaskOptions struct {
 	// found (-32602), as an expired one does.
 	MaxFinishedTasks int
 	MaxFinishedBytes int64
+	// MaxFinishedBytesTotal bounds the bytes (counted as MaxFinishedBytes
+	// counts them) the finished tasks of all owners together hold (0 =
+	// DefaultMaxFinishedTaskBytesTotal; negative = no limit). While they
+	// hold it, a task-augmented call gets a retryable RESOURCE_EXHAUSTED
+	// isError result naming "maxFinishedBytesTotal"; a task that finishes
+	// beyond it evicts its own owner's oldest finished tasks, itself last,
+	// never another owner's.
+	MaxFinishedBytesTotal int64
 	// MaxResultBytes bounds the JSON size of one task's result (or
 	// error), measured once when the task finishes (0 =
 	// DefaultMaxTaskResultBytes; negative = no limit). A larger one is not
@@ -199,6 +242,12 @@ func (o TaskOptions) withDefaults() TaskOptions {
 	if o.MaxTasks == 0 {
 		o.MaxTasks = DefaultMaxTasks
 	}
+	if o.MaxTasksTotal == 0 {
+		o.MaxTasksTotal = DefaultMaxTasksTotal
+	}
+	if o.MaxFinishedBytesTotal == 0 {
+		o.MaxFinishedBytesTotal = DefaultMaxFinishedTaskBytesTotal
+	}
 	if o.MaxRunning == 0 {
 		o.MaxRunning = DefaultMaxRunningTasks
 	}
@@ -245,6 +294,7 @@ func (s *Server) initTasks() {
 	s.opts.Tasks = &o
 	s.tasks = newTaskHost(o, s.opts.Now, s.opts.Tools)
 	s.tasks.onChange = s.hub.taskChanged // notifications/tasks (listen.go)
+	s.tasks.srv = s
 }
 
 // tasksOn reports whether the session is offered tasks.
@@ -354,7 +404,7 @@ func (st *taskHost) startTask(ss *Session, reqCtx context.Context, req *Request,
 		cancel()
 		st.runner.release(quota)
 		if errors.Is(err, ErrTaskLimit) {
-			return ToolErrorResult(withIDs(errTooManyTasks(st.opts.MaxTasks), call)), nil
+			return ToolErrorResult(withIDs(st.limitError(err), call)), nil
 		}
 		call.Logger.Error("mcp: the task store failed: the task was not created", "tool", call.Name, "error", err)
 		return nil, errTaskStore()
@@ -385,7 +435,7 @@ func (st *taskHost) startTask(ss *Session, reqCtx context.Context, req *Request,
 // toolOutcome maps the error a task's call returned to what tools/call
 // would have answered: a JSON-RPC error (the task fails), or an isError
 // result (it completes); msg is the task's status message.
-func toolOutcome(call *ToolCall, err error) (res *CallToolResult, rpcErr *Error, msg string) {
+func toolOutcome(s *Server, call *ToolCall, err error) (res *CallToolResult, rpcErr *Error, msg string) {
 	var re *Error
 	var se *StructuredError
 	switch {
@@ -398,7 +448,8 @@ func toolOutcome(call *ToolCall, err error) (res *CallToolResult, rpcErr *Error,
 	case errors.As(err, &se):
 		return ToolErrorResult(withIDs(se, call)), nil, string(se.Code) + ": " + se.Message
 	}
-	return ToolErrorResult(withIDs(&StructuredError{Code: ErrInternal, Message: err.Error()}, call)), nil, err.Error()
+	se = plainError(s, call.Logger, "task of tool "+quote(call.Name), err)
+	return ToolErrorResult(withIDs(se, call)), nil, string(se.Code) + ": " + se.Message
 }
 
 // settle is the one outcome mapper of the tasks of both revisions: it
@@ -416,7 +467,7 @@ func (st *taskHost) settle(e *taskEntry, res *CallToolResult, err error) *TaskRe
 	status, msg := TaskStatusCompleted, ""
 	var rpcErr *Error
 	if err != nil {
-		res, rpcErr, msg = toolOutcome(call, err)
+		res, rpcErr, msg = toolOutcome(st.srv, call, err)
 	}
 	if res == nil && rpcErr == nil {
 		res = &CallToolResult{}

@@ -80,21 +80,13 @@ func handleToolsList(ctx context.Context, req *Request) (any, error) {
 	o := &req.Session.server.opts
 	tools, err := o.Tools.ListTools(ctx)
 	if err != nil {
-		return nil, asProtocolError(err)
+		return nil, protocolError(req.Session, "tools/list", err)
 	}
 	page, next, perr := paginate(tools, func(t *Tool) string { return t.Name }, p.Cursor, o.PageSize)
 	if perr != nil {
 		return nil, perr
 	}
 	return &ListToolsResult{Tools: page, NextCursor: next}, nil
-}
-
-func asProtocolError(err error) *Error {
-	var e *Error
-	if errors.As(err, &e) {
-		return e
-	}
-	return &Error{Code: CodeInternalError, Message: "Internal error: " + err.Error()}
 }
 
 // callToolWire is how tools/call params are decoded: CallToolParams, with
@@ -250,7 +242,7 @@ func (r *responder) toolResponse(call *ToolCall, res *CallToolResult, err error)
 		}
 		var se *StructuredError
 		if !errors.As(err, &se) {
-			se = &StructuredError{Code: ErrInternal, Message: err.Error()}
+			se = plainError(r.ss.server, call.Logger, "tool "+quote(call.Name), err)
 		}
 		res = ToolErrorResult(withIDs(se, call))
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/logclip"
 	"github.com/keelmcp/keel/transport"
 )
 
@@ -53,6 +55,9 @@ type Session struct {
 	// once for a session, on first use for a per-request one.
 	connCorrelationID string
 	connIDOnce        sync.Once
+	// peer is the key of the peer the transport named for the session
+	// (Server.Run); "" when it named none (peerKey).
+	peer string
 
 	state      atomic.Int32
 	mu         sync.Mutex // guards the fields below
@@ -93,13 +98,23 @@ func (s *Server) newSession(t transport.Transport, perRequest bool) *Session {
 	ss := &Session{server: s, log: s.log, ctx: context.Background(), modernOnly: perRequest}
 	if !perRequest { // a per-request session's id and logger attribute would rarely be used
 		ss.connCorrelationID = s.opts.NewID()
-		ss.log = s.log.With("connectionCorrelationId", ss.connCorrelationID)
+		ss.log = logclip.Scope(s.log, slog.String("connectionCorrelationId", ss.connCorrelationID))
 	}
 	ss.reqs.log = ss.log
 	ss.rd.ss = ss
 	ss.conn = newConn(t, s.opts.MaxDepth, ss.log)
 	ss.conn.ss, ss.conn.out = ss, sendChain(ss.conn, s.opts.SendMiddleware)
 	return ss
+}
+
+// peerKeyOf is the key the session's per-peer budgets count under: the
+// peer its transport named, else the connection itself.
+func peerKeyOf(ss *Session) string {
+	ss = ss.real()
+	if ss.peer != "" {
+		return ss.peer
+	}
+	return transport.PeerOfConn(ss.connID()).Key
 }
 
 // connID returns the connection's correlation id (a per-request session
@@ -186,6 +201,11 @@ type responder struct {
 	// params are the request's params (nil for a message that is not a
 	// request): errors echo their _meta.correlationId.
 	params jsontext.Value
+	// wctx, if set, is the context an error is written with instead of
+	// the session's: the message's own (reader.messageContext), so that a
+	// transport routes an answer without an id (a refused batch) to the
+	// exchange that carried the message.
+	wctx context.Context
 }
 
 func (r *responder) result(v any) {
@@ -209,12 +229,17 @@ func (r *responder) result(v any) {
 			r.error(r.notSerializable())
 			return
 		}
-		r.batch.add(b)
+		r.batch.add(r.id, b)
 		return
 	}
 	err = r.ss.conn.writeResult(r.ss.ctx, r.id, v)
 	if err == errNotSerializable {
 		r.error(r.notSerializable())
+		return
+	}
+	if tl := tooLarge(err); tl != nil {
+		r.ss.log.Warn("mcp: response over MaxMessageBytes; an error is sent instead", "bytes", tl.Size, "maxBytes", tl.Limit)
+		r.error(r.overLimit(tl))
 		return
 	}
 	if err != nil && !isClosed(err) {
@@ -232,6 +257,21 @@ func (r responder) notSerializable() *Error {
 			CorrelationID: r.call.CorrelationID, RunID: r.call.RunID}
 	}
 	return e
+}
+
+// overLimit is the -32603 answer to a response the transport's
+// MaxMessageBytes would not carry: the peer gets an error it can read,
+// naming the limit, instead of a message it would discard unanswered.
+// Like notSerializable, it carries the call's correlation ids.
+func (r responder) overLimit(tl *transport.MessageTooLargeError) *Error {
+	se := &StructuredError{Code: ErrResourceExhausted,
+		Message:       "the response (" + strconv.Itoa(tl.Size) + " bytes) exceeds the transport's MaxMessageBytes (" + strconv.Itoa(tl.Limit) + " bytes)",
+		Details:       map[string]any{"limit": "MaxMessageBytes", "maxBytes": tl.Limit},
+		CorrelationID: r.ss.connID()}
+	if r.call != nil {
+		se.CorrelationID, se.RunID = r.call.CorrelationID, r.call.RunID
+	}
+	return &Error{Code: CodeInternalError, Message: "Internal error: response exceeds MaxMessageBytes (" + strconv.Itoa(tl.Limit) + " bytes)", Data: se}
 }
 
 // correlationID is the correlation id of the request r answers: the
@@ -290,10 +330,20 @@ func (r responder) error(e *Error) {
 		if err != nil {
 			b, _ = jsonrpc.AppendError(nil, id, e.Code, e.Message, nil)
 		}
-		r.batch.add(b)
+		r.batch.add(r.id, b)
 		return
 	}
-	if err := r.ss.conn.writeError(r.ss.ctx, id, e); err != nil && !isClosed(err) {
+	ctx := r.ss.ctx
+	if r.wctx != nil {
+		ctx = r.wctx
+	}
+	err := r.ss.conn.writeError(ctx, id, e)
+	if tooLarge(err) != nil {
+		// An error that echoes a large value: sent without its data, its
+		// message clipped.
+		err = r.ss.conn.writeError(ctx, id, &Error{Code: e.Code, Message: logclip.Clip(e.Message, logclip.DefaultMaxValue)})
+	}
+	if err != nil && !isClosed(err) {
 		r.ss.log.Warn("mcp: writing error response failed", "error", err)
 	}
 }
@@ -304,6 +354,7 @@ type batch struct {
 	mu    sync.Mutex
 	want  int
 	parts [][]byte
+	ids   []jsontext.Value // the id each part answers (nil: none)
 }
 
 // skip records that one expected response will never come (a cancelled request).
@@ -317,9 +368,10 @@ func (b *batch) skip() {
 	}
 }
 
-func (b *batch) add(part []byte) {
+func (b *batch) add(id jsontext.Value, part []byte) {
 	b.mu.Lock()
 	b.parts = append(b.parts, part)
+	b.ids = append(b.ids, id)
 	done := len(b.parts) == b.want
 	b.mu.Unlock()
 	if done {
@@ -328,9 +380,31 @@ func (b *batch) add(part []byte) {
 }
 
 func (b *batch) flush() {
-	err := b.ss.conn.send(b.ss.ctx, func(dst []byte) ([]byte, error) {
+	err := b.write(b.parts)
+	if tl := tooLarge(err); tl != nil {
+		// Together the answers pass the transport's limit: each request
+		// is answered with the error naming it instead.
+		b.ss.log.Warn("mcp: batch response over MaxMessageBytes; errors are sent instead", "bytes", tl.Size, "maxBytes", tl.Limit)
+		parts := make([][]byte, len(b.ids))
+		for i, id := range b.ids {
+			if id == nil {
+				id = jsonrpc.Null
+			}
+			e := responder{ss: b.ss}.overLimit(tl)
+			parts[i], _ = jsonrpc.AppendError(nil, id, e.Code, e.Message, e.Data)
+		}
+		err = b.write(parts)
+	}
+	if err != nil && !isClosed(err) {
+		b.ss.log.Warn("mcp: writing batch response failed", "error", err)
+	}
+}
+
+// write sends parts as one array.
+func (b *batch) write(parts [][]byte) error {
+	return b.ss.conn.send(b.ss.ctx, func(dst []byte) ([]byte, error) {
 		dst = append(dst, '[')
-		for i, p := range b.parts {
+		for i, p := range parts {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
@@ -338,9 +412,6 @@ func (b *batch) flush() {
 		}
 		return append(dst, ']'), nil
 	})
-	if err != nil && !isClosed(err) {
-		b.ss.log.Warn("mcp: writing batch response failed", "error", err)
-	}
 }
 
 // notificationHandler returns the handler of notification name, or nil.

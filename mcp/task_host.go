@@ -39,6 +39,7 @@ type taskHost struct {
 	now   func() time.Time
 	store TaskStore
 	lim   TaskLimits
+	srv   *Server // whose options mask error text (errors_mask.go)
 
 	mu         sync.Mutex
 	live       map[string]*taskEntry // the runs of this process, by task id
@@ -84,7 +85,8 @@ func newTaskHost(o TaskOptions, now func() time.Time, tools ToolSource) *taskHos
 		store = NewMemoryTaskStore(now)
 	}
 	st := &taskHost{opts: o, now: now, store: store, live: map[string]*taskEntry{}, sessions: map[*Session]string{},
-		lim: TaskLimits{MaxTasks: o.MaxTasks, MaxFinishedTasks: o.MaxFinishedTasks, MaxFinishedBytes: o.MaxFinishedBytes}}
+		lim: TaskLimits{MaxTasks: o.MaxTasks, MaxTasksTotal: o.MaxTasksTotal, MaxFinishedTasks: o.MaxFinishedTasks,
+			MaxFinishedBytes: o.MaxFinishedBytes, MaxFinishedBytesTotal: o.MaxFinishedBytesTotal}}
 	st.runner = newTaskRunner(&st.opts, tools)
 	return st
 }
@@ -110,11 +112,60 @@ func taskNotFoundError(id string) *Error {
 }
 
 // errTooManyTasks is the tools/call answer when an owner has MaxTasks tasks
-// running: an isError result (RESOURCE_EXHAUSTED), as for other limits.
+// running: an isError result (RESOURCE_EXHAUSTED, retryable), as for
+// other limits.
 func errTooManyTasks(limit int) *StructuredError {
-	return &StructuredError{Code: ErrResourceExhausted,
-		Message: "too many tasks in progress (at most " + strconv.Itoa(limit) + "); wait for some to finish or cancel them",
-		Details: map[string]any{"limit": "maxTasks", "maxTasks": limit}}
+	return NewToolError(ErrResourceExhausted,
+		"too many tasks in progress (at most "+strconv.Itoa(limit)+"); wait for some to finish or cancel them",
+		map[string]any{"limit": TaskLimitMaxTasks, TaskLimitMaxTasks: limit})
+}
+
+// errTooManyTasksTotal is errTooManyTasks for the server's bound, all
+// owners together (MaxTasksTotal).
+func errTooManyTasksTotal(limit int) *StructuredError {
+	return NewToolError(ErrResourceExhausted,
+		"too many tasks in progress on the server (at most "+strconv.Itoa(limit)+", TaskOptions.MaxTasksTotal); retry later",
+		map[string]any{"limit": TaskLimitMaxTasksTotal, TaskLimitMaxTasksTotal: limit})
+}
+
+// errFinishedBytesTotal is the tools/call answer when the finished tasks
+// of all owners hold MaxFinishedBytesTotal.
+func errFinishedBytesTotal(limit int64) *StructuredError {
+	return NewToolError(ErrResourceExhausted,
+		"finished tasks hold "+strconv.FormatInt(limit, 10)+" bytes of results on the server (TaskOptions.MaxFinishedBytesTotal); retry once some expire",
+		map[string]any{"limit": TaskLimitMaxFinishedBytesTotal, TaskLimitMaxFinishedBytesTotal: limit})
+}
+
+// limitError is the tools/call answer to a creation the store refused
+// for a bound (err matches ErrTaskLimit): the RESOURCE_EXHAUSTED error
+// naming it. A store that does not say which bound refused is taken to
+// mean MaxTasks.
+func (st *taskHost) limitError(err error) *StructuredError {
+	var le *TaskLimitError
+	if errors.As(err, &le) {
+		switch le.Limit {
+		case TaskLimitMaxTasksTotal:
+			return errTooManyTasksTotal(int(le.Max))
+		case TaskLimitMaxFinishedBytesTotal:
+			return errFinishedBytesTotal(le.Max)
+		}
+	}
+	return errTooManyTasks(st.opts.MaxTasks)
+}
+
+// overTotalError is the failure a task records instead of its outcome
+// when the finished tasks of all owners hold MaxFinishedBytesTotal and
+// its own owner's left no room: RESOURCE_EXHAUSTED naming the limit,
+// retryable.
+func overTotalError(call *ToolCall, max int64) (*Error, string) {
+	msg := "the finished tasks on the server hold " + strconv.FormatInt(max, 10) +
+		" bytes of results (TaskOptions.MaxFinishedBytesTotal): the task's result is not kept; retry once some expire"
+	se := &StructuredError{Code: ErrResourceExhausted, Message: msg, Retryable: true,
+		Details: map[string]any{"limit": TaskLimitMaxFinishedBytesTotal, TaskLimitMaxFinishedBytesTotal: max}}
+	if call != nil {
+		se.CorrelationID, se.RunID = call.CorrelationID, call.RunID
+	}
+	return &Error{Code: CodeInternalError, Message: "Internal error: " + msg, Data: se}, msg
 }
 
 // errTaskStore is the answer to a request the task store failed (the
@@ -140,8 +191,10 @@ const maxIDTries = 8
 
 // create stores a new working task for owner of revision rev, created by
 // ss (nil for 2026-07-28) and counted against quota, and registers its
-// run (for a 2026-07-28 task, run is its call). It returns ErrTaskLimit when quota already has MaxTasks tasks in
-// progress. cancel cancels the task's context.
+// run (for a 2026-07-28 task, run is its call). It returns ErrTaskLimit
+// (a *TaskLimitError: limitError) when quota already has MaxTasks tasks
+// in progress, the server MaxTasksTotal, or finished tasks hold
+// MaxFinishedBytesTotal. cancel cancels the task's context.
 func (st *taskHost) create(ctx context.Context, ss *Session, owner, quota, rev string, call *ToolCall, ttl *int64,
 	in *TaskInput, run *modernRun, cancel context.CancelFunc) (*taskEntry, *TaskRecord, error) {
 	now := st.now()
@@ -279,16 +332,30 @@ func (st *taskHost) setWaiting(e *taskEntry, delta int) *TaskRecord {
 
 // finish moves e's task to a terminal status with its outcome (size: its
 // JSON size), unless it is terminal already, and ends its run. It returns
-// the record when it did.
+// the record when it did. An outcome the store cannot keep within
+// MaxFinishedBytesTotal is replaced by the failure naming that limit
+// (overTotalError).
 func (st *taskHost) finish(e *taskEntry, status TaskStatus, message string, res *CallToolResult, rpcErr *Error, size int64) *TaskRecord {
-	rec, ok, err := updateTask(context.Background(), st.store, st.lim, e.owner, e.id, func(r *TaskRecord) (bool, error) {
+	set := func(r *TaskRecord) (bool, error) {
 		if r.Terminal() {
 			return false, nil
 		}
 		r.State.Status, r.State.StatusMessage, r.State.LastUpdatedAt = status, message, formatTime(st.now())
 		r.Result, r.Error, r.Size = res, rpcErr, size
 		return true, nil
-	})
+	}
+	rec, ok, err := updateTask(context.Background(), st.store, st.lim, e.owner, e.id, set)
+	if errors.Is(err, ErrTaskLimit) && size > 0 {
+		var msg string
+		status, res, size = TaskStatusFailed, nil, 0
+		rpcErr, msg = overTotalError(e.call, st.lim.MaxFinishedBytesTotal)
+		message = ""
+		if e.rev != Version20260728 {
+			message = "Tool execution failed: " + msg
+		}
+		e.call.Logger.Warn("mcp: the finished tasks hold MaxFinishedBytesTotal: the task fails", "tool", e.call.Name, "taskId", e.id)
+		rec, ok, err = updateTask(context.Background(), st.store, st.lim, e.owner, e.id, set)
+	}
 	if err != nil && !errors.Is(err, ErrTaskNotFound) {
 		e.call.Logger.Error("mcp: the task store failed: the task's outcome is lost", "taskId", e.id, "error", err)
 	}

@@ -49,7 +49,9 @@ func TestTaskDefaults(t *testing.T) {
 	assert.Equal(t, time.Hour, mcp.DefaultMaxTaskRunTime)
 	assert.Equal(t, 100, mcp.DefaultMaxFinishedTasks)
 	assert.Equal(t, 16<<20, mcp.DefaultMaxFinishedTaskBytes)
-	assert.Equal(t, 10<<20, mcp.DefaultMaxTaskResultBytes)
+	assert.Equal(t, 256<<20, mcp.DefaultMaxFinishedTaskBytesTotal)
+	assert.Equal(t, 10_000, mcp.DefaultMaxTasksTotal)
+	assert.Equal(t, 4<<20-64<<10, mcp.DefaultMaxTaskResultBytes)
 	assert.Equal(t, time.Hour, mcp.DefaultTaskTTL)
 	assert.Equal(t, 4*time.Hour, mcp.DefaultMaxTaskTTL)
 }
@@ -293,4 +295,97 @@ func TestTaskHandlerPanic(t *testing.T) {
 			return err == nil
 		}, 5*time.Second, time.Millisecond)
 	}
+}
+
+// Tasks in progress are bounded on the server as well as per owner
+// (MaxTasksTotal): many owners cannot add up without bound. A call beyond
+// gets a retryable RESOURCE_EXHAUSTED naming the limit.
+func TestTasksInProgressBoundedInAll(t *testing.T) {
+	release := make(chan struct{})
+	tools := taskTools{"wait": func(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) {
+		<-release
+		return mcp.TextResult("done"), nil
+	}}
+	srv := mcp.NewServer(taskServerOptions(tools, &mcp.TaskOptions{MaxTasks: 2, MaxTasksTotal: 3}))
+	defer func() {
+		close(release)
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		assert.NoError(t, srv.StopTasks(sctx))
+	}()
+	a, b := dial(t, srv, nil), dial(t, srv, nil)
+	limitOf := func(c *mcp.Client) string {
+		created, res := callTaskRaw(t, c, "wait")
+		if created != nil {
+			return ""
+		}
+		se := structured(t, res)
+		assert.Equal(t, "RESOURCE_EXHAUSTED", se["code"])
+		assert.Equal(t, true, se["retryable"])
+		return se["details"].(map[string]any)["limit"].(string)
+	}
+	assert.Equal(t, []string{"", "", "maxTasks"}, []string{limitOf(a), limitOf(a), limitOf(a)}, "one owner's share")
+	assert.Equal(t, []string{"", "maxTasksTotal"}, []string{limitOf(b), limitOf(b)}, "the server's bound, all owners together")
+}
+
+// The finished tasks of all owners together hold at most
+// MaxFinishedBytesTotal: a task that finishes beyond it evicts its own
+// owner's oldest, never another owner's; with none to evict it fails
+// naming the limit (retryable). Once even that would not fit, a new task
+// is refused naming the limit.
+func TestFinishedTasksBoundedInAll(t *testing.T) {
+	ctx := context.Background()
+	const size, limit = 20 << 10, 100 << 10 // 20 KiB per result, 100 KiB in all
+	big := strings.Repeat("x", size)
+	tools := taskTools{
+		"big":   func(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) { return mcp.TextResult(big), nil },
+		"small": func(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) { return mcp.TextResult("ok"), nil },
+	}
+	srv := mcp.NewServer(taskServerOptions(tools, &mcp.TaskOptions{MaxFinishedBytesTotal: limit}))
+	a, b := dial(t, srv, nil), dial(t, srv, nil)
+	run := func(c *mcp.Client, tool string) (string, error) {
+		created, err := c.CallToolAsTask(ctx, tool, nil, 0)
+		require.NoError(t, err)
+		_, err = c.TaskResult(ctx, created.Task.TaskID)
+		return created.Task.TaskID, err
+	}
+	var ids []string
+	for range 4 {
+		id, err := run(a, "big")
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	_, err := run(b, "big")
+	var e *mcp.Error
+	require.ErrorAs(t, err, &e, "another owner's task fails rather than evict the first owner's")
+	se, ok := e.StructuredError()
+	require.True(t, ok)
+	assert.Equal(t, mcp.ErrResourceExhausted, se.Code)
+	assert.True(t, se.Retryable)
+	assert.Equal(t, "maxFinishedBytesTotal", se.Details["limit"])
+	assert.Contains(t, se.Message, "MaxFinishedBytesTotal")
+	for _, id := range ids {
+		_, err := a.GetTask(ctx, id)
+		assert.NoError(t, err, "the first owner's finished tasks are kept")
+	}
+
+	id, err := run(a, "big")
+	require.NoError(t, err, "an owner makes room from its own finished tasks")
+	_, err = a.GetTask(ctx, id)
+	require.NoError(t, err)
+	_, err = a.GetTask(ctx, ids[0])
+	assert.Error(t, err, "its oldest was evicted")
+	all, err := a.ListAllTasks(ctx)
+	require.NoError(t, err)
+	assert.Len(t, all, 4)
+
+	tiny := mcp.NewServer(taskServerOptions(tools, &mcp.TaskOptions{MaxFinishedBytesTotal: 1000}))
+	c, d := dial(t, tiny, nil), dial(t, tiny, nil)
+	_, err = run(c, "small")
+	require.NoError(t, err)
+	created, res := callTaskRaw(t, d, "small")
+	require.Nil(t, created, "no room even for a failure: the task is refused")
+	rse := structured(t, res)
+	assert.Equal(t, "RESOURCE_EXHAUSTED", rse["code"])
+	assert.Equal(t, "maxFinishedBytesTotal", rse["details"].(map[string]any)["limit"])
 }

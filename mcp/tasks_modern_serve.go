@@ -163,7 +163,7 @@ func (run *modernRun) escalate() bool {
 		&TaskInput{Round: run.round0}, run, run.cancel)
 	switch {
 	case errors.Is(err, ErrTaskLimit):
-		run.call.Logger.Debug("mcp: too many tasks in progress: the call is answered directly", "tool", run.call.Name)
+		run.call.Logger.Debug("mcp: no task: the call is answered directly", "tool", run.call.Name, "reason", st.limitError(err).Message)
 		return false
 	case err != nil:
 		run.call.Logger.Error("mcp: the task store failed: the call is answered directly", "tool", run.call.Name, "error", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -38,6 +39,19 @@ import (
 //     TaskRecordOverhead): beyond either, the quota's records that became
 //     terminal first are deleted, the updated one included when its Size
 //     alone is over.
+//   - Bounds, in all: Create also fails with ErrTaskLimit when the store
+//     holds TaskLimits.MaxTasksTotal records that are not terminal (of all
+//     quotas), or when its terminal records count MaxFinishedBytesTotal
+//     bytes so that a new one's TaskRecordOverhead would not fit. When
+//     Update (or Create) makes a record terminal beyond
+//     MaxFinishedBytesTotal, the records of its own quota that became
+//     terminal first are deleted to make room, never another quota's;
+//     when even those are not enough and the record's Size is over zero,
+//     it fails with ErrTaskLimit and stores nothing (the caller may store
+//     a smaller outcome instead), and a record of Size zero is stored and
+//     deleted as the per-quota bounds delete one.
+//   - A refusal for a bound is a *TaskLimitError naming it, which
+//     matches ErrTaskLimit.
 //   - Records given to a store are copied or owned by it from then on;
 //     records it returns belong to the caller. A record's Result and Error
 //     are never modified once set, and may be shared.
@@ -48,7 +62,9 @@ import (
 type TaskStore interface {
 	// Create stores a new record, at Version 1 and with the next Seq of
 	// the store. It fails with ErrTaskExists when rec.ID is taken, and
-	// with ErrTaskLimit when rec.Quota is at lim.MaxTasks.
+	// with ErrTaskLimit when rec.Quota is at lim.MaxTasks, the store at
+	// lim.MaxTasksTotal, or its finished records at
+	// lim.MaxFinishedBytesTotal.
 	Create(ctx context.Context, rec *TaskRecord, lim TaskLimits) error
 	// Get returns owner's record id, or ErrTaskNotFound.
 	Get(ctx context.Context, owner, id string) (*TaskRecord, error)
@@ -57,7 +73,8 @@ type TaskStore interface {
 	// Update replaces owner's record rec.ID (rec.Owner) when its stored
 	// Version is rec.Version, applying the finished-task bounds of lim
 	// when rec is terminal; ErrTaskConflict when the version differs,
-	// ErrTaskNotFound when the record is gone.
+	// ErrTaskNotFound when the record is gone, ErrTaskLimit when a
+	// terminal rec does not fit within lim.MaxFinishedBytesTotal.
 	Update(ctx context.Context, rec *TaskRecord, lim TaskLimits) error
 	// Delete removes owner's record id, or returns ErrTaskNotFound.
 	Delete(ctx context.Context, owner, id string) error
@@ -74,24 +91,55 @@ var (
 	ErrTaskConflict = errors.New("mcp: task record changed concurrently")
 	// ErrTaskExists: Create was given an id that is taken.
 	ErrTaskExists = errors.New("mcp: task id already exists")
-	// ErrTaskLimit: the record's quota has TaskLimits.MaxTasks tasks in
-	// progress.
-	ErrTaskLimit = errors.New("mcp: too many tasks in progress")
+	// ErrTaskLimit: a bound of TaskLimits refuses the record (a
+	// *TaskLimitError names which).
+	ErrTaskLimit = errors.New("mcp: task limit reached")
 )
+
+// Names of the bounds a TaskLimitError reports: those of TaskOptions and
+// TaskLimits, as the RESOURCE_EXHAUSTED errors name them.
+const (
+	TaskLimitMaxTasks              = "maxTasks"
+	TaskLimitMaxTasksTotal         = "maxTasksTotal"
+	TaskLimitMaxFinishedBytesTotal = "maxFinishedBytesTotal"
+)
+
+// TaskLimitError is a TaskStore's refusal for one of the bounds of
+// TaskLimits. It matches ErrTaskLimit (errors.Is).
+type TaskLimitError struct {
+	// Limit names the bound (TaskLimitMaxTasks, TaskLimitMaxTasksTotal,
+	// TaskLimitMaxFinishedBytesTotal) and Max is its value.
+	Limit string
+	Max   int64
+}
+
+// Error implements error.
+func (e *TaskLimitError) Error() string {
+	return "mcp: task limit " + e.Limit + " (" + strconv.FormatInt(e.Max, 10) + ") reached"
+}
+
+// Is reports whether target is ErrTaskLimit.
+func (e *TaskLimitError) Is(target error) bool { return target == ErrTaskLimit }
 
 // TaskRecordOverhead is what every finished record counts against
 // TaskLimits.MaxFinishedBytes besides its Size.
 const TaskRecordOverhead = 512
 
-// TaskLimits are the bounds a TaskStore applies per quota key. Zero or
-// negative means no limit. The Server passes those of its TaskOptions.
+// TaskLimits are the bounds a TaskStore applies per quota key and in all.
+// Zero or negative means no limit. The Server passes those of its
+// TaskOptions.
 type TaskLimits struct {
-	// MaxTasks bounds the records of a quota that are not terminal.
-	MaxTasks int
+	// MaxTasks bounds the records of a quota that are not terminal, and
+	// MaxTasksTotal those of all quotas together.
+	MaxTasks      int
+	MaxTasksTotal int
 	// MaxFinishedTasks bounds the terminal records of a quota, and
 	// MaxFinishedBytes their Size (each plus TaskRecordOverhead).
 	MaxFinishedTasks int
 	MaxFinishedBytes int64
+	// MaxFinishedBytesTotal bounds the Size (each plus
+	// TaskRecordOverhead) of the terminal records of all quotas together.
+	MaxFinishedBytesTotal int64
 }
 
 // TaskRecord is the stored state of one task: plain data, without any

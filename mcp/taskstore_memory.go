@@ -22,6 +22,8 @@ type MemoryTaskStore struct {
 	nextExpiry time.Time                 // earliest expiry among the records (zero: none)
 	active     map[string]int            // quota → records not terminal
 	finished   map[string]*finishedTasks // quota → terminal records, in the order they finished
+	activeAll  int                       // records not terminal, all quotas (MaxTasksTotal)
+	bytesAll   int64                     // bytes of terminal records, all quotas (MaxFinishedBytesTotal)
 }
 
 // memTask is one record of a MemoryTaskStore.
@@ -57,8 +59,8 @@ func (m *MemoryTaskStore) Create(_ context.Context, rec *TaskRecord, lim TaskLim
 	if m.byID[rec.ID] != nil {
 		return fmt.Errorf("%w: %q", ErrTaskExists, rec.ID)
 	}
-	if max := lim.MaxTasks; max > 0 && !rec.Terminal() && m.active[rec.Quota] >= max {
-		return fmt.Errorf("%w (at most %d)", ErrTaskLimit, max)
+	if err := m.admitLocked(rec, lim); err != nil {
+		return err
 	}
 	m.seq++
 	rec.Seq, rec.Version = m.seq, 1
@@ -70,7 +72,42 @@ func (m *MemoryTaskStore) Create(_ context.Context, rec *TaskRecord, lim TaskLim
 	if rec.Terminal() {
 		m.retireLocked(t, lim)
 	} else {
-		m.active[rec.Quota]++
+		m.activateLocked(rec.Quota)
+	}
+	return nil
+}
+
+// admitLocked returns the TaskLimitError of the bound a new record rec
+// would exceed, or nil.
+func (m *MemoryTaskStore) admitLocked(rec *TaskRecord, lim TaskLimits) error {
+	if rec.Terminal() {
+		return m.roomLocked(rec, lim)
+	}
+	switch {
+	case lim.MaxTasks > 0 && m.active[rec.Quota] >= lim.MaxTasks:
+		return &TaskLimitError{Limit: TaskLimitMaxTasks, Max: int64(lim.MaxTasks)}
+	case lim.MaxTasksTotal > 0 && m.activeAll >= lim.MaxTasksTotal:
+		return &TaskLimitError{Limit: TaskLimitMaxTasksTotal, Max: int64(lim.MaxTasksTotal)}
+	case lim.MaxFinishedBytesTotal > 0 && m.bytesAll+TaskRecordOverhead > lim.MaxFinishedBytesTotal:
+		return &TaskLimitError{Limit: TaskLimitMaxFinishedBytesTotal, Max: lim.MaxFinishedBytesTotal}
+	}
+	return nil
+}
+
+// roomLocked returns the TaskLimitError of MaxFinishedBytesTotal when rec,
+// becoming terminal with a Size over zero, would not fit even once the
+// other finished records of its quota were deleted; else nil.
+func (m *MemoryTaskStore) roomLocked(rec *TaskRecord, lim TaskLimits) error {
+	maxAll := lim.MaxFinishedBytesTotal
+	if maxAll <= 0 || rec.Size <= 0 {
+		return nil
+	}
+	var own int64
+	if f := m.finished[rec.Quota]; f != nil {
+		own = f.bytes
+	}
+	if m.bytesAll-own+rec.Size+TaskRecordOverhead > maxAll {
+		return &TaskLimitError{Limit: TaskLimitMaxFinishedBytesTotal, Max: maxAll}
 	}
 	return nil
 }
@@ -117,6 +154,12 @@ func (m *MemoryTaskStore) Update(_ context.Context, rec *TaskRecord, lim TaskLim
 		return ErrTaskConflict
 	}
 	old := t.rec
+	if !old.Terminal() && rec.Terminal() {
+		rec.Quota = old.Quota
+		if err := m.roomLocked(rec, lim); err != nil {
+			return err
+		}
+	}
 	rec.Version++
 	rec.Seq, rec.Quota = old.Seq, old.Quota
 	t.rec = rec.Clone()
@@ -128,10 +171,11 @@ func (m *MemoryTaskStore) Update(_ context.Context, rec *TaskRecord, lim TaskLim
 		t.rec = old
 		m.unlinkLocked(t)
 		t.rec = rec.Clone()
-		m.active[rec.Quota]++
+		m.activateLocked(rec.Quota)
 	case old.Terminal(): // stays in its place; its size may differ
 		f := m.finished[rec.Quota]
 		f.bytes += rec.Size - old.Size
+		m.bytesAll += rec.Size - old.Size
 		m.evictLocked(f, lim)
 	}
 	return nil
@@ -161,34 +205,53 @@ func (m *MemoryTaskStore) removeLocked(t *memTask) {
 	}
 }
 
+func (m *MemoryTaskStore) activateLocked(quota string) {
+	m.active[quota]++
+	m.activeAll++
+}
+
 func (m *MemoryTaskStore) deactivateLocked(quota string) {
+	m.activeAll--
 	if m.active[quota]--; m.active[quota] <= 0 {
 		delete(m.active, quota)
 	}
 }
 
 // retireLocked adds the terminal record t to its quota's finished list and
-// deletes the oldest ones beyond the bounds.
+// deletes the oldest ones beyond the bounds: first those that make room
+// for it within MaxFinishedBytesTotal, then those beyond the quota's own
+// bounds (t itself last). Only t's quota loses records.
 func (m *MemoryTaskStore) retireLocked(t *memTask, lim TaskLimits) {
 	q := t.rec.Quota
+	size := t.rec.Size + TaskRecordOverhead
+	if maxAll := lim.MaxFinishedBytesTotal; maxAll > 0 {
+		for f := m.finished[q]; f != nil && m.bytesAll+size > maxAll; f = m.finished[q] {
+			m.dropLocked(f.l.Front().Value.(*memTask))
+		}
+	}
 	f := m.finished[q]
 	if f == nil {
 		f = &finishedTasks{}
 		m.finished[q] = f
 	}
 	t.fin = f.l.PushBack(t)
-	f.bytes += t.rec.Size + TaskRecordOverhead
+	f.bytes += size
+	m.bytesAll += size
 	m.evictLocked(f, lim)
 }
 
 // evictLocked deletes the oldest records of f beyond the bounds.
 func (m *MemoryTaskStore) evictLocked(f *finishedTasks, lim TaskLimits) {
-	maxN, maxB := lim.MaxFinishedTasks, lim.MaxFinishedBytes
-	for f.l.Len() > 0 && ((maxN > 0 && f.l.Len() > maxN) || (maxB > 0 && f.bytes > maxB)) {
-		old := f.l.Front().Value.(*memTask)
-		delete(m.byID, old.rec.ID)
-		m.unlinkLocked(old)
+	maxN, maxB, maxAll := lim.MaxFinishedTasks, lim.MaxFinishedBytes, lim.MaxFinishedBytesTotal
+	for f.l.Len() > 0 && ((maxN > 0 && f.l.Len() > maxN) || (maxB > 0 && f.bytes > maxB) || (maxAll > 0 && m.bytesAll > maxAll)) {
+		m.dropLocked(f.l.Front().Value.(*memTask))
 	}
+}
+
+// dropLocked deletes the terminal record old.
+func (m *MemoryTaskStore) dropLocked(old *memTask) {
+	delete(m.byID, old.rec.ID)
+	m.unlinkLocked(old)
 }
 
 // unlinkLocked takes a terminal record out of its quota's finished list.
@@ -199,6 +262,7 @@ func (m *MemoryTaskStore) unlinkLocked(t *memTask) {
 	f := m.finished[t.rec.Quota]
 	f.l.Remove(t.fin)
 	f.bytes -= t.rec.Size + TaskRecordOverhead
+	m.bytesAll -= t.rec.Size + TaskRecordOverhead
 	t.fin = nil
 	if f.l.Len() == 0 {
 		delete(m.finished, t.rec.Quota)

@@ -26,7 +26,9 @@ import (
 //   - any other *mcp.StructuredError (see Unauthorized and Denied): an
 //     isError result carrying it, with the call's correlationId and runId;
 //   - a *mcp.Error: that JSON-RPC error;
-//   - any other error: an UNAUTHORIZED isError result with its text.
+//   - any other error: an UNAUTHORIZED isError result; its text reaches
+//     the client only with mcp.ServerOptions.ExposeErrorText, and is
+//     logged (mcp.ClientErrorText), since it may hold anything.
 //
 // The built-in policies: ModePolicy (the runtime modes FULL, READONLY, TEST,
 // MINIMAL), TrustPolicy (destructive tools run only while TRUSTED) and
@@ -204,8 +206,15 @@ func (c *Call) refusal(err error) error {
 	if errors.As(err, &rpcErr) {
 		return rpcErr
 	}
-	return c.toolError(mcp.ErrUnauthorized, err.Error(), map[string]any{"tool": c.Name})
+	// A plain error's text is the policy's own and may hold anything (a
+	// database error, a path): masked as a handler's plain error is.
+	msg := mcp.ClientErrorText(c.ToolCall, "admission of tool "+quote(c.Name), err, refusedMessage)
+	return c.toolError(mcp.ErrUnauthorized, msg, map[string]any{"tool": c.Name})
 }
+
+// refusedMessage is what a client is told of an admission policy's plain
+// error while error text is masked.
+const refusedMessage = "call refused by the admission policy (its reason is in the server's log under the correlationId)"
 
 // admitted returns the tools p admits for a tools/list with context ctx.
 func admitted(ctx context.Context, p AdmissionPolicy, tools []listedTool) []*mcp.Tool {

@@ -16,8 +16,12 @@ import (
 // Defaults of ResponseLimitOptions (and StandardOptions).
 const (
 	// DefaultMaxResponseBytes is the default size limit of a tool result's
-	// JSON encoding (10 MiB).
-	DefaultMaxResponseBytes = 10 << 20
+	// JSON encoding: mcp.DefaultMaxResultBytes (4 MiB - 64 KiB), so that a
+	// result within it fits in one message of the transports' default
+	// MaxMessageBytes. A result over the transport's limit is refused by
+	// the Server even when MaxBytes is set higher (see
+	// transport.MessageLimiter).
+	DefaultMaxResponseBytes = mcp.DefaultMaxResultBytes
 	// DefaultMaxArrayItems is the default limit on the items of any one
 	// array in a tool result.
 	DefaultMaxArrayItems = 1000

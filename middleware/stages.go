@@ -3,10 +3,12 @@ package middleware
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime/debug"
 	"strconv"
 	"sync"
 
+	"github.com/keelmcp/keel/internal/logclip"
 	"github.com/keelmcp/keel/mcp"
 )
 
@@ -15,8 +17,10 @@ import (
 // Validate before it. The handler's context carries the *mcp.ToolCall
 // (mcp.ToolCallFromContext). A handler error that matches
 // errors.ErrUnsupported (and carries no code of its own) becomes a
-// NOT_IMPLEMENTED tool error with its text: the tool exists, but what was
-// asked of it is not available.
+// NOT_IMPLEMENTED tool error: the tool exists, but what was asked of it is
+// not available. The client is told errors.ErrUnsupported's own text, the
+// error's whole text only with mcp.ServerOptions.ExposeErrorText (see
+// mcp.ClientErrorText); the whole text goes to the log.
 func Dispatch(ctx context.Context, c *Call) (*mcp.CallToolResult, error) {
 	t, err := c.Tool()
 	if err != nil {
@@ -27,7 +31,8 @@ func Dispatch(ctx context.Context, c *Call) (*mcp.CallToolResult, error) {
 	}
 	res, err := t.Invoke(ctx, c.ToolCall, c.Args)
 	if err != nil && errors.Is(err, errors.ErrUnsupported) && !carriesCode(err) {
-		return nil, c.toolError(mcp.ErrNotImplemented, err.Error(), map[string]any{"tool": c.Name})
+		msg := mcp.ClientErrorText(c.ToolCall, "tool "+quote(c.Name), err, errors.ErrUnsupported.Error(), errors.ErrUnsupported)
+		return nil, c.toolError(mcp.ErrNotImplemented, msg, map[string]any{"tool": c.Name})
 	}
 	return res, err
 }
@@ -43,14 +48,17 @@ func carriesCode(err error) bool {
 // Recover returns a stage that turns a panic in any stage inside it (or in
 // the tool's handler) into an INTERNAL tool error with details
 // {"reason": "panic"}. The panic value and stack are logged with the call's
-// logger, never sent to the client; the server lives on.
+// logger (each cut to 2 KiB), never sent to the client; the server lives on.
 func Recover() Middleware {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, c *Call) (res *mcp.CallToolResult, err error) {
 			defer func() {
 				if v := recover(); v != nil {
-					c.Log().Error("middleware: tool panicked", "tool", c.Name, "panic", v, "stack", string(debug.Stack()))
-					res, err = nil, c.toolError(mcp.ErrInternal, "tool "+quote(c.Name)+" panicked", map[string]any{"reason": "panic"})
+					c.Log().Error("middleware: panic while serving a tool call", "tool", c.Name, "panic", logclip.Clip(fmt.Sprint(v), logclip.DefaultMaxValue),
+						"stack", logclip.Clip(string(debug.Stack()), logclip.DefaultMaxValue))
+					// The panic may come from any stage inside, not only the
+					// tool: the message does not say which.
+					res, err = nil, c.toolError(mcp.ErrInternal, "internal error while serving tool "+quote(c.Name)+" (a recovered panic; see the server's log)", map[string]any{"reason": "panic"})
 				}
 			}()
 			return next(ctx, c)

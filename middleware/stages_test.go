@@ -28,7 +28,7 @@ func TestRecoverTurnsPanicIntoInternal(t *testing.T) {
 	assert.Equal(t, "corr-1", se.CorrelationID)
 	assert.NotContains(t, se.Message, "boom", "the panic value is logged, not sent")
 	out := logs.String()
-	assert.Contains(t, out, "tool panicked")
+	assert.Contains(t, out, "panic while serving a tool call")
 	assert.Contains(t, out, "panic=boom")
 	assert.Contains(t, out, "stages_test.go", "the stack is logged")
 

@@ -50,7 +50,7 @@ type StandardOptions struct {
 	// valid (see NewRateLimiter).
 	RateLimit *RateLimitOptions
 	// MaxResponseBytes bounds the size of a tool result's JSON encoding (0
-	// = DefaultMaxResponseBytes, 10 MiB; negative = no limit). See
+	// = DefaultMaxResponseBytes, 4 MiB - 64 KiB; negative = no limit). See
 	// ResponseLimit.
 	MaxResponseBytes int
 	// MaxArrayItems bounds the items of each array in a tool result: the

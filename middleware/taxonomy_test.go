@@ -107,7 +107,7 @@ func TestDispatchUnsupportedIsNotImplemented(t *testing.T) {
 			assert.Equal(t, tc.code, se.Code)
 			assert.False(t, se.Retryable)
 			if tc.code == mcp.ErrNotImplemented {
-				assert.Equal(t, "export to PDF: unsupported operation", se.Message)
+				assert.Equal(t, "unsupported operation", se.Message, "errors.ErrUnsupported's own text, not the text around it")
 				assert.Equal(t, name, se.Details["tool"])
 				assert.Equal(t, "run-1", se.RunID)
 			}

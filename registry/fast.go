@@ -486,7 +486,7 @@ func (s *fastSchema) checkString(str []byte) bool {
 // checkNumber handles integer literals below 2^53 exactly; any other number
 // is certain only when nothing constrains it beyond the "number" type.
 func (s *fastSchema) checkNumber(text string) bool {
-	if s.hasEnum {
+	if s.hasEnum || checkNumber(text) != nil { // the full check refuses it
 		return false
 	}
 	x, isInt := parseSmallInt(text)
@@ -550,7 +550,7 @@ func (s *fastSchema) checkObject(d *jsontext.Decoder) bool {
 				return false
 			}
 		default:
-			if d.SkipValue() != nil {
+			if !skipValue(d) {
 				return false
 			}
 		}
@@ -572,7 +572,7 @@ func (s *fastSchema) checkArray(d *jsontext.Decoder) bool {
 			if !s.items.check(d) {
 				return false
 			}
-		} else if d.SkipValue() != nil {
+		} else if !skipValue(d) {
 			return false
 		}
 	}
@@ -580,4 +580,31 @@ func (s *fastSchema) checkArray(d *jsontext.Decoder) bool {
 		return false
 	}
 	return (s.minItems < 0 || n >= s.minItems) && (s.maxItems < 0 || n <= s.maxItems)
+}
+
+// skipValue skips the next value, which no schema constrains; false when
+// it is malformed or holds a number past MaxNumberDigits or
+// MaxNumberExponent, so that the full check reports it: a handler never
+// receives such a number, wherever it stands.
+func skipValue(d *jsontext.Decoder) bool {
+	depth := 0
+	for {
+		tok, err := d.ReadToken()
+		if err != nil {
+			return false
+		}
+		switch tok.Kind() {
+		case '0':
+			if checkNumber(tok.String()) != nil {
+				return false
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		}
+		if depth == 0 {
+			return true
+		}
+	}
 }

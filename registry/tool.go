@@ -148,11 +148,7 @@ func (t *Tool) ValidateArguments(args jsontext.Value) *mcp.StructuredError {
 	}
 	vs, err := t.in.check(args)
 	if err != nil {
-		return &mcp.StructuredError{
-			Code:    mcp.ErrInvalidArgument,
-			Message: fmt.Sprintf("arguments of tool %q are not valid JSON: %v", t.def.Name, err),
-			Details: map[string]any{"tool": t.def.Name},
-		}
+		return t.argumentsError(err)
 	}
 	if vs == nil {
 		return nil
@@ -161,6 +157,25 @@ func (t *Tool) ValidateArguments(args jsontext.Value) *mcp.StructuredError {
 		Code:    mcp.ErrInvalidArgument,
 		Message: violationMessage("arguments of tool "+strconv.Quote(t.def.Name)+" do not match its input schema", vs),
 		Details: map[string]any{"tool": t.def.Name, "violations": vs},
+	}
+}
+
+// argumentsError is the INVALID_ARGUMENT error of arguments that could
+// not be checked: a number past its bounds (NumberError), or JSON that is
+// not valid.
+func (t *Tool) argumentsError(err error) *mcp.StructuredError {
+	var ne *NumberError
+	if errors.As(err, &ne) {
+		return &mcp.StructuredError{
+			Code:    mcp.ErrInvalidArgument,
+			Message: "arguments of tool " + strconv.Quote(t.def.Name) + ": " + ne.Error(),
+			Details: map[string]any{"tool": t.def.Name, "limit": ne.Limit, ne.Limit: ne.Max, "path": ne.Path},
+		}
+	}
+	return &mcp.StructuredError{
+		Code:    mcp.ErrInvalidArgument,
+		Message: fmt.Sprintf("arguments of tool %q are not valid JSON: %v", t.def.Name, err),
+		Details: map[string]any{"tool": t.def.Name},
 	}
 }
 

@@ -41,12 +41,20 @@ type Peer struct {
 	Addr netip.Addr
 }
 
-// Prefixes of Peer.Key.
+// Prefixes of Peer.Key: each kind of key has its own, so that keys of
+// different kinds never collide (a subject that reads "client:app" is
+// "subject:client:app").
 const (
+	// PeerKeySubject prefixes the subject of a verified bearer token.
 	PeerKeySubject = "subject:"
-	PeerKeyClient  = "client:"
-	PeerKeyAddr    = "addr:"
-	PeerKeyConn    = "conn:"
+	// PeerKeyClient prefixes the client id of a verified bearer token
+	// without a subject (client credentials).
+	PeerKeyClient = "client:"
+	// PeerKeyAddr prefixes a remote IP address, or an IPv6 /64 prefix.
+	PeerKeyAddr = "addr:"
+	// PeerKeyConn prefixes the id of a connection that knows no address
+	// (stdio, in-memory).
+	PeerKeyConn = "conn:"
 )
 
 // MaxPeerKeyBytes bounds Peer.Key: longer keys (a long token subject) are

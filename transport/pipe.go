@@ -112,6 +112,9 @@ type pipeEnd struct {
 // Kind returns "memory".
 func (e *pipeEnd) Kind() string { return "memory" }
 
+// MaxMessageBytes implements MessageLimiter: the pipe's MaxMessageBytes.
+func (e *pipeEnd) MaxMessageBytes() int { return e.max }
+
 // Read returns the next message from the peer.
 func (e *pipeEnd) Read(ctx context.Context) ([]byte, error) {
 	e.in.recycle(e.last)

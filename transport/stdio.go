@@ -140,6 +140,11 @@ func NewStdioStreams(r io.Reader, w io.Writer, opts *StdioOptions) *Stdio {
 // (see Stdio).
 func (s *Stdio) Kind() string { return s.kind }
 
+// MaxMessageBytes implements MessageLimiter: the limit on one incoming
+// line (StdioOptions.MaxMessageBytes), which the server's answers keep to
+// as well.
+func (s *Stdio) MaxMessageBytes() int { return s.max }
+
 // streamKind returns KindStdio when r and w are the process's standard
 // input and output (the *os.File values os.Stdin and os.Stdout hold now),
 // KindStream otherwise.

@@ -82,3 +82,15 @@ type PeerWatcher interface {
 	// PeerGone returns a channel that is closed once the peer is gone.
 	PeerGone() <-chan struct{}
 }
+
+// MessageLimiter is implemented by transports that bound the size of one
+// message: Stdio and the in-memory pipe (their MaxMessageBytes, which
+// bounds what they read) and the streamable HTTP server's sessions. Package
+// mcp writes no message larger than the limit: with both ends at the same
+// settings, what one end sends the other can read. A response over the
+// limit is answered instead with an error naming MaxMessageBytes, so that
+// the peer is never left waiting for an answer it would discard.
+type MessageLimiter interface {
+	// MaxMessageBytes returns the limit on one message, in bytes.
+	MaxMessageBytes() int
+}

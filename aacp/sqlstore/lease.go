@@ -11,8 +11,8 @@ import (
 )
 
 // Leases live in aacp_leases, one row per agent ever leased. An
-// acquisition is one upsert that succeeds only when the lease is free and
-// raises the token; a renewal or a release matches the holder's token. A
+// acquisition is one upsert that succeeds only when the lease is free
+// (released or expired, whoever held it) and raises the token; a renewal or a release matches the holder's token. A
 // fenced write reads its lease row first, in its own transaction: on
 // PostgreSQL with FOR SHARE, so that a concurrent takeover waits for the
 // write's commit (or the write sees the new token and is refused); on
@@ -25,7 +25,7 @@ var leaseQueries = map[string]string{
 	"acquireLease": `INSERT INTO aacp_leases (agent_id, owner, token, expires_at) VALUES (?, ?, 1, ?)
 		ON CONFLICT (agent_id) DO UPDATE SET owner = excluded.owner, token = aacp_leases.token + 1,
 			expires_at = excluded.expires_at
-		WHERE aacp_leases.owner = '' OR aacp_leases.owner = excluded.owner OR aacp_leases.expires_at <= ?
+		WHERE aacp_leases.owner = '' OR aacp_leases.expires_at <= ?
 		RETURNING token`,
 	"renewLease": `UPDATE aacp_leases SET expires_at = ?
 		WHERE agent_id = ? AND owner = ? AND token = ? AND owner <> ''`,

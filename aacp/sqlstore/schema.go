@@ -76,6 +76,12 @@ var migrations = []migration{
 			expires_at BIGINT NOT NULL DEFAULT 0
 		)` + withoutRowID,
 	}},
+	// Additive: a column with a default, and an index. Dead letters are
+	// messages quarantined with a reason (status FAILED).
+	{3, "dead letters", []string{
+		`ALTER TABLE aacp_messages ADD COLUMN dead_reason TEXT NOT NULL DEFAULT ''`,
+		`CREATE INDEX aacp_messages_dead ON aacp_messages (created_at) WHERE dead_reason <> ''`,
+	}},
 }
 
 // withoutRowID marks a table clustered on its primary key (SQLite); it is

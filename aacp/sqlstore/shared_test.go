@@ -42,7 +42,7 @@ func testSharedClaims(t *testing.T, open func() (*sqlstore.Store, error)) {
 	base := time.Now()
 	for i := 0; i < total; i++ {
 		r := storetest.Request(fmt.Sprintf("src%d", i%3), "dst", base)
-		require.NoError(t, stores[i%handles].Enqueue(ctx, r, storetest.Message(r, uint64(i/3+1), base)))
+		require.NoError(t, stores[i%handles].Enqueue(ctx, r, storetest.Message(r, uint64(i/3+1), base), aacp.Fence{}))
 	}
 	var mu sync.Mutex
 	claimed := map[string]int{}
@@ -91,6 +91,6 @@ func TestPostgresMigrations(t *testing.T) {
 	defer s2.Close()
 	v, err := s.AppliedMigrations(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, []int{1, 2}, v)
+	assert.Equal(t, []int{1, 2, 3}, v)
 	assert.Equal(t, "postgres", s.Dialect())
 }

@@ -10,6 +10,24 @@
 // atomic (Enqueue, Resolve, Acknowledge, ClaimDue) runs in one transaction,
 // so a status is durable before the call returns.
 //
+// Group commit: the writes of concurrent callers share transactions. A
+// writer goroutine (one on SQLite, which has one writer at a time;
+// WithWriters on PostgreSQL, each with a connection of its own) takes
+// every write queued at that moment, up to WithMaxBatch, runs them one
+// after the other in one transaction and commits once, so that the commit
+// and its fsync are paid once per batch, not once per write; the more
+// callers wait, the larger the batch. A write whose statements fail undoes
+// only itself: the batch then runs again with a savepoint around each
+// write. Each call still returns only after its own transaction committed,
+// with the durability the database is configured for (synchronous=FULL on
+// SQLite by default; synchronous_commit and fsync on PostgreSQL). On
+// PostgreSQL, the writes that change one pair's sequence row always go to
+// the same writer, so that two writers' transactions never wait for each
+// other's rows. Acknowledgments of many pairs are written with multi-row
+// statements. Reads go through connections of their own (WithReadConns;
+// read-only connections on SQLite, which WAL lets read while the writer
+// commits), so they never wait behind a batch.
+//
 // Claims: on PostgreSQL, ClaimDue selects due rows with FOR UPDATE SKIP
 // LOCKED, so concurrent pollers never claim the same message and never wait
 // for each other; on SQLite, the claim is one immediate (write-locked)
@@ -18,8 +36,15 @@
 //
 // Agent leases live in table aacp_leases (schema version 2, added to older
 // databases on open without touching their data). A write fenced by a
-// lease reads the lease row in its own transaction (FOR SHARE on
-// PostgreSQL), so a takeover is ordered entirely before or after it.
+// lease (a claim, an acknowledgment, an enqueue, a retry, a resolution)
+// reads the lease row in its own transaction (FOR SHARE on PostgreSQL), so
+// a takeover is ordered entirely before or after it.
+//
+// Enqueue claims a request id with a conditional insert (INSERT ... ON
+// CONFLICT DO NOTHING) in the transaction that stores the message. A row
+// whose envelope cannot be decoded is quarantined by the claim that meets
+// it (schema version 3: column dead_reason), so one bad row never fails a
+// poll; reads that list messages skip such rows.
 package sqlstore
 
 import (
@@ -27,10 +52,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
+	"hash/maphash"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -47,147 +73,22 @@ import (
 // Store is an aacp.Store on a SQL database. It is safe for concurrent use,
 // also by several processes sharing the database.
 type Store struct {
-	db         *sql.DB
-	d          dialect
-	closeOnce  sync.Once
-	stmts      map[string]*sql.Stmt
-	writes     chan *writeOp
-	stopped    chan struct{} // closed by Close
-	writerDone chan struct{}
+	db  *sql.DB // the writers' connections (migrations too)
+	rdb *sql.DB // the readers' connections (db itself on PostgreSQL)
+	d   dialect
+	cfg config
+	// stmts are the prepared statements run outside the writers'
+	// transactions (reads, on rdb); txStmts those the writers run (on db).
+	stmts, txStmts map[string]*sql.Stmt
+	closeOnce      sync.Once
+	queues         []chan *writeOp // one per writer
+	turn           atomic.Uint64   // the queue of the next write without a pair
+	seed           maphash.Seed    // of pairWriter
+	stopped        chan struct{}   // closed by Close
+	writersDone    sync.WaitGroup
 }
 
 var _ aacp.Store = (*Store)(nil)
-
-// Option adjusts OpenSQLite.
-type Option func(*config)
-
-type config struct {
-	synchronous string
-	busyTimeout time.Duration
-}
-
-// WithSynchronous sets SQLite's synchronous pragma: "FULL" (the default:
-// a commit survives a power loss) or "NORMAL" (faster in WAL mode; a
-// commit survives a crash of the process but maybe not of the machine).
-func WithSynchronous(mode string) Option { return func(c *config) { c.synchronous = mode } }
-
-// WithBusyTimeout sets how long a SQLite connection waits for a lock held
-// by another process (default 10s).
-func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busyTimeout = d } }
-
-// OpenSQLite opens (creating it if needed) the SQLite ledger in the file
-// at path and migrates its schema.
-func OpenSQLite(path string, opts ...Option) (*Store, error) {
-	c := config{synchronous: "FULL", busyTimeout: 10 * time.Second}
-	for _, o := range opts {
-		o(&c)
-	}
-	switch strings.ToUpper(c.synchronous) {
-	case "FULL", "NORMAL", "EXTRA":
-	default:
-		return nil, fmt.Errorf("sqlstore: synchronous %q is not FULL, NORMAL or EXTRA", c.synchronous)
-	}
-	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", c.busyTimeout.Milliseconds()))
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous("+strings.ToUpper(c.synchronous)+")")
-	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: open %s: %w", path, err)
-	}
-	// One connection: SQLite has one writer anyway, and transactions of
-	// this process then never wait for each other's locks.
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
-	db.SetConnMaxLifetime(0)
-	db.SetConnMaxIdleTime(0)
-	s, err := newStore(db, dialectSQLite)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	return s, nil
-}
-
-// OpenPostgres connects to the PostgreSQL database of dsn (a URL or
-// key=value string, as pgx accepts) and migrates its schema.
-func OpenPostgres(dsn string) (*Store, error) {
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: open postgres: %w", err)
-	}
-	db.SetMaxOpenConns(16)
-	db.SetMaxIdleConns(16)
-	s, err := newStore(db, dialectPostgres)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	return s, nil
-}
-
-func newStore(db *sql.DB, d dialect) (*Store, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	// Connecting runs the SQLite pragmas; switching a new file to WAL needs
-	// an exclusive lock, which several processes opening it at once may
-	// find taken without waiting for it: try again.
-	for attempt := 0; ; attempt++ {
-		err := db.PingContext(ctx)
-		if err == nil {
-			break
-		}
-		if !retryable(err) || attempt >= 200 {
-			return nil, fmt.Errorf("sqlstore: connect: %w", err)
-		}
-		select {
-		case <-time.After(time.Duration(1+attempt%10) * time.Millisecond):
-		case <-ctx.Done():
-			return nil, fmt.Errorf("sqlstore: connect: %w", err)
-		}
-	}
-	if err := migrate(ctx, db, d); err != nil {
-		return nil, err
-	}
-	s := &Store{db: db, d: d, stmts: map[string]*sql.Stmt{}, writes: make(chan *writeOp, maxBatch),
-		stopped: make(chan struct{}), writerDone: make(chan struct{})}
-	for name, q := range queries {
-		stmt, err := db.PrepareContext(ctx, d.rebind(strings.ReplaceAll(q, shareLock, d.lockClause())))
-		if err != nil {
-			s.closeStmts()
-			return nil, fmt.Errorf("sqlstore: prepare %s: %w", name, err)
-		}
-		s.stmts[name] = stmt
-	}
-	go s.writer()
-	return s, nil
-}
-
-// DB returns the underlying database.
-func (s *Store) DB() *sql.DB { return s.db }
-
-// Dialect returns "sqlite" or "postgres".
-func (s *Store) Dialect() string { return s.d.String() }
-
-// Close stops the writer (writes still queued fail with ErrClosed) and
-// closes the database.
-func (s *Store) Close() error {
-	var err error
-	s.closeOnce.Do(func() {
-		close(s.stopped)
-		<-s.writerDone
-		s.closeStmts()
-		err = s.db.Close()
-	})
-	return err
-}
-
-func (s *Store) closeStmts() {
-	for _, st := range s.stmts {
-		st.Close()
-	}
-}
 
 const (
 	reqCols = `request_id, source_agent_id, target_agent_id, message_type, payload, status, completion, result, error,
@@ -197,7 +98,8 @@ const (
 		created_at, expires_at, retry_count, next_retry_at, claimed_by`
 	msgVals = `?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`
 	// msgScan are the columns scanMessage reads.
-	msgScan = `message_id, request_id, envelope, status, created_at, expires_at, retry_count, next_retry_at, claimed_by`
+	msgScan = `message_id, request_id, envelope, status, created_at, expires_at, retry_count, next_retry_at, claimed_by,
+		dead_reason, source_agent_id, target_agent_id, seq, message_type`
 )
 
 var queries = map[string]string{
@@ -218,11 +120,6 @@ var queries = map[string]string{
 	"raiseSeq": `INSERT INTO aacp_sequences (source_agent_id, target_agent_id, last_seq, ack) VALUES (?, ?, ?, 0)
 		ON CONFLICT (source_agent_id, target_agent_id) DO UPDATE SET last_seq = excluded.last_seq
 		WHERE aacp_sequences.last_seq < excluded.last_seq`,
-	"raiseAck": `INSERT INTO aacp_sequences (source_agent_id, target_agent_id, last_seq, ack) VALUES (?, ?, 0, ?)
-		ON CONFLICT (source_agent_id, target_agent_id) DO UPDATE SET ack = excluded.ack
-		WHERE aacp_sequences.ack < excluded.ack`,
-	"ackMessages": `UPDATE aacp_messages SET status = 'COMPLETED'
-		WHERE source_agent_id = ? AND target_agent_id = ? AND seq <= ? AND status = 'UNKNOWN'`,
 	"getRequest":    `SELECT ` + reqCols + ` FROM aacp_requests WHERE request_id = ?`,
 	"getMessage":    `SELECT ` + msgScan + ` FROM aacp_messages WHERE message_id = ?`,
 	"requestExists": `SELECT 1 FROM aacp_requests WHERE request_id = ?`,
@@ -258,7 +155,7 @@ func (s *Store) stmt(tx *sql.Tx, ctx context.Context, name string) *sql.Stmt {
 	if tx == nil {
 		return s.stmts[name]
 	}
-	return tx.StmtContext(ctx, s.stmts[name])
+	return tx.StmtContext(ctx, s.txStmts[name])
 }
 
 // nanos stores a time as Unix nanoseconds; the zero time is 0.
@@ -347,22 +244,45 @@ func scanRequest(row scanner) (*aacp.RequestRecord, error) {
 }
 
 func scanMessage(row scanner) (*aacp.MessageRecord, error) {
-	var (
-		m                      aacp.MessageRecord
-		env, status            string
-		created, expires, next int64
-		retries                int64
-	)
-	if err := row.Scan(&m.MessageID, &m.RequestID, &env, &status, &created, &expires, &retries, &next, &m.ClaimedBy); err != nil {
+	m, raw, err := scanMessageRow(row)
+	if err != nil {
 		return nil, err
 	}
-	e, err := aacp.DecodeEnvelope([]byte(env))
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: message %s: %w", m.MessageID, err)
+	if err := decodeStored(m, raw); err != nil {
+		return nil, err
 	}
-	m.Envelope, m.Status, m.RetryCount = *e, aacp.Outcome(status), int(retries)
+	return m, nil
+}
+
+// scanMessageRow reads the msgScan columns of a row: the record with the
+// envelope's ids, agents, seq and type from their columns, and the stored
+// envelope, not decoded yet.
+func scanMessageRow(row scanner) (*aacp.MessageRecord, []byte, error) {
+	var (
+		m                      aacp.MessageRecord
+		env, status, typ       string
+		created, expires, next int64
+		retries, seq           int64
+	)
+	if err := row.Scan(&m.MessageID, &m.RequestID, &env, &status, &created, &expires, &retries, &next, &m.ClaimedBy,
+		&m.DeadReason, &m.Envelope.SourceAgentID, &m.Envelope.TargetAgentID, &seq, &typ); err != nil {
+		return nil, nil, err
+	}
+	m.Status, m.RetryCount = aacp.Outcome(status), int(retries)
 	m.Timestamp, m.ExpiresAt, m.NextRetryAt = fromNanos(created), fromNanos(expires), fromNanos(next)
-	return &m, nil
+	m.Envelope.MessageID, m.Envelope.RequestID = m.MessageID, m.RequestID
+	m.Envelope.Seq, m.Envelope.MessageType = uint64(seq), aacp.MessageType(typ)
+	return &m, []byte(env), nil
+}
+
+// decodeStored decodes the stored envelope raw into m.Envelope.
+func decodeStored(m *aacp.MessageRecord, raw []byte) error {
+	e, err := aacp.DecodeEnvelope(raw)
+	if err != nil {
+		return fmt.Errorf("sqlstore: message %s: %w", m.MessageID, err)
+	}
+	m.Envelope = *e
+	return nil
 }
 
 // PutRequestRecord implements aacp.Store.
@@ -443,7 +363,7 @@ func (s *Store) GetAck(ctx context.Context, source, target string) (uint64, erro
 
 // UpdateLastSequence implements aacp.Store.
 func (s *Store) UpdateLastSequence(ctx context.Context, source, target string, seq uint64) error {
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.writePair(ctx, source, target, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := s.stmt(tx, ctx, "raiseSeq").ExecContext(ctx, source, target, int64(seq))
 		return err
 	})
@@ -464,7 +384,7 @@ func (s *Store) GetUnacknowledgedMessages(ctx context.Context, source, target st
 		}
 		env, err := aacp.DecodeEnvelope([]byte(text))
 		if err != nil {
-			return nil, err
+			continue // quarantined when claimed; it cannot be delivered anyway
 		}
 		out = append(out, env)
 	}
@@ -500,9 +420,12 @@ func (s *Store) ListMessagesInState(ctx context.Context, outcome aacp.Outcome, o
 	defer rows.Close()
 	var out []*aacp.MessageRecord
 	for rows.Next() {
-		m, err := scanMessage(rows)
+		m, raw, err := scanMessageRow(rows)
 		if err != nil {
 			return nil, err
+		}
+		if decodeStored(m, raw) != nil {
+			continue // undecodable: see ListDeadLetters once it is claimed
 		}
 		out = append(out, m)
 	}
@@ -552,7 +475,7 @@ func (s *Store) enqueue(ctx context.Context, tx *sql.Tx, msg *aacp.MessageRecord
 }
 
 // Enqueue implements aacp.Store.
-func (s *Store) Enqueue(ctx context.Context, req *aacp.RequestRecord, msg *aacp.MessageRecord) error {
+func (s *Store) Enqueue(ctx context.Context, req *aacp.RequestRecord, msg *aacp.MessageRecord, fence aacp.Fence) error {
 	var reqArgs []any
 	if req != nil {
 		var err error
@@ -560,10 +483,20 @@ func (s *Store) Enqueue(ctx context.Context, req *aacp.RequestRecord, msg *aacp.
 			return err
 		}
 	}
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.writeMessage(ctx, msg, func(ctx context.Context, tx *sql.Tx) error {
+		if err := s.checkFence(ctx, tx, fence); err != nil {
+			return err
+		}
 		if req != nil {
-			if _, err := s.stmt(tx, ctx, "insertRequest").ExecContext(ctx, reqArgs...); err != nil {
+			// The claim of the request id: a conditional insert.
+			r, err := s.stmt(tx, ctx, "insertRequest").ExecContext(ctx, reqArgs...)
+			if err != nil {
 				return err
+			}
+			if k, err := r.RowsAffected(); err != nil {
+				return err
+			} else if k == 0 {
+				return fmt.Errorf("%w: %s", aacp.ErrDuplicateRequest, req.RequestID)
 			}
 		}
 		return s.enqueue(ctx, tx, msg)
@@ -577,7 +510,7 @@ func (s *Store) Resolve(ctx context.Context, res *aacp.Resolution, response *aac
 		return false, err
 	}
 	applied := false
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.writeMessage(ctx, response, func(ctx context.Context, tx *sql.Tx) error {
 		applied = false
 		if err := s.checkFence(ctx, tx, fence); err != nil {
 			return err
@@ -619,7 +552,8 @@ func (s *Store) updateUnlessFinal(ctx context.Context, tx *sql.Tx, requestID, st
 }
 
 // Acknowledge implements aacp.Store. The pairs are processed in a fixed
-// order so that concurrent acknowledgments cannot deadlock.
+// order so that concurrent acknowledgments cannot deadlock; on PostgreSQL
+// the pairs of each writer are committed in a transaction of their own.
 func (s *Store) Acknowledge(ctx context.Context, acks []aacp.Ack) error {
 	if len(acks) == 0 {
 		return nil
@@ -631,29 +565,48 @@ func (s *Store) Acknowledge(ctx context.Context, acks []aacp.Ack) error {
 		}
 		return strings.Compare(a.Target, b.Target)
 	})
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		raise, mark := s.stmt(tx, ctx, "raiseAck"), s.stmt(tx, ctx, "ackMessages")
-		for _, a := range acks {
-			if _, err := raise.ExecContext(ctx, a.Source, a.Target, int64(a.Seq)); err != nil {
+	// Each writer's group of acknowledgments runs in its own transaction
+	// (and again from scratch if it is retried): the stale ones it finds
+	// are kept per group, and reported after all committed.
+	var mu sync.Mutex
+	stale := map[*aacp.Ack][]error{}
+	err := s.writeAcks(ctx, acks, func(ctx context.Context, tx *sql.Tx, group []aacp.Ack) error {
+		live := make([]aacp.Ack, 0, len(group))
+		var lost []error
+		for _, a := range group {
+			if err := s.checkFence(ctx, tx, a.Fence); errors.Is(err, aacp.ErrLeaseLost) {
+				lost = append(lost, err)
+				continue
+			} else if err != nil {
 				return err
 			}
-			if _, err := mark.ExecContext(ctx, a.Source, a.Target, int64(a.Seq)); err != nil {
-				return err
-			}
+			live = append(live, a)
 		}
-		return nil
+		mu.Lock()
+		stale[&group[0]] = lost
+		mu.Unlock()
+		if len(live) == 0 {
+			return nil
+		}
+		return s.execAcks(ctx, tx, live)
 	})
+	if err != nil {
+		return err
+	}
+	var all []error
+	for _, lost := range stale {
+		all = append(all, lost...)
+	}
+	return errors.Join(all...)
 }
 
-// ClaimDue implements aacp.Store.
-func (s *Store) ClaimDue(ctx context.Context, q aacp.ClaimQuery) ([]*aacp.MessageRecord, error) {
-	if len(q.Targets) == 0 {
-		return nil, nil
-	}
+// claimWhere returns the condition of the due messages of targets, and its
+// arguments.
+func claimWhere(q *aacp.ClaimQuery, targets []string) (string, []any) {
 	var where strings.Builder
 	where.WriteString(` FROM aacp_messages WHERE status = 'UNKNOWN' AND target_agent_id IN (`)
-	args := make([]any, 0, len(q.Targets)+2)
-	for i, t := range q.Targets {
+	args := make([]any, 0, len(targets)+2)
+	for i, t := range targets {
 		if i > 0 {
 			where.WriteString(", ")
 		}
@@ -665,34 +618,66 @@ func (s *Store) ClaimDue(ctx context.Context, q aacp.ClaimQuery) ([]*aacp.Messag
 		where.WriteString(" AND next_retry_at <= ?")
 		args = append(args, q.Now.UnixNano())
 	}
+	return where.String(), args
+}
+
+// ClaimDue implements aacp.Store. The fences of q are checked in the claim's
+// transaction (FOR SHARE on PostgreSQL), so a takeover is ordered before or
+// after the claim as a whole. A row whose envelope cannot be decoded is
+// quarantined in the same transaction.
+func (s *Store) ClaimDue(ctx context.Context, q aacp.ClaimQuery) ([]*aacp.MessageRecord, error) {
+	if len(q.Targets) == 0 {
+		return nil, nil
+	}
 	// Most polls find nothing: look first without a transaction, so that
 	// idle pollers never take SQLite's write lock (or PostgreSQL row locks).
+	where, args := claimWhere(&q, q.Targets)
 	var one int
-	err := s.db.QueryRowContext(ctx, s.d.rebind(`SELECT 1`+where.String()+` LIMIT 1`), args...).Scan(&one)
+	err := s.rdb.QueryRowContext(ctx, s.d.rebind(`SELECT 1`+where+` LIMIT 1`), args...).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	query := `SELECT ` + msgScan + where.String() + ` ORDER BY next_retry_at, seq LIMIT ?`
-	args = append(args, q.ClaimLimit())
-	if s.d == dialectPostgres {
-		query += " FOR UPDATE SKIP LOCKED"
-	}
-	query = s.d.rebind(query)
 	var out []*aacp.MessageRecord
 	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		out = out[:0]
-		rows, err := tx.QueryContext(ctx, query, args...)
+		targets := make([]string, 0, len(q.Targets))
+		for _, t := range q.Targets {
+			if f, ok := q.FenceOf(t); ok {
+				if err := s.checkFence(ctx, tx, f); errors.Is(err, aacp.ErrLeaseLost) {
+					continue // the lease moved on: nothing to claim for t
+				} else if err != nil {
+					return err
+				}
+			}
+			targets = append(targets, t)
+		}
+		if len(targets) == 0 {
+			return nil
+		}
+		where, args := claimWhere(&q, targets)
+		query := `SELECT ` + msgScan + where + ` ORDER BY next_retry_at, seq LIMIT ?`
+		args = append(args, q.ClaimLimit())
+		if s.d == dialectPostgres {
+			query += " FOR UPDATE SKIP LOCKED"
+		}
+		rows, err := tx.QueryContext(ctx, s.d.rebind(query), args...)
 		if err != nil {
 			return err
 		}
+		var bad []*aacp.MessageRecord
 		for rows.Next() {
-			m, err := scanMessage(rows)
+			m, raw, err := scanMessageRow(rows)
 			if err != nil {
 				rows.Close()
 				return err
+			}
+			if err := decodeStored(m, raw); err != nil {
+				m.DeadReason = err.Error()
+				bad = append(bad, m)
+				continue
 			}
 			out = append(out, m)
 		}
@@ -708,6 +693,13 @@ func (s *Store) ClaimDue(ctx context.Context, q aacp.ClaimQuery) ([]*aacp.Messag
 			if _, err := upd.ExecContext(ctx, m.RetryCount, m.ClaimedBy, m.NextRetryAt.UnixNano(), m.MessageID); err != nil {
 				return err
 			}
+		}
+		for _, m := range bad {
+			if _, err := s.quarantine(ctx, tx, m.MessageID, m.DeadReason); err != nil {
+				return err
+			}
+			m.Status = aacp.OutcomeFailed
+			out = append(out, m)
 		}
 		return nil
 	})

@@ -5,19 +5,36 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"time"
+
+	"github.com/keelmcp/keel/aacp"
 )
 
-// Group commit: every write of a Store goes through one writer goroutine,
-// which runs the writes queued at the same moment in one transaction, each
-// inside a savepoint of its own (so that one failing write does not undo
-// the others), and commits once. A commit, and on SQLite its WAL frames and
-// fsync, is the expensive part of a write: concurrent callers share it.
+// Group commit: every write of a Store goes through its writers (one
+// goroutine on SQLite, WithWriters on PostgreSQL, each with a connection
+// of its own). A writer takes every write queued at that moment (up to
+// WithMaxBatch), runs them in one transaction and commits once. A commit,
+// and its fsync, is the expensive part of a write: concurrent callers
+// share it, and the more of them wait, the larger the next batch.
+//
+// A write that changes a pair's sequence row (Enqueue, Resolve with a
+// RESPONSE, Acknowledge, UpdateLastSequence) names the pair: the writes of
+// one pair always go to the same writer, so that the transactions of two
+// writers never wait for each other's rows (which could deadlock them);
+// the others go to the writers in turn.
+//
+// The writes of a batch run one after the other, without savepoints. When
+// one of them fails, the transaction is rolled back and the batch runs
+// again with a savepoint around each write, so that the failing write
+// undoes only its own statements and the others commit.
+//
 // A write returns only after its transaction committed (or failed): a
 // status is durable before it is reported.
 
-// maxBatch bounds the writes of one transaction.
-const maxBatch = 64
+// maxTries bounds how often a write that meets a transient error (busy
+// database, serialization failure, deadlock) runs.
+const maxTries = 6
 
 // ErrClosed is returned by the writes of a closed Store.
 var ErrClosed = errors.New("sqlstore: store is closed")
@@ -32,37 +49,107 @@ type writeOp struct {
 
 // write runs f in a transaction shared with the writes queued alongside.
 // f may run more than once (when the transaction must be retried), so it
-// must start from scratch every time. ctx bounds the wait for the writer;
+// must start from scratch every time. ctx bounds the wait for a writer;
 // once f started, write waits for the commit whatever ctx says, so that an
 // error return always means nothing was written.
 func (s *Store) write(ctx context.Context, f func(ctx context.Context, tx *sql.Tx) error) error {
-	op := &writeOp{ctx: context.WithoutCancel(ctx), f: f, done: make(chan error, 1)}
-	select {
-	case s.writes <- op:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.stopped:
-		return ErrClosed
+	return s.writeTo(ctx, s.queues[int(s.turn.Add(1)%uint64(len(s.queues)))], f)
+}
+
+// writePair is write for a write that changes the sequence row of
+// source→target: it goes to the pair's writer.
+func (s *Store) writePair(ctx context.Context, source, target string, f func(ctx context.Context, tx *sql.Tx) error) error {
+	return s.writeTo(ctx, s.queues[s.pairWriter(source, target)], f)
+}
+
+// pairWriter returns the index of the writer of source→target's writes.
+func (s *Store) pairWriter(source, target string) int {
+	if len(s.queues) == 1 {
+		return 0
+	}
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	h.WriteString(source)
+	h.WriteByte(0)
+	h.WriteString(target)
+	return int(h.Sum64() % uint64(len(s.queues)))
+}
+
+// writeMessage is write for a write that stores msg (may be nil): it goes
+// to the writer of msg's pair.
+func (s *Store) writeMessage(ctx context.Context, msg *aacp.MessageRecord, f func(ctx context.Context, tx *sql.Tx) error) error {
+	if msg == nil {
+		return s.write(ctx, f)
+	}
+	return s.writePair(ctx, msg.Envelope.SourceAgentID, msg.Envelope.TargetAgentID, f)
+}
+
+// writeAcks runs f on acks, in one write per writer: f gets the acks of
+// that writer's pairs, in their order in acks. It returns the first error.
+func (s *Store) writeAcks(ctx context.Context, acks []aacp.Ack, f func(ctx context.Context, tx *sql.Tx, acks []aacp.Ack) error) error {
+	groups := make([][]aacp.Ack, len(s.queues))
+	for _, a := range acks {
+		i := s.pairWriter(a.Source, a.Target)
+		groups[i] = append(groups[i], a)
+	}
+	var ops []*writeOp
+	var err error
+	for i, g := range groups {
+		if len(g) == 0 {
+			continue
+		}
+		op, serr := s.submit(ctx, s.queues[i], func(ctx context.Context, tx *sql.Tx) error { return f(ctx, tx, g) })
+		if serr != nil {
+			err = serr
+			break
+		}
+		ops = append(ops, op)
+	}
+	for _, op := range ops {
+		if werr := <-op.done; err == nil {
+			err = werr
+		}
+	}
+	return err
+}
+
+func (s *Store) writeTo(ctx context.Context, q chan *writeOp, f func(ctx context.Context, tx *sql.Tx) error) error {
+	op, err := s.submit(ctx, q, f)
+	if err != nil {
+		return err
 	}
 	return <-op.done
 }
 
-// writer is the goroutine that runs the writes.
-func (s *Store) writer() {
-	defer close(s.writerDone)
-	batch := make([]*writeOp, 0, maxBatch)
+// submit queues f in q; its result comes on the op's done.
+func (s *Store) submit(ctx context.Context, q chan *writeOp, f func(ctx context.Context, tx *sql.Tx) error) (*writeOp, error) {
+	op := &writeOp{ctx: context.WithoutCancel(ctx), f: f, done: make(chan error, 1)}
+	select {
+	case q <- op:
+		return op, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.stopped:
+		return nil, ErrClosed
+	}
+}
+
+// writer is the goroutine that runs the writes of queue q.
+func (s *Store) writer(q chan *writeOp) {
+	defer s.writersDone.Done()
+	batch := make([]*writeOp, 0, s.cfg.maxBatch)
 	for {
 		select {
-		case op := <-s.writes:
+		case op := <-q:
 			batch = append(batch[:0], op)
 		case <-s.stopped:
-			s.failQueued()
+			failQueued(q)
 			return
 		}
 	drain:
-		for len(batch) < maxBatch {
+		for len(batch) < s.cfg.maxBatch {
 			select {
-			case op := <-s.writes:
+			case op := <-q:
 				batch = append(batch, op)
 			default:
 				break drain
@@ -73,11 +160,11 @@ func (s *Store) writer() {
 	}
 }
 
-// failQueued fails the writes still queued when the store closes.
-func (s *Store) failQueued() {
+// failQueued fails the writes still queued in q when the store closes.
+func failQueued(q chan *writeOp) {
 	for {
 		select {
-		case op := <-s.writes:
+		case op := <-q:
 			op.done <- ErrClosed
 		default:
 			return
@@ -86,18 +173,21 @@ func (s *Store) failQueued() {
 }
 
 // runBatch runs ops in one transaction and reports to each. Writes that
-// fail with a transient error (busy database, serialization failure,
-// deadlock) are tried again, up to 5 times, in a later transaction.
+// fail with a transient error are tried again, up to maxTries times in
+// all, in a later transaction.
 func (s *Store) runBatch(ops []*writeOp) {
 	for len(ops) > 0 {
-		results, commitErr := s.runTx(ops)
+		results, commitErr := s.runTx(ops, false)
+		if results == nil { // a write failed: isolate it
+			results, commitErr = s.runTx(ops, true)
+		}
 		var again []*writeOp
 		for i, op := range ops {
 			err := results[i]
 			if err == nil {
 				err = commitErr
 			}
-			if err != nil && retryable(err) && op.tries < 5 {
+			if err != nil && retryable(err) && op.tries < maxTries-1 {
 				op.tries++
 				again = append(again, op)
 				continue
@@ -112,17 +202,26 @@ func (s *Store) runBatch(ops []*writeOp) {
 }
 
 // runTx runs ops in one transaction: the result of each, and the error of
-// the transaction as a whole (begin or commit).
-func (s *Store) runTx(ops []*writeOp) ([]error, error) {
+// the transaction as a whole (begin or commit). Without isolate, the
+// writes run one after the other and the first failing one (when there
+// are several writes) rolls the transaction back and makes runTx return
+// nil results: the caller runs the batch again with isolate, where each
+// write has a savepoint of its own.
+func (s *Store) runTx(ops []*writeOp, isolate bool) ([]error, error) {
 	results := make([]error, len(ops))
 	tx, err := s.db.BeginTx(context.Background(), nil)
 	if err != nil {
 		return results, err
 	}
-	if len(ops) == 1 {
-		if results[0] = ops[0].f(ops[0].ctx, tx); results[0] != nil {
-			tx.Rollback() //nolint:errcheck // the error of f matters
-			return results, nil
+	if len(ops) == 1 || !isolate {
+		for i, op := range ops {
+			if results[i] = op.f(op.ctx, tx); results[i] != nil {
+				tx.Rollback() //nolint:errcheck // the error of f matters
+				if len(ops) > 1 {
+					return nil, nil
+				}
+				return results, nil
+			}
 		}
 		return results, tx.Commit()
 	}

@@ -16,7 +16,7 @@ func ExampleRequest() {
 	req := storetest.Request("a", "b", at)
 	msg := storetest.Message(req, 1, at)
 	s := aacp.NewMemoryStore()
-	fmt.Println(s.Enqueue(context.Background(), req, msg))
+	fmt.Println(s.Enqueue(context.Background(), req, msg, aacp.Fence{}))
 	last, _ := s.GetLastSequence(context.Background(), "a", "b")
 	fmt.Println(last, msg.Envelope.Validate())
 	// Output:

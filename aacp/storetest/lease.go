@@ -113,12 +113,16 @@ func testLeaseTakeover(t *testing.T, s aacp.Store) {
 	require.NoError(t, err)
 	equalLease(t, l2, got)
 
-	// The same owner acquiring again (a restart) gets a new token, which
-	// fences its previous one.
-	l3, err := s.AcquireLease(ctx(), "w", "n2", base.Add(ttl+time.Second), ttl)
+	// The same owner cannot take over its own held lease (two processes
+	// given one node ID never own an agent together) ...
+	_, err = s.AcquireLease(ctx(), "w", "n2", base.Add(ttl+time.Second), ttl)
+	require.ErrorIs(t, err, aacp.ErrLeaseHeld)
+	// ... but once it expired, it acquires it again with a new token,
+	// which fences its previous one.
+	l3, err := s.AcquireLease(ctx(), "w", "n2", base.Add(2*ttl), ttl)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(3), l3.Token)
-	_, err = s.RenewLease(ctx(), l2, base.Add(ttl+time.Second), ttl)
+	_, err = s.RenewLease(ctx(), l2, base.Add(2*ttl), ttl)
 	require.ErrorIs(t, err, aacp.ErrLeaseLost)
 }
 
@@ -172,7 +176,7 @@ func testFencedResolve(t *testing.T, s aacp.Store) {
 	l1, err := s.AcquireLease(ctx(), "b", "n1", base, ttl)
 	require.NoError(t, err)
 	r := Request("a", "b", base)
-	require.NoError(t, s.Enqueue(ctx(), r, Message(r, 1, base)))
+	require.NoError(t, s.Enqueue(ctx(), r, Message(r, 1, base), aacp.Fence{}))
 	resp := func(seq uint64) *aacp.MessageRecord {
 		m := Message(r, seq, base)
 		m.Envelope.SourceAgentID, m.Envelope.TargetAgentID, m.Envelope.MessageType = "b", "a", aacp.MessageResponse
@@ -214,7 +218,7 @@ func testFencedResolve(t *testing.T, s aacp.Store) {
 
 	// A released lease fences its holder too.
 	r2 := Request("a", "b", base)
-	require.NoError(t, s.Enqueue(ctx(), r2, Message(r2, 2, base)))
+	require.NoError(t, s.Enqueue(ctx(), r2, Message(r2, 2, base), aacp.Fence{}))
 	require.NoError(t, s.ReleaseLease(ctx(), &aacp.Lease{AgentID: "b", Owner: "n2", Token: 2}))
 	applied, err = s.Resolve(ctx(), &aacp.Resolution{RequestID: r2.RequestID, Outcome: aacp.OutcomeCompleted, CompletedAt: base},
 		nil, aacp.Fence{AgentID: "b", Token: 2})

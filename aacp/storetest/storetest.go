@@ -3,8 +3,10 @@
 // aacp/sqlstore, and third-party ones) must pass Run. Besides the records,
 // sequences, acknowledgments and claims, it checks agent leases (acquire,
 // renew, expiry and takeover, release, concurrent acquisition), fenced
-// writes (a stale fencing token stores nothing), and that retry updates
-// never overwrite a final request.
+// writes (a stale fencing token stores nothing: resolutions, retries,
+// enqueues, acknowledgments and claims), that retry updates never
+// overwrite a final request, that Enqueue claims a request id atomically,
+// and dead letters (quarantine, retry, drop).
 package storetest
 
 import (
@@ -50,6 +52,7 @@ func Run(t *testing.T, open Opener) {
 		{"EnqueueConcurrentSamePair", testEnqueueConcurrent},
 	}
 	cases = append(cases, leaseCases...)
+	cases = append(cases, deliveryCases...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := open(t)
@@ -199,7 +202,7 @@ func testMessageRoundTrip(t *testing.T, s aacp.Store) {
 func testEnqueue(t *testing.T, s aacp.Store) {
 	r := Request("a", "b", base)
 	m := Message(r, 1, base)
-	require.NoError(t, s.Enqueue(ctx(), r, m))
+	require.NoError(t, s.Enqueue(ctx(), r, m, aacp.Fence{}))
 	got, err := s.GetRequestRecord(ctx(), r.RequestID)
 	require.NoError(t, err)
 	EqualRequest(t, r, got)
@@ -210,30 +213,33 @@ func testEnqueue(t *testing.T, s aacp.Store) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), last)
 
-	// A second message of the same request (a retry) keeps the record.
+	// The request id is claimed: a second Enqueue of it fails and stores
+	// nothing (neither the message nor its seq), the record is kept.
 	changed := *r
 	changed.Payload = jsontext.Value(`"other"`)
 	m2 := Message(r, 2, base.Add(time.Second))
-	require.NoError(t, s.Enqueue(ctx(), &changed, m2))
+	require.ErrorIs(t, s.Enqueue(ctx(), &changed, m2, aacp.Fence{}), aacp.ErrDuplicateRequest)
 	got, err = s.GetRequestRecord(ctx(), r.RequestID)
 	require.NoError(t, err)
 	EqualRequest(t, r, got)
+	_, err = s.GetMessageRecord(ctx(), m2.MessageID)
+	require.ErrorIs(t, err, aacp.ErrNotFound)
 	last, err = s.GetLastSequence(ctx(), "a", "b")
 	require.NoError(t, err)
-	assert.Equal(t, uint64(2), last)
+	assert.Equal(t, uint64(1), last)
 
-	// A message without a request record.
-	m3 := Message(r, 3, base)
-	require.NoError(t, s.Enqueue(ctx(), nil, m3))
+	// A message without a request record (a retransmission of r's).
+	m3 := Message(r, 2, base)
+	require.NoError(t, s.Enqueue(ctx(), nil, m3, aacp.Fence{}))
 }
 
 func testEnqueueSeqConflict(t *testing.T, s aacp.Store) {
 	r := Request("a", "b", base)
-	require.NoError(t, s.Enqueue(ctx(), r, Message(r, 5, base)))
+	require.NoError(t, s.Enqueue(ctx(), r, Message(r, 5, base), aacp.Fence{}))
 	for _, seq := range []uint64{5, 4} {
 		r2 := Request("a", "b", base)
 		m2 := Message(r2, seq, base)
-		err := s.Enqueue(ctx(), r2, m2)
+		err := s.Enqueue(ctx(), r2, m2, aacp.Fence{})
 		require.ErrorIs(t, err, aacp.ErrSeqConflict, "seq %d", seq)
 		_, err = s.GetMessageRecord(ctx(), m2.MessageID)
 		require.ErrorIs(t, err, aacp.ErrNotFound, "nothing stored")
@@ -242,7 +248,7 @@ func testEnqueueSeqConflict(t *testing.T, s aacp.Store) {
 	}
 	// Other pairs are independent.
 	r3 := Request("b", "a", base)
-	require.NoError(t, s.Enqueue(ctx(), r3, Message(r3, 1, base)))
+	require.NoError(t, s.Enqueue(ctx(), r3, Message(r3, 1, base), aacp.Fence{}))
 }
 
 func testResolve(t *testing.T, s aacp.Store) {
@@ -250,7 +256,7 @@ func testResolve(t *testing.T, s aacp.Store) {
 	require.ErrorIs(t, err, aacp.ErrNotFound)
 
 	r := Request("a", "b", base)
-	require.NoError(t, s.Enqueue(ctx(), r, Message(r, 1, base)))
+	require.NoError(t, s.Enqueue(ctx(), r, Message(r, 1, base), aacp.Fence{}))
 	res := &aacp.Resolution{RequestID: r.RequestID, Outcome: aacp.OutcomeCompleted, Completion: aacp.CompletionLateCompleted,
 		Result: jsontext.Value(`{"ok":true}`), CompletedAt: base.Add(time.Second), Attempts: 2}
 	applied, err := s.Resolve(ctx(), res, nil, aacp.Fence{})
@@ -276,7 +282,7 @@ func testResolve(t *testing.T, s aacp.Store) {
 
 func testResolveWithResponse(t *testing.T, s aacp.Store) {
 	r := Request("a", "b", base)
-	require.NoError(t, s.Enqueue(ctx(), r, Message(r, 1, base)))
+	require.NoError(t, s.Enqueue(ctx(), r, Message(r, 1, base), aacp.Fence{}))
 	resp := Message(r, 1, base)
 	resp.Envelope.SourceAgentID, resp.Envelope.TargetAgentID, resp.Envelope.MessageType = "b", "a", aacp.MessageResponse
 	resp.Envelope.Payload = jsontext.Value(`{"outcome":"COMPLETED"}`)
@@ -293,7 +299,7 @@ func testResolveWithResponse(t *testing.T, s aacp.Store) {
 
 	// A response whose seq is taken: nothing is applied.
 	r2 := Request("a", "b", base)
-	require.NoError(t, s.Enqueue(ctx(), r2, Message(r2, 2, base)))
+	require.NoError(t, s.Enqueue(ctx(), r2, Message(r2, 2, base), aacp.Fence{}))
 	resp2 := Message(r2, 1, base)
 	resp2.Envelope.SourceAgentID, resp2.Envelope.TargetAgentID, resp2.Envelope.MessageType = "b", "a", aacp.MessageResponse
 	applied, err = s.Resolve(ctx(), &aacp.Resolution{RequestID: r2.RequestID, Outcome: aacp.OutcomeCompleted}, resp2, aacp.Fence{})
@@ -348,11 +354,11 @@ func testAcknowledge(t *testing.T, s aacp.Store) {
 	for seq := uint64(1); seq <= 5; seq++ {
 		r := Request("a", "b", base)
 		m := Message(r, seq, base)
-		require.NoError(t, s.Enqueue(ctx(), r, m))
+		require.NoError(t, s.Enqueue(ctx(), r, m, aacp.Fence{}))
 		msgs = append(msgs, m)
 	}
 	other := Request("a", "c", base)
-	require.NoError(t, s.Enqueue(ctx(), other, Message(other, 1, base)))
+	require.NoError(t, s.Enqueue(ctx(), other, Message(other, 1, base), aacp.Fence{}))
 
 	require.NoError(t, s.Acknowledge(ctx(), []aacp.Ack{{Source: "a", Target: "b", Seq: 3}}))
 	require.NoError(t, s.Acknowledge(ctx(), []aacp.Ack{{Source: "a", Target: "b", Seq: 2}}), "a lower ack is ignored")
@@ -419,7 +425,7 @@ func testListInState(t *testing.T, s aacp.Store) {
 		at := base.Add(time.Duration(i) * time.Minute)
 		r := Request("a", "b", at)
 		m := Message(r, uint64(i+1), at)
-		require.NoError(t, s.Enqueue(ctx(), r, m))
+		require.NoError(t, s.Enqueue(ctx(), r, m, aacp.Fence{}))
 		ms = append(ms, m)
 	}
 	require.NoError(t, s.Acknowledge(ctx(), []aacp.Ack{{Source: "a", Target: "b", Seq: 1}}))
@@ -451,14 +457,14 @@ func testListInState(t *testing.T, s aacp.Store) {
 func testPurge(t *testing.T, s aacp.Store) {
 	keep := Request("a", "b", base)
 	keep.ExpiresAt = time.Time{} // never
-	require.NoError(t, s.Enqueue(ctx(), keep, Message(keep, 1, base)))
+	require.NoError(t, s.Enqueue(ctx(), keep, Message(keep, 1, base), aacp.Fence{}))
 	var expired []*aacp.RequestRecord
 	for i := 0; i < 3; i++ {
 		r := Request("a", "b", base)
 		r.ExpiresAt = base.Add(time.Duration(i) * time.Minute) // base, +1m, +2m
 		m := Message(r, uint64(i+2), base)
 		m.ExpiresAt = r.ExpiresAt
-		require.NoError(t, s.Enqueue(ctx(), r, m))
+		require.NoError(t, s.Enqueue(ctx(), r, m, aacp.Fence{}))
 		expired = append(expired, r)
 	}
 	n, err := s.PurgeExpired(ctx(), base.Add(-time.Second))
@@ -492,7 +498,7 @@ func testClaimDue(t *testing.T, s aacp.Store) {
 		r := Request(source, target, base)
 		m := Message(r, seq, base)
 		m.NextRetryAt = next
-		require.NoError(t, s.Enqueue(ctx(), r, m))
+		require.NoError(t, s.Enqueue(ctx(), r, m, aacp.Fence{}))
 		return m
 	}
 	mk("c", "b", 1, base) // acknowledged below
@@ -549,7 +555,7 @@ func testClaimConcurrent(t *testing.T, s aacp.Store) {
 	const total = 60
 	for i := 0; i < total; i++ {
 		r := Request(fmt.Sprintf("s%d", i%3), "t", base)
-		require.NoError(t, s.Enqueue(ctx(), r, Message(r, uint64(i/3+1), base)))
+		require.NoError(t, s.Enqueue(ctx(), r, Message(r, uint64(i/3+1), base), aacp.Fence{}))
 	}
 	var mu sync.Mutex
 	seen := map[string]string{}
@@ -597,7 +603,7 @@ func testEnqueueConcurrent(t *testing.T, s aacp.Store) {
 						return
 					}
 					r := Request("p", "q", base)
-					err = s.Enqueue(ctx(), r, Message(r, last+1, base))
+					err = s.Enqueue(ctx(), r, Message(r, last+1, base), aacp.Fence{})
 					if err == nil {
 						break
 					}

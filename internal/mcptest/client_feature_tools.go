@@ -108,11 +108,12 @@ func sessionOf(ctx context.Context) (*mcp.Session, error) {
 	return ss, nil
 }
 
-// plain returns err as a plain error, so that the tool answers with an
-// INTERNAL isError result carrying its text even when err is an *mcp.Error
-// (a client's error response), which a tool would otherwise pass on as the
-// JSON-RPC error of its own response.
-func plain(err error) error { return errors.New(err.Error()) }
+// plain returns err as an INTERNAL StructuredError carrying its text, so
+// that the tool answers with an isError result that shows it even when err
+// is an *mcp.Error (a client's error response), which a tool would
+// otherwise pass on as the JSON-RPC error of its own response. (A plain Go
+// error's text would be masked.)
+func plain(err error) error { return &mcp.StructuredError{Code: mcp.ErrInternal, Message: err.Error()} }
 
 func callLog(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
 	var in struct {

@@ -5,8 +5,10 @@
 // updates are compare and swap on the record's version (also under
 // concurrent writers), the task bounds hold per quota key (tasks in
 // progress, finished tasks by count and by bytes, the oldest finished
-// evicted first), expired records read as not found, and every failure
-// is one of the store's errors, matchable with errors.Is.
+// evicted first) and in all (tasks in progress, bytes of finished tasks,
+// made room for only from the finishing task's own quota), expired
+// records read as not found, and every failure is one of the store's
+// errors, matchable with errors.Is (a bound's refusal names it).
 package taskstoretest
 
 import (
@@ -45,6 +47,9 @@ func Run(t *testing.T, newStore func(t *testing.T) mcp.TaskStore) {
 		{"MaxFinishedTasksPerQuota", testMaxFinishedTasks},
 		{"MaxFinishedBytesPerQuota", testMaxFinishedBytes},
 		{"ResultAloneOverTheBytes", testResultAloneOver},
+		{"MaxTasksTotal", testMaxTasksTotal},
+		{"MaxFinishedBytesTotal", testMaxFinishedBytesTotal},
+		{"NoRoomForANewTask", testNoRoomForANewTask},
 		{"Expiry", testExpiry},
 	}
 	for _, c := range cases {
@@ -376,4 +381,85 @@ func testExpiry(t *testing.T, s mcp.TaskStore) {
 	require.NoError(t, s.Create(ctx, record("next", "alice", "q"), lim), "and counts against no bound")
 	_, err = s.Get(ctx, "bob", "later")
 	assert.NoError(t, err, "a record that has not expired stays")
+}
+
+// limitOf returns the bound err names, requiring a *mcp.TaskLimitError
+// that matches mcp.ErrTaskLimit.
+func limitOf(t *testing.T, err error) string {
+	t.Helper()
+	require.ErrorIs(t, err, mcp.ErrTaskLimit)
+	var le *mcp.TaskLimitError
+	require.ErrorAs(t, err, &le)
+	return le.Limit
+}
+
+func testMaxTasksTotal(t *testing.T, s mcp.TaskStore) {
+	lim := mcp.TaskLimits{MaxTasks: 2, MaxTasksTotal: 3}
+	require.NoError(t, s.Create(ctx, record("a1", "alice", "qa"), lim))
+	require.NoError(t, s.Create(ctx, record("a2", "alice", "qa"), lim))
+	assert.Equal(t, mcp.TaskLimitMaxTasks, limitOf(t, s.Create(ctx, record("a3", "alice", "qa"), lim)), "the quota's share first")
+	in := record("b1", "bob", "qb")
+	in.State.Status = mcp.TaskStatusInputRequired
+	require.NoError(t, s.Create(ctx, in, lim))
+	err := s.Create(ctx, record("c1", "carol", "qc"), lim)
+	assert.Equal(t, mcp.TaskLimitMaxTasksTotal, limitOf(t, err), "all quotas together, input_required included")
+	_, err = s.Get(ctx, "carol", "c1")
+	assert.ErrorIs(t, err, mcp.ErrTaskNotFound, "a refused record is not stored")
+
+	b1, err := s.Get(ctx, "bob", "b1")
+	require.NoError(t, err)
+	finish(t, s, b1, 10, lim)
+	require.NoError(t, s.Create(ctx, record("c1", "carol", "qc"), lim), "a terminal task is no longer in progress")
+	require.NoError(t, s.Delete(ctx, "alice", "a1"))
+	require.NoError(t, s.Create(ctx, record("c2", "carol", "qc"), lim), "nor a deleted one")
+}
+
+func testMaxFinishedBytesTotal(t *testing.T, s mcp.TaskStore) {
+	// Room for four results of 1000 bytes in all, and the overhead of two
+	// more records.
+	const size = 1000
+	lim := mcp.TaskLimits{MaxFinishedBytesTotal: 4*(size+mcp.TaskRecordOverhead) + 2*mcp.TaskRecordOverhead + 100}
+	run := func(owner, quota, id string, n int64) error {
+		require.NoError(t, s.Create(ctx, record(id, owner, quota), lim))
+		r, err := s.Get(ctx, owner, id)
+		require.NoError(t, err)
+		r.State.Status = mcp.TaskStatusCompleted
+		r.Result, r.Size = mcp.TextResult("done"), n
+		return s.Update(ctx, r, lim)
+	}
+	for i := range 4 {
+		require.NoError(t, run("alice", "qa", fmt.Sprint("a", i), size))
+	}
+	err := run("bob", "qb", "b0", size)
+	assert.Equal(t, mcp.TaskLimitMaxFinishedBytesTotal, limitOf(t, err), "another quota's records are never evicted for it")
+	b0, err := s.Get(ctx, "bob", "b0")
+	require.NoError(t, err)
+	assert.Equal(t, mcp.TaskStatusWorking, b0.State.Status, "a refused update stores nothing")
+	list, err := s.List(ctx, "alice")
+	require.NoError(t, err)
+	assert.Len(t, list, 4, "and evicts nothing")
+
+	b0.State.Status, b0.Result, b0.Size = mcp.TaskStatusFailed, nil, 0
+	b0.Error = &mcp.Error{Code: mcp.CodeInternalError, Message: "Internal error: no room"}
+	require.NoError(t, s.Update(ctx, b0, lim), "an outcome of Size zero is never refused")
+
+	require.NoError(t, run("alice", "qa", "a4", size), "a quota makes room from its own finished records")
+	list, err = s.List(ctx, "alice")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a1", "a2", "a3", "a4"}, ids(list), "its oldest is evicted")
+	_, err = s.Get(ctx, "bob", "b0")
+	assert.NoError(t, err, "the other quota's record stays")
+}
+
+func testNoRoomForANewTask(t *testing.T, s mcp.TaskStore) {
+	lim := mcp.TaskLimits{MaxFinishedBytesTotal: 1000}
+	require.NoError(t, s.Create(ctx, record("a0", "alice", "qa"), lim))
+	a0, err := s.Get(ctx, "alice", "a0")
+	require.NoError(t, err)
+	finish(t, s, a0, 100, lim)
+	err = s.Create(ctx, record("b0", "bob", "qb"), lim)
+	assert.Equal(t, mcp.TaskLimitMaxFinishedBytesTotal, limitOf(t, err),
+		"no room for a new record's overhead among the finished ones")
+	require.NoError(t, s.Delete(ctx, "alice", "a0"))
+	require.NoError(t, s.Create(ctx, record("b0", "bob", "qb"), lim), "deleting a finished record makes room")
 }

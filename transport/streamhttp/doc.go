@@ -17,10 +17,12 @@
 // says: the subject of the bearer token RequireBearer verified (else its
 // client id; a token naming neither is refused), else the remote address
 // of the connection, an IPv6 address counting by its /64 prefix. Behind a
-// reverse proxy, list it in Options.TrustedProxies: Forwarded and
-// X-Forwarded-For are read only from those addresses (the rightmost hop
-// that is not a trusted proxy is the client), and ignored from anyone
-// else. The Handler places that transport.Peer in every request's context
+// reverse proxy, list it in Options.TrustedProxies: from those addresses
+// only, the one header the proxy sets is read (Options.TrustedProxyHeader:
+// X-Forwarded-For by default, or Forwarded; never the other, which a
+// proxy passes through as the client sent it), and its rightmost hop that
+// is not a trusted proxy is the client; from anyone else no header is
+// read. The Handler places that transport.Peer in every request's context
 // (mcp.PeerFromContext), and every per-peer bound of keel, here and in the
 // server (request slots, tasks, listen streams, rate limits), is keyed by
 // it. What a client says about itself (its clientInfo name, the sessions
@@ -58,7 +60,7 @@
 // http.Server with a read-header timeout, an idle timeout for keep-alive
 // connections, a timeout on each write (SSE streams may last, a client
 // that stops reading may not), a header size limit and its error log on
-// slog; LimitListener closes connections beyond MaxConns in all or
+// slog (clipped and rate-limited); LimitListener closes connections beyond MaxConns in all or
 // MaxConnsPerPeer from one address at accept, logging them at a bounded
 // rate:
 //

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/logclip"
 )
 
 // Header names of the streamable HTTP transport.
@@ -87,6 +88,7 @@ type Handler struct {
 	stateless map[*httpSession]struct{} // sessions of stateless POSTs in progress
 
 	proxies      proxyList  // TrustedProxies
+	proxyHeader  string     // TrustedProxyHeader, canonical
 	peerSessions peerCounts // live sessions per peer (MaxSessionsPerPeer)
 	peerStreams  peerCounts // HTTP requests being served per peer (MaxStreamsPerPeer)
 
@@ -157,7 +159,7 @@ func NewHandler(opts *Options) *Handler {
 	if o.NewSessionID == nil {
 		o.NewSessionID = randomSessionID
 	}
-	h := &Handler{opts: o, log: o.Logger, sessions: map[string]*httpSession{},
+	h := &Handler{opts: o, log: slog.New(logclip.NewHandler(o.Logger.Handler(), 0, 0)), sessions: map[string]*httpSession{},
 		stateless: map[*httpSession]struct{}{}, versions: map[string]bool{}}
 	for _, v := range o.SupportedVersions {
 		h.versions[v] = true
@@ -172,7 +174,7 @@ func NewHandler(opts *Options) *Handler {
 	if err != nil {
 		panic(err.Error())
 	}
-	h.proxies = proxies
+	h.proxies, h.proxyHeader = proxies, proxyHeader(o.TrustedProxyHeader)
 	h.refusals = newRefusalLog(o.Logger, slog.LevelWarn, o.RefusalLogsPerSecond)
 	h.hosts, h.anyHost = normalizeList(o.AllowedHosts, defaultLocalHosts)
 	h.origins = newOriginList(o.AllowedOrigins)

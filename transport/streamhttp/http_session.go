@@ -101,6 +101,15 @@ func (h *Handler) newHTTPSession(parent context.Context, id, subject string, sta
 // Kind returns "http".
 func (s *httpSession) Kind() string { return "http" }
 
+// MaxMessageBytes implements transport.MessageLimiter: a session sends no
+// message larger than the HTTP client transport accepts by default
+// (transport.DefaultMaxMessageBytes), or than it accepts itself
+// (Options.MaxBodyBytes) when that is larger. A smaller MaxBodyBytes bounds
+// requests only.
+func (s *httpSession) MaxMessageBytes() int {
+	return max(int(s.h.opts.MaxBodyBytes), transport.DefaultMaxMessageBytes)
+}
+
 // Read returns the next message POSTed to the session.
 func (s *httpSession) Read(ctx context.Context) ([]byte, error) {
 	s.cur = inbound{}
@@ -174,6 +183,11 @@ func (s *httpSession) Write(ctx context.Context, msg []byte) error {
 	}
 	if out.response {
 		st, n := s.route(out.ids, msg)
+		if st == nil && len(out.ids) == 0 {
+			// An answer without an id (the refusal of a whole batch, say)
+			// answers every request of the POST whose message it refuses.
+			st, n = s.routeAll(ctx)
+		}
 		if st == nil {
 			s.h.log.Debug("transport: response to an unknown or cancelled request dropped", "session", s.id)
 			return nil
@@ -213,6 +227,30 @@ func (s *httpSession) route(ids []string, msg []byte) (*stream, int) {
 	if n > 0 {
 		s.h.inflight.Add(int64(-n))
 	}
+	return st, n
+}
+
+// routeAll finds the stream of the POST whose message is being handled
+// (the one ctx names, see MessageContext) and forgets all of its
+// unanswered requests: one answer without an id answers them all.
+func (s *httpSession) routeAll(ctx context.Context) (*stream, int) {
+	st, _ := ctx.Value(streamKey{}).(*stream)
+	if st == nil || st.sess != s || st.standalone {
+		return nil, 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for id, p := range s.pending {
+		if p == st {
+			delete(s.pending, id)
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, 0
+	}
+	s.h.inflight.Add(int64(-n))
 	return st, n
 }
 

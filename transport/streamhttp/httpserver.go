@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/keelmcp/keel/internal/logclip"
 )
 
 // Defaults of HTTPServerOptions: what one connection may cost before it
@@ -44,7 +46,11 @@ type HTTPServerOptions struct {
 	MaxHeaderBytes int
 	// Logger receives net/http's own error log (TLS handshake errors,
 	// panics in handlers, Accept errors) at level Warn (nil =
-	// slog.Default()).
+	// slog.Default()). Those lines are mostly caused by peers (one for
+	// each failed TLS handshake), so they are bounded as refusal logs
+	// are: each value cut to 2,048 bytes, and at most
+	// DefaultRefusalLogsPerSecond lines a second (a burst of as many;
+	// lines beyond are counted in one line a second later).
 	Logger *slog.Logger
 }
 
@@ -88,7 +94,7 @@ func NewHTTPServer(h http.Handler, opts *HTTPServerOptions) *http.Server {
 		ReadHeaderTimeout: max(o.ReadHeaderTimeout, 0),
 		IdleTimeout:       max(o.IdleTimeout, 0),
 		MaxHeaderBytes:    o.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(logclip.NewHandler(o.Logger.Handler(), 0, DefaultRefusalLogsPerSecond), slog.LevelWarn),
 	}
 }
 

@@ -9,99 +9,53 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/logclip"
 	"github.com/keelmcp/keel/transport"
 )
 
-// maxLoggedValue is how much of a value taken from a refused request (a
-// Host, an Origin, a session id) reaches the log.
-const maxLoggedValue = 64
+// clipped returns an attribute with at most logclip.MaxPeerValue bytes
+// of v, which came from a peer (see logclip.Attr).
+func clipped(key, v string) slog.Attr { return logclip.Attr(key, v) }
 
-// clipped returns an attribute with the first maxLoggedValue bytes of v,
-// which came from a peer, and the length of the original when it was cut.
-func clipped(key, v string) slog.Attr {
-	if len(v) <= maxLoggedValue {
-		return slog.String(key, v)
-	}
-	cut := maxLoggedValue
-	for cut > 0 && !utf8.RuneStart(v[cut]) {
-		cut--
-	}
-	return slog.String(key, v[:cut]+"...("+strconv.Itoa(len(v))+" bytes)")
-}
-
-// refusalLog writes the log lines of refused requests through a token
-// bucket: a burst of perSecond lines, then perSecond lines a second. The
-// lines it suppresses are counted and reported in one line a second later.
+// refusalLog writes the log lines of refused requests through a
+// logclip.Limiter: a burst of perSecond lines, then perSecond lines a
+// second. The lines it suppresses are counted and reported in one line a
+// second later.
 type refusalLog struct {
 	log       *slog.Logger
 	level     slog.Level
-	perSecond float64 // <= 0: refusals are not logged
-
-	mu         sync.Mutex
-	tokens     float64
-	last       time.Time
-	suppressed int64
-	report     *time.Timer // pending report of suppressed lines
-	closed     bool
+	perSecond int // <= 0: refusals are not logged
+	lim       *logclip.Limiter
 }
 
 func newRefusalLog(log *slog.Logger, level slog.Level, perSecond int) *refusalLog {
-	return &refusalLog{log: log, level: level, perSecond: float64(perSecond), tokens: float64(perSecond)}
+	l := &refusalLog{log: log, level: level, perSecond: perSecond}
+	l.lim = logclip.NewLimiter(perSecond, l)
+	return l
 }
 
-// print logs msg with attrs unless the bucket is empty.
+// Report implements logclip.Reporter: one line counting the refusal lines
+// suppressed.
+func (l *refusalLog) Report(n int64) {
+	l.log.LogAttrs(context.Background(), l.level, "transport: log lines of refused requests suppressed (rate limit)",
+		slog.Int64("suppressed", n), slog.Int("perSecond", l.perSecond))
+}
+
+// print logs msg with attrs unless the limit is reached.
 func (l *refusalLog) print(msg string, attrs ...slog.Attr) {
-	if l.perSecond <= 0 || !l.log.Enabled(context.Background(), l.level) {
+	if l.perSecond <= 0 || !l.log.Enabled(context.Background(), l.level) || !l.lim.Allow() {
 		return
 	}
-	now := time.Now()
-	l.mu.Lock()
-	if !l.last.IsZero() {
-		l.tokens = min(l.perSecond, l.tokens+now.Sub(l.last).Seconds()*l.perSecond)
-	}
-	l.last = now
-	if l.tokens < 1 {
-		l.suppressed++
-		if l.report == nil && !l.closed {
-			l.report = time.AfterFunc(time.Second, l.reportSuppressed)
-		}
-		l.mu.Unlock()
-		return
-	}
-	l.tokens--
-	l.mu.Unlock()
 	l.log.LogAttrs(context.Background(), l.level, msg, attrs...)
 }
 
-func (l *refusalLog) reportSuppressed() {
-	l.mu.Lock()
-	n := l.suppressed
-	l.suppressed = 0
-	l.report = nil
-	l.mu.Unlock()
-	if n > 0 {
-		l.log.LogAttrs(context.Background(), l.level, "transport: log lines of refused requests suppressed (rate limit)",
-			slog.Int64("suppressed", n), slog.Float64("perSecond", l.perSecond))
-	}
-}
-
 // close stops the pending report.
-func (l *refusalLog) close() {
-	l.mu.Lock()
-	l.closed = true
-	if l.report != nil {
-		l.report.Stop()
-		l.report = nil
-	}
-	l.mu.Unlock()
-}
+func (l *refusalLog) close() { l.lim.Close() }
 
 // limitData is the data of a JSON-RPC error refusing a request at a bound:
 // the Options field and its value.

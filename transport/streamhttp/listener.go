@@ -1,6 +1,7 @@
 package streamhttp
 
 import (
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -19,7 +20,10 @@ const (
 	DefaultMaxConns = DefaultMaxStreams + 480
 	// DefaultMaxConnsPerPeer bounds the open connections from one peer
 	// address (an IPv6 address by its /64): room for the streams one peer
-	// may hold (DefaultMaxStreamsPerPeer) and a few idle ones.
+	// may hold (DefaultMaxStreamsPerPeer) and a few idle ones, but never
+	// more than a tenth of MaxConns (at least 1), so that one address
+	// cannot take every connection when MaxConns is small (as under a
+	// low open-file limit).
 	DefaultMaxConnsPerPeer = DefaultMaxStreamsPerPeer + 24
 )
 
@@ -31,7 +35,9 @@ type ListenerOptions struct {
 	MaxConns int
 	// MaxConnsPerPeer bounds the connections open at once from one remote
 	// address, an IPv6 address counting by its /64 prefix (0 =
-	// DefaultMaxConnsPerPeer; negative = no bound).
+	// DefaultMaxConnsPerPeer, or a tenth of MaxConns if that is less, at
+	// least 1; negative = no bound). A value above a bounded MaxConns is
+	// lowered to MaxConns.
 	MaxConnsPerPeer int
 	// TrustedProxies lists addresses or CIDR prefixes (as
 	// Options.TrustedProxies) whose connections count only against
@@ -55,18 +61,36 @@ type ListenerOptions struct {
 // connections a peer leaves idle. LimitListener panics on an invalid
 // TrustedProxies entry.
 func LimitListener(ln net.Listener, opts *ListenerOptions) *LimitedListener {
+	o := listenerDefaults(opts, openFileLimit())
+	proxies, err := parseProxies("ListenerOptions.TrustedProxies", o.TrustedProxies)
+	if err != nil {
+		panic(err.Error())
+	}
+	return &LimitedListener{Listener: ln, opts: o, proxies: proxies,
+		refusals: newRefusalLog(o.Logger, slog.LevelWarn, o.LogsPerSecond)}
+}
+
+// listenerDefaults returns opts (nil: all defaults) with its defaults
+// filled in, for a process whose open-file limit is fileLimit (0: none
+// known).
+func listenerDefaults(opts *ListenerOptions, fileLimit int) ListenerOptions {
 	var o ListenerOptions
 	if opts != nil {
 		o = *opts
 	}
 	if o.MaxConns == 0 {
 		o.MaxConns = DefaultMaxConns
-		if n := openFileLimit(); n > 0 {
-			o.MaxConns = max(1, min(o.MaxConns, n/10*9))
+		if fileLimit > 0 {
+			o.MaxConns = max(1, min(o.MaxConns, fileLimit/10*9))
 		}
 	}
-	if o.MaxConnsPerPeer == 0 {
+	switch {
+	case o.MaxConnsPerPeer == 0 && o.MaxConns > 0:
+		o.MaxConnsPerPeer = max(1, min(DefaultMaxConnsPerPeer, o.MaxConns/10))
+	case o.MaxConnsPerPeer == 0:
 		o.MaxConnsPerPeer = DefaultMaxConnsPerPeer
+	case o.MaxConns > 0 && o.MaxConnsPerPeer > o.MaxConns:
+		o.MaxConnsPerPeer = o.MaxConns
 	}
 	if o.LogsPerSecond == 0 {
 		o.LogsPerSecond = DefaultRefusalLogsPerSecond
@@ -74,12 +98,7 @@ func LimitListener(ln net.Listener, opts *ListenerOptions) *LimitedListener {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	proxies, err := parseProxies("ListenerOptions.TrustedProxies", o.TrustedProxies)
-	if err != nil {
-		panic(err.Error())
-	}
-	return &LimitedListener{Listener: ln, opts: o, proxies: proxies,
-		refusals: newRefusalLog(o.Logger, slog.LevelWarn, o.LogsPerSecond)}
+	return o
 }
 
 // LimitedListener is a net.Listener bounded in connections (see
@@ -159,6 +178,28 @@ func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() { c.l.release(c.key) })
 	return err
+}
+
+// CloseWrite shuts down the writing side of the connection, where the
+// connection has one (*net.TCPConn, *net.UnixConn): net/http half-closes
+// a connection this way before closing it after an error response, so
+// that the client reads the response rather than a reset. Elsewhere it
+// does nothing.
+func (c *limitConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// ReadFrom copies r to the connection with the connection's own ReadFrom
+// where it has one (*net.TCPConn: sendfile or splice), as net/http does
+// for a connection it is not wrapped around.
+func (c *limitConn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{c.Conn}, r)
 }
 
 // MaxConns returns the bound on open connections (0: none).

@@ -111,13 +111,15 @@ func TestLimitListener(t *testing.T) {
 	assert.LessOrEqual(t, strings.Count(out, "connection refused"), 3, "refusals are logged at a bounded rate:\n%s", out)
 }
 
-// The default MaxConns stays below the process's open-file limit.
+// The default MaxConns stays below the process's open-file limit, and
+// the default MaxConnsPerPeer below a tenth of it (TestListenerDefaults
+// for given limits).
 func TestLimitListenerDefaults(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	lln := streamhttp.LimitListener(ln, nil)
 	defer lln.Close()
-	assert.Equal(t, streamhttp.DefaultMaxConnsPerPeer, lln.MaxConnsPerPeer())
+	assert.Equal(t, max(1, min(streamhttp.DefaultMaxConnsPerPeer, lln.MaxConns()/10)), lln.MaxConnsPerPeer())
 	assert.LessOrEqual(t, lln.MaxConns(), streamhttp.DefaultMaxConns)
 	assert.Positive(t, lln.MaxConns())
 	assert.GreaterOrEqual(t, streamhttp.DefaultMaxConnsPerPeer, streamhttp.DefaultMaxStreamsPerPeer,
@@ -164,6 +166,28 @@ func TestNewHTTPServerIdleTimeout(t *testing.T) {
 	hs.ErrorLog.Print("http: TLS handshake error from 192.0.2.1:1234: EOF")
 	assert.Contains(t, logs.String(), "level=WARN")
 	assert.Contains(t, logs.String(), "TLS handshake error")
+}
+
+// net/http's error log is bounded as refusal logs are: a peer that fails
+// TLS handshakes in a loop writes a few clipped lines, not one line of any
+// length per handshake.
+func TestNewHTTPServerErrorLogBounded(t *testing.T) {
+	var logs lockedBuffer
+	hs := streamhttp.NewHTTPServer(http.NotFoundHandler(), &streamhttp.HTTPServerOptions{
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	long := strings.Repeat("x", 16<<10)
+	start := time.Now()
+	for range 200 {
+		hs.ErrorLog.Print("http: TLS handshake error from 192.0.2.1:1234: " + long)
+	}
+	// A burst, then the rate for the time the loop took.
+	allowed := streamhttp.DefaultRefusalLogsPerSecond * (2 + int(time.Since(start)/time.Second))
+	out := logs.String()
+	lines := strings.Count(out, "\n")
+	assert.LessOrEqual(t, lines, allowed, "lines are rate-limited")
+	assert.Positive(t, lines)
+	assert.Less(t, len(out), lines*4<<10, "each line is clipped")
+	assert.Contains(t, out, "TLS handshake error")
 }
 
 // NewHTTPServer's WriteTimeout bounds each write, not a response: a
@@ -215,4 +239,38 @@ func TestNewHTTPServerWriteTimeout(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a write to a client that does not read never failed")
 	}
+}
+
+// A connection of a LimitListener keeps what net/http looks for on a
+// *net.TCPConn: CloseWrite, with which it half-closes a connection after
+// an error response so that the client reads the response, and ReadFrom.
+func TestLimitListenerConnCloseWrite(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	lln := streamhttp.LimitListener(ln, nil)
+	defer lln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer client.Close()
+	c, err := lln.Accept()
+	require.NoError(t, err)
+	defer c.Close()
+	_, ok := c.(io.ReaderFrom)
+	assert.True(t, ok, "ReadFrom is passed through")
+	cw, ok := c.(interface{ CloseWrite() error })
+	require.True(t, ok, "CloseWrite is passed through")
+
+	_, err = c.(io.ReaderFrom).ReadFrom(strings.NewReader("answer"))
+	require.NoError(t, err)
+	require.NoError(t, cw.CloseWrite())
+	require.NoError(t, client.SetDeadline(time.Now().Add(5*time.Second)))
+	got, err := io.ReadAll(client)
+	require.NoError(t, err, "the client reads to EOF: the server's side is half-closed")
+	assert.Equal(t, "answer", string(got))
+	_, err = client.Write([]byte("x"))
+	require.NoError(t, err)
+	b := make([]byte, 1)
+	_, err = io.ReadFull(c, b)
+	require.NoError(t, err, "the server still reads")
+	assert.Equal(t, "x", string(b))
 }

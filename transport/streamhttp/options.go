@@ -152,16 +152,27 @@ type Options struct {
 	// bound).
 	MaxStreamsPerPeer int
 	// TrustedProxies lists the reverse proxies (IP addresses, or CIDR
-	// prefixes such as "10.0.0.0/8") whose Forwarded or X-Forwarded-For
-	// headers tell the client's address. Only a request whose connection
-	// comes from one of them is read that way: its hops are read from the
-	// right, and the first that is not a trusted proxy is the peer (a hop
-	// that does not parse ends the walk at the proxy that added it). From
-	// any other peer the headers are ignored, so a client cannot choose
-	// its own address. Nil: no proxy is trusted, the connection's address
-	// is the peer's. NewHandler panics on an entry that is neither an
-	// address nor a prefix.
+	// prefixes such as "10.0.0.0/8") whose TrustedProxyHeader tells the
+	// client's address. Only a request whose connection comes from one of
+	// them is read that way: the header's hops are read from the right,
+	// and the first that is not a trusted proxy is the peer (a hop that
+	// does not parse ends the walk at the proxy that added it). From any
+	// other peer the header is ignored, so a client cannot choose its own
+	// address. Nil: no proxy is trusted, the connection's address is the
+	// peer's. An IPv4-mapped entry ("::ffff:10.0.0.0/104") means the IPv4
+	// one it maps. NewHandler panics on an entry that is neither an
+	// address nor a prefix, or a mapped prefix shorter than /96.
 	TrustedProxies []string
+	// TrustedProxyHeader names the one header the trusted proxies set to
+	// the addresses they forward for (default DefaultTrustedProxyHeader,
+	// "X-Forwarded-For", which nginx's $proxy_add_x_forwarded_for and
+	// cloud load balancers append to; "Forwarded" reads the for= values
+	// of RFC 7239; any other name, such as "X-Real-IP", is read as a
+	// comma-separated list of addresses). Only that header is read, never
+	// another: a proxy passes the headers it does not set through as the
+	// client sent them, so reading them would let the client choose its
+	// address.
+	TrustedProxyHeader string
 	// MaxSessionGETStreams bounds the GET streams one session has open at
 	// once (its standalone stream and resumptions with Last-Event-ID); a
 	// GET beyond it gets 429 (default DefaultMaxSessionGETStreams;
@@ -235,7 +246,10 @@ type Options struct {
 	// different). NewServerHandler sets it from the server's tools.
 	ToolParamHeaders func(ctx context.Context, tool string) []ParamHeader
 
-	// Logger receives diagnostics (nil = slog.Default()).
+	// Logger receives diagnostics (nil = slog.Default()): each string
+	// value cut to 2 KiB, at most 100 lines a second (refusals have their
+	// own limit, RefusalLogsPerSecond); suppressed lines are counted in a
+	// later line.
 	Logger *slog.Logger
 	// NewSessionID generates session ids (nil: 128 random bits from
 	// crypto/rand, base64url). Ids must be visible ASCII and unguessable.

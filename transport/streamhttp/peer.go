@@ -16,11 +16,21 @@ type proxyList []netip.Prefix
 
 // parseProxies parses addresses ("10.0.0.1", "::1") and CIDR prefixes
 // ("10.0.0.0/8", "2001:db8::/32"); field names the option in the error.
+// An IPv4-mapped address or prefix ("::ffff:10.0.0.0/104") is taken as
+// the IPv4 one it maps (10.0.0.0/8), as addresses are compared unmapped;
+// a mapped prefix shorter than /96, which would cover IPv6 addresses as
+// well, is an error.
 func parseProxies(field string, list []string) (proxyList, error) {
 	out := make(proxyList, 0, len(list))
 	for _, s := range list {
 		s = strings.TrimSpace(s)
 		if p, err := netip.ParsePrefix(s); err == nil {
+			if p.Addr().Is4In6() {
+				if p.Bits() < 96 {
+					return nil, fmt.Errorf("transport: %s: %q is an IPv4-mapped prefix shorter than /96", field, s)
+				}
+				p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+			}
 			out = append(out, p.Masked())
 			continue
 		}
@@ -50,23 +60,39 @@ func (l proxyList) contains(a netip.Addr) bool {
 // long list.
 const maxForwardedHops = 16
 
+// DefaultTrustedProxyHeader is the header a trusted proxy is read from
+// when Options.TrustedProxyHeader is empty.
+const DefaultTrustedProxyHeader = "X-Forwarded-For"
+
+// proxyHeader returns the canonical name of the header the trusted
+// proxies set (Options.TrustedProxyHeader; "" = DefaultTrustedProxyHeader).
+func proxyHeader(name string) string {
+	if name = strings.TrimSpace(name); name == "" {
+		return DefaultTrustedProxyHeader
+	}
+	return http.CanonicalHeaderKey(name)
+}
+
 // clientAddr returns the address a request comes from: its connection's
 // remote address, unless that is a trusted proxy; then the hops the
-// proxies appended (Forwarded, else X-Forwarded-For) are read from the
-// right, and the first hop that is not a trusted proxy is the client. A
-// hop that does not parse ends the walk at the last address known (the
+// proxies appended to header (Forwarded: its for= values; any other
+// header: a comma-separated list of addresses, as X-Forwarded-For) are
+// read from the right, and the first hop that is not a trusted proxy is
+// the client. Only that header is read: another forwarding header the
+// client sent, which a proxy passes through unchanged, is never believed.
+// A hop that does not parse ends the walk at the last address known (the
 // proxy that forwarded it), and so does a list of trusted proxies only.
 // Headers are never read from a peer that is not a trusted proxy.
-func (l proxyList) clientAddr(r *http.Request) netip.Addr {
+func (l proxyList) clientAddr(r *http.Request, header string) netip.Addr {
 	addr := remoteIP(r.RemoteAddr)
 	if len(l) == 0 || !addr.IsValid() || !l.contains(addr) {
 		return addr
 	}
 	var hops []string
-	if v := r.Header.Values("Forwarded"); len(v) > 0 {
-		hops = forwardedFor(v)
+	if header == "Forwarded" {
+		hops = forwardedFor(r.Header.Values(header))
 	} else {
-		hops = lastHops(r.Header.Values("X-Forwarded-For"))
+		hops = lastHops(r.Header.Values(header))
 	}
 	for i := len(hops) - 1; i >= 0; i-- {
 		a, ok := parseHop(hops[i])
@@ -146,7 +172,7 @@ func parseHop(s string) (netip.Addr, bool) {
 // subject or client id (RequireBearer), else the remote address through
 // the trusted proxies (an IPv6 address by its /64).
 func (h *Handler) peerOf(r *http.Request) transport.Peer {
-	addr := h.proxies.clientAddr(r)
+	addr := h.proxies.clientAddr(r, h.proxyHeader)
 	if p, ok := transport.PeerOfToken(TokenInfoFromContext(r.Context())); ok {
 		p.Addr = addr
 		return p

@@ -34,14 +34,17 @@ func askPeer(t *testing.T, srv *httptest.Server, header map[string]string) strin
 // is not a trusted proxy are ignored.
 func TestHTTPPeerOfRequest(t *testing.T) {
 	f := newFakeServer()
-	serve := func(proxies []string, auth bool) *httptest.Server {
-		h := streamhttp.NewHandler(&streamhttp.Options{Serve: f.serve, Logger: quiet, Stateless: true, TrustedProxies: proxies})
+	serveHeader := func(proxies []string, header string, auth bool) *httptest.Server {
+		h := streamhttp.NewHandler(&streamhttp.Options{Serve: f.serve, Logger: quiet, Stateless: true, TrustedProxies: proxies, TrustedProxyHeader: header})
 		if !auth {
 			return newServer(t, h)
 		}
 		return newServerHandler(t, h, streamhttp.RequireBearer(testVerifier, &streamhttp.BearerOptions{Resource: testResource, Logger: quiet})(h))
 	}
+	serve := func(proxies []string, auth bool) *httptest.Server { return serveHeader(proxies, "", auth) }
 	behindProxy := serve([]string{"127.0.0.0/8", "10.0.0.0/8"}, false)
+	behindForwarded := serveHeader([]string{"127.0.0.1"}, "forwarded", false)
+	mappedProxy := serve([]string{"::ffff:127.0.0.0/104"}, false)
 	authed := serve([]string{"127.0.0.1"}, true)
 	direct := serve(nil, false)
 	cases := []struct {
@@ -57,7 +60,13 @@ func TestHTTPPeerOfRequest(t *testing.T) {
 		{"a hop the client added on the left is not believed", behindProxy, map[string]string{"X-Forwarded-For": "198.51.100.9, 192.0.2.1"}, "addr:192.0.2.1"},
 		{"IPv6 by /64", behindProxy, map[string]string{"X-Forwarded-For": "2001:db8:1:2:aaaa::1"}, "addr:2001:db8:1:2::/64"},
 		{"IPv4-mapped IPv6", behindProxy, map[string]string{"X-Forwarded-For": "::ffff:192.0.2.7"}, "addr:192.0.2.7"},
-		{"Forwarded wins over X-Forwarded-For", behindProxy, map[string]string{"Forwarded": `for=192.0.2.60;proto=http, for="[2001:db8:1:2::9]:4711"`, "X-Forwarded-For": "192.0.2.1"}, "addr:2001:db8:1:2::/64"},
+		// A proxy that appends X-Forwarded-For passes the client's own
+		// Forwarded through: it must not choose the peer.
+		{"a client's Forwarded is ignored where the proxy sets X-Forwarded-For", behindProxy, map[string]string{"Forwarded": "for=198.51.100.66", "X-Forwarded-For": "192.0.2.1"}, "addr:192.0.2.1"},
+		{"a client's Forwarded alone is ignored too", behindProxy, map[string]string{"Forwarded": "for=198.51.100.66"}, "addr:127.0.0.1"},
+		{"Forwarded where the proxy sets it", behindForwarded, map[string]string{"Forwarded": `for=192.0.2.60;proto=http, for="[2001:db8:1:2::9]:4711"`, "X-Forwarded-For": "192.0.2.1"}, "addr:2001:db8:1:2::/64"},
+		{"a client's X-Forwarded-For is ignored where the proxy sets Forwarded", behindForwarded, map[string]string{"X-Forwarded-For": "198.51.100.66"}, "addr:127.0.0.1"},
+		{"an IPv4-mapped proxy prefix means its IPv4 prefix", mappedProxy, map[string]string{"X-Forwarded-For": "192.0.2.1"}, "addr:192.0.2.1"},
 		{"an unparsable hop stops at the proxy", behindProxy, map[string]string{"X-Forwarded-For": "192.0.2.1, unknown"}, "addr:127.0.0.1"},
 		{"only trusted hops: the leftmost", behindProxy, map[string]string{"X-Forwarded-For": "10.0.0.1, 10.0.0.2"}, "addr:10.0.0.1"},
 		{"no header", behindProxy, nil, "addr:127.0.0.1"},
@@ -77,8 +86,11 @@ func TestHTTPTrustedProxiesInvalid(t *testing.T) {
 	assert.PanicsWithValue(t, `transport: Options.TrustedProxies: "10.0.0.0/33" is neither an IP address nor a CIDR prefix`, func() {
 		streamhttp.NewHandler(&streamhttp.Options{Serve: f.serve, TrustedProxies: []string{"10.0.0.0/33"}})
 	})
+	assert.PanicsWithValue(t, `transport: Options.TrustedProxies: "::ffff:0:0/80" is an IPv4-mapped prefix shorter than /96`, func() {
+		streamhttp.NewHandler(&streamhttp.Options{Serve: f.serve, TrustedProxies: []string{"::ffff:0:0/80"}})
+	})
 	assert.NotPanics(t, func() {
-		streamhttp.NewHandler(&streamhttp.Options{Serve: f.serve, TrustedProxies: []string{"10.0.0.1", "[::1]", "2001:db8::/32"}})
+		streamhttp.NewHandler(&streamhttp.Options{Serve: f.serve, TrustedProxies: []string{"10.0.0.1", "[::1]", "2001:db8::/32", "::ffff:10.0.0.0/104"}})
 	})
 }
 

@@ -1,0 +1,89 @@
+package mcp
+
+import "fmt"
+
+// Defaults of the byte bounds on what a client makes the server hold.
+const (
+	// DefaultMaxURIBytes bounds one resource URI a client subscribes to or
+	// filters on, and one task id a listen names (ServerOptions.MaxURIBytes).
+	DefaultMaxURIBytes = 8 << 10
+	// DefaultMaxSubscriptionBytes bounds the subscriptions of one session
+	// and the filter of one listen (ServerOptions.MaxSubscriptionBytes).
+	DefaultMaxSubscriptionBytes = 128 << 10
+	// SubscriptionEntryBytes is what each URI or task id counts against
+	// MaxSubscriptionBytes beyond its own length: the bookkeeping that
+	// holds it.
+	SubscriptionEntryBytes = 64
+	// DefaultMaxPeerSubscriptionBytes bounds what one peer's
+	// subscriptions and listen filters hold together, over all its
+	// sessions and requests (ServerOptions.MaxPeerSubscriptionBytes).
+	DefaultMaxPeerSubscriptionBytes = 1 << 20
+	// DefaultMaxTotalSubscriptionBytes bounds what the subscriptions and
+	// listen filters of every peer hold together
+	// (ServerOptions.MaxTotalSubscriptionBytes).
+	DefaultMaxTotalSubscriptionBytes = 64 << 20
+)
+
+// limitError refuses a request at one of the server's bounds and names
+// it: code (CodeInvalidParams for a request that is too large in itself,
+// CodeServerBusy for a quota that is full), with a StructuredError of
+// code sc in data whose details are {"limit": limit, "max": max}.
+func limitError(code int64, sc ErrorCode, retryable bool, what, limit string, max int) *Error {
+	prefix := "Invalid params: "
+	if code == CodeServerBusy {
+		prefix = "Server busy: "
+	}
+	return &Error{Code: code, Message: fmt.Sprintf("%s%s (%s is %d)", prefix, what, limit, max),
+		Data: &StructuredError{Code: sc, Message: what, Retryable: retryable,
+			Details: map[string]any{"limit": limit, "max": max}}}
+}
+
+// subscriptionCost is what uri (or a task id) counts against
+// MaxSubscriptionBytes.
+func subscriptionCost(uri string) int { return len(uri) + SubscriptionEntryBytes }
+
+// checkURI refuses a URI longer than MaxURIBytes (without echoing it).
+func (o *ServerOptions) checkURI(what, uri string) *Error {
+	if len(uri) > o.MaxURIBytes {
+		return limitError(CodeInvalidParams, ErrInvalidArgument, false,
+			fmt.Sprintf("%s of %d bytes is too long", what, len(uri)), "MaxURIBytes", o.MaxURIBytes)
+	}
+	return nil
+}
+
+// reserveLocked counts n bytes of subscriptions or filters against peer's
+// budget and the server's, or returns the error naming the budget that
+// they would pass (CodeServerBusy with RESOURCE_EXHAUSTED: retryable,
+// since the peer's or another peer's subscriptions may end). h.mu is held.
+func (h *changeHub) reserveLocked(o *ServerOptions, peer string, n int) *Error {
+	switch {
+	case h.heldTotal+n > o.MaxTotalSubscriptionBytes:
+		return limitError(CodeServerBusy, ErrResourceExhausted, true,
+			"the server's subscriptions and listen filters are at their bound", "MaxTotalSubscriptionBytes", o.MaxTotalSubscriptionBytes)
+	case peer != "" && h.heldOf[peer]+n > o.MaxPeerSubscriptionBytes:
+		return limitError(CodeServerBusy, ErrResourceExhausted, true,
+			fmt.Sprintf("this peer's subscriptions and listen filters would hold %d bytes", h.heldOf[peer]+n), "MaxPeerSubscriptionBytes", o.MaxPeerSubscriptionBytes)
+	}
+	if h.heldOf == nil {
+		h.heldOf = map[string]int{}
+	}
+	h.heldTotal += n
+	if peer != "" {
+		h.heldOf[peer] += n
+	}
+	return nil
+}
+
+// releaseLocked returns n bytes reserveLocked counted for peer. h.mu is
+// held.
+func (h *changeHub) releaseLocked(peer string, n int) {
+	if n == 0 {
+		return
+	}
+	h.heldTotal -= n
+	if peer != "" {
+		if h.heldOf[peer] -= n; h.heldOf[peer] <= 0 {
+			delete(h.heldOf, peer)
+		}
+	}
+}
