@@ -227,14 +227,20 @@ func (n *Node) run(ctx context.Context, ex *execution, w *window, mode runMode) 
 	case runBlocking:
 		select {
 		case n.sem <- struct{}{}:
-		case <-ctx.Done():
-			n.end(ex)
-			return false
+		default:
+			n.waited(ex)
+			select {
+			case n.sem <- struct{}{}:
+			case <-ctx.Done():
+				n.end(ex)
+				return false
+			}
 		}
 	default:
 		select {
 		case n.sem <- struct{}{}:
 		default:
+			n.waited(ex)
 			if !n.enqueueRun(ex, w, mode == runClaimed) {
 				n.end(ex)
 				return false
@@ -245,6 +251,16 @@ func (n *Node) run(ctx context.Context, ex *execution, w *window, mode runMode) 
 	}
 	n.startWorker(ex, w)
 	return true
+}
+
+// waited marks ex, which waits for a slot, as a conditional attempt: the
+// ledger read before the wait may be stale when a worker takes it (the
+// request recorded final meanwhile, or the agent's lease lost), so the
+// ledger is read again, with the lease's fence, right before it runs.
+func (n *Node) waited(ex *execution) {
+	if ex.env.RequestID != "" {
+		ex.conditional = true
+	}
 }
 
 // queueLimit bounds the executions waiting for a background slot (claims
