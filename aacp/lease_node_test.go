@@ -227,3 +227,68 @@ func TestLeaseExpiryAndLoss(t *testing.T) {
 	poll(t, n1)
 	assert.Zero(t, runs1.total(), "node-1 waits: it tries again every renew interval, the lease is held")
 }
+
+// An execution that waited for a background slot reads the ledger again
+// before it runs: a request failed from outside while it was queued does
+// not run, and keeps the external error.
+func TestQueuedAttemptRechecksLedger(t *testing.T) {
+	external := &mcp.StructuredError{Code: mcp.ErrInternal, Message: "cancelled by an operator"}
+	started, release := make(chan struct{}, 2), make(chan struct{})
+	var calls atomic.Int32
+	m := NewMux()
+	m.HandleFunc("worker", func(context.Context, *Envelope) (any, error) {
+		calls.Add(1)
+		started <- struct{}{}
+		<-release
+		return "ok", nil
+	})
+	n, st, _ := manualNode(t, m, &Options{MaxBackground: 1})
+	first, err := n.Submit(bg, "client", "worker", 1)
+	require.NoError(t, err)
+	<-started
+	second, err := n.Submit(bg, "client", "worker", 2)
+	require.NoError(t, err)
+	require.NoError(t, st.MarkFailed(bg, second, external))
+	close(release)
+	n.bg.Wait()
+	assert.Equal(t, int32(1), calls.Load(), "the queued request ran after it was recorded FAILED")
+	rec, err := st.GetRequestRecord(bg, second)
+	require.NoError(t, err)
+	assert.Equal(t, OutcomeFailed, rec.Status)
+	assert.Equal(t, external, rec.Error)
+	rec, err = st.GetRequestRecord(bg, first)
+	require.NoError(t, err)
+	assert.Equal(t, OutcomeCompleted, rec.Status)
+}
+
+// A node that does not hold the lease of an agent it hosts cannot send as
+// that agent: not after its lease was taken over (the first refusal and
+// every later send), and not as a standby that never held it.
+func TestSendAsAgentWithoutLeaseRefused(t *testing.T) {
+	st := NewMemoryStore()
+	clock := newFakeClock()
+	opts := func(id string) *Options {
+		return &Options{ID: id, Clock: clock, PollInterval: -1, Logger: quietLogger, Rand: func() float64 { return 0 }}
+	}
+	n1 := New(st, echoMux(nil), opts("node-1"))
+	require.NoError(t, n1.Start(bg))
+	defer n1.Close(bg)
+	n2 := New(st, echoMux(nil), opts("node-2"))
+	require.NoError(t, n2.Start(bg))
+	defer n2.Close(bg)
+	require.True(t, n1.Owns("echo"))
+
+	_, err := n2.SendReliable(bg, "echo", "echo", 1)
+	require.ErrorIs(t, err, ErrLeaseLost, "a standby sent as the agent")
+
+	clock.Advance(DefaultLeaseTTL)
+	_, err = n2.Poll(bg) // takes the agent over
+	require.NoError(t, err)
+	require.True(t, n2.Owns("echo"))
+	for i := range 3 {
+		_, err = n1.SendReliable(bg, "echo", "echo", i)
+		require.ErrorIs(t, err, ErrLeaseLost, "send %d as the agent by the node that lost its lease", i)
+	}
+	_, err = n2.SendReliable(bg, "echo", "echo", 1)
+	require.NoError(t, err, "the new owner sends as the agent")
+}
