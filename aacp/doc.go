@@ -148,6 +148,9 @@
 // runs its request from the request record. DeadLetters lists the
 // quarantined messages; RetryDeadLetter requeues one and DropDeadLetter
 // deletes it (failing its request, if still pending, with the reason). A
+// request record that cannot be decoded is skipped by the recovery and
+// ends FAILED (CompletionProtocolError) with the decoding error as its
+// recorded error, on the SQL stores (the memory store decodes nothing). A
 // send to an agent no Node has ever hosted on the ledger fails at once
 // with ErrUnknownAgent (unless Options.AllowUnknownTargets).
 //

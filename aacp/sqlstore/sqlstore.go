@@ -44,7 +44,11 @@
 // CONFLICT DO NOTHING) in the transaction that stores the message. A row
 // whose envelope cannot be decoded is quarantined by the claim that meets
 // it (schema version 3: column dead_reason), so one bad row never fails a
-// poll; reads that list messages skip such rows.
+// poll; reads that list messages skip such rows. A request row that
+// cannot be decoded (its error column) is skipped by ListPendingRequests
+// and read by GetRequestRecord only after it is repaired: the request ends
+// FAILED (completion protocol_error) with the decode failure as its error,
+// so it never stops a Start or a recovery, and is not delivered forever.
 package sqlstore
 
 import (
@@ -235,7 +239,7 @@ func scanRequest(row scanner) (*aacp.RequestRecord, error) {
 	if errText.Valid {
 		r.Error = new(mcp.StructuredError)
 		if err := json.Unmarshal([]byte(errText.String), r.Error); err != nil {
-			return nil, fmt.Errorf("sqlstore: request %s: error column: %w", r.RequestID, err)
+			return nil, &badRequestRow{id: r.RequestID, err: fmt.Errorf("error column: %w", err)}
 		}
 	}
 	r.Attempts = int(attempt)
@@ -312,6 +316,12 @@ func (s *Store) PutMessageRecord(ctx context.Context, rec *aacp.MessageRecord) e
 // GetRequestRecord implements aacp.Store.
 func (s *Store) GetRequestRecord(ctx context.Context, requestID string) (*aacp.RequestRecord, error) {
 	r, err := scanRequest(s.stmts["getRequest"].QueryRowContext(ctx, requestID))
+	if bad := (*badRequestRow)(nil); errors.As(err, &bad) {
+		if err := s.failBadRequest(ctx, bad); err != nil {
+			return nil, err
+		}
+		r, err = scanRequest(s.stmts["getRequest"].QueryRowContext(ctx, requestID))
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: request %s", aacp.ErrNotFound, requestID)
 	}
@@ -399,15 +409,31 @@ func (s *Store) ListPendingRequests(ctx context.Context, olderThan time.Time) ([
 		return nil, err
 	}
 	defer rows.Close()
-	var out []*aacp.RequestRecord
+	var (
+		out []*aacp.RequestRecord
+		bad []*badRequestRow
+	)
 	for rows.Next() {
 		r, err := scanRequest(rows)
+		if b := (*badRequestRow)(nil); errors.As(err, &b) {
+			bad = append(bad, b) // skipped: failed with its reason below
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, r)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	for _, b := range bad {
+		if err := s.failBadRequest(ctx, b); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // ListMessagesInState implements aacp.Store.
