@@ -292,3 +292,55 @@ func TestSendAsAgentWithoutLeaseRefused(t *testing.T) {
 	_, err = n2.SendReliable(bg, "echo", "echo", 1)
 	require.NoError(t, err, "the new owner sends as the agent")
 }
+
+// Close stops new work at once: a recovery of a taken-over backlog starts
+// no handler after Close began (at most one that passed its check as Close
+// began), and Close does not wait for the backlog to run.
+func TestCloseStopsTakeoverRecovery(t *testing.T) {
+	st := NewMemoryStore()
+	clock := newFakeClock()
+	opts := func(id string) *Options {
+		return &Options{ID: id, Clock: clock, PollInterval: -1, Logger: quietLogger, Rand: func() float64 { return 0 },
+			MaxBackground: 1}
+	}
+	release := make(chan struct{})
+	old := NewMux()
+	old.HandleFunc("worker", func(context.Context, *Envelope) (any, error) {
+		<-release
+		return "old", nil
+	})
+	n1 := New(st, old, opts("node-1"))
+	require.NoError(t, n1.Start(bg))
+	defer func() { close(release); n1.Close(bg) }()
+	const backlog = 100
+	for i := range backlog {
+		_, err := n1.Submit(bg, "client", "worker", i)
+		require.NoError(t, err)
+	}
+
+	var closing atomic.Bool
+	var started, afterClose atomic.Int32
+	m := NewMux()
+	m.HandleFunc("worker", func(context.Context, *Envelope) (any, error) {
+		started.Add(1)
+		if closing.Load() {
+			afterClose.Add(1)
+		}
+		time.Sleep(5 * time.Millisecond)
+		return "new", nil
+	})
+	n2 := New(st, m, opts("node-2"))
+	require.NoError(t, n2.Start(bg))
+	clock.Advance(DefaultLeaseTTL)
+	_, err := n2.Poll(bg) // takes the agent over and recovers its backlog
+	require.NoError(t, err)
+	require.True(t, n2.Owns("worker"))
+	require.Eventually(t, func() bool { return started.Load() >= 3 }, 5*time.Second, time.Millisecond)
+	closing.Store(true)
+	begin := time.Now()
+	require.NoError(t, n2.Close(bg))
+	took := time.Since(begin)
+	assert.LessOrEqual(t, afterClose.Load(), int32(1), "handlers started after Close began")
+	assert.Less(t, started.Load(), int32(backlog/2), "the backlog ran during Close")
+	t.Logf("Close took %v; %d handlers started, %d after Close began", took, started.Load(), afterClose.Load())
+}

@@ -257,12 +257,21 @@ func (n *Node) recoverAgents(ctx context.Context, agents, targets []string) erro
 		return fmt.Errorf("aacp: recover: %w", err)
 	}
 	for _, rec := range pending {
+		if n.closed.Load() { // Close began: no new work
+			return ErrClosed
+		}
 		if !slices.Contains(agents, rec.TargetAgentID) || !n.holds(rec.TargetAgentID) {
 			continue
 		}
 		if !n.rerun(ctx, rec, runBlocking) {
-			return ctx.Err()
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return ErrClosed
 		}
+	}
+	if n.closed.Load() {
+		return ErrClosed
 	}
 	// One pass ignoring the schedule (messages stored just before a crash
 	// are not due yet, those claimed by a previous owner neither); Poll

@@ -234,6 +234,9 @@ func (n *Node) run(ctx context.Context, ex *execution, w *window, mode runMode) 
 			case <-ctx.Done():
 				n.end(ex)
 				return false
+			case <-n.stop: // Close began: no new work
+				n.end(ex)
+				return false
 			}
 		}
 	default:
@@ -341,8 +344,10 @@ func (n *Node) startWorker(ex *execution, w *window) {
 	go func() {
 		defer n.bg.Done()
 		for {
-			if n.ctx.Err() != nil {
-				n.end(ex) // closing: the request stays pending for recovery
+			if n.closed.Load() {
+				// Close began: no new work; the request stays pending
+				// for recovery.
+				n.end(ex)
 			} else {
 				n.dispatch(n.ctx, ex, w, false)
 			}
@@ -353,7 +358,7 @@ func (n *Node) startWorker(ex *execution, w *window) {
 			ex, w = q.ex, q.w
 		}
 		<-n.sem
-		if n.ctx.Err() == nil {
+		if !n.closed.Load() {
 			n.drainQueue() // queued after the check above
 		}
 	}()
