@@ -344,3 +344,39 @@ func TestCloseStopsTakeoverRecovery(t *testing.T) {
 	assert.Less(t, started.Load(), int32(backlog/2), "the backlog ran during Close")
 	t.Logf("Close took %v; %d handlers started, %d after Close began", took, started.Load(), afterClose.Load())
 }
+
+// Executions waiting for a handler's retry count against what a node can
+// take: while failing requests wait out their backoff, polls stop
+// claiming once slots, queue and retries together reach the node's
+// capacity (plus at most one claim), instead of holding every message.
+func TestRetriesBoundClaims(t *testing.T) {
+	st := NewMemoryStore()
+	clock := newFakeClock()
+	m := NewMux()
+	m.HandleFunc("worker", func(context.Context, *Envelope) (any, error) {
+		return nil, &mcp.StructuredError{Code: CodeUnavailable, Message: "try later"}
+	})
+	policy := RetryPolicy{MaxAttempts: 5, BaseDelay: time.Hour}
+	recv := New(st, m, &Options{ID: "receiver", Clock: clock, PollInterval: -1, Logger: quietLogger, Retry: &policy,
+		Rand: func() float64 { return 0 }, MaxBackground: 2, ClaimLimit: 4})
+	require.NoError(t, recv.Start(bg))
+	defer recv.Close(bg)
+	sender := New(st, NewMux(), &Options{ID: "sender", Clock: clock, PollInterval: -1, Logger: quietLogger})
+	require.NoError(t, sender.Start(bg))
+	defer sender.Close(bg)
+	const sent = 100
+	for i := range sent {
+		_, err := sender.Submit(bg, "client", "worker", i)
+		require.NoError(t, err)
+	}
+	for range 50 {
+		poll(t, recv)
+	}
+	recv.rmu.Lock()
+	waiting := len(recv.retries)
+	recv.rmu.Unlock()
+	capacity := recv.opts.MaxBackground + recv.queueLimit()
+	assert.Positive(t, waiting)
+	assert.LessOrEqual(t, waiting, capacity+recv.opts.ClaimLimit, "executions held in the retries")
+	assert.Zero(t, recv.queueRoom(), "a full node has no room to claim")
+}

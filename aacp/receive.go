@@ -25,10 +25,8 @@ type execution struct {
 	// conditional: the attempt starts only if the request is still
 	// pending and the agent's lease current (retries, recovery).
 	conditional bool
-	// refusals counts the dispatches the Endpoint refused; deferred is
-	// set while one waits in the retries (counted in Node.deferred).
+	// refusals counts the dispatches the Endpoint refused.
 	refusals     int
-	deferred     bool
 	cancel       context.CancelFunc
 	disconnected atomic.Bool
 }
@@ -298,13 +296,19 @@ func (n *Node) popQueued() (queued, bool) {
 	return q, true
 }
 
-// queueRoom returns how many more executions the node can take now: free
-// slots plus room in the queue.
+// queueRoom returns how many more executions the node can take now: its
+// capacity (slots plus the queue's limit) less every execution it holds:
+// running, queued, and waiting in the retries (a handler's retry, or one
+// its Endpoint refused), so that failing requests cannot pile up while
+// polls keep claiming.
 func (n *Node) queueRoom() int {
 	n.qmu.Lock()
-	waiting := len(n.queue) + int(n.deferred.Load())
+	held := len(n.sem) + len(n.queue)
 	n.qmu.Unlock()
-	return cap(n.sem) - len(n.sem) + max(n.queueLimit()-waiting, 0)
+	n.rmu.Lock()
+	held += len(n.retries)
+	n.rmu.Unlock()
+	return max(cap(n.sem)+n.queueLimit()-held, 0)
 }
 
 // drainQueue starts queued executions while slots are free.
@@ -407,10 +411,6 @@ func (n *Node) deferRefused(ex *execution) {
 		return
 	}
 	ex.refusals++
-	if !ex.deferred {
-		ex.deferred = true
-		n.deferred.Add(1)
-	}
 	ex.attempts-- // runRetry counts the next start again
 	n.requeueAt(ex, n.clock.Now().Add(min(n.policy.Backoff(ex.refusals, n.rand()), n.opts.RetransmitTimeout)))
 }
@@ -563,10 +563,6 @@ func (n *Node) runRetry(ex *execution) bool {
 	}
 	ex.attempts++
 	ex.conditional = true
-	if ex.deferred {
-		ex.deferred = false
-		n.deferred.Add(-1)
-	}
 	n.startWorker(ex, nil)
 	return true
 }
