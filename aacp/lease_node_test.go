@@ -380,3 +380,35 @@ func TestRetriesBoundClaims(t *testing.T) {
 	assert.LessOrEqual(t, waiting, capacity+recv.opts.ClaimLimit, "executions held in the retries")
 	assert.Zero(t, recv.queueRoom(), "a full node has no room to claim")
 }
+
+// A node whose acknowledgments are refused because its lease was taken
+// over gives the lease up (it stops claiming for the agent), as any other
+// refused write does.
+func TestRefusedAcknowledgmentGivesLeaseUp(t *testing.T) {
+	st := NewMemoryStore()
+	clock := newFakeClock()
+	opts := func(id string) *Options {
+		return &Options{ID: id, Clock: clock, PollInterval: -1, Logger: quietLogger, Rand: func() float64 { return 0 }}
+	}
+	n1 := New(st, echoMux(nil), opts("node-1"))
+	require.NoError(t, n1.Start(bg))
+	defer n1.Close(bg)
+	n2 := New(st, echoMux(nil), opts("node-2"))
+	require.NoError(t, n2.Start(bg))
+	defer n2.Close(bg)
+	sender := New(st, NewMux(), opts("sender"))
+	require.NoError(t, sender.Start(bg))
+	defer sender.Close(bg)
+
+	_, err := sender.Submit(bg, "client", "echo", 1)
+	require.NoError(t, err)
+	require.Equal(t, 1, poll(t, n1)) // handled; its acknowledgment waits for the next flush
+	clock.Advance(DefaultLeaseTTL)
+	_, err = n2.Poll(bg) // takes the agent over
+	require.NoError(t, err)
+	require.True(t, n2.Owns("echo"))
+
+	require.NoError(t, n1.flushAcks(bg))
+	_, held := n1.fenceFor("echo")
+	assert.False(t, held, "the node kept the lease after its acknowledgment was refused")
+}
