@@ -12,7 +12,8 @@
 //
 // Group commit: the writes of concurrent callers share transactions. A
 // writer goroutine (one on SQLite, which has one writer at a time;
-// WithWriters on PostgreSQL, each with a connection of its own) takes
+// WithWriters on PostgreSQL, sharing one pool of connections with the
+// reads) takes
 // every write queued at that moment, up to WithMaxBatch, runs them one
 // after the other in one transaction and commits once, so that the commit
 // and its fsync are paid once per batch, not once per write; the more
@@ -22,11 +23,16 @@
 // with the durability the database is configured for (synchronous=FULL on
 // SQLite by default; synchronous_commit and fsync on PostgreSQL). On
 // PostgreSQL, the writes that change one pair's sequence row always go to
-// the same writer, so that two writers' transactions never wait for each
-// other's rows. Acknowledgments of many pairs are written with multi-row
-// statements. Reads go through connections of their own (WithReadConns;
-// read-only connections on SQLite, which WAL lets read while the writer
-// commits), so they never wait behind a batch.
+// the same writer, so that two writers never wait for each other's
+// sequence rows; the other writes (claims, lease operations, retry
+// updates) go to the writers in turn, and two writers' transactions can
+// then wait for each other's rows: PostgreSQL breaks such a cycle after
+// its deadlock_timeout by aborting one of them, whose writes run again in
+// a later transaction. Acknowledgments of many pairs are written with
+// multi-row statements. On SQLite, reads go through read-only connections
+// of their own (WithReadConns; WAL lets them read while the writer
+// commits), so they never wait behind a batch; on PostgreSQL they share
+// the writers' pool.
 //
 // Claims: on PostgreSQL, ClaimDue selects due rows with FOR UPDATE SKIP
 // LOCKED, so concurrent pollers never claim the same message and never wait
