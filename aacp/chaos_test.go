@@ -349,8 +349,9 @@ func chaosStaleOwner(t *testing.T, st aacp.Store) {
 // chaosBadInput sends oversized payloads (refused at once), a request
 // whose result is too large (fails with its reason), and on SQL stores
 // corrupts stored messages (quarantined; their requests still run from the
-// ledger record), then checks that everything else goes through and that
-// a restarted node starts.
+// ledger record) and pending request rows (failed with the reason, by the
+// recovery of a restarted node), then checks that everything else goes
+// through and that the restarted node starts.
 func chaosBadInput(t *testing.T, st aacp.Store) {
 	var r runs
 	mux := aacp.NewMux()
@@ -392,6 +393,7 @@ func chaosBadInput(t *testing.T, st aacp.Store) {
 		ids = append(ids, id)
 	}
 	corrupted := 0
+	var badRows []string
 	if s, ok := st.(*sqlstore.Store); ok {
 		for _, id := range ids[1:3] {
 			q := `UPDATE aacp_messages SET envelope = '{"corrupt' WHERE request_id = ?`
@@ -419,6 +421,22 @@ func chaosBadInput(t *testing.T, st aacp.Store) {
 		require.NoError(t, recv.DropDeadLetter(ctx, d.MessageID))
 	}
 	require.NoError(t, recv.Close(ctx))
+	// A pending request whose row cannot be decoded neither stops a
+	// restarted node's recovery nor stays pending: it fails with the
+	// reason.
+	if s, ok := st.(*sqlstore.Store); ok {
+		for i := 0; i < 2; i++ {
+			id, err := sender.Submit(ctx, "client", "worker", 100+i)
+			require.NoError(t, err)
+			q := `UPDATE aacp_requests SET error = '{"corrupt' WHERE request_id = ?`
+			if s.Dialect() == "postgres" {
+				q = strings.Replace(q, "?", "$1", 1)
+			}
+			_, err = s.DB().ExecContext(ctx, q, id)
+			require.NoError(t, err)
+			badRows = append(badRows, id)
+		}
+	}
 	// A restarted node starts on the same ledger.
 	again := aacp.New(st, mux, &aacp.Options{ID: "receiver-2", PollInterval: -1, Logger: quiet})
 	require.NoError(t, again.Start(ctx))
@@ -428,12 +446,20 @@ func chaosBadInput(t *testing.T, st aacp.Store) {
 	assert.JSONEq(t, `"ok"`, string(res))
 
 	var c tally
-	c.settle(t, st, ids, &r, once, 10*time.Second)
+	c.settle(t, st, append(ids, badRows...), &r, once, 10*time.Second)
+	for _, id := range badRows {
+		rec, err := st.GetRequestRecord(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, aacp.OutcomeFailed, rec.Status)
+		assert.Equal(t, aacp.CompletionProtocolError, rec.Completion)
+		assert.Contains(t, rec.Error.Message, "cannot be decoded")
+	}
 	huge, err := st.GetRequestRecord(ctx, ids[0])
 	require.NoError(t, err)
 	assert.Equal(t, aacp.OutcomeFailed, huge.Status)
 	assert.Contains(t, huge.Error.Message, "larger than")
-	t.Logf("bad input: %d oversized sends refused at once with ErrPayloadTooLarge, %d corrupted rows quarantined", refused, corrupted)
+	t.Logf("bad input: %d oversized sends refused at once with ErrPayloadTooLarge, %d corrupted messages quarantined, %d corrupted request rows failed with their reason",
+		refused, corrupted, len(badRows))
 	c.report(t, "bad input")
 }
 

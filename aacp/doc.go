@@ -127,9 +127,11 @@
 //
 // Back-pressure defers, it never fails. A Node runs at most MaxBackground
 // handlers in the background; more work waits in its queue (up to
-// MaxBackground+ClaimLimit executions), then in the ledger. A poll claims
-// no more than the Node can take at once, so every claim reaches a
-// handler or waits in the queue. A message its Endpoint refuses (an agent's
+// MaxBackground+ClaimLimit executions, counting those waiting for a
+// retry), then in the ledger. A poll claims no more than the Node can take
+// at once, so every claim reaches a handler or waits in the queue; an
+// execution that waited for a slot reads the ledger again, with the
+// lease's fencing token, before it runs. Close starts no new handler. A message its Endpoint refuses (an agent's
 // full queue) is redelivered later, however often. Attempts count only the
 // runs of a handler (RetryPolicy.MaxAttempts). A request fails only for a
 // reason recorded with it: its handler's error (after the retries the
@@ -148,15 +150,18 @@
 // runs its request from the request record. DeadLetters lists the
 // quarantined messages; RetryDeadLetter requeues one and DropDeadLetter
 // deletes it (failing its request, if still pending, with the reason). A
+// request record that cannot be decoded is skipped by the recovery and
+// ends FAILED (CompletionProtocolError) with the decoding error as its
+// recorded error, on the SQL stores (the memory store decodes nothing). A
 // send to an agent no Node has ever hosted on the ledger fails at once
 // with ErrUnknownAgent (unless Options.AllowUnknownTargets).
 //
 // # What the tests show
 //
 // The chaos test of this package runs on the memory, SQLite and PostgreSQL
-// stores: bursts beyond the receiver's capacity (to a Mux and to an
-// agents.Coordinator), the same requestId sent twice at once on the Node
-// hosting the target, a kill -9 of the owning process mid-backlog with a
+// stores: bursts beyond the receiver's capacity (to a Mux on every store,
+// and to an agents.Coordinator on the memory store), the same requestId
+// sent twice at once on the Node hosting the target, a kill -9 of the owning process mid-backlog with a
 // standby process taking over, a Node whose clock is more than a lease
 // behind, oversized payloads and results, and corrupted rows. Every
 // request ends COMPLETED, its handler having run, or FAILED with a

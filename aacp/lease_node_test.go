@@ -227,3 +227,188 @@ func TestLeaseExpiryAndLoss(t *testing.T) {
 	poll(t, n1)
 	assert.Zero(t, runs1.total(), "node-1 waits: it tries again every renew interval, the lease is held")
 }
+
+// An execution that waited for a background slot reads the ledger again
+// before it runs: a request failed from outside while it was queued does
+// not run, and keeps the external error.
+func TestQueuedAttemptRechecksLedger(t *testing.T) {
+	external := &mcp.StructuredError{Code: mcp.ErrInternal, Message: "cancelled by an operator"}
+	started, release := make(chan struct{}, 2), make(chan struct{})
+	var calls atomic.Int32
+	m := NewMux()
+	m.HandleFunc("worker", func(context.Context, *Envelope) (any, error) {
+		calls.Add(1)
+		started <- struct{}{}
+		<-release
+		return "ok", nil
+	})
+	n, st, _ := manualNode(t, m, &Options{MaxBackground: 1})
+	first, err := n.Submit(bg, "client", "worker", 1)
+	require.NoError(t, err)
+	<-started
+	second, err := n.Submit(bg, "client", "worker", 2)
+	require.NoError(t, err)
+	require.NoError(t, st.MarkFailed(bg, second, external))
+	close(release)
+	n.bg.Wait()
+	assert.Equal(t, int32(1), calls.Load(), "the queued request ran after it was recorded FAILED")
+	rec, err := st.GetRequestRecord(bg, second)
+	require.NoError(t, err)
+	assert.Equal(t, OutcomeFailed, rec.Status)
+	assert.Equal(t, external, rec.Error)
+	rec, err = st.GetRequestRecord(bg, first)
+	require.NoError(t, err)
+	assert.Equal(t, OutcomeCompleted, rec.Status)
+}
+
+// A node that does not hold the lease of an agent it hosts cannot send as
+// that agent: not after its lease was taken over (the first refusal and
+// every later send), and not as a standby that never held it.
+func TestSendAsAgentWithoutLeaseRefused(t *testing.T) {
+	st := NewMemoryStore()
+	clock := newFakeClock()
+	opts := func(id string) *Options {
+		return &Options{ID: id, Clock: clock, PollInterval: -1, Logger: quietLogger, Rand: func() float64 { return 0 }}
+	}
+	n1 := New(st, echoMux(nil), opts("node-1"))
+	require.NoError(t, n1.Start(bg))
+	defer n1.Close(bg)
+	n2 := New(st, echoMux(nil), opts("node-2"))
+	require.NoError(t, n2.Start(bg))
+	defer n2.Close(bg)
+	require.True(t, n1.Owns("echo"))
+
+	_, err := n2.SendReliable(bg, "echo", "echo", 1)
+	require.ErrorIs(t, err, ErrLeaseLost, "a standby sent as the agent")
+
+	clock.Advance(DefaultLeaseTTL)
+	_, err = n2.Poll(bg) // takes the agent over
+	require.NoError(t, err)
+	require.True(t, n2.Owns("echo"))
+	for i := range 3 {
+		_, err = n1.SendReliable(bg, "echo", "echo", i)
+		require.ErrorIs(t, err, ErrLeaseLost, "send %d as the agent by the node that lost its lease", i)
+	}
+	_, err = n2.SendReliable(bg, "echo", "echo", 1)
+	require.NoError(t, err, "the new owner sends as the agent")
+}
+
+// Close stops new work at once: a recovery of a taken-over backlog starts
+// no handler after Close began (at most one that passed its check as Close
+// began), and Close does not wait for the backlog to run.
+func TestCloseStopsTakeoverRecovery(t *testing.T) {
+	st := NewMemoryStore()
+	clock := newFakeClock()
+	opts := func(id string) *Options {
+		return &Options{ID: id, Clock: clock, PollInterval: -1, Logger: quietLogger, Rand: func() float64 { return 0 },
+			MaxBackground: 1}
+	}
+	release := make(chan struct{})
+	old := NewMux()
+	old.HandleFunc("worker", func(context.Context, *Envelope) (any, error) {
+		<-release
+		return "old", nil
+	})
+	n1 := New(st, old, opts("node-1"))
+	require.NoError(t, n1.Start(bg))
+	defer func() { close(release); n1.Close(bg) }()
+	const backlog = 100
+	for i := range backlog {
+		_, err := n1.Submit(bg, "client", "worker", i)
+		require.NoError(t, err)
+	}
+
+	var closing atomic.Bool
+	var started, afterClose atomic.Int32
+	m := NewMux()
+	m.HandleFunc("worker", func(context.Context, *Envelope) (any, error) {
+		started.Add(1)
+		if closing.Load() {
+			afterClose.Add(1)
+		}
+		time.Sleep(5 * time.Millisecond)
+		return "new", nil
+	})
+	n2 := New(st, m, opts("node-2"))
+	require.NoError(t, n2.Start(bg))
+	clock.Advance(DefaultLeaseTTL)
+	_, err := n2.Poll(bg) // takes the agent over and recovers its backlog
+	require.NoError(t, err)
+	require.True(t, n2.Owns("worker"))
+	require.Eventually(t, func() bool { return started.Load() >= 3 }, 5*time.Second, time.Millisecond)
+	closing.Store(true)
+	begin := time.Now()
+	require.NoError(t, n2.Close(bg))
+	took := time.Since(begin)
+	assert.LessOrEqual(t, afterClose.Load(), int32(1), "handlers started after Close began")
+	assert.Less(t, started.Load(), int32(backlog/2), "the backlog ran during Close")
+	t.Logf("Close took %v; %d handlers started, %d after Close began", took, started.Load(), afterClose.Load())
+}
+
+// Executions waiting for a handler's retry count against what a node can
+// take: while failing requests wait out their backoff, polls stop
+// claiming once slots, queue and retries together reach the node's
+// capacity (plus at most one claim), instead of holding every message.
+func TestRetriesBoundClaims(t *testing.T) {
+	st := NewMemoryStore()
+	clock := newFakeClock()
+	m := NewMux()
+	m.HandleFunc("worker", func(context.Context, *Envelope) (any, error) {
+		return nil, &mcp.StructuredError{Code: CodeUnavailable, Message: "try later"}
+	})
+	policy := RetryPolicy{MaxAttempts: 5, BaseDelay: time.Hour}
+	recv := New(st, m, &Options{ID: "receiver", Clock: clock, PollInterval: -1, Logger: quietLogger, Retry: &policy,
+		Rand: func() float64 { return 0 }, MaxBackground: 2, ClaimLimit: 4})
+	require.NoError(t, recv.Start(bg))
+	defer recv.Close(bg)
+	sender := New(st, NewMux(), &Options{ID: "sender", Clock: clock, PollInterval: -1, Logger: quietLogger})
+	require.NoError(t, sender.Start(bg))
+	defer sender.Close(bg)
+	const sent = 100
+	for i := range sent {
+		_, err := sender.Submit(bg, "client", "worker", i)
+		require.NoError(t, err)
+	}
+	for range 50 {
+		poll(t, recv)
+	}
+	recv.rmu.Lock()
+	waiting := len(recv.retries)
+	recv.rmu.Unlock()
+	capacity := recv.opts.MaxBackground + recv.queueLimit()
+	assert.Positive(t, waiting)
+	assert.LessOrEqual(t, waiting, capacity+recv.opts.ClaimLimit, "executions held in the retries")
+	assert.Zero(t, recv.queueRoom(), "a full node has no room to claim")
+}
+
+// A node whose acknowledgments are refused because its lease was taken
+// over gives the lease up (it stops claiming for the agent), as any other
+// refused write does.
+func TestRefusedAcknowledgmentGivesLeaseUp(t *testing.T) {
+	st := NewMemoryStore()
+	clock := newFakeClock()
+	opts := func(id string) *Options {
+		return &Options{ID: id, Clock: clock, PollInterval: -1, Logger: quietLogger, Rand: func() float64 { return 0 }}
+	}
+	n1 := New(st, echoMux(nil), opts("node-1"))
+	require.NoError(t, n1.Start(bg))
+	defer n1.Close(bg)
+	n2 := New(st, echoMux(nil), opts("node-2"))
+	require.NoError(t, n2.Start(bg))
+	defer n2.Close(bg)
+	sender := New(st, NewMux(), opts("sender"))
+	require.NoError(t, sender.Start(bg))
+	defer sender.Close(bg)
+
+	_, err := sender.Submit(bg, "client", "echo", 1)
+	require.NoError(t, err)
+	require.Equal(t, 1, poll(t, n1)) // handled; its acknowledgment waits for the next flush
+	clock.Advance(DefaultLeaseTTL)
+	_, err = n2.Poll(bg) // takes the agent over
+	require.NoError(t, err)
+	require.True(t, n2.Owns("echo"))
+
+	require.NoError(t, n1.flushAcks(bg))
+	_, held := n1.fenceFor("echo")
+	assert.False(t, held, "the node kept the lease after its acknowledgment was refused")
+}

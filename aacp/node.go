@@ -152,9 +152,8 @@ type Node struct {
 	rmu     sync.Mutex
 	retries []*execution // due executions, unordered
 
-	qmu      sync.Mutex
-	queue    []queued     // executions waiting for a background slot, oldest first
-	deferred atomic.Int64 // executions refused by the Endpoint, waiting in retries
+	qmu   sync.Mutex
+	queue []queued // executions waiting for a background slot, oldest first
 
 	known sync.Map // agent id → struct{}: agents the ledger knows (see checkTarget)
 

@@ -225,6 +225,7 @@ func (n *Node) flushAcks(ctx context.Context) error {
 	if err := n.store.Acknowledge(ctx, acks); err != nil {
 		if errors.Is(err, ErrLeaseLost) { // the others were recorded
 			n.log.Warn("aacp: acknowledgments refused: agent lease lost", "err", err)
+			n.checkFences(ctx, acks)
 			return nil
 		}
 		for _, w := range dirty {
@@ -235,6 +236,27 @@ func (n *Node) flushAcks(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// checkFences reads the lease of each agent acks were fenced for, after
+// the store refused some of them, and gives up (leaseLost) those whose
+// token is no longer current: the node stops claiming for those agents.
+func (n *Node) checkFences(ctx context.Context, acks []Ack) {
+	var seen []Fence
+	for _, a := range acks {
+		f := a.Fence
+		if f.IsZero() || slices.Contains(seen, f) {
+			continue
+		}
+		seen = append(seen, f)
+		l, err := n.store.GetLease(ctx, f.AgentID)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			n.leaseLost(f)
+		case err == nil && (l.Owner == "" || l.Token != f.Token):
+			n.leaseLost(f)
+		}
+	}
 }
 
 // Recover resumes after a restart: it
@@ -257,12 +279,21 @@ func (n *Node) recoverAgents(ctx context.Context, agents, targets []string) erro
 		return fmt.Errorf("aacp: recover: %w", err)
 	}
 	for _, rec := range pending {
+		if n.closed.Load() { // Close began: no new work
+			return ErrClosed
+		}
 		if !slices.Contains(agents, rec.TargetAgentID) || !n.holds(rec.TargetAgentID) {
 			continue
 		}
 		if !n.rerun(ctx, rec, runBlocking) {
-			return ctx.Err()
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return ErrClosed
 		}
+	}
+	if n.closed.Load() {
+		return ErrClosed
 	}
 	// One pass ignoring the schedule (messages stored just before a crash
 	// are not due yet, those claimed by a previous owner neither); Poll

@@ -25,10 +25,8 @@ type execution struct {
 	// conditional: the attempt starts only if the request is still
 	// pending and the agent's lease current (retries, recovery).
 	conditional bool
-	// refusals counts the dispatches the Endpoint refused; deferred is
-	// set while one waits in the retries (counted in Node.deferred).
+	// refusals counts the dispatches the Endpoint refused.
 	refusals     int
-	deferred     bool
 	cancel       context.CancelFunc
 	disconnected atomic.Bool
 }
@@ -227,14 +225,23 @@ func (n *Node) run(ctx context.Context, ex *execution, w *window, mode runMode) 
 	case runBlocking:
 		select {
 		case n.sem <- struct{}{}:
-		case <-ctx.Done():
-			n.end(ex)
-			return false
+		default:
+			n.waited(ex)
+			select {
+			case n.sem <- struct{}{}:
+			case <-ctx.Done():
+				n.end(ex)
+				return false
+			case <-n.stop: // Close began: no new work
+				n.end(ex)
+				return false
+			}
 		}
 	default:
 		select {
 		case n.sem <- struct{}{}:
 		default:
+			n.waited(ex)
 			if !n.enqueueRun(ex, w, mode == runClaimed) {
 				n.end(ex)
 				return false
@@ -245,6 +252,16 @@ func (n *Node) run(ctx context.Context, ex *execution, w *window, mode runMode) 
 	}
 	n.startWorker(ex, w)
 	return true
+}
+
+// waited marks ex, which waits for a slot, as a conditional attempt: the
+// ledger read before the wait may be stale when a worker takes it (the
+// request recorded final meanwhile, or the agent's lease lost), so the
+// ledger is read again, with the lease's fence, right before it runs.
+func (n *Node) waited(ex *execution) {
+	if ex.env.RequestID != "" {
+		ex.conditional = true
+	}
 }
 
 // queueLimit bounds the executions waiting for a background slot (claims
@@ -279,13 +296,19 @@ func (n *Node) popQueued() (queued, bool) {
 	return q, true
 }
 
-// queueRoom returns how many more executions the node can take now: free
-// slots plus room in the queue.
+// queueRoom returns how many more executions the node can take now: its
+// capacity (slots plus the queue's limit) less every execution it holds:
+// running, queued, and waiting in the retries (a handler's retry, or one
+// its Endpoint refused), so that failing requests cannot pile up while
+// polls keep claiming.
 func (n *Node) queueRoom() int {
 	n.qmu.Lock()
-	waiting := len(n.queue) + int(n.deferred.Load())
+	held := len(n.sem) + len(n.queue)
 	n.qmu.Unlock()
-	return cap(n.sem) - len(n.sem) + max(n.queueLimit()-waiting, 0)
+	n.rmu.Lock()
+	held += len(n.retries)
+	n.rmu.Unlock()
+	return max(cap(n.sem)+n.queueLimit()-held, 0)
 }
 
 // drainQueue starts queued executions while slots are free.
@@ -325,8 +348,10 @@ func (n *Node) startWorker(ex *execution, w *window) {
 	go func() {
 		defer n.bg.Done()
 		for {
-			if n.ctx.Err() != nil {
-				n.end(ex) // closing: the request stays pending for recovery
+			if n.closed.Load() {
+				// Close began: no new work; the request stays pending
+				// for recovery.
+				n.end(ex)
 			} else {
 				n.dispatch(n.ctx, ex, w, false)
 			}
@@ -337,7 +362,7 @@ func (n *Node) startWorker(ex *execution, w *window) {
 			ex, w = q.ex, q.w
 		}
 		<-n.sem
-		if n.ctx.Err() == nil {
+		if !n.closed.Load() {
 			n.drainQueue() // queued after the check above
 		}
 	}()
@@ -386,10 +411,6 @@ func (n *Node) deferRefused(ex *execution) {
 		return
 	}
 	ex.refusals++
-	if !ex.deferred {
-		ex.deferred = true
-		n.deferred.Add(1)
-	}
 	ex.attempts-- // runRetry counts the next start again
 	n.requeueAt(ex, n.clock.Now().Add(min(n.policy.Backoff(ex.refusals, n.rand()), n.opts.RetransmitTimeout)))
 }
@@ -542,10 +563,6 @@ func (n *Node) runRetry(ex *execution) bool {
 	}
 	ex.attempts++
 	ex.conditional = true
-	if ex.deferred {
-		ex.deferred = false
-		n.deferred.Add(-1)
-	}
 	n.startWorker(ex, nil)
 	return true
 }

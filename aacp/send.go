@@ -156,9 +156,13 @@ func (n *Node) enqueueNew(ctx context.Context, typ MessageType, source, target s
 	if wait && typ == MessageRequest {
 		c = n.addCall(reqID, source)
 	}
-	// Sending as an agent this node owns is fenced by its lease: a node
-	// that lost the lease cannot send as the agent.
-	fence, _ := n.fenceFor(source)
+	fence, err := n.sendFence(ctx, source)
+	if err != nil {
+		if c != nil {
+			n.removeCall(c)
+		}
+		return nil, nil, nil, err
+	}
 	if _, err := n.withSeq(ctx, source, target, &msg.Envelope, seqOp{rec: rec, msg: msg, fence: fence}); err != nil {
 		if c != nil {
 			n.removeCall(c)
@@ -178,6 +182,24 @@ func (n *Node) enqueueNew(ctx context.Context, typ MessageType, source, target s
 		n.transmit(ctx, &msg.Envelope, rec, inline)
 	}
 	return c, nil, msg, nil
+}
+
+// sendFence returns the fence that sending as source carries. Sending as
+// an agent the Endpoint hosts is fenced by its lease: a node that does not
+// hold it (lost, or a standby) cannot send as the agent (ErrLeaseLost).
+// Other sources (callers that are not agents) carry the zero fence.
+func (n *Node) sendFence(ctx context.Context, source string) (Fence, error) {
+	if !n.ep.Hosts(source) {
+		return Fence{}, nil
+	}
+	fence, held := n.fenceFor(source)
+	if !held && n.owns(ctx, source) { // registered since the last lease round
+		fence, held = n.fenceFor(source)
+	}
+	if !held {
+		return Fence{}, fmt.Errorf("%w: this node does not hold the lease of agent %q it sends as", ErrLeaseLost, source)
+	}
+	return fence, nil
 }
 
 // joinRecorded returns what a send of a request id the ledger records

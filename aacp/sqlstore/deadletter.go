@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-json-experiment/json"
+
 	"github.com/keelmcp/keel/aacp"
+	"github.com/keelmcp/keel/mcp"
 )
 
 // Dead letters are rows of aacp_messages with status FAILED and a
@@ -25,12 +28,45 @@ var deadQueries = map[string]string{
 	"retryDead": `UPDATE aacp_messages SET status = 'UNKNOWN', dead_reason = '', retry_count = 0, next_retry_at = ?,
 		claimed_by = '' WHERE message_id = ? AND dead_reason <> ''`,
 	"dropDead": `DELETE FROM aacp_messages WHERE message_id = ? AND dead_reason <> ''`,
+	"failBadRequest": `UPDATE aacp_requests SET error = ?,
+		completion = CASE WHEN status = 'UNKNOWN' THEN 'protocol_error' ELSE completion END,
+		completed_at = CASE WHEN status = 'UNKNOWN' THEN ? ELSE completed_at END,
+		status = CASE WHEN status = 'UNKNOWN' THEN 'FAILED' ELSE status END WHERE request_id = ?`,
 }
 
 func init() {
 	for k, v := range deadQueries {
 		queries[k] = v
 	}
+}
+
+// badRequestRow is a request row that cannot be decoded.
+type badRequestRow struct {
+	id  string
+	err error
+}
+
+func (b *badRequestRow) Error() string {
+	return fmt.Sprintf("sqlstore: request %s cannot be decoded: %v", b.id, b.err)
+}
+
+func (b *badRequestRow) Unwrap() error { return b.err }
+
+// failBadRequest replaces the undecodable part of request row b with an
+// error that gives the reason, and fails the request if it was pending
+// (completion protocol_error): one bad row never stops a list, a Start or
+// a recovery, and its request ends FAILED with a recorded reason instead of
+// being delivered forever.
+func (s *Store) failBadRequest(ctx context.Context, b *badRequestRow) error {
+	se := &mcp.StructuredError{Code: aacp.CodeProtocol, Message: "request record cannot be decoded: " + b.err.Error()}
+	text, err := json.Marshal(se)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := s.stmt(tx, ctx, "failBadRequest").ExecContext(ctx, string(text), nanos(time.Now()), b.id)
+		return err
+	})
 }
 
 // quarantine moves message id to the dead letters if it is UNKNOWN and

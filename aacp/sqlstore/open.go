@@ -17,7 +17,7 @@ type config struct {
 	synchronous string
 	busyTimeout time.Duration
 	readConns   int // connections for reads outside the writers' transactions
-	writers     int // writer goroutines, each with a connection of its own
+	writers     int // writer goroutines (one transaction at a time each)
 	maxBatch    int // writes committed in one transaction at most
 }
 
@@ -46,12 +46,15 @@ func WithBusyTimeout(d time.Duration) Option { return func(c *config) { c.busyTi
 // WithReadConns sets how many connections serve the reads made outside
 // the writers' transactions (default DefaultReadConns). On SQLite they
 // are read-only connections beside the writer's, so that reads never wait
-// for a commit; on PostgreSQL they are added to the writers' in one pool.
+// for a commit; on PostgreSQL they are added to the writers' in one pool
+// of WithWriters + WithReadConns connections, which writers and reads
+// share (a burst of reads can make a writer wait for a connection).
 func WithReadConns(n int) Option { return func(c *config) { c.readConns = n } }
 
-// WithWriters sets how many writer goroutines, each with a connection of
-// its own, commit transactions at a time on PostgreSQL (default
-// DefaultPostgresWriters). SQLite allows one writer: it ignores this.
+// WithWriters sets how many writer goroutines commit transactions at a
+// time on PostgreSQL (default DefaultPostgresWriters); each takes a
+// connection from the pool it shares with the reads for each transaction.
+// SQLite allows one writer: it ignores this.
 func WithWriters(n int) Option { return func(c *config) { c.writers = n } }
 
 // WithMaxBatch bounds how many writes one transaction commits (default

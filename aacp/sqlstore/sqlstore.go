@@ -12,7 +12,8 @@
 //
 // Group commit: the writes of concurrent callers share transactions. A
 // writer goroutine (one on SQLite, which has one writer at a time;
-// WithWriters on PostgreSQL, each with a connection of its own) takes
+// WithWriters on PostgreSQL, sharing one pool of connections with the
+// reads) takes
 // every write queued at that moment, up to WithMaxBatch, runs them one
 // after the other in one transaction and commits once, so that the commit
 // and its fsync are paid once per batch, not once per write; the more
@@ -22,11 +23,16 @@
 // with the durability the database is configured for (synchronous=FULL on
 // SQLite by default; synchronous_commit and fsync on PostgreSQL). On
 // PostgreSQL, the writes that change one pair's sequence row always go to
-// the same writer, so that two writers' transactions never wait for each
-// other's rows. Acknowledgments of many pairs are written with multi-row
-// statements. Reads go through connections of their own (WithReadConns;
-// read-only connections on SQLite, which WAL lets read while the writer
-// commits), so they never wait behind a batch.
+// the same writer, so that two writers never wait for each other's
+// sequence rows; the other writes (claims, lease operations, retry
+// updates) go to the writers in turn, and two writers' transactions can
+// then wait for each other's rows: PostgreSQL breaks such a cycle after
+// its deadlock_timeout by aborting one of them, whose writes run again in
+// a later transaction. Acknowledgments of many pairs are written with
+// multi-row statements. On SQLite, reads go through read-only connections
+// of their own (WithReadConns; WAL lets them read while the writer
+// commits), so they never wait behind a batch; on PostgreSQL they share
+// the writers' pool.
 //
 // Claims: on PostgreSQL, ClaimDue selects due rows with FOR UPDATE SKIP
 // LOCKED, so concurrent pollers never claim the same message and never wait
@@ -44,7 +50,11 @@
 // CONFLICT DO NOTHING) in the transaction that stores the message. A row
 // whose envelope cannot be decoded is quarantined by the claim that meets
 // it (schema version 3: column dead_reason), so one bad row never fails a
-// poll; reads that list messages skip such rows.
+// poll; reads that list messages skip such rows. A request row that
+// cannot be decoded (its error column) is skipped by ListPendingRequests
+// and read by GetRequestRecord only after it is repaired: the request ends
+// FAILED (completion protocol_error) with the decode failure as its error,
+// so it never stops a Start or a recovery, and is not delivered forever.
 package sqlstore
 
 import (
@@ -235,7 +245,7 @@ func scanRequest(row scanner) (*aacp.RequestRecord, error) {
 	if errText.Valid {
 		r.Error = new(mcp.StructuredError)
 		if err := json.Unmarshal([]byte(errText.String), r.Error); err != nil {
-			return nil, fmt.Errorf("sqlstore: request %s: error column: %w", r.RequestID, err)
+			return nil, &badRequestRow{id: r.RequestID, err: fmt.Errorf("error column: %w", err)}
 		}
 	}
 	r.Attempts = int(attempt)
@@ -312,6 +322,12 @@ func (s *Store) PutMessageRecord(ctx context.Context, rec *aacp.MessageRecord) e
 // GetRequestRecord implements aacp.Store.
 func (s *Store) GetRequestRecord(ctx context.Context, requestID string) (*aacp.RequestRecord, error) {
 	r, err := scanRequest(s.stmts["getRequest"].QueryRowContext(ctx, requestID))
+	if bad := (*badRequestRow)(nil); errors.As(err, &bad) {
+		if err := s.failBadRequest(ctx, bad); err != nil {
+			return nil, err
+		}
+		r, err = scanRequest(s.stmts["getRequest"].QueryRowContext(ctx, requestID))
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: request %s", aacp.ErrNotFound, requestID)
 	}
@@ -399,15 +415,31 @@ func (s *Store) ListPendingRequests(ctx context.Context, olderThan time.Time) ([
 		return nil, err
 	}
 	defer rows.Close()
-	var out []*aacp.RequestRecord
+	var (
+		out []*aacp.RequestRecord
+		bad []*badRequestRow
+	)
 	for rows.Next() {
 		r, err := scanRequest(rows)
+		if b := (*badRequestRow)(nil); errors.As(err, &b) {
+			bad = append(bad, b) // skipped: failed with its reason below
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, r)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	for _, b := range bad {
+		if err := s.failBadRequest(ctx, b); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // ListMessagesInState implements aacp.Store.

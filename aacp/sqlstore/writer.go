@@ -12,17 +12,20 @@ import (
 )
 
 // Group commit: every write of a Store goes through its writers (one
-// goroutine on SQLite, WithWriters on PostgreSQL, each with a connection
-// of its own). A writer takes every write queued at that moment (up to
+// goroutine on SQLite, WithWriters on PostgreSQL, which take a connection
+// for each transaction from the pool they share with the reads). A writer takes every write queued at that moment (up to
 // WithMaxBatch), runs them in one transaction and commits once. A commit,
 // and its fsync, is the expensive part of a write: concurrent callers
 // share it, and the more of them wait, the larger the next batch.
 //
 // A write that changes a pair's sequence row (Enqueue, Resolve with a
 // RESPONSE, Acknowledge, UpdateLastSequence) names the pair: the writes of
-// one pair always go to the same writer, so that the transactions of two
-// writers never wait for each other's rows (which could deadlock them);
-// the others go to the writers in turn.
+// one pair always go to the same writer, so that two writers never wait
+// for each other's sequence rows; the others (claims, lease operations,
+// retry updates) go to the writers in turn, so two writers' transactions
+// can wait for each other's rows. PostgreSQL resolves such a cycle after
+// its deadlock_timeout by aborting one transaction (40P01); its writes are
+// retried (maxTries).
 //
 // The writes of a batch run one after the other, without savepoints. When
 // one of them fails, the transaction is rolled back and the batch runs
