@@ -29,8 +29,18 @@ type ServerOptions struct {
 	// Instructions is an optional hint for the model about this server.
 	Instructions string
 
+	// Registry is a catalog that serves several features at once (a
+	// *registry.Registry): each of ToolSource, ResourceSource,
+	// PromptSource and CompletionSource it implements fills the field of
+	// that name, so no feature is forgotten. A field that is set as well
+	// must be the registry itself (Tools may also be a middleware chain
+	// around it, one whose Unwrap method returns it); anything else is an
+	// *OptionError from Validate, and NewServer panics with it.
+	Registry any
+
 	// Tools is where tools come from (a registry.Registry, or a
-	// middleware.Chain around one). Nil means the server offers no tools.
+	// middleware.Chain around one). Nil means the server offers no tools,
+	// unless Registry serves them.
 	Tools ToolSource
 	// Resources is where resources and resource templates come from (a
 	// registry.Registry). Nil means no resources capability.
@@ -247,7 +257,7 @@ func NewServer(opts *ServerOptions) *Server {
 	}
 	var o ServerOptions
 	if opts != nil {
-		o = *opts
+		o, _ = opts.registryFeatures() // checked by Validate above
 	}
 	if o.Name == "" {
 		o.Name = "keel"
