@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -95,6 +96,14 @@ type ServerOptions struct {
 	// ShutdownTimeout is how long Run waits for in-flight requests after
 	// the input ends (default 10s). Their responses are still sent.
 	ShutdownTimeout time.Duration
+	// KeepAlive, when positive, pings each client of a session (2025
+	// revisions; a 2026-07-28 request has no session to keep) every
+	// KeepAlive once it is initialized, each ping waiting at most
+	// KeepAlive for the answer. A client that does not answer in time has
+	// its connection closed and its handlers cancelled; Run returns an
+	// error matching ErrPeerUnresponsive. Zero: no pings, a silent client
+	// stays connected until the transport reports it gone.
+	KeepAlive time.Duration
 	// InlineBudget is how long a tools/call may run on the goroutine that
 	// reads the connection before reading moves to a new goroutine (default
 	// 200µs). Quick calls thus cost no goroutine hand-off; slow calls still
@@ -423,7 +432,8 @@ type aborter interface {
 }
 
 func (ss *Session) serve(parent context.Context) error {
-	ctx, cancel := context.WithCancel(parent)
+	ctx, cancelCause := context.WithCancelCause(parent)
+	cancel := func() { cancelCause(nil) }
 	defer cancel()
 	ss.ctx = ctx
 	ss.reqs.watch(ctx) // its end (cancel, below) ends the requests still in flight
@@ -455,6 +465,17 @@ func (ss *Session) serve(parent context.Context) error {
 	// call when the input ends (see runInline), and Run must still be able
 	// to drain and close.
 	go ss.rd.readLoop()
+	if d := ss.server.opts.KeepAlive; d > 0 && !ss.modernOnly {
+		kaDone := make(chan struct{})
+		go func() {
+			defer close(kaDone)
+			keepAlive(ctx, d, func() bool { return ss.State() == StateRunning }, ss.Ping, func(err error) {
+				ss.log.Warn("mcp: closing the connection: the client does not answer pings", "keepAlive", d)
+				cancelCause(err)
+			})
+		}()
+		defer func() { cancel(); <-kaDone }() // the pinger ends with the session
+	}
 	var runErr error
 	select {
 	case <-ss.rd.inputDone:
@@ -476,6 +497,9 @@ func (ss *Session) serve(parent context.Context) error {
 	}
 	if ss.rd.takeover != nil {
 		ss.rd.takeover.Stop()
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, ErrPeerUnresponsive) {
+		runErr = cause
 	}
 	if runErr == nil {
 		ss.drain(ctx)
