@@ -9,7 +9,7 @@ import (
 
 // ErrPeerUnresponsive is matched (errors.Is) by the error of a connection
 // closed because its peer did not answer a keep-alive ping in time
-// (ServerOptions.KeepAlive).
+// (ServerOptions.KeepAlive, ClientOptions.KeepAlive).
 var ErrPeerUnresponsive = errors.New("mcp: the peer did not answer a keep-alive ping")
 
 // keepAlive pings through ping every interval, each ping waiting at most

@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -108,5 +109,35 @@ func TestServerWithoutKeepAliveKeepsASilentClient(t *testing.T) {
 		require.NoError(t, err)
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return after the client closed")
+	}
+}
+
+func TestClientKeepAliveClosesASilentServer(t *testing.T) {
+	const every = 30 * time.Millisecond
+	ct, st := transport.NewPipe(nil)
+	mst := newMute(st, true)
+	srv := mcp.NewServer(mcptest.ServerOptions(mcptest.NewTools(mcptest.ToolEcho)))
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(context.Background(), mst) }()
+	copts := *quietClient
+	copts.KeepAlive = every
+	c := mcp.NewClient(&copts)
+	ctx := context.Background()
+	require.NoError(t, c.Connect(ctx, ct))
+
+	time.Sleep(5 * every) // an answering server stays connected
+	require.NoError(t, c.KeepAliveErr())
+	_, err := c.CallTool(ctx, "echo", map[string]any{"message": "alive"})
+	require.NoError(t, err)
+
+	mst.muted.Store(true)
+	require.Eventually(t, func() bool { return errors.Is(c.KeepAliveErr(), mcp.ErrPeerUnresponsive) }, 2*time.Second, every)
+	_, err = c.CallTool(ctx, "echo", map[string]any{"message": "gone"})
+	require.Error(t, err, "the connection is closed")
+	require.NoError(t, c.Close())
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("server Run did not return")
 	}
 }
