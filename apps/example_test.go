@@ -34,7 +34,7 @@ func Example() {
 		func(context.Context, struct{}) (string, error) { return "ordered", nil },
 		&registry.ToolOptions{Meta: apps.ToolMeta{Visibility: []apps.Visibility{apps.VisibleToApp}}.Meta()})
 
-	opts, err := apps.Enable(reg, &mcp.ServerOptions{Logger: slog.New(slog.DiscardHandler), Tools: reg, Resources: reg})
+	opts, err := apps.Enable(reg, &mcp.ServerOptions{Logger: slog.New(slog.DiscardHandler), Registry: reg})
 	if err != nil {
 		panic(err) // an unregistered view or a malformed CSP origin stops the server here
 	}

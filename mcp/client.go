@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -32,6 +34,12 @@ type ClientOptions struct {
 	// initialize, and every request carries the revision, Capabilities
 	// and clientInfo in params._meta.
 	ProtocolVersion string
+	// KeepAlive, when positive, pings the server every KeepAlive after a
+	// 2025 handshake (a modern revision has no ping), each ping waiting at
+	// most KeepAlive. A server that does not answer in time has its
+	// transport closed: calls in flight and later fail, and KeepAliveErr
+	// reports why (an error matching ErrPeerUnresponsive). Zero: no pings.
+	KeepAlive time.Duration
 	// LogLevel, at a modern revision, asks the server for
 	// notifications/message at this level and above on every request
 	// (_meta MetaLogLevel; "" = no log messages). It replaces
@@ -112,6 +120,10 @@ type Client struct {
 	sess clientSession // initialize result and legacy calls (client_session.go)
 	side clientSide    // server-to-client requests (client_handlers.go)
 	mod  modernState   // revision 2026-07-28 (client_modern.go)
+
+	kaStop context.CancelFunc    // ends the keep-alive pinger (nil: none)
+	kaDone chan struct{}         // closed when the pinger returns
+	kaErr  atomic.Pointer[error] // why the pinger closed the transport
 }
 
 // NewClient returns an unconnected Client configured by opts.
@@ -179,6 +191,27 @@ func (c *Client) Connect(ctx context.Context, t transport.Transport) error {
 		return err
 	}
 	c.sess.init.Store(res)
+	if d := c.opts.KeepAlive; d > 0 && !c.mod.on {
+		kctx, stop := context.WithCancel(context.Background())
+		c.kaStop, c.kaDone = stop, make(chan struct{})
+		go func() {
+			defer close(c.kaDone)
+			keepAlive(kctx, d, func() bool { return true }, c.Ping, func(err error) {
+				c.log.Warn("mcp: closing the connection: the server does not answer pings", "keepAlive", d)
+				c.kaErr.Store(&err)
+				c.conn.t.Close()
+			})
+		}()
+	}
+	return nil
+}
+
+// KeepAliveErr returns why ClientOptions.KeepAlive closed the connection
+// (an error matching ErrPeerUnresponsive), or nil.
+func (c *Client) KeepAliveErr() error {
+	if p := c.kaErr.Load(); p != nil {
+		return *p
+	}
 	return nil
 }
 
@@ -327,6 +360,10 @@ func DecodeStructured[T any](res *CallToolResult) (T, error) {
 func (c *Client) Close() error {
 	if c.conn == nil {
 		return nil
+	}
+	if c.kaStop != nil {
+		c.kaStop()
+		<-c.kaDone
 	}
 	c.conn.close()
 	err := c.conn.t.Close()

@@ -96,7 +96,8 @@ func (c *Client) ListAllResourceTemplates(ctx context.Context) ([]*ResourceTempl
 }
 
 // ReadResource reads the resource uri. An unknown resource is an *Error
-// with code CodeResourceNotFound (-32002).
+// with code CodeResourceNotFound (-32002) from a 2025 server, and
+// CodeInvalidParams (-32602) with data {"uri"} in revision 2026-07-28.
 func (c *Client) ReadResource(ctx context.Context, uri string) (*ReadResourceResult, error) {
 	var res ReadResourceResult
 	if err := c.Call(ctx, MethodResourcesRead, &ReadResourceParams{URI: uri}, &res); err != nil {

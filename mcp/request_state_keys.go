@@ -64,7 +64,9 @@ func (e *OptionError) Error() string {
 
 // Validate reports the first unsafe or invalid setting of o as an
 // *OptionError; nil options are valid (they mean the defaults). It checks
-// the requestState keys: StateKey, if not nil, must be at least
+// that Registry serves at least one feature and that no feature field
+// names another catalog than Registry (see Registry), and the requestState
+// keys: StateKey, if not nil, must be at least
 // MinStateKeyBytes long (an empty key, as an unset environment variable
 // gives, is refused rather than used); StateKeys, if not nil, must hold at
 // least one key, each with a valid, unique ID and a Secret of at least
@@ -73,6 +75,9 @@ func (e *OptionError) Error() string {
 func (o *ServerOptions) Validate() error {
 	if o == nil {
 		return nil
+	}
+	if _, err := o.registryFeatures(); err != nil {
+		return err
 	}
 	if o.StateKey != nil && o.StateKeys != nil {
 		return &OptionError{Option: "StateKey", Problem: "StateKey and StateKeys are both set; set StateKey for a single key, or StateKeys for a ring of keys (rotation), not both"}

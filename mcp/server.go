@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -29,8 +30,18 @@ type ServerOptions struct {
 	// Instructions is an optional hint for the model about this server.
 	Instructions string
 
+	// Registry is a catalog that serves several features at once (a
+	// *registry.Registry): each of ToolSource, ResourceSource,
+	// PromptSource and CompletionSource it implements fills the field of
+	// that name, so no feature is forgotten. A field that is set as well
+	// must be the registry itself (Tools may also be a middleware chain
+	// around it, one whose Unwrap method returns it); anything else is an
+	// *OptionError from Validate, and NewServer panics with it.
+	Registry any
+
 	// Tools is where tools come from (a registry.Registry, or a
-	// middleware.Chain around one). Nil means the server offers no tools.
+	// middleware.Chain around one). Nil means the server offers no tools,
+	// unless Registry serves them.
 	Tools ToolSource
 	// Resources is where resources and resource templates come from (a
 	// registry.Registry). Nil means no resources capability.
@@ -85,6 +96,14 @@ type ServerOptions struct {
 	// ShutdownTimeout is how long Run waits for in-flight requests after
 	// the input ends (default 10s). Their responses are still sent.
 	ShutdownTimeout time.Duration
+	// KeepAlive, when positive, pings each client of a session (2025
+	// revisions; a 2026-07-28 request has no session to keep) every
+	// KeepAlive once it is initialized, each ping waiting at most
+	// KeepAlive for the answer. A client that does not answer in time has
+	// its connection closed and its handlers cancelled; Run returns an
+	// error matching ErrPeerUnresponsive. Zero: no pings, a silent client
+	// stays connected until the transport reports it gone.
+	KeepAlive time.Duration
 	// InlineBudget is how long a tools/call may run on the goroutine that
 	// reads the connection before reading moves to a new goroutine (default
 	// 200µs). Quick calls thus cost no goroutine hand-off; slow calls still
@@ -251,7 +270,7 @@ func NewServer(opts *ServerOptions) *Server {
 	}
 	var o ServerOptions
 	if opts != nil {
-		o = *opts
+		o, _ = opts.registryFeatures() // checked by Validate above
 	}
 	if o.Name == "" {
 		o.Name = "keel"
@@ -417,7 +436,8 @@ type aborter interface {
 }
 
 func (ss *Session) serve(parent context.Context) error {
-	ctx, cancel := context.WithCancel(parent)
+	ctx, cancelCause := context.WithCancelCause(parent)
+	cancel := func() { cancelCause(nil) }
 	defer cancel()
 	ss.ctx = ctx
 	ss.reqs.watch(ctx) // its end (cancel, below) ends the requests still in flight
@@ -449,6 +469,17 @@ func (ss *Session) serve(parent context.Context) error {
 	// call when the input ends (see runInline), and Run must still be able
 	// to drain and close.
 	go ss.rd.readLoop()
+	if d := ss.server.opts.KeepAlive; d > 0 && !ss.modernOnly {
+		kaDone := make(chan struct{})
+		go func() {
+			defer close(kaDone)
+			keepAlive(ctx, d, func() bool { return ss.State() == StateRunning }, ss.Ping, func(err error) {
+				ss.log.Warn("mcp: closing the connection: the client does not answer pings", "keepAlive", d)
+				cancelCause(err)
+			})
+		}()
+		defer func() { cancel(); <-kaDone }() // the pinger ends with the session
+	}
 	var runErr error
 	select {
 	case <-ss.rd.inputDone:
@@ -470,6 +501,9 @@ func (ss *Session) serve(parent context.Context) error {
 	}
 	if ss.rd.takeover != nil {
 		ss.rd.takeover.Stop()
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, ErrPeerUnresponsive) {
+		runErr = cause
 	}
 	if runErr == nil {
 		ss.drain(ctx)

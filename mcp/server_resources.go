@@ -29,9 +29,10 @@ type ResourceSource interface {
 }
 
 // ResourceNotFoundError returns the JSON-RPC error for a resources/read of
-// an unknown resource: code -32002 with data {"uri": uri}; the answer's
-// data also carries the request's correlationId, as every protocol error
-// does.
+// an unknown resource: code -32002 with data {"uri": uri}. The Server
+// sends it as -32602 (same data) to 2026-07-28 requests, which must not
+// use -32002; return it from either era. The answer's data also carries
+// the request's correlationId, as every protocol error does.
 func ResourceNotFoundError(uri string) *Error {
 	return &Error{Code: CodeResourceNotFound, Message: "Resource not found", Data: resourceErrData{URI: uri}}
 }
@@ -147,7 +148,8 @@ func handleResourcesRead(ctx context.Context, req *Request) (any, error) {
 }
 
 // resourceError maps a read error to its JSON-RPC error: not found (a
-// NOT_FOUND StructuredError or fs.ErrNotExist) is -32002 with the uri.
+// NOT_FOUND StructuredError or fs.ErrNotExist) is -32002 with the uri
+// (-32602 on 2026-07-28 requests: the engine's resourceNotFound).
 func (r *responder) resourceError(err error, uri string) *Error {
 	ss := r.ss
 	var se *StructuredError

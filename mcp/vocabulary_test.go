@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -28,12 +29,37 @@ var vocabSchemas = struct {
 	compiled  map[string]*jsonschema.Schema   // by URL#pointer
 }{compilers: map[string]*jsonschema.Compiler{}, defsKey: map[string]string{}, compiled: map[string]*jsonschema.Schema{}}
 
-func vocabSchemaPath(rev string) string {
-	local := "../internal/mcptest/schema/" + rev + "/schema.json"
+// vocabSchemaPath returns the schema of revision rev: the copy kept in the
+// repository, else the shared specification next to the repository root
+// (../shared/spec). Both are found from the repository root, so no test
+// depends on where the checkout lives.
+func vocabSchemaPath(t *testing.T, rev string) string {
+	t.Helper()
+	root := repoRoot(t)
+	local := filepath.Join(root, "internal", "mcptest", "schema", rev, "schema.json")
 	if _, err := os.Stat(local); err == nil {
 		return local
 	}
-	return "/work/shared/spec/schema/" + rev + "/schema.json"
+	return filepath.Join(root, "..", "shared", "spec", "schema", rev, "schema.json")
+}
+
+// repoRoot returns the directory of the go.mod above the test's directory.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = parent
+	}
 }
 
 // vocabSchema returns the compiled definition def (a name, or a path below
@@ -49,7 +75,7 @@ func vocabSchema(t *testing.T, rev, def string, strict bool) *jsonschema.Schema 
 	url := "https://schemas.keel.invalid/vocabulary/" + rev + "/" + kind + ".json"
 	c := vocabSchemas.compilers[url]
 	if c == nil {
-		raw, err := os.ReadFile(vocabSchemaPath(rev))
+		raw, err := os.ReadFile(vocabSchemaPath(t, rev))
 		require.NoError(t, err)
 		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 		require.NoError(t, err)

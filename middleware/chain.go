@@ -53,6 +53,11 @@ func New(reg *registry.Registry, mws ...Middleware) *Chain {
 	return ch.Use(mws...)
 }
 
+// Unwrap returns the registry the chain runs over, so that
+// mcp.ServerOptions accepts the chain as Tools next to the same registry
+// as Registry.
+func (ch *Chain) Unwrap() mcp.ToolSource { return ch.reg }
+
 // Use appends mws to the chain (inside those already added) and returns the
 // chain: Use(A); Use(B, C) is the same chain as Use(A, B, C). It panics if a
 // middleware is nil, or if the chain has already been built (it served a call

@@ -42,6 +42,9 @@ func deriveSchema(t reflect.Type) (_ jsontext.Value, err error) {
 			err = fmt.Errorf("cannot derive a JSON Schema from %v: %v", t, p)
 		}
 	}()
+	if err := checkSchemaTags(t); err != nil {
+		return nil, err
+	}
 	n := &namer{byType: map[reflect.Type]string{}, used: map[string]bool{}}
 	r := &jsonschema.Reflector{Anonymous: true, Namer: n.name, Mapper: encodedSchema}
 	s := r.ReflectFromType(t)

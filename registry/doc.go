@@ -52,9 +52,10 @@
 //   - tool names have 1 to 128 characters among A-Z a-z 0-9 _ - . (MCP
 //     2025-11-25);
 //   - input and output schemas have an object root;
-//   - registering an identical tool (same wire definition, same options)
-//     again is a no-op that keeps the first handler; a different tool under a
-//     registered name is an error (ErrDuplicateTool);
+//   - registering a tool under a name that is taken is an error
+//     (ErrDuplicateTool), also with an identical definition: handlers cannot
+//     be compared, so none is kept silently (likewise ErrDuplicateResource
+//     and ErrDuplicatePrompt);
 //   - _meta keys follow the MCP key rules; keel publishes
 //     ToolOptions.DeprecatedIn and Module under MetaDeprecatedIn and
 //     MetaModule, and Destructive/ReadOnly as annotation hints.

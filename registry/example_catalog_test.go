@@ -31,7 +31,7 @@ func ExampleRegistry_AddResourceTemplate() {
 		}})
 
 	ctx := context.Background()
-	srv := mcp.NewServer(&mcp.ServerOptions{Resources: reg, Completions: reg})
+	srv := mcp.NewServer(&mcp.ServerOptions{Registry: reg})
 	clientEnd, serverEnd := transport.NewPipe(nil)
 	go func() { _ = srv.Run(ctx, serverEnd) }()
 	c := mcp.NewClient(nil)
@@ -86,7 +86,7 @@ func ExampleRegisterPrompt() {
 		}, nil)
 
 	ctx := context.Background()
-	srv := mcp.NewServer(&mcp.ServerOptions{Prompts: reg})
+	srv := mcp.NewServer(&mcp.ServerOptions{Registry: reg})
 	clientEnd, serverEnd := transport.NewPipe(nil)
 	go func() { _ = srv.Run(ctx, serverEnd) }()
 	c := mcp.NewClient(nil)

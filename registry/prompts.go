@@ -17,8 +17,8 @@ import (
 )
 
 // ErrDuplicatePrompt is matched (errors.Is) by the error of a prompt
-// registration whose name is taken by a different definition.
-var ErrDuplicatePrompt = errors.New("a different prompt with this name is already registered")
+// registration whose name is taken.
+var ErrDuplicatePrompt = errors.New("a prompt with this name is already registered")
 
 // PromptHandler renders a prompt from its arguments. The registry has
 // already checked them: every required argument is present and no other
@@ -46,11 +46,10 @@ type promptCatalog struct {
 }
 
 type prompt struct {
-	def       *mcp.Prompt
-	canonical []byte
-	handler   PromptHandler
-	complete  map[string]Completer
-	args      map[string]bool // argument name → required
+	def      *mcp.Prompt
+	handler  PromptHandler
+	complete map[string]Completer
+	args     map[string]bool // argument name → required
 }
 
 type promptSnapshot struct {
@@ -65,10 +64,10 @@ var (
 
 // AddPrompt registers a prompt described by def (Name is required; each
 // argument needs a name, unique within the prompt), rendered by h. The
-// definition is copied; opts may be nil. Registering an identical
-// definition again is a no-op that keeps the first handler; a different one
-// under a registered name is an error matching ErrDuplicatePrompt. Every
-// error is a *RegistrationError.
+// definition is copied; opts may be nil. Registering a name that is already
+// registered is an error matching ErrDuplicatePrompt, also with the same
+// definition (handlers cannot be compared); RemovePrompt first to replace
+// it. Every error is a *RegistrationError.
 func (r *Registry) AddPrompt(def *mcp.Prompt, h PromptHandler, opts *PromptOptions) error {
 	p, err := newPrompt(def, h, opts)
 	if err != nil {
@@ -172,8 +171,7 @@ func newPrompt(def *mcp.Prompt, h PromptHandler, opts *PromptOptions) (*prompt, 
 			p.complete[name] = c
 		}
 	}
-	var err error
-	if p.canonical, err = json.Marshal(&d, json.Deterministic(true)); err != nil {
+	if _, err := json.Marshal(&d); err != nil {
 		return nil, fail("definition not encodable: %v", err)
 	}
 	return p, nil
@@ -182,14 +180,14 @@ func newPrompt(def *mcp.Prompt, h PromptHandler, opts *PromptOptions) (*prompt, 
 func (r *Registry) addPrompt(p *prompt) error {
 	c := &r.prm
 	c.mu.Lock()
-	added, dup := insertUnique(&c.prompts, p.def.Name, p, p.canonical, func(o *prompt) []byte { return o.canonical })
+	added := insertUnique(&c.prompts, p.def.Name, p)
 	var listeners []func()
 	if added {
 		c.snap.Store(nil)
 		listeners = c.onChange
 	}
 	c.mu.Unlock()
-	return r.registered(added, dup, listeners, KindPrompt, p.def.Name, ErrDuplicatePrompt, "prompt", "prompt")
+	return r.registered(added, listeners, KindPrompt, p.def.Name, ErrDuplicatePrompt, "prompt", "prompt")
 }
 
 // RemovePrompt unregisters the named prompt and reports whether it was

@@ -105,7 +105,7 @@ func TestPromptDuplicatesAndChanges(t *testing.T) {
 	r.OnPromptsChange(func() { changes++ })
 	def := &mcp.Prompt{Name: "p", Description: "d"}
 	require.NoError(t, r.AddPrompt(def, promptOK, nil))
-	require.NoError(t, r.AddPrompt(def, promptOK, nil), "identical: a no-op")
+	require.ErrorIs(t, r.AddPrompt(def, promptOK, nil), registry.ErrDuplicatePrompt, "identical definition: still refused")
 	require.ErrorIs(t, r.AddPrompt(&mcp.Prompt{Name: "p", Description: "other"}, promptOK, nil), registry.ErrDuplicatePrompt)
 	assert.Equal(t, 1, changes)
 	assert.True(t, r.RemovePrompt("p"))

@@ -22,7 +22,15 @@ import (
 // makes it optional (members without omitempty or omitzero are required);
 // `jsonschema:"minLength=1,maxLength=64,pattern=^[a-z]+$,enum=a,enum=b,
 // minimum=0,maximum=10,description=..."` adds constraints (escape a comma
-// inside a value as \,). Unknown members are refused (additionalProperties
+// inside a value as \,). The options are those invopop/jsonschema reads:
+// title, description, type, anchor, default, example, enum, format,
+// pattern, minLength, maxLength, readOnly, writeOnly, minimum, maximum,
+// exclusiveMinimum, exclusiveMaximum, multipleOf, minItems, maxItems,
+// uniqueItems, oneof_required, anyof_required, oneof_ref, oneof_type,
+// anyof_ref, anyof_type (each key=value), and required, nullable and a
+// leading "-"; any other option (a misspelt key, or the tail of a value
+// with an unescaped comma) is a *RegistrationError naming the field and
+// the option, where invopop would silently drop it. Unknown members are refused (additionalProperties
 // false). Recursive types are described with "$defs" and "$ref"; the root
 // stays inline. Pointer and interface members without omitempty may be
 // null, as the codec writes nil ones (so a zero Out matches its own schema,

@@ -21,8 +21,10 @@ type Options struct {
 }
 
 // ErrDuplicateTool is matched (errors.Is) by the error of a registration
-// whose name is taken by a different definition.
-var ErrDuplicateTool = errors.New("a different tool with this name is already registered")
+// whose name is taken. Handlers cannot be compared, so registering a name
+// again is refused even with the same definition: remove the tool first to
+// replace it.
+var ErrDuplicateTool = errors.New("a tool with this name is already registered")
 
 // Registry is a catalog of tools. It satisfies mcp.ToolSource with plain
 // dispatch (lookup, validate, invoke); wrap it in a middleware chain for
@@ -78,9 +80,10 @@ var _ mcp.ToolSource = (*Registry)(nil)
 // A tool whose result declares an outputSchema must return results with a
 // matching structuredContent (see Tool.Invoke).
 //
-// Registering the same definition with the same options again is a no-op
-// that keeps the first handler (handlers cannot be compared); a different
-// definition under a registered name is an error matching ErrDuplicateTool.
+// Registering a name that is already registered is an error matching
+// ErrDuplicateTool, also with the same definition (handlers cannot be
+// compared, so keeping either one silently would hide a mistake); Remove
+// the tool first to replace it.
 // Every error is a *RegistrationError naming the tool.
 func (r *Registry) AddTool(def *mcp.Tool, h ToolHandler, opts *ToolOptions) error {
 	t, err := newTool(def, h, opts)
@@ -92,12 +95,8 @@ func (r *Registry) AddTool(def *mcp.Tool, h ToolHandler, opts *ToolOptions) erro
 
 func (r *Registry) add(t *Tool) error {
 	r.mu.Lock()
-	if old, ok := r.tools[t.Name()]; ok {
+	if _, ok := r.tools[t.Name()]; ok {
 		r.mu.Unlock()
-		if old.sameAs(t) {
-			r.log.Debug("registry: identical tool registered again; keeping the first handler", "tool", t.Name())
-			return nil
-		}
 		return &RegistrationError{Tool: t.Name(), Err: ErrDuplicateTool}
 	}
 	r.tools[t.Name()] = t

@@ -157,10 +157,12 @@ func TestDuplicateRegistration(t *testing.T) {
 	require.NoError(t, r.AddTool(rawTool("dup", objectSchema), okHandler("first"), nil))
 	require.Equal(t, int32(1), changes.Load())
 
-	t.Run("identical is a no-op keeping the first handler", func(t *testing.T) {
-		require.NoError(t, r.AddTool(rawTool("dup", objectSchema), okHandler("second"), nil))
-		// The same definition written differently is still identical.
-		require.NoError(t, r.AddTool(rawTool("dup", `{ "type": "object" }`), okHandler("third"), nil))
+	t.Run("identical definition with another handler is an error", func(t *testing.T) {
+		err := r.AddTool(rawTool("dup", objectSchema), okHandler("second"), nil)
+		requireRegistrationError(t, err, "dup", "already registered")
+		assert.ErrorIs(t, err, registry.ErrDuplicateTool)
+		// The same definition written differently is refused the same way.
+		assert.ErrorIs(t, r.AddTool(rawTool("dup", `{ "type": "object" }`), okHandler("third"), nil), registry.ErrDuplicateTool)
 		assert.Equal(t, int32(1), changes.Load(), "no change notification")
 		res, err := r.CallTool(context.Background(), newCall("dup", `{}`))
 		require.NoError(t, err)
@@ -193,7 +195,8 @@ func TestDuplicateRegistration(t *testing.T) {
 		}
 		h := func(context.Context, in) (string, error) { return "typed", nil }
 		require.NoError(t, registry.Register(r, "typed", "d", h, &registry.ToolOptions{Module: "m"}))
-		require.NoError(t, registry.Register(r, "typed", "d", h, &registry.ToolOptions{Module: "m"}))
+		require.ErrorIs(t, registry.Register(r, "typed", "d", h, &registry.ToolOptions{Module: "m"}), registry.ErrDuplicateTool,
+			"even the same handler: handlers cannot be compared")
 		err := registry.Register(r, "typed", "d", func(context.Context, in) (struct{ B int }, error) { return struct{ B int }{}, nil }, &registry.ToolOptions{Module: "m"})
 		assert.ErrorIs(t, err, registry.ErrDuplicateTool)
 		err = registry.Register(r, "typed", "d", h, &registry.ToolOptions{Module: "other"})
@@ -394,7 +397,7 @@ func TestConcurrentRegisterAndCall(t *testing.T) {
 			for i := range rounds {
 				name := fmt.Sprintf("t%d_%d", w, i%5)
 				_ = registry.Register(r, name, "", echo, nil)
-				assert.NoError(t, registry.Register(r, "echo", "", echo, nil))
+				assert.ErrorIs(t, registry.Register(r, "echo", "", echo, nil), registry.ErrDuplicateTool)
 				if i%2 == 1 {
 					r.Remove(name)
 				}

@@ -15,9 +15,8 @@ import (
 )
 
 // ErrDuplicateResource is matched (errors.Is) by the error of a resource or
-// resource template registration whose URI (template) is taken by a
-// different definition.
-var ErrDuplicateResource = errors.New("a different resource with this URI is already registered")
+// resource template registration whose URI (template) is taken.
+var ErrDuplicateResource = errors.New("a resource with this URI is already registered")
 
 // ResourceHandler reads a static resource. It returns the contents of the
 // resource (or of the resources below it); members left empty are filled
@@ -40,9 +39,8 @@ type resourceCatalog struct {
 }
 
 type staticResource struct {
-	def       *mcp.Resource
-	canonical []byte
-	handler   ResourceHandler
+	def     *mcp.Resource
+	handler ResourceHandler
 }
 
 type resourceSnapshot struct {
@@ -61,9 +59,10 @@ var (
 
 // AddResource registers a static resource: def describes it (URI and Name
 // are required; the URI must be absolute) and h reads it. The definition is
-// copied. Registering an identical definition again is a no-op that keeps
-// the first handler; a different one under a registered URI is an error
-// matching ErrDuplicateResource. Every error is a *RegistrationError.
+// copied. Registering a URI that is already registered is an error matching
+// ErrDuplicateResource, also with the same definition (handlers cannot be
+// compared); RemoveResource first to replace it. Every error is a
+// *RegistrationError.
 func (r *Registry) AddResource(def *mcp.Resource, h ResourceHandler) error {
 	if def == nil {
 		return &RegistrationError{Kind: KindResource, Err: errors.New("nil definition")}
@@ -87,11 +86,11 @@ func (r *Registry) AddResource(def *mcp.Resource, h ResourceHandler) error {
 		a := *def.Annotations
 		d.Annotations = &a
 	}
-	canonical, err := json.Marshal(&d, json.Deterministic(true))
+	_, err := json.Marshal(&d)
 	if err != nil {
 		return fail("definition not encodable: %v", err)
 	}
-	return r.addResource(&staticResource{def: &d, canonical: canonical, handler: h})
+	return r.addResource(&staticResource{def: &d, handler: h})
 }
 
 // AddTextResource registers a static text resource whose contents are
@@ -136,8 +135,8 @@ func (r *Registry) AddBlobResource(def *mcp.Resource, data []byte) error {
 // with the extracted variables. Reads do not scan the templates: they are
 // indexed by their literal prefix, and a read tries only the templates
 // whose prefix the URI starts with. opts may be nil. Registration rules are
-// those of AddResource (ErrDuplicateResource for a different definition
-// under a registered URI template).
+// those of AddResource (ErrDuplicateResource for a registered URI
+// template).
 func (r *Registry) AddResourceTemplate(def *mcp.ResourceTemplate, h TemplateHandler, opts *TemplateOptions) error {
 	if def == nil {
 		return &RegistrationError{Kind: KindResourceTemplate, Err: errors.New("nil definition")}
@@ -180,7 +179,7 @@ func (r *Registry) AddResourceTemplate(def *mcp.ResourceTemplate, h TemplateHand
 		d.Annotations = &a
 	}
 	t.def = &d
-	if t.canonical, err = json.Marshal(&d, json.Deterministic(true)); err != nil {
+	if _, err = json.Marshal(&d); err != nil {
 		return fail("definition not encodable: %v", err)
 	}
 	return r.addTemplate(t)
@@ -221,19 +220,19 @@ func cloneMeta(m mcp.Meta) mcp.Meta {
 func (r *Registry) addResource(s *staticResource) error {
 	c := &r.res
 	c.mu.Lock()
-	added, dup := insertUnique(&c.static, s.def.URI, s, s.canonical, func(o *staticResource) []byte { return o.canonical })
+	added := insertUnique(&c.static, s.def.URI, s)
 	listeners := c.changed(added)
 	c.mu.Unlock()
-	return r.registered(added, dup, listeners, KindResource, s.def.URI, ErrDuplicateResource, "resource", "uri")
+	return r.registered(added, listeners, KindResource, s.def.URI, ErrDuplicateResource, "resource", "uri")
 }
 
 func (r *Registry) addTemplate(t *resourceTemplate) error {
 	c := &r.res
 	c.mu.Lock()
-	added, dup := insertUnique(&c.templates, t.def.URITemplate, t, t.canonical, func(o *resourceTemplate) []byte { return o.canonical })
+	added := insertUnique(&c.templates, t.def.URITemplate, t)
 	listeners := c.changed(added)
 	c.mu.Unlock()
-	return r.registered(added, dup, listeners, KindResourceTemplate, t.def.URITemplate, ErrDuplicateResource, "resource template", "uriTemplate")
+	return r.registered(added, listeners, KindResourceTemplate, t.def.URITemplate, ErrDuplicateResource, "resource template", "uriTemplate")
 }
 
 // changed, called with the catalog locked after an insertion, drops the
@@ -248,30 +247,25 @@ func (c *resourceCatalog) changed(added bool) []func() {
 }
 
 // insertUnique adds v under key in *m (creating the map on first use)
-// unless key is taken: an entry with the same canonical JSON makes the
-// insertion a no-op (added=false), a different one is a duplicate. The
-// caller holds the catalog's lock.
-func insertUnique[T any](m *map[string]T, key string, v T, canonical []byte, canonicalOf func(T) []byte) (added, dup bool) {
-	if old, ok := (*m)[key]; ok {
-		return false, string(canonicalOf(old)) != string(canonical)
+// and reports true, or reports false when key is taken. The caller holds
+// the catalog's lock.
+func insertUnique[T any](m *map[string]T, key string, v T) (added bool) {
+	if _, ok := (*m)[key]; ok {
+		return false
 	}
 	if *m == nil {
 		*m = map[string]T{}
 	}
 	(*m)[key] = v
-	return true, false
+	return true
 }
 
 // registered finishes a registration after the catalog's lock is
-// released: it reports a duplicate as a RegistrationError, logs, and
+// released: it reports a taken key as a RegistrationError, logs, and
 // notifies the change listeners.
-func (r *Registry) registered(added, dup bool, listeners []func(), kind string, key string, errDup error, what, keyName string) error {
-	switch {
-	case dup:
+func (r *Registry) registered(added bool, listeners []func(), kind string, key string, errDup error, what, keyName string) error {
+	if !added {
 		return &RegistrationError{Kind: kind, Tool: key, Err: errDup}
-	case !added:
-		r.log.Debug("registry: identical "+what+" registered again; keeping the first handler", keyName, key)
-		return nil
 	}
 	r.log.Debug("registry: "+what+" registered", keyName, key)
 	notify(listeners)

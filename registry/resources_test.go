@@ -95,20 +95,20 @@ func TestResourceDuplicates(t *testing.T) {
 	r.OnResourcesChange(func() { changes.Add(1) })
 	def := &mcp.Resource{URI: "test://x", Name: "x"}
 	require.NoError(t, r.AddTextResource(def, "a"))
-	require.NoError(t, r.AddTextResource(def, "a"), "identical definition: a no-op")
+	require.ErrorIs(t, r.AddTextResource(def, "b"), registry.ErrDuplicateResource, "identical definition, another content")
 	err := r.AddTextResource(&mcp.Resource{URI: "test://x", Name: "other"}, "a")
 	require.ErrorIs(t, err, registry.ErrDuplicateResource)
 	assert.Contains(t, err.Error(), `registry: resource "test://x"`)
 
 	tmpl := &mcp.ResourceTemplate{URITemplate: "test://t/{id}", Name: "t"}
 	require.NoError(t, r.AddResourceTemplate(tmpl, noopTemplate, nil))
-	require.NoError(t, r.AddResourceTemplate(tmpl, noopTemplate, nil))
+	require.ErrorIs(t, r.AddResourceTemplate(tmpl, noopTemplate, nil), registry.ErrDuplicateResource)
 	err = r.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "test://t/{id}", Name: "u"}, noopTemplate, nil)
 	require.ErrorIs(t, err, registry.ErrDuplicateResource)
 	var re *registry.RegistrationError
 	require.ErrorAs(t, err, &re)
 	assert.Equal(t, registry.KindResourceTemplate, re.Kind)
-	assert.Equal(t, int32(2), changes.Load(), "only real changes are reported")
+	assert.Equal(t, int32(2), changes.Load(), "refused registrations report no change")
 
 	assert.True(t, r.RemoveResource("test://x"))
 	assert.False(t, r.RemoveResource("test://x"))

@@ -95,14 +95,13 @@ func byteRunes(s string) string {
 
 // resourceTemplate is a registered template, compiled once.
 type resourceTemplate struct {
-	def       *mcp.ResourceTemplate
-	canonical []byte
-	tmpl      *uritemplate.Template
-	prefix    string // the literal text before the first expression
-	literals  int    // literal bytes in the whole template: more is more specific
-	vars      []string
-	handler   TemplateHandler
-	complete  map[string]Completer
+	def      *mcp.ResourceTemplate
+	tmpl     *uritemplate.Template
+	prefix   string // the literal text before the first expression
+	literals int    // literal bytes in the whole template: more is more specific
+	vars     []string
+	handler  TemplateHandler
+	complete map[string]Completer
 }
 
 // compileTemplate parses the template and compiles its matcher now, so that

@@ -97,22 +97,14 @@ func cloneAnnotations(a *mcp.ToolAnnotations) *mcp.ToolAnnotations {
 	return &c
 }
 
-// sameMetadata reports whether two options carry the same keel metadata
-// that does not appear on the wire.
-func (o ToolOptions) sameMetadata(p ToolOptions) bool {
-	return o.Destructive == p.Destructive && o.ReadOnly == p.ReadOnly && o.DeprecatedIn == p.DeprecatedIn &&
-		o.Module == p.Module && o.Timeout == p.Timeout && o.Serial == p.Serial && o.TaskSupport == p.TaskSupport
-}
-
 // Tool is a registered tool: its wire definition, options, compiled
 // validators and handler. It is immutable and safe for concurrent use.
 type Tool struct {
-	def       *mcp.Tool
-	opts      ToolOptions
-	handler   ToolHandler
-	in        *compiledSchema
-	out       *compiledSchema // nil: no outputSchema
-	canonical []byte          // canonical JSON of def, for duplicate detection
+	def     *mcp.Tool
+	opts    ToolOptions
+	handler ToolHandler
+	in      *compiledSchema
+	out     *compiledSchema // nil: no outputSchema
 }
 
 // Name returns the tool's name.
@@ -330,23 +322,13 @@ func newTool(def *mcp.Tool, h ToolHandler, o *ToolOptions) (*Tool, error) {
 	}
 	d.Meta = meta
 
-	canonical, err := json.Marshal(&d, json.Deterministic(true))
-	if err == nil {
-		err = (*jsontext.Value)(&canonical).Canonicalize()
-	}
-	if err != nil {
+	if _, err := json.Marshal(&d); err != nil {
 		return nil, fail("definition cannot be encoded: %w", err)
 	}
-	return &Tool{def: &d, opts: opts, handler: h, in: in, out: out, canonical: canonical}, nil
+	return &Tool{def: &d, opts: opts, handler: h, in: in, out: out}, nil
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// sameAs reports whether u is the same registration as t: the same wire
-// definition and the same keel metadata. Handlers cannot be compared.
-func (t *Tool) sameAs(u *Tool) bool {
-	return string(t.canonical) == string(u.canonical) && t.opts.sameMetadata(u.opts)
-}
 
 // RegistrationError is the error of a registration that was refused: it names
 // the tool (or the resource, resource template or prompt: see Kind) and says

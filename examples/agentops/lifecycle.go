@@ -142,7 +142,7 @@ func (a *app) registerShutdownTool(reg *registry.Registry, drain time.Duration) 
 
 // SleepInput is test_sleep's input.
 type SleepInput struct {
-	Ms int `json:"ms" jsonschema:"minimum=0,maximum=60000,description=How long to sleep, in milliseconds"`
+	Ms int `json:"ms" jsonschema:"minimum=0,maximum=60000,description=How long to sleep\\, in milliseconds"`
 }
 
 // SleepOutput is test_sleep's result.

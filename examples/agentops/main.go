@@ -245,9 +245,8 @@ func (a *app) server() *mcp.Server {
 	return mcp.NewServer(&mcp.ServerOptions{
 		Name: a.cfg.Server.Name, Version: a.cfg.Server.Version, Logger: a.log,
 		ShutdownTimeout: a.cfg.Server.ShutdownTimeout(),
+		Registry:        a.reg,
 		Tools:           middleware.Standard(a.reg, &opts),
-		Resources:       a.reg,
-		Prompts:         a.reg,
 	})
 }
 

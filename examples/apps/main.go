@@ -174,7 +174,7 @@ func newServer(logger *slog.Logger) (*mcp.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts, err := apps.Enable(reg, &mcp.ServerOptions{Name: "keel-apps-example", Version: "0.1.0", Logger: logger, Tools: reg, Resources: reg})
+	opts, err := apps.Enable(reg, &mcp.ServerOptions{Name: "keel-apps-example", Version: "0.1.0", Logger: logger, Registry: reg})
 	if err != nil {
 		return nil, err
 	}

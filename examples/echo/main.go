@@ -144,6 +144,7 @@ func newServer(cfg keel.Config, logger *slog.Logger) (*mcp.Server, error) {
 	return mcp.NewServer(&mcp.ServerOptions{
 		Name:            cfg.Server.Name,
 		Version:         cfg.Server.Version,
+		Registry:        reg,
 		Tools:           middleware.Standard(reg, opts),
 		Logger:          logger,
 		ShutdownTimeout: cfg.Server.ShutdownTimeout(),

@@ -81,10 +81,8 @@ func configuredServer(cfg keel.Config, reg *registry.Registry, logger *slog.Logg
 		Title:           "keel everything server",
 		Version:         cfg.Server.Version,
 		Instructions:    "Test fixtures for every MCP feature (the MCP conformance suite's server).",
+		Registry:        reg, // tools, resources, prompts and completions
 		Tools:           middleware.Standard(reg, opts),
-		Resources:       reg,
-		Prompts:         reg,
-		Completions:     reg,
 		Logging:         true,
 		Logger:          logger,
 		ShutdownTimeout: cfg.Server.ShutdownTimeout(),

@@ -36,7 +36,8 @@ type CountOutput struct {
 }
 
 func main() {
-	srv := mcp.NewServer(&mcp.ServerOptions{Name: "hello", Version: "0.1.0", Tools: middleware.Standard(newRegistry(), nil)})
+	reg := newRegistry()
+	srv := mcp.NewServer(&mcp.ServerOptions{Name: "hello", Version: "0.1.0", Registry: reg, Tools: middleware.Standard(reg, nil)})
 	if err := srv.Run(context.Background(), transport.NewStdio(nil)); err != nil {
 		log.Fatal(err)
 	}

@@ -3,15 +3,23 @@
 // for one test and dropped after it. Without the variable the test is
 // skipped with a message naming it, so `go test ./...` runs anywhere and CI
 // (which sets it, see .ci/postgres.sh) runs the PostgreSQL paths too.
+//
+// `go test ./...` shows a passing package's output only with -v, so a skip
+// alone would go unseen: the first skip of a test binary also writes one
+// line naming the package and the variable to the terminal (/dev/tty),
+// when there is one.
 package pgtest
 
 import (
 	"crypto/rand"
 	"database/sql"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
@@ -25,10 +33,26 @@ func DSN(t testing.TB) string {
 	t.Helper()
 	dsn := os.Getenv(EnvDSN)
 	if dsn == "" {
-		t.Skipf("PostgreSQL tests skipped: set %s to a PostgreSQL DSN (for example eval \"$(.ci/postgres.sh)\")", EnvDSN)
+		noticeOnce.Do(func() {
+			if w, err := openNotice(); err == nil {
+				fmt.Fprintf(w, "%s: PostgreSQL tests skipped: %s\n", strings.TrimSuffix(filepath.Base(os.Args[0]), ".test"), howToRun)
+				w.Close()
+			}
+		})
+		t.Skipf("PostgreSQL tests skipped: %s", howToRun)
 	}
 	return dsn
 }
+
+// howToRun says how to run the skipped tests.
+var howToRun = fmt.Sprintf("set %s to a PostgreSQL DSN (for example eval \"$(.ci/postgres.sh)\") to run them", EnvDSN)
+
+var (
+	noticeOnce sync.Once
+	// openNotice opens where the skip notice goes: the terminal, which
+	// `go test` does not buffer. Tests replace it.
+	openNotice = func() (io.WriteCloser, error) { return os.OpenFile("/dev/tty", os.O_WRONLY, 0) }
+)
 
 // Schema creates a schema of its own for t (dropped when t ends) on the
 // configured server and returns a DSN whose search_path is that schema.
