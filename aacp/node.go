@@ -155,6 +155,15 @@ type Node struct {
 	qmu      sync.Mutex
 	queue    []queued     // executions waiting for a background slot, oldest first
 	deferred atomic.Int64 // executions refused by the Endpoint, waiting in retries
+	// starved is set when a poll claimed as much as the node had room
+	// for (more may be due): the next slot freed wakes the loop.
+	starved atomic.Bool
+
+	// reopened are the windows that refused messages for lack of room
+	// and have room again: the next poll claims their unacknowledged
+	// messages at once, whatever their schedule.
+	remu     sync.Mutex
+	reopened []reopening
 
 	known sync.Map // agent id → struct{}: agents the ledger knows (see checkTarget)
 
