@@ -52,7 +52,8 @@ type Options struct {
 	// ClaimLimit bounds the messages claimed by one Poll (default 100).
 	ClaimLimit int
 	// MaxWindow bounds the out-of-order messages a pair buffers above a
-	// gap; later ones are refused and redelivered (default 4096).
+	// gap; later ones are refused, left in the ledger, and claimed again
+	// as soon as the gap closes (default 4096).
 	MaxWindow int
 	// MaxBackground bounds the handlers run on background goroutines
 	// (redeliveries, EVENTs, retries) at a time (default 64). Further
