@@ -129,10 +129,15 @@
 // handlers in the background; more work waits in its queue (up to
 // MaxBackground+ClaimLimit executions, counting those waiting for a
 // retry), then in the ledger. A poll claims no more than the Node can take
-// at once, so every claim reaches a handler or waits in the queue; an
+// at once, so every claim reaches a handler or waits in the queue; a poll
+// bound by the room left polls again as soon as a slot frees, and an
 // execution that waited for a slot reads the ledger again, with the
-// lease's fencing token, before it runs. Close starts no new handler. A message its Endpoint refuses (an agent's
-// full queue) is redelivered later, however often. Attempts count only the
+// lease's fencing token, before it runs. Close starts no new handler. A
+// message its Endpoint refuses (an agent's full queue) is redelivered
+// later, however often. A message a pair's window refuses (more than
+// MaxWindow seqs received above a gap, one whose handler has not started
+// yet, say) stays in the ledger and is claimed again as soon as the gap
+// closes, not at its retransmission time. Attempts count only the
 // runs of a handler (RetryPolicy.MaxAttempts). A request fails only for a
 // reason recorded with it: its handler's error (after the retries the
 // policy allows), a result larger than MaxPayloadBytes, a Dispatch error

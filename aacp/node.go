@@ -52,7 +52,8 @@ type Options struct {
 	// ClaimLimit bounds the messages claimed by one Poll (default 100).
 	ClaimLimit int
 	// MaxWindow bounds the out-of-order messages a pair buffers above a
-	// gap; later ones are refused and redelivered (default 4096).
+	// gap; later ones are refused, left in the ledger, and claimed again
+	// as soon as the gap closes (default 4096).
 	MaxWindow int
 	// MaxBackground bounds the handlers run on background goroutines
 	// (redeliveries, EVENTs, retries) at a time (default 64). Further
@@ -154,6 +155,15 @@ type Node struct {
 
 	qmu   sync.Mutex
 	queue []queued // executions waiting for a background slot, oldest first
+	// starved is set when a poll claimed as much as the node had room
+	// for (more may be due): the next slot freed wakes the loop.
+	starved atomic.Bool
+
+	// reopened are the windows that refused messages for lack of room
+	// and have room again: the next poll claims their unacknowledged
+	// messages at once, whatever their schedule.
+	remu     sync.Mutex
+	reopened []reopening
 
 	known sync.Map // agent id → struct{}: agents the ledger knows (see checkTarget)
 

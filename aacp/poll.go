@@ -42,12 +42,51 @@ func (n *Node) Poll(ctx context.Context) (int, error) {
 	// Claim no more than the node can take at once (free slots and room
 	// in the queue), so that no claim waits for long; with no room, only
 	// the RESPONSEs to waiting callers that are not agents.
-	limit := min(n.opts.ClaimLimit, n.queueRoom())
+	room := n.queueRoom()
+	limit := min(n.opts.ClaimLimit, room)
 	targets := n.claimTargets()
 	if limit <= 0 {
 		targets, limit = n.callerTargets(), n.opts.ClaimLimit
 	}
-	return n.claim(ctx, targets, now, limit, false)
+	claimed, err := n.claim(ctx, targets, now, limit, false)
+	if err != nil {
+		return claimed, err
+	}
+	// Windows that refused messages and have room again: their messages
+	// are claimed now, not at their retransmission time.
+	n.remu.Lock()
+	reopened := n.reopened
+	n.reopened = nil
+	n.remu.Unlock()
+	for i, r := range reopened {
+		left := min(n.opts.ClaimLimit, n.queueRoom())
+		if left <= 0 || err != nil {
+			// No room (the next slot freed polls again: starved below),
+			// or the ledger failed (the next poll tries again).
+			n.remu.Lock()
+			n.reopened = append(n.reopened, reopened[i:]...)
+			n.remu.Unlock()
+			break
+		}
+		var c int
+		c, err = n.claim(ctx, []string{r.w.target}, now, left, true)
+		claimed += c
+		r.w.mu.Lock()
+		again := r.w.awaits()
+		r.w.mu.Unlock()
+		if c == left && again && r.rounds > 1 {
+			n.reclaim(reopening{w: r.w, rounds: r.rounds - 1})
+		}
+	}
+	if room <= n.opts.ClaimLimit && (claimed >= limit || len(reopened) > 0) {
+		// Claims were bound by the room left: more may be due. The next
+		// slot freed wakes the loop.
+		n.starved.Store(true)
+		if n.queueRoom() > 0 {
+			n.wake()
+		}
+	}
+	return claimed, err
 }
 
 // PurgeExpired deletes the ledger records whose ExpiresAt is at or before

@@ -3,6 +3,7 @@ package aacp
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -84,7 +85,38 @@ func (n *Node) markReceived(w *window, seq uint64) {
 	}
 	w.mu.Lock()
 	w.mark(seq)
+	refused := w.reopen()
+	buffered := len(w.above)
 	w.mu.Unlock()
+	if refused > 0 {
+		// Claims go through the pair's unacknowledged messages oldest
+		// first: those buffered above a gap and those in process here
+		// too. Enough rounds to reach them all, a bound if they are gone.
+		unacked := refused + buffered + n.queueLimit() + cap(n.sem)
+		n.reclaim(reopening{w: w, rounds: unacked/max(n.opts.ClaimLimit, 1) + 2})
+	}
+}
+
+// reopening is a window that refused messages and has room again: the
+// next polls claim its target's unacknowledged messages whatever their
+// schedule, for at most rounds claims.
+type reopening struct {
+	w      *window
+	rounds int
+}
+
+// reclaim makes the next poll claim the messages of a window that has room
+// again, and wakes the loop.
+func (n *Node) reclaim(r reopening) {
+	n.remu.Lock()
+	i := slices.IndexFunc(n.reopened, func(o reopening) bool { return o.w == r.w })
+	if i < 0 {
+		n.reopened = append(n.reopened, r)
+	} else {
+		n.reopened[i].rounds = max(n.reopened[i].rounds, r.rounds)
+	}
+	n.remu.Unlock()
+	n.wake()
 }
 
 // runMode says how an execution is dispatched.
@@ -136,7 +168,10 @@ func (n *Node) receiveAs(ctx context.Context, env *Envelope, mode runMode) {
 		w.mu.Unlock()
 		return
 	case !w.fits(env.Seq):
-		w.mu.Unlock() // too far ahead of a gap: refused, redelivered later
+		// Too far ahead of a gap: refused, left in the ledger, and claimed
+		// again as soon as the gap closes (see window.reopen).
+		w.refuse(env.Seq)
+		w.mu.Unlock()
 		return
 	case env.MessageType == MessageResponse:
 		w.mark(env.Seq)
@@ -364,6 +399,9 @@ func (n *Node) startWorker(ex *execution, w *window) {
 		<-n.sem
 		if !n.closed.Load() {
 			n.drainQueue() // queued after the check above
+			if n.starved.CompareAndSwap(true, false) {
+				n.wake() // a poll left due messages for lack of room
+			}
 		}
 	}()
 }

@@ -20,6 +20,10 @@ type window struct {
 	top    uint64              // highest seq in above (meaningful while above is not empty)
 	dirty  bool                // ack must be (re)written to the ledger
 	limit  int                 // bound of len(above) for seqs beyond top
+	// refused counts the seqs the window refused for lack of room (left
+	// in the ledger) since it last reopened; refusedTop is the highest.
+	refused    int
+	refusedTop uint64
 }
 
 // load reads the persisted ack the first time the window is used.
@@ -59,6 +63,32 @@ func (w *window) fits(seq uint64) bool {
 		return len(w.above) < 2*w.limit
 	}
 	return false
+}
+
+// reopen reports, once, that the window has room again (at most half its
+// limit buffered) after it refused seqs: their messages, left in the
+// ledger, must be claimed now rather than at their retransmission time.
+// w.mu must be held.
+// It returns how many seqs were refused (0: nothing to claim).
+func (w *window) reopen() int {
+	if w.refused == 0 || len(w.above) > w.limit/2 {
+		return 0
+	}
+	n := w.refused
+	w.refused = 0
+	return n
+}
+
+// refuse records that seq was refused for lack of room. w.mu must be held.
+func (w *window) refuse(seq uint64) {
+	w.refused++
+	w.refusedTop = max(w.refusedTop, seq)
+}
+
+// awaits reports whether the highest seq the window refused has not
+// arrived since and the window has room for it. w.mu must be held.
+func (w *window) awaits() bool {
+	return w.refused == 0 && !w.seen(w.refusedTop)
 }
 
 // mark records the receipt of seq and advances ack over the contiguous
