@@ -115,13 +115,6 @@ func (t *requestTable) cancelAll(onlyKeepAlive bool) {
 	}
 }
 
-// hold counts a handler that runs on after its request was answered
-// (ToolCall.Detach); done ends it.
-func (t *requestTable) hold() {
-	t.wg.Add(1)
-	t.active.Add(1)
-}
-
 // done counts a request served: it has been answered (or its answer
 // suppressed) and its handler returned.
 func (t *requestTable) done() {

@@ -163,9 +163,9 @@ func (tr *taskRunner) start(r *taskRun) error {
 }
 
 // exec is the goroutine of a run: the handler, then its outcome through
-// the gate, then the release of its slot once the handler has really
-// returned (ToolCall.AfterHandler).
+// the gate, then the release of its slot.
 func (tr *taskRunner) exec(r *taskRun, ctx context.Context) {
+	defer tr.wg.Done()
 	stop := context.AfterFunc(ctx, func() { // the max run time answers at once
 		if context.Cause(ctx) == errMaxRunTime {
 			r.deliver(nil, tr.runTimeError(r.call))
@@ -179,17 +179,14 @@ func (tr *taskRunner) exec(r *taskRun, ctx context.Context) {
 	if !r.deliver(res, err) {
 		r.call.Logger.Debug("mcp: late task result dropped (the run already had its outcome)", "tool", r.call.Name)
 	}
-	r.call.AfterHandler(func() { // the handler really returned (a response deadline may answer first)
-		r.cancel()
-		tr.mu.Lock()
-		delete(tr.live, r)
-		tr.releaseLocked(r.quota)
-		tr.mu.Unlock()
-		if r.exit != nil {
-			r.exit()
-		}
-		tr.wg.Done()
-	})
+	r.cancel()
+	tr.mu.Lock()
+	delete(tr.live, r)
+	tr.releaseLocked(r.quota)
+	tr.mu.Unlock()
+	if r.exit != nil {
+		r.exit()
+	}
 }
 
 // invoke calls the tool once, recovering a panic: the one recover of the

@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -60,62 +59,6 @@ type ToolCall struct {
 	deadline      ResponseDeadline // the first deadline armed (WithResponseDeadline), never reused
 	logh          callHandler      // Logger's handler, and the Logger itself (no allocation of their own)
 	logv          slog.Logger
-
-	endMu    sync.Mutex
-	detached int      // handlers running on after their caller returned (Detach)
-	hooks    []func() // AfterHandler's, waiting for them
-}
-
-// Detach tells the call that its handler runs on after the caller of
-// the handler returns (a stage answered at a deadline and left the
-// handler's goroutine running, as middleware.Timeout does); end must be
-// called once that handler has really returned. Until then, the functions
-// given to AfterHandler wait, and the session counts the handler among
-// its requests (a graceful shutdown waits for it; a task's handler is
-// waited for by Server.StopTasks instead).
-func (c *ToolCall) Detach() (end func()) {
-	c.endMu.Lock()
-	c.detached++
-	c.endMu.Unlock()
-	held := c.Session != nil && c.gate != nil // a call answering its request, in flight now (a task's run is the task runner's)
-	if held {
-		c.Session.reqs.hold()
-	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			c.endMu.Lock()
-			c.detached--
-			var run []func()
-			if c.detached == 0 {
-				run, c.hooks = c.hooks, nil
-			}
-			c.endMu.Unlock()
-			for _, fn := range run {
-				fn()
-			}
-			if held {
-				c.Session.reqs.done()
-			}
-		})
-	}
-}
-
-// AfterHandler runs fn once the call's handler has really returned: at
-// once when no handler of the call runs detached (Detach), else when the
-// last one returns, on its goroutine. Stages release what the handler
-// holds (a concurrency slot, a lock) and report its end (an audit record)
-// this way, so that a response deadline that answered early never frees
-// them while the handler still runs.
-func (c *ToolCall) AfterHandler(fn func()) {
-	c.endMu.Lock()
-	if c.detached > 0 {
-		c.hooks = append(c.hooks, fn)
-		c.endMu.Unlock()
-		return
-	}
-	c.endMu.Unlock()
-	fn()
 }
 
 // respondEarly sends res (or err) as the response to this call at once,

@@ -2,7 +2,6 @@ package middleware
 
 import (
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -36,9 +35,8 @@ type Call struct {
 
 	enteredAt time.Time // set by AuditEnter; the start of the audit pair
 
-	// Set by Timeout when the response deadline passed; the late outcome
-	// is read once the handler has really returned (AfterHandler).
-	timedOut atomic.Bool
+	// Set by Timeout when the response deadline passed.
+	timedOut bool
 	lateRes  *mcp.CallToolResult
 	lateErr  error
 }
@@ -75,7 +73,7 @@ func (c *Call) Validated() bool { return c.validated }
 
 // TimedOut reports whether Timeout's response deadline passed before the
 // handler returned.
-func (c *Call) TimedOut() bool { return c.timedOut.Load() }
+func (c *Call) TimedOut() bool { return c.timedOut }
 
 // Log returns the call's logger (ToolCall.Logger, which carries correlationId
 // and runId), or slog.Default() when there is none.

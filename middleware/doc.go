@@ -43,10 +43,8 @@
 //     more items than a limit, is replaced by a RESOURCE_EXHAUSTED error
 //     naming the limit; nothing is truncated.
 //   - Timeout: a response deadline. The handler's context is cancelled and
-//     the stage returns TIMEOUT at once, while the handler may still run; its
-//     late result is logged, never sent. What the stages outside hold (a
-//     slot, a lock, the audit-exit record) is released when the handler
-//     really returns (mcp.ToolCall.AfterHandler).
+//     TIMEOUT is answered at once, while the handler may still run; its late
+//     result is logged, never sent.
 //   - Dispatch: the terminal handler. A handler error matching
 //     errors.ErrUnsupported becomes NOT_IMPLEMENTED.
 //

@@ -239,7 +239,7 @@ func (l *Limiter) Middleware() Middleware {
 					"too many concurrent tool executions (maxConcurrentExecutions is "+strconv.FormatInt(l.max, 10)+")",
 					map[string]any{"limit": limitTotal, limitTotal: l.max, "concurrentExecutions": l.inUse.Load()})
 			}
-			defer c.AfterHandler(func() { l.releaseFor(peer, client) }) // held until the handler really returns
+			defer l.releaseFor(peer, client)
 			return next(ctx, c)
 		}
 	}

@@ -167,7 +167,7 @@ func Lock(opts *LockOptions) Middleware {
 					return nil, contextError(c, ctx.Err(), "waiting for the tool lock")
 				}
 			}
-			defer c.AfterHandler(func() { <-mu }) // held until the handler really returns
+			defer func() { <-mu }()
 			return next(ctx, c)
 		}
 	}

@@ -153,8 +153,8 @@ func TestLimiterUnlimitedAndMisuse(t *testing.T) {
 	assert.Panics(t, func() { lim.Release() })
 }
 
-// The slot is held until the handler returns, even after the chain
-// returned TIMEOUT at the deadline.
+// The slot is held until the handler returns, even after TIMEOUT was
+// answered.
 func TestConcurrencySlotHeldUntilHandlerReturnsAfterTimeout(t *testing.T) {
 	tt := newTestTools(t)
 	lim := NewLimiter(1)
@@ -164,20 +164,25 @@ func TestConcurrencySlotHeldUntilHandlerReturnsAfterTimeout(t *testing.T) {
 	hctx := <-tt.started
 	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, a.err).Code)
 	assert.Error(t, hctx.Err(), "the handler's context is cancelled before TIMEOUT is answered")
-	r := s.next(t)
-	assert.Equal(t, "block", r.name, "the chain returned at the deadline")
-	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, r.err).Code)
-	assert.Equal(t, 1, lim.InUse(), "slot still held: the handler runs on")
+	assert.Equal(t, 1, lim.InUse(), "slot still held")
 	a = s.call(t.Context(), "echo", `{"message":"x"}`)
 	assert.Equal(t, mcp.ErrResourceExhausted, structuredErr(t, a.err).Code)
 	assert.Equal(t, "echo", s.next(t).name)
+	select {
+	case r := <-s.returns:
+		t.Fatalf("CallTool of %s returned before the handler", r.name)
+	default:
+	}
 	tt.free()
-	assert.Eventually(t, func() bool { return lim.InUse() == 0 }, waitLimit, time.Millisecond, "released when the handler returns")
+	r := s.next(t)
+	assert.Equal(t, "block", r.name)
+	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, r.err).Code, "the late return is the TIMEOUT the Server drops")
+	assert.Equal(t, 0, lim.InUse())
 }
 
-// Served by a Server, the chain returns TIMEOUT at the deadline while the
-// handler still runs, with the call's ids, and the Server sends it as any
-// answer; what the handler returns later is logged and never sent.
+// Served by a Server, the TIMEOUT answer goes out at the deadline while the
+// handler still runs, with the call's ids; what the handler returns later
+// is logged and never sent.
 func TestTimeoutAnswersAtOnce(t *testing.T) {
 	tt := newTestTools(t)
 	s := serve(t, New(tt.reg, Timeout(20*time.Millisecond)))
@@ -202,12 +207,18 @@ func TestTimeoutAnswersAtOnce(t *testing.T) {
 	assert.NotEmpty(t, se.RunID)
 	assert.EqualValues(t, 20, se.Details["timeoutMs"])
 	assert.ErrorIs(t, hctx.Err(), context.DeadlineExceeded)
-	r := s.next(t)
-	assert.Equal(t, "block", r.name, "CallTool returned at the deadline")
-	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, r.err).Code)
+	select {
+	case r := <-s.returns:
+		t.Fatalf("CallTool of %s returned before the handler", r.name)
+	default:
+	}
+	assert.Eventually(t, func() bool { return strings.Contains(s.logs.String(), "answered at the response deadline") }, waitLimit, time.Millisecond)
 
 	tt.free() // the handler finishes late
-	assert.Eventually(t, func() bool { return strings.Contains(s.logs.String(), "returned after its deadline") }, waitLimit, time.Millisecond)
+	r := s.next(t)
+	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, r.err).Code)
+	assert.Contains(t, s.logs.String(), "returned after its deadline")
+	assert.Eventually(t, func() bool { return strings.Contains(s.logs.String(), "late result dropped") }, waitLimit, time.Millisecond)
 	s.flush(t)
 	assert.Equal(t, 1, s.wire.count(tc.RunID), "one answer on the wire: the late result is dropped")
 	a = s.call(t.Context(), "echo", `{"message":"alive"}`)
@@ -215,9 +226,9 @@ func TestTimeoutAnswersAtOnce(t *testing.T) {
 	assert.Equal(t, "alive", a.res.Content[0].Text)
 }
 
-// Outside a Server too, Timeout returns TIMEOUT at the deadline, while the
-// handler may run on; what it returns later is logged.
-func TestTimeoutWithoutServerReturnsAtTheDeadline(t *testing.T) {
+// Outside a Server there is no request to answer early: Timeout returns
+// TIMEOUT when the handler returns, however long after the deadline.
+func TestTimeoutWithoutServerReturnsWhenHandlerReturns(t *testing.T) {
 	for _, tool := range []string{"block", "cooperate"} {
 		t.Run(tool, func(t *testing.T) {
 			tt := newTestTools(t)
@@ -229,11 +240,20 @@ func TestTimeoutWithoutServerReturnsAtTheDeadline(t *testing.T) {
 				_, err := ch.CallTool(context.Background(), call(tool, `{}`, &logs))
 				done <- err
 			}()
-			<-tt.started
-			err := <-done // block still waits for its release
+			hctx := <-tt.started
+			if tool == "block" {
+				<-hctx.Done()
+				select {
+				case err := <-done:
+					t.Fatalf("CallTool returned %v before the handler", err)
+				case <-time.After(20 * time.Millisecond):
+				}
+				tt.free()
+			}
+			err := <-done
 			assert.Equal(t, mcp.ErrTimeout, structuredErr(t, err).Code)
-			tt.free()
-			assert.Eventually(t, func() bool { return strings.Contains(logs.String(), "returned after its deadline") }, waitLimit, time.Millisecond)
+			assert.Contains(t, logs.String(), "returned after its deadline")
+			assert.NotContains(t, logs.String(), "answered at the response deadline", "nothing answered early")
 		})
 	}
 }
