@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Starts a throwaway PostgreSQL server on 127.0.0.1 for the tests that need
-# one (aacp/sqlstore, aacp's two-process test, examples/agentops) and prints
+# one (the aacp/sqlstore module with its two-process tests, examples/agentops) and prints
 #
 #   export KEEL_TEST_POSTGRES_DSN='postgres://keel:keel@127.0.0.1:PORT/keel_test?sslmode=disable'
 #

@@ -1,4 +1,4 @@
-package aacp_test
+package sqlstore_test
 
 import (
 	"bufio"

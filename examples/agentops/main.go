@@ -2,10 +2,14 @@
 // keel: memory, sessions, agents, workflows, traces and guard policies,
 // with its data in SQLite or PostgreSQL.
 //
-//	go run ./examples/agentops                      # SQLite file agentops.db in the working directory
-//	go run ./examples/agentops -db /tmp/ops.db      # another SQLite file
-//	go run ./examples/agentops -dsn postgres://user:pass@localhost/ops
-//	go run ./examples/agentops -config ops.json     # with a configuration file
+// It is a module of its own (it imports the SQLite and PostgreSQL
+// drivers); from its directory,
+// examples/agentops:
+//
+//	go run .                                      # SQLite file agentops.db in the working directory
+//	go run . -db /tmp/ops.db                      # another SQLite file
+//	go run . -dsn postgres://user:pass@localhost/ops
+//	go run . -config ops.json                     # with a configuration file
 //
 // It serves MCP over stdio and logs JSON lines to stderr.
 //
@@ -85,7 +89,7 @@
 //
 // # Connecting an MCP client
 //
-// Build the binary (go build -o ~/bin/agentops ./examples/agentops), then:
+// Build the binary (go build -o ~/bin/agentops . in examples/agentops), then:
 //
 // Claude Code:
 //

@@ -19,10 +19,14 @@
 // list changes), tasks_modern.go (tools that run as tasks: the tasks
 // extension of 2026-07-28).
 //
-//	go run ./examples/everything                             # MCP over stdio
-//	go run ./examples/everything -http 127.0.0.1:3001        # streamable HTTP at /mcp
-//	go run ./examples/everything -http 127.0.0.1:3001 -stateless
-//	go run ./examples/everything -config everything.json     # with a configuration file
+// It is a module of its own (it imports the otel module and the
+// OpenTelemetry exporters); from its directory,
+// examples/everything:
+//
+//	go run .                                      # MCP over stdio
+//	go run . -http 127.0.0.1:3001                 # streamable HTTP at /mcp
+//	go run . -http 127.0.0.1:3001 -stateless
+//	go run . -config everything.json              # with a configuration file
 //
 // Logs go to stderr as JSON lines (-v: debug level); on stdio, stdout
 // carries protocol messages only.
@@ -69,7 +73,7 @@
 //
 // # Connecting an MCP client
 //
-// Build the binary (go build -o ~/bin/keel-everything ./examples/everything),
+// Build the binary (go build -o ~/bin/keel-everything . in examples/everything),
 // then, over stdio:
 //
 // Claude Code:
