@@ -23,7 +23,10 @@
 //   - ServerTransport wraps a connection a Server runs over (Server.Run):
 //     it writes the trace context of the server's own requests and
 //     notifications into their params._meta, and records
-//     mcp.server.session.duration when the connection ends.
+//     mcp.server.session.duration when the connection ends;
+//   - HTTPSession, set as streamhttp.Options.OnSession, records
+//     mcp.server.session.duration for the 2025 sessions of a streamable
+//     HTTP handler, from their initialize to their end.
 //
 // The span of an incoming request has as parent the trace context the
 // request carries in params._meta (traceparent, tracestate, baggage, as the

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/middleware"
@@ -15,6 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -90,5 +93,81 @@ func TestStreamableHTTPAmbientSpan(t *testing.T) {
 		assert.Equal(t, ct.SessionID(), attrs(parent)["mcp.session.id"])
 		require.Len(t, server.Links, 1)
 		assert.Equal(t, "POST /mcp", byID[server.Links[0].SpanContext.SpanID()].Name)
+	}
+}
+
+// sessionPoints returns the data points of the session-duration histogram
+// name that reader holds now.
+func sessionPoints(t *testing.T, reader *sdkmetric.ManualReader, name string) []metricdata.HistogramDataPoint[float64] {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if h, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == name {
+				return h.DataPoints
+			}
+		}
+	}
+	return nil
+}
+
+// Over streamable HTTP, a 2025 session's duration is recorded on both
+// sides: mcp.server.session.duration through the handler's OnSession when
+// the session ends (here: the client's DELETE), mcp.client.session.duration
+// when the client closes; both over tcp and http. A stateless handler has
+// no sessions and records none on the server.
+func TestStreamableHTTPSessionDuration(t *testing.T) {
+	for _, stateless := range []bool{false, true} {
+		t.Run(map[bool]string{false: "stateful", true: "stateless"}[stateless], func(t *testing.T) {
+			reader := sdkmetric.NewManualReader()
+			tm, err := keelotel.New(&keelotel.Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+			require.NoError(t, err)
+			reg := registry.New(nil)
+			registry.MustRegister(reg, "add", "Adds two integers",
+				func(_ context.Context, in addIn) (addOut, error) { return addOut{Sum: in.A + in.B}, nil }, nil)
+			quiet := slog.New(slog.DiscardHandler)
+			srv := mcp.NewServer(&mcp.ServerOptions{Tools: middleware.Standard(reg, nil), Logger: quiet})
+			h := streamhttp.NewServerHandler(srv, &streamhttp.Options{Stateless: stateless, OnSession: tm.HTTPSession})
+			ts := httptest.NewServer(h)
+			defer ts.Close()
+			defer h.Close()
+
+			ctx := context.Background()
+			c := mcp.NewClient(&mcp.ClientOptions{Logger: quiet})
+			require.NoError(t, c.Connect(ctx, tm.ClientTransport(streamhttp.NewClientTransport(ts.URL, nil))))
+			_, err = c.CallTool(ctx, "add", map[string]any{"a": 1, "b": 2})
+			require.NoError(t, err)
+			time.Sleep(20 * time.Millisecond) // a duration the points must cover
+			assert.Empty(t, sessionPoints(t, reader, "mcp.server.session.duration"), "recorded before the session ended")
+			require.NoError(t, c.Close())
+
+			client := sessionPoints(t, reader, "mcp.client.session.duration")
+			require.Len(t, client, 1)
+			assert.Equal(t, uint64(1), client[0].Count)
+			tr, _ := client[0].Attributes.Value("network.transport")
+			assert.Equal(t, "tcp", tr.AsString())
+
+			if stateless {
+				h.Close()
+				assert.Empty(t, sessionPoints(t, reader, "mcp.server.session.duration"))
+				return
+			}
+			var server []metricdata.HistogramDataPoint[float64]
+			require.Eventually(t, func() bool {
+				server = sessionPoints(t, reader, "mcp.server.session.duration")
+				return len(server) == 1
+			}, 5*time.Second, 5*time.Millisecond, "the session's end is recorded once the DELETE ended it")
+			p := server[0]
+			assert.Equal(t, uint64(1), p.Count)
+			assert.GreaterOrEqual(t, p.Sum, 0.02)
+			assert.Equal(t, keelotel.DurationBuckets, p.Bounds)
+			tr, _ = p.Attributes.Value("network.transport")
+			assert.Equal(t, "tcp", tr.AsString())
+			proto, _ := p.Attributes.Value("network.protocol.name")
+			assert.Equal(t, "http", proto.AsString())
+			_, hasErr := p.Attributes.Value("error.type")
+			assert.False(t, hasErr, "a DELETE is a normal end")
+		})
 	}
 }

@@ -204,10 +204,9 @@ func errorType(err error) string {
 // that mcp.server.session.duration is recorded when the connection ends:
 // at Close, or when Read reports its end (io.EOF or ErrClosed); error.type
 // is set when Read ended with another error. Streamable HTTP sessions are
-// created inside streamhttp.Handler, where no public seam reaches their
-// transports: their session duration is not recorded. The wrapper keeps
-// the optional interfaces of package transport the Server uses
-// (PeerWatcher, MessageLimiter, MessageContexter).
+// created inside streamhttp.Handler: HTTPSession records their duration.
+// The wrapper keeps the optional interfaces of package transport the
+// Server uses (PeerWatcher, MessageLimiter, MessageContexter).
 func (tm *Telemetry) ServerTransport(t transport.Transport) transport.Transport {
 	tr, httpProto := networkTransport(t.Kind())
 	a := []attribute.KeyValue{}
@@ -217,12 +216,43 @@ func (tm *Telemetry) ServerTransport(t transport.Transport) transport.Transport 
 	if httpProto {
 		a = append(a, semconv.NetworkProtocolName("http"))
 	}
-	return &serverConn{forward: forward{t}, tm: tm, start: time.Now(), attrs: a}
+	return &serverConn{forward: forward{t}, sessionClock: sessionClock{tm: tm, start: time.Now(), attrs: a}}
+}
+
+// HTTPSession records mcp.server.session.duration for the stateful
+// sessions of a streamable HTTP handler: set it as the handler's
+// streamhttp.Options.OnSession. The clock starts when the session's
+// initialize is accepted and stops when the session ends (DELETE, idle
+// expiry, Shutdown); error.type is set when the session ended with an
+// error other than being closed. The attributes are network.transport tcp
+// and network.protocol.name http. Stateless sessions and 2026-07-28
+// requests have no session and are not recorded.
+func (tm *Telemetry) HTTPSession(ctx context.Context, id string) (ended func(err error)) {
+	c := &sessionClock{tm: tm, start: time.Now(), attrs: httpSessionAttrs}
+	return func(err error) {
+		et := ""
+		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, transport.ErrClosed) && !errors.Is(err, io.EOF) {
+			et = errorType(err)
+		}
+		c.record(et)
+	}
+}
+
+// httpSessionAttrs are the attributes of a streamable HTTP session's
+// duration.
+var httpSessionAttrs = []attribute.KeyValue{
+	semconv.NetworkTransportKey.String(string(mcpconv.NetworkTransportTCP)),
+	semconv.NetworkProtocolName("http"),
 }
 
 // serverConn is a server connection whose end records its duration once.
 type serverConn struct {
 	forward
+	sessionClock
+}
+
+// sessionClock records the duration of one session, once.
+type sessionClock struct {
 	tm    *Telemetry
 	start time.Time
 	attrs []attribute.KeyValue
@@ -251,7 +281,7 @@ func (c *serverConn) Close() error {
 	return err
 }
 
-func (c *serverConn) record(errType string) {
+func (c *sessionClock) record(errType string) {
 	c.once.Do(func() {
 		a := c.attrs
 		if errType != "" {

@@ -392,14 +392,23 @@ func (h *Handler) removeSession(s *httpSession) {
 	h.mu.Unlock()
 }
 
-// startSession runs Serve for s on a new goroutine.
+// startSession runs Serve for s on a new goroutine (telling
+// Options.OnSession about a stateful session's start and end).
 func (h *Handler) startSession(s *httpSession, ctx context.Context) {
+	var ended func(error)
+	if h.opts.OnSession != nil && !s.stateless {
+		ended = h.opts.OnSession(ctx, s.id)
+	}
 	h.serveWG.Add(1)
 	go func() {
 		defer h.serveWG.Done()
-		defer s.close()
-		if err := h.opts.Serve(ctx, s); err != nil && !errors.Is(err, context.Canceled) {
+		err := h.opts.Serve(ctx, s)
+		s.close()
+		if err != nil && !errors.Is(err, context.Canceled) {
 			h.log.Warn("transport: session ended with an error", "session", s.id, "error", err)
+		}
+		if ended != nil {
+			ended(err)
 		}
 	}()
 }

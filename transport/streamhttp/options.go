@@ -107,6 +107,17 @@ type Options struct {
 	// OnAbort, so the session can end the request without a context of
 	// its own (mcp.Server.ServeRequest does: NewServerHandler sets it).
 	serveRequestAborts bool
+	// OnSession, if set, is called when a stateful session starts (its
+	// initialize was accepted and Serve is about to run), with the
+	// session's context and Mcp-Session-Id; the function it returns, if
+	// not nil, is called once when the session has ended (DELETE, expiry,
+	// Shutdown), with the error Serve returned (nil, or
+	// context.Canceled when the session was ended from outside). It
+	// observes sessions without wrapping their transport:
+	// otel.Telemetry.HTTPSession records mcp.server.session.duration
+	// this way. Stateless mode and revision 2026-07-28 have no sessions
+	// and never call it.
+	OnSession func(ctx context.Context, id string) (ended func(err error))
 
 	// Stateless serves each POST with a fresh session and issues no
 	// Mcp-Session-Id: any replica can serve any request (horizontal
