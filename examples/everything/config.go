@@ -49,8 +49,9 @@ func newServer(reg *registry.Registry, logger *slog.Logger) *mcp.Server {
 // requestStates of input-required results sealed with server.stateKey
 // (KEEL_SERVER_STATE_KEY), so that -stateless replicas sharing the key
 // accept each other's states, or with a random key per process when it is
-// unset.
-func configuredServer(cfg keel.Config, reg *registry.Registry, logger *slog.Logger) (*mcp.Server, error) {
+// unset. Each function in with may then amend the options (main adds the
+// OpenTelemetry middleware that way).
+func configuredServer(cfg keel.Config, reg *registry.Registry, logger *slog.Logger, with ...func(*mcp.ServerOptions)) (*mcp.Server, error) {
 	lim := middleware.NewLimiter(cfg.Resources.MaxConcurrentExecutions)
 	if err := middleware.RegisterHealthTool(reg, &middleware.HealthOptions{
 		Name: cfg.Server.Name, Version: cfg.Server.Version,
@@ -88,6 +89,9 @@ func configuredServer(cfg keel.Config, reg *registry.Registry, logger *slog.Logg
 		ShutdownTimeout: cfg.Server.ShutdownTimeout(),
 		Tasks:           &mcp.TaskOptions{}, // tasks_modern.go: the defaults
 		StateKey:        stateKey,
+	}
+	for _, f := range with {
+		f(so)
 	}
 	if err := so.Validate(); err != nil {
 		return nil, err

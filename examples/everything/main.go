@@ -140,9 +140,14 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	tel, err := startTelemetry(ctx, os.Getenv) // nil unless OTEL_EXPORTER_OTLP_ENDPOINT is set
+	if err != nil {
+		logger.Error("everything: cannot start OpenTelemetry", "error", err)
+		os.Exit(2)
+	}
 	reg := newRegistry(logger)
 	go updateWatchedResource(ctx, reg, watchInterval)
-	srv, err := configuredServer(cfg, reg, logger)
+	srv, err := configuredServer(cfg, reg, logger, tel.instrument)
 	if err != nil {
 		logger.Error("everything: cannot build the server", "error", err)
 		os.Exit(1)
@@ -154,13 +159,16 @@ func main() {
 		var ln net.Listener
 		if ln, err = net.Listen("tcp", *addr); err == nil {
 			logger.Info("everything: serving streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "stateless", *stateless)
-			err = serveHTTP(ctx, srv, ln, &streamhttp.Options{Stateless: *stateless})
+			err = serveHTTP(ctx, srv, ln, tel.instrumentHTTP(&streamhttp.Options{Stateless: *stateless}))
 		}
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout())
 	defer cancel()
 	if serr := srv.StopTasks(sctx); serr != nil { // task handlers end with the server
 		logger.Warn("everything: task handlers still running at exit", "error", serr)
+	}
+	if terr := tel.shutdown(sctx); terr != nil { // the spans and metrics still buffered
+		logger.Warn("everything: OpenTelemetry export at exit", "error", terr)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		logger.Error("everything: server failed", "error", err)
