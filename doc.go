@@ -31,8 +31,14 @@
 //     whether the requesting client renders views.
 //   - [github.com/keelmcp/keel/agents] and [github.com/keelmcp/keel/aacp]:
 //     in-process agent coordination and reliable agent-to-agent messaging
-//     (aacp/sqlstore keeps its ledger in SQLite or PostgreSQL).
+//     (the module github.com/keelmcp/keel/aacp/sqlstore keeps its ledger in
+//     SQLite or PostgreSQL).
 //   - examples/: runnable starter servers, each a main package to copy.
+//
+// The database drivers and OpenTelemetry live in modules of their own
+// (aacp/sqlstore, postgres, otel; examples/everything and
+// examples/agentops too), so a program that imports only the packages
+// above has none of them in its module graph.
 //   - keel (this package): logging and configuration shared by all of the
 //     above.
 //
