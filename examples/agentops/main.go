@@ -3,8 +3,7 @@
 // with its data in SQLite or PostgreSQL.
 //
 // It is a module of its own (it imports the SQLite and PostgreSQL
-// drivers); from its directory,
-// examples/agentops:
+// drivers). From its directory, examples/agentops:
 //
 //	go run .                                      # SQLite file agentops.db in the working directory
 //	go run . -db /tmp/ops.db                      # another SQLite file

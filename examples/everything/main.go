@@ -20,8 +20,7 @@
 // extension of 2026-07-28).
 //
 // It is a module of its own (it imports the otel module and the
-// OpenTelemetry exporters); from its directory,
-// examples/everything:
+// OpenTelemetry exporters). From its directory, examples/everything:
 //
 //	go run .                                      # MCP over stdio
 //	go run . -http 127.0.0.1:3001                 # streamable HTTP at /mcp
@@ -29,7 +28,8 @@
 //	go run . -config everything.json              # with a configuration file
 //
 // Logs go to stderr as JSON lines (-v: debug level); on stdio, stdout
-// carries protocol messages only.
+// carries protocol messages only. With OTEL_EXPORTER_OTLP_ENDPOINT set,
+// spans and the MCP histograms are exported over OTLP/HTTP (telemetry.go).
 //
 // Over HTTP the server bounds what each peer (a client address; a token's
 // subject behind authentication) may hold, whatever names it gives
