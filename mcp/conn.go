@@ -190,7 +190,7 @@ func (c *conn) request(ctx context.Context, method string, params, result any, o
 		if result == nil {
 			return nil
 		}
-		if err := jsonv2.Unmarshal(m.Result, result); err != nil {
+		if err := jsonrpc.Unmarshal(m.Result, result); err != nil {
 			return fmt.Errorf("mcp: decoding %s result: %w", method, err)
 		}
 		return nil

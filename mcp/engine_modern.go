@@ -63,7 +63,7 @@ func (e modernEngine) encode(r *responder, v any) (any, error) {
 	}
 	if !ok {
 		var err error
-		if b, err = jsonv2.Marshal(v); err != nil {
+		if b, err = jsonrpc.Marshal(v); err != nil {
 			return nil, err
 		}
 	}

@@ -19,10 +19,35 @@ type (
 )
 
 func init() {
+	jsonrpc.RegisterFieldShaped(taggedTypes...)
 	jsonrpc.RegisterArshalers(
-		jsonv2.MarshalToFunc(func(enc *jsontext.Encoder, v wireMarshaler) error { return v.marshalWire(enc) }),
-		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v wireUnmarshaler) error { return v.unmarshalWire(dec) }))
+		jsonv2.JoinMarshalers(append(customMarshalers, taggedMarshalers...)...),
+		jsonv2.JoinUnmarshalers(append(customUnmarshalers, taggedUnmarshalers...)...))
 }
+
+// wireMarshal and wireUnmarshal make the arshalers of one type. They are
+// typed (not one arshaler for the interface): a value is then handed over
+// by its address, where the interface form would box it on every call.
+func wireMarshal[T any, P interface {
+	*T
+	wireMarshaler
+}]() *jsonv2.Marshalers {
+	return jsonv2.MarshalToFunc(func(enc *jsontext.Encoder, v P) error { return v.marshalWire(enc) })
+}
+
+func wireUnmarshal[T any, P interface {
+	*T
+	wireUnmarshaler
+}]() *jsonv2.Unmarshalers {
+	return jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v P) error { return v.unmarshalWire(dec) })
+}
+
+var (
+	customMarshalers = []*jsonv2.Marshalers{wireMarshal[Content](), wireMarshal[CompleteReference](),
+		wireMarshal[ElicitParams](), wireMarshal[SamplingContent](), wireMarshal[SamplingMessageContent]()}
+	customUnmarshalers = []*jsonv2.Unmarshalers{wireUnmarshal[Content](), wireUnmarshal[CompleteReference](),
+		wireUnmarshal[ElicitParams](), wireUnmarshal[SamplingContent](), wireUnmarshal[SamplingMessageContent]()}
+)
 
 // MarshalJSON returns the wire form of the block: only the members of its
 // Type, as keel writes it in a message.

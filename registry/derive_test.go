@@ -285,3 +285,24 @@ func TestCodecProbe(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, `{"d":1500}`, string(res.StructuredContent))
 }
+
+// A protocol type whose JSON methods only make encoding/json write its
+// tagged fields (mcp.Annotations, mcp.Icon) is described by its structure;
+// one with its own wire form (mcp.Content) is not.
+func TestDerivedSchemaOfProtocolTypes(t *testing.T) {
+	type out struct {
+		Annotations mcp.Annotations `json:"annotations"`
+		Icons       []mcp.Icon      `json:"icons"`
+		Block       mcp.Content     `json:"block"`
+	}
+	s, err := deriveSchema(reflect.TypeFor[out]())
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, jsonv2.Unmarshal(s, &m))
+	defs := m["$defs"].(map[string]any)
+	require.Contains(t, defs, "Annotations")
+	assert.Contains(t, defs["Annotations"].(map[string]any)["properties"], "audience")
+	require.Contains(t, defs, "Icon")
+	assert.Contains(t, defs["Icon"].(map[string]any)["properties"], "src")
+	assert.Equal(t, true, m["properties"].(map[string]any)["block"], "a content block's wire form is its own")
+}

@@ -1,6 +1,8 @@
 package jsonrpc
 
 import (
+	"reflect"
+
 	"github.com/go-json-experiment/json"
 )
 
@@ -13,7 +15,21 @@ var (
 	marshalers   []*json.Marshalers
 	unmarshalers []*json.Unmarshalers
 	options      json.Options = json.Deterministic(true)
+	fieldShaped               = map[reflect.Type]bool{}
 )
+
+// RegisterFieldShaped records types whose JSON methods write and read their
+// tagged fields as the codec does by default (the methods exist so that
+// encoding/json does the same): schema derivation may follow their Go
+// structure. Call it only from a package init function.
+func RegisterFieldShaped(types ...reflect.Type) {
+	for _, t := range types {
+		fieldShaped[t] = true
+	}
+}
+
+// FieldShaped reports whether t was registered with RegisterFieldShaped.
+func FieldShaped(t reflect.Type) bool { return fieldShaped[t] }
 
 // RegisterArshalers adds a package's marshalers and unmarshalers to the
 // codec. Call it only from a package init function.
