@@ -1,8 +1,6 @@
 package mcp
 
 import (
-	"reflect"
-
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -125,13 +123,6 @@ func (v *Annotations) unmarshalWire(dec *jsontext.Decoder) error {
 // UnmarshalJSON decodes v as keel's codec does.
 func (v *Annotations) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
 
-func (v *CallToolParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*callToolParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *CallToolParams) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
 func (v *CallToolResult) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*callToolResultFields)(v))
 }
@@ -146,26 +137,12 @@ func (v *CallToolResult) marshalWire(enc *jsontext.Encoder) error {
 // MarshalJSON returns the wire form of v, as keel writes it in a message.
 func (v CallToolResult) MarshalJSON() ([]byte, error) { return jsonrpc.Marshal(&v) }
 
-func (v *CancelTaskParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*cancelTaskParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *CancelTaskParams) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
 func (v *CancelTaskResult) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*cancelTaskResultFields)(v))
 }
 
 // UnmarshalJSON decodes v as keel's codec does.
 func (v *CancelTaskResult) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
-func (v *CancelledParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*cancelledParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *CancelledParams) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
 
 func (v *ClientCapabilities) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*clientCapabilitiesFields)(v))
@@ -204,13 +181,6 @@ func (v *CompleteContext) unmarshalWire(dec *jsontext.Decoder) error {
 // UnmarshalJSON decodes v as keel's codec does.
 func (v *CompleteContext) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
 
-func (v *CompleteParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*completeParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *CompleteParams) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
 func (v *CompleteResult) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*completeResultFields)(v))
 }
@@ -238,20 +208,6 @@ func (v *Completion) marshalWire(enc *jsontext.Encoder) error {
 
 // MarshalJSON returns the wire form of v, as keel writes it in a message.
 func (v Completion) MarshalJSON() ([]byte, error) { return jsonrpc.Marshal(&v) }
-
-func (v *CreateMessageParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*createMessageParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *CreateMessageParams) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
-func (v *CreateMessageParams) marshalWire(enc *jsontext.Encoder) error {
-	return jsonv2.MarshalEncode(enc, (*createMessageParamsFields)(v))
-}
-
-// MarshalJSON returns the wire form of v, as keel writes it in a message.
-func (v CreateMessageParams) MarshalJSON() ([]byte, error) { return jsonrpc.Marshal(&v) }
 
 func (v *CreateMessageResult) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*createMessageResultFields)(v))
@@ -302,15 +258,6 @@ func (v *ElicitationCapability) unmarshalWire(dec *jsontext.Decoder) error {
 // UnmarshalJSON decodes v as keel's codec does.
 func (v *ElicitationCapability) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
 
-func (v *ElicitationCompleteNotificationParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*elicitationCompleteNotificationParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *ElicitationCompleteNotificationParams) UnmarshalJSON(data []byte) error {
-	return jsonrpc.Unmarshal(data, v)
-}
-
 func (v *ElicitationSchema) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*elicitationSchemaFields)(v))
 }
@@ -346,13 +293,6 @@ func (v *EnumOption) unmarshalWire(dec *jsontext.Decoder) error {
 // UnmarshalJSON decodes v as keel's codec does.
 func (v *EnumOption) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
 
-func (v *GetPromptParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*getPromptParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *GetPromptParams) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
 func (v *GetPromptResult) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*getPromptResultFields)(v))
 }
@@ -366,20 +306,6 @@ func (v *GetPromptResult) marshalWire(enc *jsontext.Encoder) error {
 
 // MarshalJSON returns the wire form of v, as keel writes it in a message.
 func (v GetPromptResult) MarshalJSON() ([]byte, error) { return jsonrpc.Marshal(&v) }
-
-func (v *GetTaskParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*getTaskParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *GetTaskParams) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
-func (v *GetTaskPayloadParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*getTaskPayloadParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *GetTaskPayloadParams) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
 
 func (v *GetTaskResult) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*getTaskResultFields)(v))
@@ -401,13 +327,6 @@ func (v *Implementation) unmarshalWire(dec *jsontext.Decoder) error {
 
 // UnmarshalJSON decodes v as keel's codec does.
 func (v *Implementation) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
-func (v *InitializeParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*initializeParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *InitializeParams) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
 
 func (v *InitializeResult) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*initializeResultFields)(v))
@@ -523,22 +442,6 @@ func (v *ListToolsResult) marshalWire(enc *jsontext.Encoder) error {
 // MarshalJSON returns the wire form of v, as keel writes it in a message.
 func (v ListToolsResult) MarshalJSON() ([]byte, error) { return jsonrpc.Marshal(&v) }
 
-func (v *ListenParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*listenParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *ListenParams) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
-func (v *LoggingMessageNotificationParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*loggingMessageNotificationParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *LoggingMessageNotificationParams) UnmarshalJSON(data []byte) error {
-	return jsonrpc.Unmarshal(data, v)
-}
-
 func (v *MissingCapabilityData) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*missingCapabilityDataFields)(v))
 }
@@ -560,33 +463,12 @@ func (v *ModelPreferences) unmarshalWire(dec *jsontext.Decoder) error {
 // UnmarshalJSON decodes v as keel's codec does.
 func (v *ModelPreferences) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
 
-func (v *NotificationParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*notificationParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *NotificationParams) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
-func (v *PaginatedParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*paginatedParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *PaginatedParams) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
 func (v *PrimitiveSchema) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*primitiveSchemaFields)(v))
 }
 
 // UnmarshalJSON decodes v as keel's codec does.
 func (v *PrimitiveSchema) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
-func (v *ProgressParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*progressParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *ProgressParams) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
 
 func (v *Prompt) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*promptFields)(v))
@@ -609,13 +491,6 @@ func (v *PromptMessage) unmarshalWire(dec *jsontext.Decoder) error {
 // UnmarshalJSON decodes v as keel's codec does.
 func (v *PromptMessage) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
 
-func (v *ReadResourceParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*readResourceParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *ReadResourceParams) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
 func (v *ReadResourceResult) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*readResourceResultFields)(v))
 }
@@ -637,13 +512,6 @@ func (v *RelatedTaskMetadata) unmarshalWire(dec *jsontext.Decoder) error {
 // UnmarshalJSON decodes v as keel's codec does.
 func (v *RelatedTaskMetadata) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
 
-func (v *RequestParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*requestParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *RequestParams) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
 func (v *Resource) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*resourceFields)(v))
 }
@@ -664,15 +532,6 @@ func (v *ResourceTemplate) unmarshalWire(dec *jsontext.Decoder) error {
 
 // UnmarshalJSON decodes v as keel's codec does.
 func (v *ResourceTemplate) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
-func (v *ResourceUpdatedNotificationParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*resourceUpdatedNotificationParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *ResourceUpdatedNotificationParams) UnmarshalJSON(data []byte) error {
-	return jsonrpc.Unmarshal(data, v)
-}
 
 func (v *ResourcesCapability) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*resourcesCapabilityFields)(v))
@@ -723,42 +582,12 @@ func (v *ServerTasksCapability) unmarshalWire(dec *jsontext.Decoder) error {
 // UnmarshalJSON decodes v as keel's codec does.
 func (v *ServerTasksCapability) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
 
-func (v *SetLevelParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*setLevelParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *SetLevelParams) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
 func (v *StructuredError) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*structuredErrorFields)(v))
 }
 
 // UnmarshalJSON decodes v as keel's codec does.
 func (v *StructuredError) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
-func (v *SubscribeParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*subscribeParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *SubscribeParams) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
-func (v *SubscriptionAcknowledgedParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*subscriptionAcknowledgedParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *SubscriptionAcknowledgedParams) UnmarshalJSON(data []byte) error {
-	return jsonrpc.Unmarshal(data, v)
-}
-
-func (v *SubscriptionAcknowledgedParams) marshalWire(enc *jsontext.Encoder) error {
-	return jsonv2.MarshalEncode(enc, (*subscriptionAcknowledgedParamsFields)(v))
-}
-
-// MarshalJSON returns the wire form of v, as keel writes it in a message.
-func (v SubscriptionAcknowledgedParams) MarshalJSON() ([]byte, error) { return jsonrpc.Marshal(&v) }
 
 func (v *SubscriptionFilter) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*subscriptionFilterFields)(v))
@@ -788,28 +617,12 @@ func (v *TaskMetadata) unmarshalWire(dec *jsontext.Decoder) error {
 // UnmarshalJSON decodes v as keel's codec does.
 func (v *TaskMetadata) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
 
-func (v *TaskNotificationParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*taskNotificationParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *TaskNotificationParams) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
 func (v *TaskRequestsCapability) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*taskRequestsCapabilityFields)(v))
 }
 
 // UnmarshalJSON decodes v as keel's codec does.
 func (v *TaskRequestsCapability) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
-func (v *TaskStatusNotificationParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*taskStatusNotificationParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *TaskStatusNotificationParams) UnmarshalJSON(data []byte) error {
-	return jsonrpc.Unmarshal(data, v)
-}
 
 func (v *Tool) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*toolFields)(v))
@@ -862,13 +675,6 @@ func (v *URLElicitationRequiredData) marshalWire(enc *jsontext.Encoder) error {
 // MarshalJSON returns the wire form of v, as keel writes it in a message.
 func (v URLElicitationRequiredData) MarshalJSON() ([]byte, error) { return jsonrpc.Marshal(&v) }
 
-func (v *UnsubscribeParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*unsubscribeParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *UnsubscribeParams) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
 func (v *UnsupportedVersionData) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*unsupportedVersionDataFields)(v))
 }
@@ -882,231 +688,3 @@ func (v *UnsupportedVersionData) marshalWire(enc *jsontext.Encoder) error {
 
 // MarshalJSON returns the wire form of v, as keel writes it in a message.
 func (v UnsupportedVersionData) MarshalJSON() ([]byte, error) { return jsonrpc.Marshal(&v) }
-
-func (v *UpdateTaskParams) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*updateTaskParamsFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *UpdateTaskParams) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
-func (v *UpdateTaskParams) marshalWire(enc *jsontext.Encoder) error {
-	return jsonv2.MarshalEncode(enc, (*updateTaskParamsFields)(v))
-}
-
-// MarshalJSON returns the wire form of v, as keel writes it in a message.
-func (v UpdateTaskParams) MarshalJSON() ([]byte, error) { return jsonrpc.Marshal(&v) }
-
-// taggedMarshalers and taggedUnmarshalers are the arshalers of the types
-// above, registered with keel's codec.
-var (
-	taggedMarshalers = []*jsonv2.Marshalers{
-		wireMarshal[CallToolResult](),
-		wireMarshal[CompleteResult](),
-		wireMarshal[Completion](),
-		wireMarshal[CreateMessageParams](),
-		wireMarshal[DiscoverResult](),
-		wireMarshal[ElicitationSchema](),
-		wireMarshal[GetPromptResult](),
-		wireMarshal[ListPromptsResult](),
-		wireMarshal[ListResourceTemplatesResult](),
-		wireMarshal[ListResourcesResult](),
-		wireMarshal[ListRootsResult](),
-		wireMarshal[ListTasksResult](),
-		wireMarshal[ListToolsResult](),
-		wireMarshal[ReadResourceResult](),
-		wireMarshal[SubscriptionAcknowledgedParams](),
-		wireMarshal[URLElicitationRequiredData](),
-		wireMarshal[UnsupportedVersionData](),
-		wireMarshal[UpdateTaskParams](),
-	}
-	taggedUnmarshalers = []*jsonv2.Unmarshalers{
-		wireUnmarshal[Annotations](),
-		wireUnmarshal[CallToolParams](),
-		wireUnmarshal[CallToolResult](),
-		wireUnmarshal[CancelTaskParams](),
-		wireUnmarshal[CancelTaskResult](),
-		wireUnmarshal[CancelledParams](),
-		wireUnmarshal[ClientCapabilities](),
-		wireUnmarshal[ClientTaskRequestsCapability](),
-		wireUnmarshal[ClientTasksCapability](),
-		wireUnmarshal[CompleteArgument](),
-		wireUnmarshal[CompleteContext](),
-		wireUnmarshal[CompleteParams](),
-		wireUnmarshal[CompleteResult](),
-		wireUnmarshal[Completion](),
-		wireUnmarshal[CreateMessageParams](),
-		wireUnmarshal[CreateMessageResult](),
-		wireUnmarshal[CreateTaskResult](),
-		wireUnmarshal[DetailedTask](),
-		wireUnmarshal[DiscoverResult](),
-		wireUnmarshal[ElicitResult](),
-		wireUnmarshal[ElicitationCapability](),
-		wireUnmarshal[ElicitationCompleteNotificationParams](),
-		wireUnmarshal[ElicitationSchema](),
-		wireUnmarshal[EmptyResult](),
-		wireUnmarshal[EnumItems](),
-		wireUnmarshal[EnumOption](),
-		wireUnmarshal[GetPromptParams](),
-		wireUnmarshal[GetPromptResult](),
-		wireUnmarshal[GetTaskParams](),
-		wireUnmarshal[GetTaskPayloadParams](),
-		wireUnmarshal[GetTaskResult](),
-		wireUnmarshal[Icon](),
-		wireUnmarshal[Implementation](),
-		wireUnmarshal[InitializeParams](),
-		wireUnmarshal[InitializeResult](),
-		wireUnmarshal[InputRequest](),
-		wireUnmarshal[InputRequiredResult](),
-		wireUnmarshal[ListChangedCapability](),
-		wireUnmarshal[ListPromptsResult](),
-		wireUnmarshal[ListResourceTemplatesResult](),
-		wireUnmarshal[ListResourcesResult](),
-		wireUnmarshal[ListRootsResult](),
-		wireUnmarshal[ListTasksResult](),
-		wireUnmarshal[ListToolsResult](),
-		wireUnmarshal[ListenParams](),
-		wireUnmarshal[LoggingMessageNotificationParams](),
-		wireUnmarshal[MissingCapabilityData](),
-		wireUnmarshal[ModelHint](),
-		wireUnmarshal[ModelPreferences](),
-		wireUnmarshal[NotificationParams](),
-		wireUnmarshal[PaginatedParams](),
-		wireUnmarshal[PrimitiveSchema](),
-		wireUnmarshal[ProgressParams](),
-		wireUnmarshal[Prompt](),
-		wireUnmarshal[PromptArgument](),
-		wireUnmarshal[PromptMessage](),
-		wireUnmarshal[ReadResourceParams](),
-		wireUnmarshal[ReadResourceResult](),
-		wireUnmarshal[RelatedTaskMetadata](),
-		wireUnmarshal[RequestParams](),
-		wireUnmarshal[Resource](),
-		wireUnmarshal[ResourceContents](),
-		wireUnmarshal[ResourceTemplate](),
-		wireUnmarshal[ResourceUpdatedNotificationParams](),
-		wireUnmarshal[ResourcesCapability](),
-		wireUnmarshal[Root](),
-		wireUnmarshal[RootsCapability](),
-		wireUnmarshal[SamplingCapability](),
-		wireUnmarshal[SamplingMessage](),
-		wireUnmarshal[ServerCapabilities](),
-		wireUnmarshal[ServerTasksCapability](),
-		wireUnmarshal[SetLevelParams](),
-		wireUnmarshal[StructuredError](),
-		wireUnmarshal[SubscribeParams](),
-		wireUnmarshal[SubscriptionAcknowledgedParams](),
-		wireUnmarshal[SubscriptionFilter](),
-		wireUnmarshal[TaskCreatedResult](),
-		wireUnmarshal[TaskError](),
-		wireUnmarshal[TaskMetadata](),
-		wireUnmarshal[TaskNotificationParams](),
-		wireUnmarshal[TaskRequestsCapability](),
-		wireUnmarshal[TaskStatusNotificationParams](),
-		wireUnmarshal[Tool](),
-		wireUnmarshal[ToolAnnotations](),
-		wireUnmarshal[ToolChoice](),
-		wireUnmarshal[ToolExecution](),
-		wireUnmarshal[ToolTaskRequests](),
-		wireUnmarshal[URLElicitationRequiredData](),
-		wireUnmarshal[UnsubscribeParams](),
-		wireUnmarshal[UnsupportedVersionData](),
-		wireUnmarshal[UpdateTaskParams](),
-	}
-)
-
-// taggedTypes are the types above: their JSON is their tagged fields, so a
-// schema derived from a Go type that holds one follows its structure.
-var taggedTypes = []reflect.Type{
-	reflect.TypeFor[Annotations](),
-	reflect.TypeFor[CallToolParams](),
-	reflect.TypeFor[CallToolResult](),
-	reflect.TypeFor[CancelTaskParams](),
-	reflect.TypeFor[CancelTaskResult](),
-	reflect.TypeFor[CancelledParams](),
-	reflect.TypeFor[ClientCapabilities](),
-	reflect.TypeFor[ClientTaskRequestsCapability](),
-	reflect.TypeFor[ClientTasksCapability](),
-	reflect.TypeFor[CompleteArgument](),
-	reflect.TypeFor[CompleteContext](),
-	reflect.TypeFor[CompleteParams](),
-	reflect.TypeFor[CompleteResult](),
-	reflect.TypeFor[Completion](),
-	reflect.TypeFor[CreateMessageParams](),
-	reflect.TypeFor[CreateMessageResult](),
-	reflect.TypeFor[CreateTaskResult](),
-	reflect.TypeFor[DetailedTask](),
-	reflect.TypeFor[DiscoverResult](),
-	reflect.TypeFor[ElicitResult](),
-	reflect.TypeFor[ElicitationCapability](),
-	reflect.TypeFor[ElicitationCompleteNotificationParams](),
-	reflect.TypeFor[ElicitationSchema](),
-	reflect.TypeFor[EmptyResult](),
-	reflect.TypeFor[EnumItems](),
-	reflect.TypeFor[EnumOption](),
-	reflect.TypeFor[GetPromptParams](),
-	reflect.TypeFor[GetPromptResult](),
-	reflect.TypeFor[GetTaskParams](),
-	reflect.TypeFor[GetTaskPayloadParams](),
-	reflect.TypeFor[GetTaskResult](),
-	reflect.TypeFor[Icon](),
-	reflect.TypeFor[Implementation](),
-	reflect.TypeFor[InitializeParams](),
-	reflect.TypeFor[InitializeResult](),
-	reflect.TypeFor[InputRequest](),
-	reflect.TypeFor[InputRequiredResult](),
-	reflect.TypeFor[ListChangedCapability](),
-	reflect.TypeFor[ListPromptsResult](),
-	reflect.TypeFor[ListResourceTemplatesResult](),
-	reflect.TypeFor[ListResourcesResult](),
-	reflect.TypeFor[ListRootsResult](),
-	reflect.TypeFor[ListTasksResult](),
-	reflect.TypeFor[ListToolsResult](),
-	reflect.TypeFor[ListenParams](),
-	reflect.TypeFor[LoggingMessageNotificationParams](),
-	reflect.TypeFor[MissingCapabilityData](),
-	reflect.TypeFor[ModelHint](),
-	reflect.TypeFor[ModelPreferences](),
-	reflect.TypeFor[NotificationParams](),
-	reflect.TypeFor[PaginatedParams](),
-	reflect.TypeFor[PrimitiveSchema](),
-	reflect.TypeFor[ProgressParams](),
-	reflect.TypeFor[Prompt](),
-	reflect.TypeFor[PromptArgument](),
-	reflect.TypeFor[PromptMessage](),
-	reflect.TypeFor[ReadResourceParams](),
-	reflect.TypeFor[ReadResourceResult](),
-	reflect.TypeFor[RelatedTaskMetadata](),
-	reflect.TypeFor[RequestParams](),
-	reflect.TypeFor[Resource](),
-	reflect.TypeFor[ResourceContents](),
-	reflect.TypeFor[ResourceTemplate](),
-	reflect.TypeFor[ResourceUpdatedNotificationParams](),
-	reflect.TypeFor[ResourcesCapability](),
-	reflect.TypeFor[Root](),
-	reflect.TypeFor[RootsCapability](),
-	reflect.TypeFor[SamplingCapability](),
-	reflect.TypeFor[SamplingMessage](),
-	reflect.TypeFor[ServerCapabilities](),
-	reflect.TypeFor[ServerTasksCapability](),
-	reflect.TypeFor[SetLevelParams](),
-	reflect.TypeFor[StructuredError](),
-	reflect.TypeFor[SubscribeParams](),
-	reflect.TypeFor[SubscriptionAcknowledgedParams](),
-	reflect.TypeFor[SubscriptionFilter](),
-	reflect.TypeFor[TaskCreatedResult](),
-	reflect.TypeFor[TaskError](),
-	reflect.TypeFor[TaskMetadata](),
-	reflect.TypeFor[TaskNotificationParams](),
-	reflect.TypeFor[TaskRequestsCapability](),
-	reflect.TypeFor[TaskStatusNotificationParams](),
-	reflect.TypeFor[Tool](),
-	reflect.TypeFor[ToolAnnotations](),
-	reflect.TypeFor[ToolChoice](),
-	reflect.TypeFor[ToolExecution](),
-	reflect.TypeFor[ToolTaskRequests](),
-	reflect.TypeFor[URLElicitationRequiredData](),
-	reflect.TypeFor[UnsubscribeParams](),
-	reflect.TypeFor[UnsupportedVersionData](),
-	reflect.TypeFor[UpdateTaskParams](),
-}
