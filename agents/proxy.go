@@ -47,7 +47,7 @@ func AgentProxyTool(c *Coordinator) (*mcp.Tool, registry.ToolHandler) {
 	def := &mcp.Tool{
 		Name:        DefaultAgentProxyName,
 		Description: "Forwards message to the agent targetAgentId and returns the agent's response.",
-		InputSchema: json.RawMessage(jsontext.Value(AgentProxySchema)),
+		InputSchema: json.RawMessage(AgentProxySchema),
 	}
 	return def, func(ctx context.Context, call *mcp.ToolCall, args json.RawMessage) (*mcp.CallToolResult, error) {
 		target, msg, se := decodeProxyArgs(jsontext.Value(args))

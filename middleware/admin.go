@@ -98,7 +98,7 @@ type ToolType func(name, description string) (*mcp.Tool, registry.ToolHandler)
 // holding message (read-only).
 func EchoToolType(name, description string) (*mcp.Tool, registry.ToolHandler) {
 	ro := true
-	def := &mcp.Tool{Name: name, Description: description, InputSchema: json.RawMessage(jsontext.Value(EchoSchema)),
+	def := &mcp.Tool{Name: name, Description: description, InputSchema: json.RawMessage(EchoSchema),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: &ro}}
 	return def, func(_ context.Context, _ *mcp.ToolCall, args json.RawMessage) (*mcp.CallToolResult, error) {
 		var in struct {
@@ -118,7 +118,7 @@ func HealthToolType(opts *HealthOptions) ToolType {
 	o := healthDefaults(opts)
 	return func(name, description string) (*mcp.Tool, registry.ToolHandler) {
 		ro := true
-		def := &mcp.Tool{Name: name, Description: description, InputSchema: json.RawMessage(jsontext.Value(HealthSchema)),
+		def := &mcp.Tool{Name: name, Description: description, InputSchema: json.RawMessage(HealthSchema),
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: &ro}}
 		return def, func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) {
 			b, err := jsonv2.Marshal(o.report(), jsonv2.Deterministic(true))
@@ -411,7 +411,7 @@ func (a *Admin) addTools() error {
 	}
 	for _, t := range tools {
 		internal := registryName(t.wire)
-		def := &mcp.Tool{Name: internal, Description: t.desc, InputSchema: json.RawMessage(jsontext.Value(t.in)), OutputSchema: json.RawMessage(jsontext.Value(t.out)), Annotations: t.ann}
+		def := &mcp.Tool{Name: internal, Description: t.desc, InputSchema: json.RawMessage(t.in), OutputSchema: json.RawMessage(t.out), Annotations: t.ann}
 		if err := a.side.AddTool(def, t.h, &registry.ToolOptions{Module: "admin"}); err != nil {
 			return fmt.Errorf("middleware: NewAdmin: %w", err)
 		}
