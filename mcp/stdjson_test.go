@@ -1,12 +1,14 @@
 package mcp_test
 
 import (
+	"encoding/json"
 	"reflect"
-	"sort"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/stdjsontest"
 	"github.com/keelmcp/keel/mcp"
 )
@@ -126,21 +128,10 @@ var stdJSONOverrides = map[reflect.Type]any{
 		RequestedSchema: []byte(`{"type":"object","properties":{"n":{"type":"string"}}}`), Meta: mcp.Meta{"k": 1.5}},
 }
 
-func typeName(v any) string { return reflect.TypeOf(v).Name() }
-
 // TestStandardJSONTypes encodes every exported type, as its zero value and
 // with every field set, with encoding/json and with keel's codec, and
 // requires the same bytes and the same decoded values.
-func TestStandardJSONTypes(t *testing.T) {
-	for _, zero := range stdJSONTypes {
-		t.Run(typeName(zero)+"/zero", func(t *testing.T) {
-			stdjsontest.Check(t, zero)
-		})
-		t.Run(typeName(zero)+"/filled", func(t *testing.T) {
-			stdjsontest.Check(t, stdjsontest.FilledValue(reflect.TypeOf(zero), stdJSONOverrides))
-		})
-	}
-}
+func TestStandardJSONTypes(t *testing.T) { stdjsontest.CheckAll(t, stdJSONTypes, stdJSONOverrides) }
 
 // TestStandardJSONVocabulary runs the same comparison over the schema
 // vocabulary's values: one realistic value of every protocol shape, each
@@ -155,11 +146,40 @@ func TestStandardJSONVocabulary(t *testing.T) {
 
 // TestStandardJSONCoversEveryType requires stdJSONTypes to list every
 // exported type of the package that has a JSON form.
-func TestStandardJSONCoversEveryType(t *testing.T) {
-	var listed []string
-	for _, v := range stdJSONTypes {
-		listed = append(listed, typeName(v))
+func TestStandardJSONCoversEveryType(t *testing.T) { stdjsontest.RequireCovers(t, ".", stdJSONTypes) }
+
+// TestStandardJSONDecodesStrictly feeds encoding/json the inputs keel's
+// codec refuses or reads differently from a case-insensitive decoder: both
+// must refuse the same inputs and read the others to the same value, so a
+// check written with encoding/json cannot be smuggled past.
+func TestStandardJSONDecodesStrictly(t *testing.T) {
+	cases := []struct {
+		name    string
+		typ     reflect.Type
+		in      string
+		refused bool
+	}{
+		{"duplicate member", reflect.TypeFor[mcp.CallToolParams](), `{"name":"a","name":"b"}`, true},
+		{"duplicate member in _meta", reflect.TypeFor[mcp.CallToolParams](), `{"name":"a","_meta":{"k":1,"k":2}}`, true},
+		{"duplicate member in a content block", reflect.TypeFor[mcp.CallToolResult](), `{"content":[{"type":"text","text":"a","text":"b"}]}`, true},
+		{"invalid UTF-8", reflect.TypeFor[mcp.Tool](), "{\"name\":\"\xff\",\"inputSchema\":{}}", true},
+		{"member name in another case", reflect.TypeFor[mcp.ReadResourceParams](), `{"uri":"file:///ok","URI":"file:///etc/passwd"}`, false},
+		{"only a member name in another case", reflect.TypeFor[mcp.GetPromptParams](), `{"Name":"admin"}`, false},
+		{"content block without its text", reflect.TypeFor[mcp.Content](), `{"type":"text"}`, true},
 	}
-	sort.Strings(listed)
-	require.Equal(t, stdjsontest.WireTypes(t, "."), listed)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			viaKeel, viaStd := reflect.New(tc.typ), reflect.New(tc.typ)
+			keelErr := jsonrpc.Unmarshal([]byte(tc.in), viaKeel.Interface())
+			stdErr := json.Unmarshal([]byte(tc.in), viaStd.Interface())
+			if tc.refused {
+				require.Error(t, keelErr)
+				require.Error(t, stdErr, "encoding/json must refuse what keel refuses")
+				return
+			}
+			require.NoError(t, keelErr)
+			require.NoError(t, stdErr)
+			assert.Equal(t, viaKeel.Elem().Interface(), viaStd.Elem().Interface())
+		})
+	}
 }

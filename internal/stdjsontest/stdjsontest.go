@@ -212,3 +212,28 @@ func recvName(e ast.Expr) string {
 	}
 	return ""
 }
+
+// CheckAll runs Check, as a subtest per type, over each value of zeros (the
+// zero values of a package's types) and over the same type with every field
+// set (Filled, with overrides).
+func CheckAll(t *testing.T, zeros []any, overrides map[reflect.Type]any) {
+	t.Helper()
+	for _, zero := range zeros {
+		typ := reflect.TypeOf(zero)
+		t.Run(typ.Name()+"/zero", func(t *testing.T) { Check(t, zero) })
+		t.Run(typ.Name()+"/filled", func(t *testing.T) { Check(t, FilledValue(typ, overrides)) })
+	}
+}
+
+// RequireCovers requires zeros to hold exactly one value of each type
+// WireTypes finds in dir, so that a type added to the package without a
+// row in its table fails the test.
+func RequireCovers(t *testing.T, dir string, zeros []any) {
+	t.Helper()
+	listed := make([]string, 0, len(zeros))
+	for _, v := range zeros {
+		listed = append(listed, reflect.TypeOf(v).Name())
+	}
+	sort.Strings(listed)
+	require.Equal(t, WireTypes(t, dir), listed)
+}
