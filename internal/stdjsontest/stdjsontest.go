@@ -7,6 +7,7 @@ package stdjsontest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -17,47 +18,57 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
 )
 
-// Check encodes v (a value, not a pointer) with keel's codec and with
-// encoding/json and requires the same bytes (encoding/json escapes <, > and
-// & for HTML; the comparison applies the same escaping to keel's bytes).
-// A value keel's codec refuses must be refused by encoding/json too.
-// It then decodes keel's bytes with both codecs into fresh values of v's
-// type, requires them equal, and requires that each encodes back to the
-// same bytes.
+// Check requires Compare(v) to find no difference.
 func Check(t *testing.T, v any) {
 	t.Helper()
-	keel, err := jsonrpc.Marshal(v)
+	require.NoError(t, Compare(v))
+}
+
+// Compare encodes v (a value, not a pointer) with keel's codec and with
+// encoding/json and reports the first difference: other bytes
+// (encoding/json escapes <, > and & for HTML; the comparison applies the
+// same escaping to keel's bytes), a value one refuses and the other does
+// not, or, decoding keel's bytes with both into fresh values of v's type,
+// values that differ or do not encode back to the same bytes.
+func Compare(v any) error {
+	keel, keelErr := jsonrpc.Marshal(v)
 	std, stdErr := json.Marshal(v)
-	if err != nil {
-		// A value keel refuses to encode (a content block of no known
-		// type) is refused by encoding/json too.
-		require.Error(t, stdErr, "keel refuses %#v (%v); encoding/json must too", v, err)
-		return
+	switch {
+	case keelErr != nil && stdErr != nil:
+		return nil // refused by both (a content block of no known type)
+	case keelErr != nil:
+		return fmt.Errorf("keel refuses %#v (%v); encoding/json writes %s", v, keelErr, std)
+	case stdErr != nil:
+		return fmt.Errorf("encoding/json refuses %#v (%v); keel writes %s", v, stdErr, keel)
 	}
-	require.NoError(t, stdErr, "encoding/json")
 	var esc bytes.Buffer
 	json.HTMLEscape(&esc, keel)
-	require.Equal(t, esc.String(), string(std), "encoding/json must write keel's wire form")
-
+	if esc.String() != string(std) {
+		return fmt.Errorf("%T: encoding/json writes\n\t%s\nkeel writes\n\t%s", v, std, esc.Bytes())
+	}
 	typ := reflect.TypeOf(v)
-	viaKeel := reflect.New(typ)
-	require.NoError(t, jsonrpc.Unmarshal(keel, viaKeel.Interface()), "keel codec decode of %s", keel)
-	viaStd := reflect.New(typ)
-	require.NoError(t, json.Unmarshal(keel, viaStd.Interface()), "encoding/json decode of %s", keel)
-	assert.Equal(t, viaKeel.Elem().Interface(), viaStd.Elem().Interface(), "both codecs decode %s to the same value", keel)
-
-	again, err := jsonrpc.Marshal(viaStd.Elem().Interface())
-	require.NoError(t, err)
-	assert.Equal(t, string(keel), string(again), "what encoding/json decoded encodes back to the same bytes")
-	again, err = json.Marshal(viaKeel.Elem().Interface())
-	require.NoError(t, err)
-	assert.Equal(t, string(std), string(again), "what keel decoded encodes back to the same bytes with encoding/json")
+	viaKeel, viaStd := reflect.New(typ), reflect.New(typ)
+	if err := jsonrpc.Unmarshal(keel, viaKeel.Interface()); err != nil {
+		return fmt.Errorf("keel cannot decode its own %s: %w", keel, err)
+	}
+	if err := json.Unmarshal(keel, viaStd.Interface()); err != nil {
+		return fmt.Errorf("encoding/json cannot decode keel's %s: %w", keel, err)
+	}
+	if !reflect.DeepEqual(viaKeel.Elem().Interface(), viaStd.Elem().Interface()) {
+		return fmt.Errorf("%s decodes to\n\t%#v with keel and\n\t%#v with encoding/json", keel, viaKeel.Elem().Interface(), viaStd.Elem().Interface())
+	}
+	if again, err := jsonrpc.Marshal(viaStd.Elem().Interface()); err != nil || string(again) != string(keel) {
+		return fmt.Errorf("what encoding/json decoded from %s encodes back to %s (%v)", keel, again, err)
+	}
+	if again, err := json.Marshal(viaKeel.Elem().Interface()); err != nil || string(again) != string(std) {
+		return fmt.Errorf("what keel decoded from %s encodes back with encoding/json to %s (%v)", keel, again, err)
+	}
+	return nil
 }
 
 // Filled returns a value of type T with every exported field set (recursing
