@@ -142,8 +142,8 @@ func (s *keySet) match(k string) bool {
 // kind; other key kinds are stringified), slices and arrays, structs (their
 // exported fields, under their `json` tag names, embedded structs flattened,
 // "-" fields skipped), pointers and interfaces, slog.LogValuer values
-// (resolved first) and raw JSON (jsontext.Value, json.RawMessage: member names
-// are matched, numbers kept as written).
+// (resolved first) and raw JSON (json.RawMessage, or the same bytes under another named type: member
+// names are matched, numbers kept as written).
 //
 // Redact is copy-on-write: v itself is never modified. When nothing needs
 // redacting, v is returned as is; otherwise the changed parts come back as

@@ -2,12 +2,11 @@ package aacp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"sync/atomic"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/agents"
 	"github.com/keelmcp/keel/mcp"
@@ -29,7 +28,7 @@ const (
 //
 // Reliable messages reach the agent's handler as an agents.Message whose
 // Type is the message type ("REQUEST" or "EVENT"), whose Payload is the raw
-// JSON payload (a jsontext.Value) and whose Meta carries the envelope's ids
+// JSON payload (a json.RawMessage) and whose Meta carries the envelope's ids
 // (MetaMessageID, MetaRequestID, MetaSeq). They are processed in the
 // agent's queue like any other message, one at a time. The handler's
 // result is recorded in the ledger even when it arrives after the caller
@@ -79,7 +78,7 @@ func (c *Coordinator) SendReliable(ctx context.Context, targetID string, payload
 // SendRequest sends payload to targetID as a REQUEST and returns the
 // handler's result (see Node.SendRequest: a *FailedError, or an
 // *UnknownOutcomeError when ctx ends first).
-func (c *Coordinator) SendRequest(ctx context.Context, targetID string, payload any, opts ...SendOption) (jsontext.Value, error) {
+func (c *Coordinator) SendRequest(ctx context.Context, targetID string, payload any, opts ...SendOption) (json.RawMessage, error) {
 	return c.node.SendRequest(ctx, c.source(ctx), targetID, payload, opts...)
 }
 

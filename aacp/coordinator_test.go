@@ -2,12 +2,12 @@ package aacp
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -72,7 +72,7 @@ func TestCoordinatorSendRequest(t *testing.T) {
 	assert.True(t, IsUUIDv4(seen[0].Meta[MetaRequestID]))
 	assert.True(t, IsUUIDv4(seen[0].Meta[MetaMessageID]))
 	assert.Equal(t, "1", seen[0].Meta[MetaSeq])
-	_, isRaw := seen[0].Payload.(jsontext.Value)
+	_, isRaw := seen[0].Payload.(json.RawMessage)
 	assert.True(t, isRaw, "the payload reaches the handler as raw JSON")
 	mu.Unlock()
 	state, _ := c.State("adder")
@@ -174,7 +174,7 @@ func TestCoordinatorAgentRegisteredLater(t *testing.T) {
 	require.NoError(t, err)
 	var got atomic.Value
 	require.NoError(t, c.Register("late", func(ctx context.Context, msg agents.Message, ac *agents.AgentContext) (any, error) {
-		got.Store(string(msg.Payload.(jsontext.Value)))
+		got.Store(string(msg.Payload.(json.RawMessage)))
 		return nil, nil
 	}, nil))
 	require.Eventually(t, func() bool {

@@ -1,6 +1,7 @@
 package aacp
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -56,11 +57,11 @@ func TestNodeDeadLetters(t *testing.T) {
 // the payload against MaxPayloadBytes first.
 func TestEnvelopeSizeBound(t *testing.T) {
 	env := &Envelope{MessageID: newUUID(), SourceAgentID: "a", TargetAgentID: "b", Seq: 1, MessageType: MessageEvent,
-		Timestamp: newFakeClock().Now(), Payload: jsontext.Value(`"` + strings.Repeat("x", MaxEnvelopeBytes) + `"`)}
+		Timestamp: newFakeClock().Now(), Payload: json.RawMessage(`"` + strings.Repeat("x", MaxEnvelopeBytes) + `"`)}
 	_, err := EncodeEnvelope(env)
 	require.ErrorIs(t, err, ErrPayloadTooLarge)
 	require.ErrorIs(t, err, ErrInvalidEnvelope)
-	env.Payload = jsontext.Value(`"` + strings.Repeat("x", MaxPayloadBytes-2) + `"`)
+	env.Payload = json.RawMessage(`"` + strings.Repeat("x", MaxPayloadBytes-2) + `"`)
 	b, err := EncodeEnvelope(env)
 	require.NoError(t, err, "the largest payload a send accepts fits an envelope")
 	_, err = DecodeEnvelope(b)

@@ -11,7 +11,7 @@ import (
 )
 
 // Handler processes the REQUESTs and EVENTs addressed to one agent. Its
-// result (any JSON-encodable value; a jsontext.Value is used as is) becomes
+// result (any JSON-encodable value; a json.RawMessage is used as is) becomes
 // the RESPONSE payload's result; an error fails the attempt (see
 // RetryPolicy). Handlers must be idempotent: after a crash, a request that
 // had not been recorded as resolved runs again: handlers must be

@@ -1,13 +1,14 @@
 package aacp
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"time"
 	"unicode/utf8"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
@@ -77,21 +78,21 @@ func checkSize(what string, n, limit int) error {
 // source→target pair from 1 upwards; Ack acknowledges, cumulatively, the
 // messages of the opposite direction (target→source) received so far.
 type Envelope struct {
-	MessageID     string         `json:"messageId"`
-	RequestID     string         `json:"requestId,omitempty"`
-	SourceAgentID string         `json:"sourceAgentId"`
-	TargetAgentID string         `json:"targetAgentId"`
-	Seq           uint64         `json:"seq"`
-	Ack           uint64         `json:"ack,omitzero"`
-	MessageType   MessageType    `json:"messageType"`
-	Timestamp     time.Time      `json:"timestamp"`
-	Payload       jsontext.Value `json:"payload"`
+	MessageID     string          `json:"messageId"`
+	RequestID     string          `json:"requestId,omitempty"`
+	SourceAgentID string          `json:"sourceAgentId"`
+	TargetAgentID string          `json:"targetAgentId"`
+	Seq           uint64          `json:"seq"`
+	Ack           uint64          `json:"ack,omitzero"`
+	MessageType   MessageType     `json:"messageType"`
+	Timestamp     time.Time       `json:"timestamp"`
+	Payload       json.RawMessage `json:"payload"`
 }
 
 // Decode decodes the payload into v (a pointer) with the strict options of
 // the envelope codec.
 func (e *Envelope) Decode(v any) error {
-	return json.Unmarshal(e.Payload, v, strictOptions)
+	return jsonv2.Unmarshal(e.Payload, v, strictOptions)
 }
 
 // ErrInvalidEnvelope is matched by every error of EncodeEnvelope,
@@ -129,8 +130,8 @@ func envErr(field, reason string) error { return &EnvelopeError{Field: field, Re
 // strictOptions are the decode options of the codec: unknown members are
 // rejected; json v2 already matches names case-sensitively, rejects
 // duplicate names and invalid UTF-8.
-var strictOptions = json.JoinOptions(
-	json.RejectUnknownMembers(true),
+var strictOptions = jsonv2.JoinOptions(
+	jsonv2.RejectUnknownMembers(true),
 	jsontext.AllowDuplicateNames(false),
 	jsontext.AllowInvalidUTF8(false),
 )
@@ -196,12 +197,12 @@ func EncodeEnvelope(env *Envelope) ([]byte, error) {
 	if err := env.Validate(); err != nil {
 		return nil, err
 	}
-	if !env.Payload.IsValid() {
+	if !jsontext.Value(env.Payload).IsValid() {
 		return nil, envErr("payload", "not valid JSON")
 	}
 	w := *env
 	w.Timestamp = w.Timestamp.UTC()
-	b, err := json.Marshal(&w, json.Deterministic(true))
+	b, err := jsonv2.Marshal(&w, jsonv2.Deterministic(true))
 	if err != nil {
 		return nil, envErr("", err.Error())
 	}
@@ -224,7 +225,7 @@ func DecodeEnvelope(data []byte) (*Envelope, error) {
 		return nil, envErr("", fmt.Sprintf("nesting deeper than %d", MaxEnvelopeDepth))
 	}
 	var env Envelope
-	if err := json.Unmarshal(data, &env, strictOptions); err != nil {
+	if err := jsonv2.Unmarshal(data, &env, strictOptions); err != nil {
 		return nil, envErr(decodeField(err), decodeReason(err))
 	}
 	if len(env.Payload) == 0 {
@@ -238,7 +239,7 @@ func DecodeEnvelope(data []byte) (*Envelope, error) {
 }
 
 func decodeField(err error) string {
-	var se *json.SemanticError
+	var se *jsonv2.SemanticError
 	if errors.As(err, &se) && se.JSONPointer != "" {
 		return string(se.JSONPointer)[1:]
 	}
@@ -249,7 +250,7 @@ func decodeField(err error) string {
 // own messages vary on purpose from process to process).
 func decodeReason(err error) string {
 	switch {
-	case errors.Is(err, json.ErrUnknownName):
+	case errors.Is(err, jsonv2.ErrUnknownName):
 		return "unknown member"
 	case errors.Is(err, jsontext.ErrDuplicateName):
 		return "duplicate member name"
@@ -258,7 +259,7 @@ func decodeReason(err error) string {
 	if errors.As(err, &syn) {
 		return "malformed JSON or invalid UTF-8"
 	}
-	var se *json.SemanticError
+	var se *jsonv2.SemanticError
 	if errors.As(err, &se) && se.GoType != nil {
 		switch se.GoType.Kind() {
 		case reflect.String:

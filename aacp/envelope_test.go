@@ -1,6 +1,7 @@
 package aacp
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ const (
 func validEnvelope() *Envelope {
 	return &Envelope{MessageID: testMsgID, RequestID: testReqID, SourceAgentID: "planner", TargetAgentID: "coder",
 		Seq: 7, Ack: 3, MessageType: MessageRequest, Timestamp: time.Date(2026, 5, 6, 7, 8, 9, 123456789, time.UTC),
-		Payload: raw(`{"task":"build","n":[1,2]}`)}
+		Payload: json.RawMessage(raw(`{"task":"build","n":[1,2]}`))}
 }
 
 func TestEnvelopeRoundTrip(t *testing.T) {
@@ -34,7 +35,7 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 
 	// Optional members: no requestId on an EVENT, no ack.
 	ev := validEnvelope()
-	ev.RequestID, ev.Ack, ev.MessageType, ev.Payload = "", 0, MessageEvent, raw(`null`)
+	ev.RequestID, ev.Ack, ev.MessageType, ev.Payload = "", 0, MessageEvent, json.RawMessage(raw(`null`))
 	b, err = EncodeEnvelope(ev)
 	require.NoError(t, err)
 	assert.NotContains(t, string(b), "requestId")
@@ -102,7 +103,7 @@ func TestEncodeEnvelopeValidates(t *testing.T) {
 	for name, mut := range map[string]func(*Envelope){
 		"bad messageId":  func(e *Envelope) { e.MessageID = "x" },
 		"no payload":     func(e *Envelope) { e.Payload = nil },
-		"invalid JSON":   func(e *Envelope) { e.Payload = raw(`{"a":`) },
+		"invalid JSON":   func(e *Envelope) { e.Payload = json.RawMessage(raw(`{"a":`)) },
 		"no timestamp":   func(e *Envelope) { e.Timestamp = time.Time{} },
 		"long agent id":  func(e *Envelope) { e.TargetAgentID = strings.Repeat("a", MaxAgentIDBytes+1) },
 		"unknown type":   func(e *Envelope) { e.MessageType = "ACK" },

@@ -1,10 +1,9 @@
 package aacp
 
 import (
+	"encoding/json"
 	"errors"
 	"time"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/mcp"
 )
@@ -83,7 +82,7 @@ type Resolution struct {
 	// Completion says how the handler finished.
 	Completion Completion `json:"completion,omitempty"`
 	// Result is the handler's result (COMPLETED requests).
-	Result jsontext.Value `json:"result,omitzero"`
+	Result json.RawMessage `json:"result,omitzero"`
 	// Error says why the request failed (FAILED requests).
 	Error *mcp.StructuredError `json:"error,omitempty"`
 	// CompletionRef refers to a completion record stored elsewhere (for

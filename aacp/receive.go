@@ -2,13 +2,14 @@ package aacp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/mcp"
@@ -481,7 +482,7 @@ func (n *Node) finish(ex *execution, a *attempt, result any, err error) {
 	res := &Resolution{RequestID: ex.env.RequestID, CompletedAt: now, Attempts: ex.attempts}
 	switch {
 	case err == nil:
-		res.Outcome, res.Result, res.Completion = OutcomeCompleted, raw, CompletionSuccess
+		res.Outcome, res.Result, res.Completion = OutcomeCompleted, json.RawMessage(raw), CompletionSuccess
 		if late {
 			res.Completion = CompletionLateCompleted
 		} else if disc {
@@ -639,7 +640,7 @@ func (n *Node) settle(ex *execution, res *Resolution) {
 			MessageID: id, RequestID: env.RequestID, Status: OutcomeUnknown, Timestamp: now,
 			ExpiresAt: expires, NextRetryAt: now,
 			Envelope: Envelope{MessageID: id, RequestID: env.RequestID, SourceAgentID: env.TargetAgentID,
-				TargetAgentID: env.SourceAgentID, MessageType: MessageResponse, Timestamp: now, Payload: payload},
+				TargetAgentID: env.SourceAgentID, MessageType: MessageResponse, Timestamp: now, Payload: json.RawMessage(payload)},
 		}
 		if local {
 			resp.NextRetryAt = now.Add(n.opts.RetransmitTimeout)
@@ -707,10 +708,10 @@ func encodeResponse(res *Resolution) jsontext.Value {
 		b = strconv.AppendInt(b, int64(res.Attempts), 10)
 		return append(b, '}')
 	}
-	b, err := json.Marshal(&responsePayload{Outcome: res.Outcome, Completion: res.Completion, Result: res.Result,
-		Error: res.Error, CompletionRef: res.CompletionRef, Attempts: res.Attempts}, json.Deterministic(true))
+	b, err := jsonv2.Marshal(&responsePayload{Outcome: res.Outcome, Completion: res.Completion, Result: jsontext.Value(res.Result),
+		Error: res.Error, CompletionRef: res.CompletionRef, Attempts: res.Attempts}, jsonv2.Deterministic(true))
 	if err != nil { // details that cannot be encoded
-		b, _ = json.Marshal(&responsePayload{Outcome: res.Outcome, Completion: res.Completion,
+		b, _ = jsonv2.Marshal(&responsePayload{Outcome: res.Outcome, Completion: res.Completion,
 			Error: &mcp.StructuredError{Code: res.Error.Code, Message: res.Error.Message}, Attempts: res.Attempts})
 	}
 	return b
@@ -720,11 +721,11 @@ func encodeResponse(res *Resolution) jsontext.Value {
 // is durable: the RESPONSE was stored with the resolution.
 func (n *Node) onResponse(env *Envelope) {
 	var p responsePayload
-	if err := json.Unmarshal(env.Payload, &p, strictOptions); err != nil || !p.Outcome.Final() {
+	if err := jsonv2.Unmarshal(env.Payload, &p, strictOptions); err != nil || !p.Outcome.Final() {
 		n.log.Warn("aacp: malformed RESPONSE payload ignored", "messageId", env.MessageID, "requestId", env.RequestID)
 		return
 	}
-	n.notify(&Resolution{RequestID: env.RequestID, Outcome: p.Outcome, Completion: p.Completion, Result: p.Result,
+	n.notify(&Resolution{RequestID: env.RequestID, Outcome: p.Outcome, Completion: p.Completion, Result: json.RawMessage(p.Result),
 		Error: p.Error, CompletionRef: p.CompletionRef, CompletedAt: env.Timestamp, Attempts: p.Attempts})
 }
 

@@ -2,12 +2,13 @@ package aacp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -40,7 +41,7 @@ func WithExpiresAt(t time.Time) SendOption { return func(o *sendOptions) { o.exp
 // on; Await tells its outcome later). An empty source means the node
 // itself (Options.ID). For a target hosted by this node the handler runs at
 // once, on this goroutine when the Endpoint is a Mux.
-func (n *Node) SendRequest(ctx context.Context, source, target string, payload any, opts ...SendOption) (jsontext.Value, error) {
+func (n *Node) SendRequest(ctx context.Context, source, target string, payload any, opts ...SendOption) (json.RawMessage, error) {
 	c, res, _, err := n.enqueueNew(ctx, MessageRequest, source, target, payload, true, opts, true)
 	if err != nil {
 		return nil, err
@@ -140,14 +141,14 @@ func (n *Node) enqueueNew(ctx context.Context, typ MessageType, source, target s
 	}
 	deadline, _ := ctx.Deadline()
 	rec := &RequestRecord{
-		RequestID: reqID, SourceAgentID: source, TargetAgentID: target, MessageType: typ, Payload: raw,
+		RequestID: reqID, SourceAgentID: source, TargetAgentID: target, MessageType: typ, Payload: json.RawMessage(raw),
 		Status: OutcomeUnknown, Deadline: deadline, Timestamp: now, ExpiresAt: expires,
 	}
 	msgID := newUUID()
 	msg := &MessageRecord{
 		MessageID: msgID, RequestID: reqID, Status: OutcomeUnknown, Timestamp: now, ExpiresAt: expires, NextRetryAt: now,
 		Envelope: Envelope{MessageID: msgID, RequestID: reqID, SourceAgentID: source, TargetAgentID: target,
-			MessageType: typ, Timestamp: now, Payload: raw},
+			MessageType: typ, Timestamp: now, Payload: json.RawMessage(raw)},
 	}
 	if local {
 		msg.NextRetryAt = now.Add(n.opts.RetransmitTimeout)
@@ -499,13 +500,18 @@ func encodeValue(v any) (jsontext.Value, error) {
 	switch x := v.(type) {
 	case nil:
 		return jsontext.Value("null"), nil
+	case json.RawMessage:
+		if !jsontext.Value(x).IsValid() {
+			return nil, errors.New("invalid JSON")
+		}
+		return jsontext.Value(x), nil
 	case jsontext.Value:
 		if !x.IsValid() {
 			return nil, errors.New("invalid JSON")
 		}
 		return x, nil
 	}
-	b, err := json.Marshal(v)
+	b, err := jsonv2.Marshal(v)
 	if err != nil {
 		return nil, err
 	}

@@ -2,10 +2,9 @@ package aacp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/mcp"
 )
@@ -169,14 +168,14 @@ type RequestRecord struct {
 	// MessageType is REQUEST or EVENT.
 	MessageType MessageType
 	// Payload is the request payload, stored inline.
-	Payload jsontext.Value
+	Payload json.RawMessage
 	// Status is UNKNOWN until the request is resolved.
 	Status Outcome
 	// Completion, Result, Error, CompletionRef and CompletedAt describe the
 	// resolution (see Resolution). While a request is retried, Error holds
 	// the error of the last attempt.
 	Completion    Completion
-	Result        jsontext.Value
+	Result        json.RawMessage
 	Error         *mcp.StructuredError
 	CompletionRef string
 	CompletedAt   time.Time

@@ -2,11 +2,10 @@ package agents_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/agents"
 	"github.com/keelmcp/keel/mcp"
@@ -81,7 +80,7 @@ func ExampleRegisterTools() {
 		panic(err)
 	}
 	call := func(tool, args string) {
-		res, err := reg.CallTool(context.Background(), &mcp.ToolCall{Name: tool, Arguments: jsontext.Value(args)})
+		res, err := reg.CallTool(context.Background(), &mcp.ToolCall{Name: tool, Arguments: json.RawMessage(args)})
 		if err != nil {
 			fmt.Println("error:", err)
 			return

@@ -2,9 +2,10 @@ package agents
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -14,7 +15,7 @@ type Message struct {
 	// Type says what the message asks for; handlers switch on it.
 	Type string `json:"type"`
 	// Payload is the message's data: any Go value from an in-process
-	// sender, a jsontext.Value (raw JSON) from the MCP tools. It is passed to
+	// sender, a json.RawMessage (raw JSON) from the MCP tools. It is passed to
 	// the handler as is, by reference: handlers must treat it as read-only.
 	// DecodePayload reads either form into a Go value.
 	Payload any `json:"payload,omitzero"`
@@ -26,20 +27,22 @@ type Message struct {
 }
 
 // DecodePayload decodes the payload into v (a pointer), whatever its form: a
-// jsontext.Value is decoded directly, any other value is converted through
+// json.RawMessage is decoded directly, any other value is converted through
 // its JSON encoding. A nil payload leaves v unchanged.
 func (m Message) DecodePayload(v any) error {
 	switch p := m.Payload.(type) {
 	case nil:
 		return nil
+	case json.RawMessage:
+		return jsonv2.Unmarshal(p, v)
 	case jsontext.Value:
-		return json.Unmarshal(p, v)
+		return jsonv2.Unmarshal(p, v)
 	default:
-		b, err := json.Marshal(p)
+		b, err := jsonv2.Marshal(p)
 		if err != nil {
 			return err
 		}
-		return json.Unmarshal(b, v)
+		return jsonv2.Unmarshal(b, v)
 	}
 }
 

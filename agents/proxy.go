@@ -2,9 +2,10 @@ package agents
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/mcp"
@@ -46,10 +47,10 @@ func AgentProxyTool(c *Coordinator) (*mcp.Tool, registry.ToolHandler) {
 	def := &mcp.Tool{
 		Name:        DefaultAgentProxyName,
 		Description: "Forwards message to the agent targetAgentId and returns the agent's response.",
-		InputSchema: jsontext.Value(AgentProxySchema),
+		InputSchema: json.RawMessage(AgentProxySchema),
 	}
-	return def, func(ctx context.Context, call *mcp.ToolCall, args jsontext.Value) (*mcp.CallToolResult, error) {
-		target, msg, se := decodeProxyArgs(args)
+	return def, func(ctx context.Context, call *mcp.ToolCall, args json.RawMessage) (*mcp.CallToolResult, error) {
+		target, msg, se := decodeProxyArgs(jsontext.Value(args))
 		if se != nil {
 			return nil, se
 		}
@@ -57,7 +58,7 @@ func AgentProxyTool(c *Coordinator) (*mcp.Tool, registry.ToolHandler) {
 		if err != nil {
 			return nil, toolError(target, err)
 		}
-		b, err := json.Marshal(AgentProxyResult{TargetAgentID: target, Response: res}, json.Deterministic(true))
+		b, err := jsonv2.Marshal(AgentProxyResult{TargetAgentID: target, Response: res}, jsonv2.Deterministic(true))
 		if err != nil {
 			return nil, mcp.NewToolError(mcp.ErrInternal,
 				"the response of agent "+quote(target)+" cannot be encoded as JSON: "+err.Error(),
@@ -85,7 +86,7 @@ type proxyMessage struct {
 // allows them.
 func decodeProxyArgs(args jsontext.Value) (string, Message, *mcp.StructuredError) {
 	var in proxyArgs
-	if err := json.Unmarshal(args, &in); err != nil {
+	if err := jsonv2.Unmarshal(args, &in); err != nil {
 		return "", Message{}, invalidMessage("arguments must be {targetAgentId: string, message: object}: " + err.Error())
 	}
 	if in.TargetAgentID == "" {
@@ -95,7 +96,7 @@ func decodeProxyArgs(args jsontext.Value) (string, Message, *mcp.StructuredError
 		return "", Message{}, invalidMessage("message must be an object")
 	}
 	var pm proxyMessage
-	if err := json.Unmarshal(in.Message, &pm, json.RejectUnknownMembers(true)); err != nil {
+	if err := jsonv2.Unmarshal(in.Message, &pm, jsonv2.RejectUnknownMembers(true)); err != nil {
 		return "", Message{}, invalidMessage(`message must be an agent message {"type": string, "payload": any, "sourceAgentId": string, "meta": {string: string}}: ` + err.Error())
 	}
 	if pm.Type == nil || *pm.Type == "" {
@@ -103,7 +104,7 @@ func decodeProxyArgs(args jsontext.Value) (string, Message, *mcp.StructuredError
 	}
 	msg := Message{Type: *pm.Type, SourceAgentID: pm.SourceAgentID, Meta: pm.Meta}
 	if pm.Payload != nil {
-		msg.Payload = pm.Payload
+		msg.Payload = json.RawMessage(pm.Payload)
 	}
 	return in.TargetAgentID, msg, nil
 }

@@ -2,13 +2,14 @@ package agents
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"sync"
 	"unicode/utf8"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -131,7 +132,7 @@ func decodeState(members map[string]jsontext.Value) map[string]any {
 
 func decodeValue(raw jsontext.Value) any {
 	var v any
-	if err := json.Unmarshal(raw, &v); err != nil { // cannot happen: raw came from Marshal
+	if err := jsonv2.Unmarshal(raw, &v); err != nil { // cannot happen: raw came from Marshal
 		return nil
 	}
 	return v
@@ -174,21 +175,21 @@ func (s *State) Decode(key string, v any) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	return true, json.Unmarshal(raw, v)
+	return true, jsonv2.Unmarshal(raw, v)
 }
 
 // Raw returns a copy of the JSON encoding of the value of key.
-func (s *State) Raw(key string) (jsontext.Value, bool) {
+func (s *State) Raw(key string) (json.RawMessage, bool) {
 	s.mu.Lock()
 	raw, ok := s.lookup(key)
 	s.mu.Unlock()
 	if !ok {
 		return nil, false
 	}
-	return raw.Clone(), true
+	return json.RawMessage(raw.Clone()), true
 }
 
-// Set sets key to the JSON encoding of value (a jsontext.Value is taken as
+// Set sets key to the JSON encoding of value (a json.RawMessage is taken as
 // raw JSON). It fails, changing nothing, when the value cannot be encoded,
 // the key is not valid UTF-8, or the handler has returned (ErrStateClosed).
 // The MaxStateBytes bound is checked when the handler returns, not here;
@@ -197,7 +198,7 @@ func (s *State) Set(key string, value any) error {
 	if !utf8.ValidString(key) {
 		return fmt.Errorf("agents: state key %q is not valid UTF-8", key)
 	}
-	raw, err := json.Marshal(value)
+	raw, err := jsonv2.Marshal(value)
 	if err != nil {
 		return fmt.Errorf("agents: state value of %q cannot be encoded as JSON: %w", key, err)
 	}

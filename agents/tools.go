@@ -2,11 +2,10 @@ package agents
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"time"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/registry"
@@ -103,10 +102,10 @@ type AgentDetails struct {
 
 // AgentRunInput is agent_run's input.
 type AgentRunInput struct {
-	AgentID   string         `json:"agentId" jsonschema:"minLength=1,description=The ID of the agent to run"`
-	Input     jsontext.Value `json:"input,omitzero" jsonschema:"type=object,description=Input data for the agent (the message payload)"`
-	Type      string         `json:"type,omitempty" jsonschema:"description=Message type (default run)"`
-	SessionID string         `json:"sessionId,omitempty" jsonschema:"description=Optional session ID to associate with execution"`
+	AgentID   string          `json:"agentId" jsonschema:"minLength=1,description=The ID of the agent to run"`
+	Input     json.RawMessage `json:"input,omitzero" jsonschema:"type=object,description=Input data for the agent (the message payload)"`
+	Type      string          `json:"type,omitempty" jsonschema:"description=Message type (default run)"`
+	SessionID string          `json:"sessionId,omitempty" jsonschema:"description=Optional session ID to associate with execution"`
 }
 
 // AgentRunOutput is agent_run's result. durationMs is the handler's run

@@ -2,12 +2,12 @@ package agents_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -218,7 +218,7 @@ func TestAgentProxy(t *testing.T) {
 	require.Len(t, res.Content, 1)
 	require.JSONEq(t, want, res.Content[0].Text)
 	var out agents.AgentProxyResult
-	require.NoError(t, json.Unmarshal(res.StructuredContent, &out))
+	require.NoError(t, jsonv2.Unmarshal(res.StructuredContent, &out))
 	require.Equal(t, "echo", out.TargetAgentID)
 }
 
@@ -233,6 +233,6 @@ func TestAgentProxyDefinition(t *testing.T) {
 	def2, _ := agents.AgentProxyTool(c)
 	def.InputSchema[0] = ' '
 	require.Equal(t, agents.AgentProxySchema, string(def2.InputSchema), "each call returns its own definition")
-	_, err := h(context.Background(), &mcp.ToolCall{}, jsontext.Value(`{"targetAgentId":"","message":{"type":"x"}}`))
+	_, err := h(context.Background(), &mcp.ToolCall{}, json.RawMessage(`{"targetAgentId":"","message":{"type":"x"}}`))
 	require.Equal(t, mcp.ErrInvalidArgument, structured(t, err).Code)
 }

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
@@ -58,7 +59,7 @@ type ClientOptions struct {
 	MaxDepth int
 	// OnNotification, if set, receives every notification from the server.
 	// It runs on the client's read goroutine: return quickly.
-	OnNotification func(method string, params jsontext.Value)
+	OnNotification func(method string, params json.RawMessage)
 	// OnResourceUpdated receives the uri of each
 	// notifications/resources/updated, OnListChanged the method of each
 	// notifications/{tools,resources,prompts}/list_changed
@@ -221,7 +222,7 @@ func (c *Client) KeepAliveErr() error {
 // transport knows it is modern.
 func cancelSender(cn *conn, modern string) func(id int64, reason string) {
 	return func(id int64, reason string) {
-		p := &CancelledParams{RequestID: jsontext.Value(strconv.AppendInt(nil, id, 10)), Reason: reason}
+		p := &CancelledParams{RequestID: json.RawMessage(strconv.AppendInt(nil, id, 10)), Reason: reason}
 		if modern != "" {
 			p.Meta = Meta{MetaProtocolVersion: modern}
 		}
@@ -302,17 +303,19 @@ func (c *Client) ListAllTools(ctx context.Context) ([]*Tool, error) {
 }
 
 // CallTool calls a tool with args (any JSON-encodable value, a
-// jsontext.Value, or nil for none). A JSON-RPC error is returned as *Error;
+// json.RawMessage, or nil for none). A JSON-RPC error is returned as *Error;
 // an isError result is returned together with a *StructuredError decoded from
 // its text (code ErrToolFailed when the text is not one).
 func (c *Client) CallTool(ctx context.Context, name string, args any) (*CallToolResult, error) {
 	p := &CallToolParams{Name: name}
 	switch a := args.(type) {
 	case nil:
-	case jsontext.Value:
+	case json.RawMessage:
 		p.Arguments = a
+	case jsontext.Value:
+		p.Arguments = json.RawMessage(a)
 	default:
-		b, err := json.Marshal(args)
+		b, err := jsonv2.Marshal(args)
 		if err != nil {
 			return nil, fmt.Errorf("mcp: encoding arguments of %q: %w", name, err)
 		}
@@ -339,7 +342,7 @@ func resultError(res *CallToolResult) *StructuredError {
 	if len(res.Content) > 0 && res.Content[0].Type == ContentText {
 		text = res.Content[0].Text
 		var se StructuredError
-		if json.Unmarshal([]byte(text), &se) == nil && se.Code != "" {
+		if jsonv2.Unmarshal([]byte(text), &se) == nil && se.Code != "" {
 			return &se
 		}
 	}
@@ -352,7 +355,7 @@ func DecodeStructured[T any](res *CallToolResult) (T, error) {
 	if res == nil || res.StructuredContent == nil {
 		return v, errors.New("mcp: result has no structuredContent")
 	}
-	err := json.Unmarshal(res.StructuredContent, &v)
+	err := jsonv2.Unmarshal(res.StructuredContent, &v)
 	return v, err
 }
 

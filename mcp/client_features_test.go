@@ -3,13 +3,14 @@ package mcp_test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -73,7 +74,7 @@ func TestClientResources(t *testing.T) {
 	var rpcErr *mcp.Error
 	require.ErrorAs(t, err, &rpcErr)
 	assert.Equal(t, int64(mcp.CodeResourceNotFound), rpcErr.Code)
-	assert.JSONEq(t, `{"uri":"test://users/ghost","correlationId":"id-1"}`, string(rpcErr.Data.(jsontext.Value)),
+	assert.JSONEq(t, `{"uri":"test://users/ghost","correlationId":"id-1"}`, string(rpcErr.Data.(json.RawMessage)),
 		"the uri, and the correlationId every protocol error carries")
 
 	_, err = c.ReadResource(ctx, "relative/uri")
@@ -305,7 +306,7 @@ func TestClientListAllStopsOnRepeatedCursor(t *testing.T) {
 				ID     jsontext.Value `json:"id"`
 				Method string         `json:"method"`
 			}
-			if json.Unmarshal(raw, &m) != nil || m.ID == nil {
+			if jsonv2.Unmarshal(raw, &m) != nil || m.ID == nil {
 				continue
 			}
 			result := `{"tools":[],"resources":[],"prompts":[],"resourceTemplates":[],"tasks":[],"nextCursor":"again"}`

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,7 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -76,7 +77,7 @@ func (m *modernState) setup(o *ClientOptions, log *slog.Logger, side *clientSide
 	}
 	m.meta = map[string]jsontext.Value{}
 	put := func(k string, v any) {
-		b, err := json.Marshal(v, json.Deterministic(true))
+		b, err := jsonv2.Marshal(v, jsonv2.Deterministic(true))
 		if err != nil { // only a user's Experimental or Extensions value can fail
 			log.Error("mcp: encoding request _meta", "key", k, "error", err)
 			b = []byte("{}")
@@ -111,8 +112,8 @@ func (m *modernState) discover(ctx context.Context) (*InitializeResult, error) {
 	}
 	init := &InitializeResult{ProtocolVersion: v, Capabilities: res.Capabilities, Instructions: res.Instructions, Meta: res.Meta}
 	if info, ok := res.Meta[MetaServerInfo]; ok {
-		if b, err := json.Marshal(info); err == nil {
-			_ = json.Unmarshal(b, &init.ServerInfo)
+		if b, err := jsonv2.Marshal(info); err == nil {
+			_ = jsonv2.Unmarshal(b, &init.ServerInfo)
 		}
 	}
 	m.disc.Store(&res)
@@ -130,7 +131,7 @@ func (c *Client) DiscoverResult() *DiscoverResult { return c.mod.disc.Load() }
 func (m *modernState) withRequestMeta(method string, params any) (map[string]jsontext.Value, error) {
 	obj := map[string]jsontext.Value{}
 	if params != nil {
-		b, err := json.Marshal(params)
+		b, err := jsonv2.Marshal(params)
 		if err != nil {
 			return nil, fmt.Errorf("mcp: encoding %s params: %w", method, err)
 		}
@@ -138,14 +139,14 @@ func (m *modernState) withRequestMeta(method string, params any) (map[string]jso
 			if v.Kind() != '{' {
 				return nil, fmt.Errorf("mcp: %s params must be a JSON object", method)
 			}
-			if err := json.Unmarshal(b, &obj); err != nil {
+			if err := jsonv2.Unmarshal(b, &obj); err != nil {
 				return nil, fmt.Errorf("mcp: encoding %s params: %w", method, err)
 			}
 		}
 	}
 	meta := map[string]jsontext.Value{}
 	if raw, ok := obj["_meta"]; ok && raw.Kind() != 'n' {
-		if err := json.Unmarshal(raw, &meta); err != nil {
+		if err := jsonv2.Unmarshal(raw, &meta); err != nil {
 			return nil, fmt.Errorf("mcp: %s params: _meta must be a JSON object: %w", method, err)
 		}
 	}
@@ -154,7 +155,7 @@ func (m *modernState) withRequestMeta(method string, params any) (map[string]jso
 			meta[k] = v
 		}
 	}
-	b, err := json.Marshal(meta, json.Deterministic(true))
+	b, err := jsonv2.Marshal(meta, jsonv2.Deterministic(true))
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +172,7 @@ func (m *modernState) call(ctx context.Context, method string, params, result an
 	}
 	rounds := m.opts.MaxInputRounds
 	for round := 0; ; round++ {
-		wire, err := json.Marshal(obj, json.Deterministic(true))
+		wire, err := jsonv2.Marshal(obj, jsonv2.Deterministic(true))
 		if err != nil {
 			return fmt.Errorf("mcp: encoding %s params: %w", method, err)
 		}
@@ -199,7 +200,7 @@ func (m *modernState) call(ctx context.Context, method string, params, result an
 			delete(obj, "inputResponses")
 			delete(obj, "requestState")
 			if len(responses) > 0 {
-				b, err := json.Marshal(responses, json.Deterministic(true))
+				b, err := jsonv2.Marshal(responses, jsonv2.Deterministic(true))
 				if err != nil {
 					return fmt.Errorf("mcp: %s: encoding inputResponses: %w", method, err)
 				}
@@ -223,7 +224,7 @@ func (m *modernState) call(ctx context.Context, method string, params, result an
 		if result == nil {
 			return nil
 		}
-		if err := json.Unmarshal(body, result); err != nil {
+		if err := jsonv2.Unmarshal(body, result); err != nil {
 			return fmt.Errorf("mcp: decoding %s result: %w", method, err)
 		}
 		return nil
@@ -237,7 +238,7 @@ func splitResultType(raw jsontext.Value) (string, jsontext.Value, error) {
 		return "", nil, errors.New("not a JSON object")
 	}
 	var obj map[string]jsontext.Value
-	if err := json.Unmarshal(raw, &obj); err != nil {
+	if err := jsonv2.Unmarshal(raw, &obj); err != nil {
 		return "", nil, err
 	}
 	rt, ok := obj["resultType"]
@@ -245,18 +246,18 @@ func splitResultType(raw jsontext.Value) (string, jsontext.Value, error) {
 		return "", raw, nil
 	}
 	var s string
-	if err := json.Unmarshal(rt, &s); err != nil {
+	if err := jsonv2.Unmarshal(rt, &s); err != nil {
 		return "", nil, fmt.Errorf("resultType is not a string: %s", rt)
 	}
 	delete(obj, "resultType")
-	b, err := json.Marshal(obj, json.Deterministic(true))
+	b, err := jsonv2.Marshal(obj, jsonv2.Deterministic(true))
 	return s, b, err
 }
 
 // fulfilInput answers the inputRequests of an input_required result with
 // the client's handlers, in key order. It returns the answers by key and
 // the raw requestState (nil when absent).
-func (m *modernState) fulfilInput(ctx context.Context, method string, body jsontext.Value) (map[string]jsontext.Value, jsontext.Value, error) {
+func (m *modernState) fulfilInput(ctx context.Context, method string, body jsontext.Value) (map[string]json.RawMessage, jsontext.Value, error) {
 	var ir struct {
 		InputRequests map[string]struct {
 			Method string         `json:"method"`
@@ -264,7 +265,7 @@ func (m *modernState) fulfilInput(ctx context.Context, method string, body jsont
 		} `json:"inputRequests"`
 		RequestState jsontext.Value `json:"requestState"`
 	}
-	if err := json.Unmarshal(body, &ir); err != nil {
+	if err := jsonv2.Unmarshal(body, &ir); err != nil {
 		return nil, nil, fmt.Errorf("mcp: %s: malformed input_required result: %w", method, err)
 	}
 	if ir.RequestState != nil && ir.RequestState.Kind() != '"' {
@@ -290,14 +291,14 @@ func (m *modernState) fulfilInput(ctx context.Context, method string, body jsont
 // answerInputs answers input requests (of an input_required result, or of
 // a task: what names them in errors) with the client's handlers
 // (clientSide.answer), in key order, and returns the answers by key.
-func (m *modernState) answerInputs(ctx context.Context, what string, reqs map[string]InputRequest) (map[string]jsontext.Value, error) {
-	out := make(map[string]jsontext.Value, len(reqs))
+func (m *modernState) answerInputs(ctx context.Context, what string, reqs map[string]InputRequest) (map[string]json.RawMessage, error) {
+	out := make(map[string]json.RawMessage, len(reqs))
 	for _, k := range sortedKeys(reqs) {
 		req := reqs[k]
 		var params jsontext.Value // nil when the request has none
 		if req.Params != nil {
 			var err error
-			if params, err = json.Marshal(req.Params); err != nil {
+			if params, err = jsonv2.Marshal(req.Params); err != nil {
 				return nil, fmt.Errorf("mcp: %s: input request %q: %w", what, k, err)
 			}
 		}
@@ -305,7 +306,7 @@ func (m *modernState) answerInputs(ctx context.Context, what string, reqs map[st
 		if err != nil {
 			return nil, fmt.Errorf("mcp: %s: input request %q (%s): %w", what, k, req.Method, err)
 		}
-		if out[k], err = json.Marshal(res); err != nil {
+		if out[k], err = jsonv2.Marshal(res); err != nil {
 			return nil, fmt.Errorf("mcp: %s: encoding the answer to input request %q: %w", what, k, err)
 		}
 	}

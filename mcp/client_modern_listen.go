@@ -2,11 +2,12 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"sync"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
@@ -64,7 +65,7 @@ func (m *modernState) listen(ctx context.Context, filter SubscriptionFilter) (*S
 	if err != nil {
 		return nil, err
 	}
-	wire, err := json.Marshal(obj, json.Deterministic(true))
+	wire, err := jsonv2.Marshal(obj, jsonv2.Deterministic(true))
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +125,7 @@ func responseError(m *jsonrpc.Message) error {
 	}
 	e := &Error{Code: m.Error.Code, Message: m.Error.Message}
 	if m.Error.Data != nil {
-		e.Data = m.Error.Data
+		e.Data = json.RawMessage(m.Error.Data)
 	}
 	return e
 }
@@ -168,8 +169,8 @@ func (s *Subscription) forget() {
 // ID returns the subscription's id: the JSON-RPC id of its
 // subscriptions/listen request, which tags its notifications
 // (_meta[MetaSubscriptionID]).
-func (s *Subscription) ID() jsontext.Value {
-	return jsontext.Value(strconv.AppendInt(nil, s.id, 10))
+func (s *Subscription) ID() json.RawMessage {
+	return json.RawMessage(strconv.AppendInt(nil, s.id, 10))
 }
 
 // Honoured returns the part of the filter the server agreed to honour (from
@@ -209,7 +210,7 @@ func (m *modernState) acknowledged(msg *jsonrpc.Message) {
 		Notifications SubscriptionFilter        `json:"notifications"`
 		Meta          map[string]jsontext.Value `json:"_meta"`
 	}
-	if msg.Params == nil || json.Unmarshal(msg.Params, &p) != nil {
+	if msg.Params == nil || jsonv2.Unmarshal(msg.Params, &p) != nil {
 		m.log.Warn("mcp: client received a malformed " + NotificationSubscriptionsAcknowledged)
 		return
 	}

@@ -2,10 +2,11 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -31,7 +32,7 @@ func (e *TaskStartedError) Error() string {
 // taskStarted decodes the task a tools/call was answered with.
 func taskStarted(raw jsontext.Value) error {
 	var t TaskCreatedResult
-	if err := json.Unmarshal(raw, &t); err != nil || t.TaskID == "" {
+	if err := jsonv2.Unmarshal(raw, &t); err != nil || t.TaskID == "" {
 		return fmt.Errorf("mcp: tools/call: malformed task result: %s", raw)
 	}
 	return &TaskStartedError{Task: t.TaskInfo}
@@ -54,7 +55,7 @@ func (c *Client) PollTask(ctx context.Context, taskID string) (*DetailedTask, er
 
 // UpdateTask sends answers to the input requests of an input_required task
 // (tasks/update, 2026-07-28), under the keys PollTask named them by.
-func (c *Client) UpdateTask(ctx context.Context, taskID string, responses map[string]jsontext.Value) error {
+func (c *Client) UpdateTask(ctx context.Context, taskID string, responses map[string]json.RawMessage) error {
 	if err := c.mod.need(MethodTasksUpdate, c.ProtocolVersion()); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,7 +40,7 @@ func (m *wireMsg) meta(t *testing.T) map[string]jsontext.Value {
 	var p struct {
 		Meta map[string]jsontext.Value `json:"_meta"`
 	}
-	require.NoError(t, json.Unmarshal(m.Params, &p), "params of %s: %s", m.Method, m.Params)
+	require.NoError(t, jsonv2.Unmarshal(m.Params, &p), "params of %s: %s", m.Method, m.Params)
 	return p.Meta
 }
 
@@ -47,7 +48,7 @@ func (m *wireMsg) meta(t *testing.T) map[string]jsontext.Value {
 func (m *wireMsg) param(t *testing.T, name string) string {
 	t.Helper()
 	var p map[string]jsontext.Value
-	require.NoError(t, json.Unmarshal(m.Params, &p))
+	require.NoError(t, jsonv2.Unmarshal(m.Params, &p))
 	return string(p[name])
 }
 
@@ -58,7 +59,7 @@ func (s *scripted) read() *wireMsg {
 	b, err := s.tr.Read(ctx)
 	require.NoError(s.t, err)
 	var m wireMsg
-	require.NoError(s.t, json.Unmarshal(b, &m, json.RejectUnknownMembers(false)), "%s", b)
+	require.NoError(s.t, jsonv2.Unmarshal(b, &m, jsonv2.RejectUnknownMembers(false)), "%s", b)
 	return &m
 }
 
@@ -229,7 +230,7 @@ func TestModernClientRequestMeta(t *testing.T) {
 	// The client's keys, with the caller's _meta merged in (the caller's
 	// logLevel wins).
 	call := async(func() (*mcp.CallToolResult, error) {
-		return c.CallToolWithParams(ctx, &mcp.CallToolParams{Name: "echo", Arguments: jsontext.Value(`{"x":1}`),
+		return c.CallToolWithParams(ctx, &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(`{"x":1}`),
 			Meta: mcp.Meta{mcp.MetaProgressToken: 7, "custom": "yes", mcp.MetaLogLevel: "debug"}})
 	})
 	m := s.expect(mcp.MethodToolsCall)
@@ -353,7 +354,7 @@ func TestModernClientInputRequiredPromptSampling(t *testing.T) {
 	m = s.expect(mcp.MethodPromptsGet)
 	assert.Empty(t, m.param(t, "requestState"))
 	var resp map[string]mcp.CreateMessageResult
-	require.NoError(t, json.Unmarshal([]byte(m.param(t, "inputResponses")), &resp))
+	require.NoError(t, jsonv2.Unmarshal([]byte(m.param(t, "inputResponses")), &resp))
 	assert.Equal(t, "sampled", resp["s"].Content[0].Text)
 	s.reply(m.ID, `{"resultType":"complete","messages":[]}`)
 	_, err := get(t)

@@ -2,11 +2,13 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"github.com/go-json-experiment/json/jsontext"
 	"log/slog"
 	"sync"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/transport"
@@ -101,13 +103,13 @@ func (r *clientReader) notification(m *jsonrpc.Message) {
 	switch m.Method {
 	case NotificationCancelled:
 		var p CancelledParams
-		if m.Params != nil && json.Unmarshal(m.Params, &p) == nil && p.RequestID != nil {
-			r.side.reqs.cancel(idKey(p.RequestID), p.Reason)
+		if m.Params != nil && jsonv2.Unmarshal(m.Params, &p) == nil && p.RequestID != nil {
+			r.side.reqs.cancel(idKey(jsontext.Value(p.RequestID)), p.Reason)
 		}
 	case NotificationMessage:
 		if r.opts.OnLog != nil {
 			var p LoggingMessageNotificationParams
-			if m.Params == nil || json.Unmarshal(m.Params, &p) != nil {
+			if m.Params == nil || jsonv2.Unmarshal(m.Params, &p) != nil {
 				r.log.Warn("mcp: client received a malformed notifications/message")
 				break
 			}
@@ -116,7 +118,7 @@ func (r *clientReader) notification(m *jsonrpc.Message) {
 	case NotificationProgress:
 		if r.opts.OnProgress != nil {
 			var p ProgressParams
-			if m.Params == nil || json.Unmarshal(m.Params, &p) != nil {
+			if m.Params == nil || jsonv2.Unmarshal(m.Params, &p) != nil {
 				r.log.Warn("mcp: client received a malformed notifications/progress")
 				break
 			}
@@ -124,6 +126,6 @@ func (r *clientReader) notification(m *jsonrpc.Message) {
 		}
 	}
 	if r.opts.OnNotification != nil {
-		r.opts.OnNotification(m.Method, m.Params)
+		r.opts.OnNotification(m.Method, json.RawMessage(m.Params))
 	}
 }

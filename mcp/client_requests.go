@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -98,7 +99,7 @@ func (ss *Session) call(ctx context.Context, method string, params, result any) 
 		raw := jsontext.Value(strconv.AppendInt(nil, id, 10))
 		nctx, ncancel := context.WithTimeout(context.WithoutCancel(ctx), logSendTimeout)
 		defer ncancel()
-		if err := ss.conn.notify(nctx, NotificationCancelled, &CancelledParams{RequestID: raw, Reason: reason}); err != nil && !isClosed(err) {
+		if err := ss.conn.notify(nctx, NotificationCancelled, &CancelledParams{RequestID: json.RawMessage(raw), Reason: reason}); err != nil && !isClosed(err) {
 			ss.log.Warn("mcp: sending notifications/cancelled failed", "method", method, "error", err)
 		}
 	})
@@ -230,7 +231,7 @@ func (ss *Session) Elicit(ctx context.Context, p *ElicitParams) (*ElicitResult, 
 		if err := ss.need(m, "elicitation.form", "", e.Form != nil || e.URL == nil); err != nil {
 			return nil, err
 		}
-		if len(p.RequestedSchema) > 0 && p.RequestedSchema.Kind() != '{' {
+		if len(p.RequestedSchema) > 0 && jsontext.Value(p.RequestedSchema).Kind() != '{' {
 			return nil, errors.New("mcp: Elicit: RequestedSchema must be a JSON object schema")
 		}
 		if !VersionAtLeast(ss.ProtocolVersion(), Version20251125) {

@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -9,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,7 +26,7 @@ type handlerTools map[string]func(ctx context.Context, call *mcp.ToolCall) (*mcp
 func (h handlerTools) ListTools(context.Context) ([]*mcp.Tool, error) {
 	var defs []*mcp.Tool
 	for name := range h {
-		defs = append(defs, &mcp.Tool{Name: name, InputSchema: jsontext.Value(`{"type":"object"}`)})
+		defs = append(defs, &mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)})
 	}
 	slices.SortFunc(defs, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
 	return defs, nil
@@ -53,7 +54,7 @@ func (r *recorder) Read(ctx context.Context) ([]byte, error) {
 		var m struct {
 			Method string `json:"method"`
 		}
-		if json.Unmarshal(msg, &m) == nil && m.Method != "" {
+		if jsonv2.Unmarshal(msg, &m) == nil && m.Method != "" {
 			r.mu.Lock()
 			r.methods = append(r.methods, m.Method)
 			r.mu.Unlock()
@@ -145,7 +146,7 @@ func TestCapabilityNotDeclared(t *testing.T) {
 	text := mcp.SamplingMessageContent{mcp.SamplingText("hi")}
 	sample := &mcp.CreateMessageParams{MaxTokens: 10, Messages: []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: text}}}
 	withTools := *sample
-	withTools.Tools = []*mcp.Tool{{Name: "t", InputSchema: form}}
+	withTools.Tools = []*mcp.Tool{{Name: "t", InputSchema: json.RawMessage(form)}}
 	withContext := *sample
 	withContext.IncludeContext = mcp.IncludeContextAllServers
 	urlMode := &mcp.ElicitParams{Mode: mcp.ElicitModeURL, Message: "m", URL: "https://example.com", ElicitationID: "e"}
@@ -172,7 +173,7 @@ func TestCapabilityNotDeclared(t *testing.T) {
 		{"sampling tools", "", mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{}}, createMessage(&withTools), "sampling.tools", ""},
 		{"sampling tools 2025-06-18", mcp.Version20250618, mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{Tools: &struct{}{}}}, createMessage(&withTools), "sampling.tools", mcp.Version20251125},
 		{"sampling context", "", mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{}}, createMessage(&withContext), "sampling.context", ""},
-		{"elicitation", "", mcp.ClientCapabilities{}, elicit(&mcp.ElicitParams{Message: "m", RequestedSchema: form}), "elicitation", ""},
+		{"elicitation", "", mcp.ClientCapabilities{}, elicit(&mcp.ElicitParams{Message: "m", RequestedSchema: json.RawMessage(form)}), "elicitation", ""},
 		{"elicitation 2025-03-26", mcp.Version20250326, mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}, elicit(&mcp.ElicitParams{Message: "m"}), "elicitation", mcp.Version20250618},
 		{"elicitation form", "", mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{URL: &struct{}{}}}, elicit(&mcp.ElicitParams{Message: "m"}), "elicitation.form", ""},
 		{"elicitation url", "", mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}, elicit(urlMode), "elicitation.url", ""},
@@ -286,10 +287,10 @@ func TestElicitationRoundTrip(t *testing.T) {
 		}
 		return &mcp.ElicitResult{Action: mcp.ElicitAccept, Content: map[string]any{"name": "Ann"}}, nil
 	}
-	copts.OnNotification = func(method string, params jsontext.Value) {
+	copts.OnNotification = func(method string, params json.RawMessage) {
 		if method == mcp.NotificationElicitationComplete {
 			var p mcp.ElicitationCompleteNotificationParams
-			_ = json.Unmarshal(params, &p)
+			_ = jsonv2.Unmarshal(params, &p)
 			completed <- p.ElicitationID
 		}
 	}

@@ -2,11 +2,12 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
@@ -39,10 +40,12 @@ func (c *Client) CallToolAsTask(ctx context.Context, name string, args any, ttl 
 	}
 	switch a := args.(type) {
 	case nil:
-	case jsontext.Value:
+	case json.RawMessage:
 		p.Arguments = a
+	case jsontext.Value:
+		p.Arguments = json.RawMessage(a)
 	default:
-		b, err := json.Marshal(args)
+		b, err := jsonv2.Marshal(args)
 		if err != nil {
 			return nil, fmt.Errorf("mcp: encoding arguments of %q: %w", name, err)
 		}
@@ -53,7 +56,7 @@ func (c *Client) CallToolAsTask(ctx context.Context, name string, args any, ttl 
 		return nil, err
 	}
 	var res CreateTaskResult
-	if err := json.Unmarshal(raw, &res); err != nil || res.Task.TaskID == "" {
+	if err := jsonv2.Unmarshal(raw, &res); err != nil || res.Task.TaskID == "" {
 		return nil, fmt.Errorf("mcp: tools/call of %q as a task: the server answered without a task", name)
 	}
 	return &res, nil
@@ -153,7 +156,7 @@ func (r *clientReader) taskStatus(m *jsonrpc.Message) {
 		return
 	}
 	var p TaskStatusNotificationParams
-	if m.Params == nil || json.Unmarshal(m.Params, &p) != nil {
+	if m.Params == nil || jsonv2.Unmarshal(m.Params, &p) != nil {
 		r.log.Warn("mcp: client received a malformed notifications/tasks/status")
 		return
 	}

@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -202,7 +202,7 @@ func TestClientTasksNotOffered(t *testing.T) {
 		assert.ErrorIs(t, err, mcp.ErrTasksNotOffered)
 		// "task" sent anyway is ignored: the call runs normally.
 		res, err := c.CallToolWithParams(ctx, &mcp.CallToolParams{Name: mcptest.ToolTaskEcho,
-			Arguments: jsontext.Value(`{"message":"plain"}`), Task: &mcp.TaskMetadata{}})
+			Arguments: json.RawMessage(`{"message":"plain"}`), Task: &mcp.TaskMetadata{}})
 		require.NoError(t, err)
 		assert.Equal(t, "plain", textOf(t, res))
 		_, err = c.GetTask(ctx, "x")

@@ -40,8 +40,8 @@ type resourceRefWire struct {
 	URI  string `json:"uri"`
 }
 
-// MarshalJSONTo writes the wire form of the reference for its Type.
-func (r CompleteReference) MarshalJSONTo(enc *jsontext.Encoder) error {
+// marshalWire writes the wire form of the reference for its Type.
+func (r CompleteReference) marshalWire(enc *jsontext.Encoder) error {
 	switch r.Type {
 	case RefPrompt:
 		return json.MarshalEncode(enc, &promptRefWire{r.Type, r.Name, r.Title})
@@ -59,9 +59,9 @@ type refWire struct {
 	URI   *string `json:"uri"`
 }
 
-// UnmarshalJSONFrom reads a reference and checks that the members its type
+// unmarshalWire reads a reference and checks that the members its type
 // requires are present.
-func (r *CompleteReference) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+func (r *CompleteReference) unmarshalWire(dec *jsontext.Decoder) error {
 	var w refWire
 	if err := json.UnmarshalDecode(dec, &w); err != nil {
 		return err

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
@@ -115,11 +116,11 @@ func asTooLarge(err error) *transport.MessageTooLargeError {
 	return nil
 }
 
-// isSemantic reports whether err is a *json.SemanticError (apart from its
+// isSemantic reports whether err is a *jsonv2.SemanticError (apart from its
 // callers, so that the variable errors.As needs is allocated only for an
 // error).
 func isSemantic(err error) bool {
-	var se *json.SemanticError
+	var se *jsonv2.SemanticError
 	return errors.As(err, &se)
 }
 
@@ -182,14 +183,14 @@ func (c *conn) request(ctx context.Context, method string, params, result any, o
 		if m.Error != nil {
 			e := &Error{Code: m.Error.Code, Message: m.Error.Message}
 			if m.Error.Data != nil {
-				e.Data = m.Error.Data
+				e.Data = json.RawMessage(m.Error.Data)
 			}
 			return e
 		}
 		if result == nil {
 			return nil
 		}
-		if err := json.Unmarshal(m.Result, result); err != nil {
+		if err := jsonrpc.Unmarshal(m.Result, result); err != nil {
 			return fmt.Errorf("mcp: decoding %s result: %w", method, err)
 		}
 		return nil

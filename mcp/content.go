@@ -93,8 +93,8 @@ type resourceWire struct {
 	Meta        Meta              `json:"_meta,omitempty"`
 }
 
-// MarshalJSONTo writes the wire form of the block for its Type.
-func (c Content) MarshalJSONTo(enc *jsontext.Encoder) error {
+// marshalWire writes the wire form of the block for its Type.
+func (c Content) marshalWire(enc *jsontext.Encoder) error {
 	switch c.Type {
 	case ContentText:
 		return json.MarshalEncode(enc, &textWire{c.Type, c.Text, c.Annotations, c.Meta})
@@ -128,9 +128,9 @@ type contentWire struct {
 	Meta        Meta              `json:"_meta"`
 }
 
-// UnmarshalJSONFrom reads one content block and checks that the members its
+// unmarshalWire reads one content block and checks that the members its
 // type requires are present.
-func (c *Content) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+func (c *Content) unmarshalWire(dec *jsontext.Decoder) error {
 	var w contentWire
 	if err := json.UnmarshalDecode(dec, &w); err != nil {
 		return err

@@ -1,9 +1,10 @@
 package mcp
 
 import (
+	"encoding/json"
 	"fmt"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -27,7 +28,7 @@ type ElicitParams struct {
 	Message string
 	// RequestedSchema is the JSON Schema of the form: an object schema whose
 	// properties are primitive (see ElicitationSchema).
-	RequestedSchema jsontext.Value
+	RequestedSchema json.RawMessage
 	URL             string        // url mode: where the user goes
 	ElicitationID   string        // url mode: opaque id, unique within the server
 	Task            *TaskMetadata // 2025-11-25
@@ -53,17 +54,17 @@ type elicitURLWire struct {
 
 var emptyFormSchema = jsontext.Value(`{"type":"object","properties":{}}`)
 
-// MarshalJSONTo writes the wire form of the params for their Mode.
-func (p ElicitParams) MarshalJSONTo(enc *jsontext.Encoder) error {
+// marshalWire writes the wire form of the params for their Mode.
+func (p ElicitParams) marshalWire(enc *jsontext.Encoder) error {
 	switch p.Mode {
 	case "", ElicitModeForm:
 		s := p.RequestedSchema
 		if len(s) == 0 {
-			s = emptyFormSchema
+			s = json.RawMessage(emptyFormSchema)
 		}
-		return json.MarshalEncode(enc, &elicitFormWire{p.Mode, p.Message, s, p.Task, p.Meta})
+		return jsonv2.MarshalEncode(enc, &elicitFormWire{p.Mode, p.Message, jsontext.Value(s), p.Task, p.Meta})
 	case ElicitModeURL:
-		return json.MarshalEncode(enc, &elicitURLWire{p.Mode, p.Message, p.URL, p.ElicitationID, p.Task, p.Meta})
+		return jsonv2.MarshalEncode(enc, &elicitURLWire{p.Mode, p.Message, p.URL, p.ElicitationID, p.Task, p.Meta})
 	default:
 		return fmt.Errorf("mcp: unknown elicitation mode %q", p.Mode)
 	}
@@ -79,11 +80,11 @@ type elicitWire struct {
 	Meta            Meta           `json:"_meta"`
 }
 
-// UnmarshalJSONFrom reads elicitation params and checks that the members
+// unmarshalWire reads elicitation params and checks that the members
 // their mode requires are present.
-func (p *ElicitParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+func (p *ElicitParams) unmarshalWire(dec *jsontext.Decoder) error {
 	var w elicitWire
-	if err := json.UnmarshalDecode(dec, &w); err != nil {
+	if err := jsonv2.UnmarshalDecode(dec, &w); err != nil {
 		return err
 	}
 	mode := w.Mode
@@ -102,7 +103,7 @@ func (p *ElicitParams) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		if w.RequestedSchema == nil {
 			return missing("requestedSchema")
 		}
-		p.RequestedSchema = w.RequestedSchema
+		p.RequestedSchema = json.RawMessage(w.RequestedSchema)
 	case ElicitModeURL:
 		if w.URL == nil {
 			return missing("url")

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -26,7 +27,7 @@ type engine interface {
 	encode(r *responder, v any) (any, error)
 	// input returns the Input a request's own params carry for target
 	// (2026-07-28: verified against its sealed requestState), or nil.
-	input(r *responder, ctx context.Context, method, target string, args jsontext.Value, responses map[string]jsontext.Value, state string) (*Input, *Error)
+	input(r *responder, ctx context.Context, method, target string, args jsontext.Value, responses map[string]json.RawMessage, state string) (*Input, *Error)
 	// complete runs call with in; when the handler asks for input, the
 	// legacy engine asks the client and runs it again, the modern engine
 	// returns the *InputRequiredError for its answer.

@@ -2,9 +2,10 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
@@ -54,7 +55,7 @@ func handleInitialize(_ context.Context, req *Request) (any, error) {
 	if req.Params == nil {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: initialize requires params"}
 	}
-	if err := json.Unmarshal(req.Params, &p); err != nil {
+	if err := jsonv2.Unmarshal(req.Params, &p); err != nil {
 		return nil, invalidParams(err)
 	}
 	if p.ProtocolVersion == "" {
@@ -83,7 +84,7 @@ func (legacyEngine) encode(r *responder, v any) (any, error) {
 
 // input: a legacy request carries no input of its own; the server asks
 // the client when the handler needs some (complete).
-func (legacyEngine) input(*responder, context.Context, string, string, jsontext.Value, map[string]jsontext.Value, string) (*Input, *Error) {
+func (legacyEngine) input(*responder, context.Context, string, string, jsontext.Value, map[string]json.RawMessage, string) (*Input, *Error) {
 	return nil, nil
 }
 

@@ -3,9 +3,10 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strconv"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
@@ -21,7 +22,7 @@ type modernEngine struct{}
 // dispatch checks in the order the specification gives (_meta -32602,
 // version -32022, method -32601), then starts the method.
 func (e modernEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) job {
-	meta, err := ParseRequestMeta(m.Params)
+	meta, err := ParseRequestMeta(json.RawMessage(m.Params))
 	return e.dispatchMeta(ss, m, r, meta, err)
 }
 
@@ -52,21 +53,24 @@ func (e modernEngine) encode(r *responder, v any) (any, error) {
 	if tr, ok := v.(*CallToolResult); ok && !r.mod.cacheable && r.mod.subscriptionID == nil && tr.Meta[MetaServerInfo] == nil {
 		// The common answer, stamped as it is encoded (once, into the
 		// message): no encoding to read back.
-		r.mod.stamped = stampedToolResult{Content: tr.Content, StructuredContent: tr.StructuredContent, IsError: tr.IsError,
+		r.mod.stamped = stampedToolResult{Content: tr.Content, StructuredContent: jsontext.Value(tr.StructuredContent), IsError: tr.IsError,
 			ResultType: ResultTypeComplete, Meta: stampedMeta{Members: tr.Meta, ServerInfo: r.ss.server.serverInfoJSON}}
 		return &r.mod.stamped, nil
 	}
 	b, ok := v.(jsontext.Value)
+	if raw, isRaw := v.(json.RawMessage); isRaw {
+		b, ok = jsontext.Value(raw), true
+	}
 	if !ok {
 		var err error
-		if b, err = json.Marshal(v); err != nil {
+		if b, err = jsonrpc.Marshal(v); err != nil {
 			return nil, err
 		}
 	}
 	return r.ss.server.stamp(b, r.mod)
 }
 
-func (modernEngine) input(r *responder, ctx context.Context, method, target string, args jsontext.Value, responses map[string]jsontext.Value, state string) (*Input, *Error) {
+func (modernEngine) input(r *responder, ctx context.Context, method, target string, args jsontext.Value, responses map[string]json.RawMessage, state string) (*Input, *Error) {
 	return r.inputFor(ctx, method, target, args, responses, state) // input_serve.go
 }
 
@@ -188,7 +192,7 @@ func (s *Server) stamp(b []byte, mod *modernReq) (jsontext.Value, error) {
 		out = append(out, '}')
 	} else {
 		members := map[string]jsontext.Value{}
-		if err := json.Unmarshal(meta, &members); err != nil || members == nil {
+		if err := jsonv2.Unmarshal(meta, &members); err != nil || members == nil {
 			members = map[string]jsontext.Value{}
 		}
 		if _, ok := members[MetaServerInfo]; !ok {
@@ -197,7 +201,7 @@ func (s *Server) stamp(b []byte, mod *modernReq) (jsontext.Value, error) {
 		if mod.subscriptionID != nil {
 			members[MetaSubscriptionID] = mod.subscriptionID
 		}
-		mb, err := json.Marshal(members, json.Deterministic(true))
+		mb, err := jsonv2.Marshal(members, jsonv2.Deterministic(true))
 		if err != nil {
 			return nil, err
 		}

@@ -1,12 +1,13 @@
 package mcp
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
@@ -36,7 +37,7 @@ type Error struct {
 	Message string
 	// Data is the optional data member. On the server side it is encoded as
 	// JSON; on the client side it holds the raw JSON received (a
-	// jsontext.Value); StructuredError decodes the keel form.
+	// json.RawMessage); StructuredError decodes the keel form.
 	Data any
 }
 
@@ -60,11 +61,10 @@ func (e *Error) StructuredError() (*StructuredError, bool) {
 		return d, true
 	case StructuredError:
 		return &d, true
+	case json.RawMessage:
+		return decodeStructuredError(d)
 	case jsontext.Value:
-		var se StructuredError
-		if json.Unmarshal(d, &se) == nil && se.Code != "" {
-			return &se, true
-		}
+		return decodeStructuredError(d)
 	}
 	return nil, false
 }
@@ -173,9 +173,9 @@ func NewToolError(code ErrorCode, message string, details map[string]any) *Struc
 // ToolErrorResult wraps a StructuredError as an isError tool result whose one
 // text block is the error's JSON.
 func ToolErrorResult(se *StructuredError) *CallToolResult {
-	b, err := json.Marshal(se, json.Deterministic(true))
+	b, err := jsonv2.Marshal(se, jsonv2.Deterministic(true))
 	if err != nil { // details that cannot be encoded
-		b, _ = json.Marshal(&StructuredError{Code: se.Code, Message: se.Message, Retryable: se.Retryable, CorrelationID: se.CorrelationID, RunID: se.RunID})
+		b, _ = jsonv2.Marshal(&StructuredError{Code: se.Code, Message: se.Message, Retryable: se.Retryable, CorrelationID: se.CorrelationID, RunID: se.RunID})
 	}
 	return &CallToolResult{Content: []Content{{Type: ContentText, Text: string(b)}}, IsError: true}
 }
@@ -189,7 +189,7 @@ func invalidParams(err error) *Error {
 }
 
 func describeDecodeError(err error) string {
-	var se *json.SemanticError
+	var se *jsonv2.SemanticError
 	if !errors.As(err, &se) {
 		return "malformed params"
 	}
@@ -198,7 +198,7 @@ func describeDecodeError(err error) string {
 		where = strconv.Quote(string(se.JSONPointer))
 	}
 	if se.Err != nil {
-		var inner *json.SemanticError
+		var inner *jsonv2.SemanticError
 		if !errors.As(se.Err, &inner) {
 			return where + ": " + se.Err.Error()
 		}
@@ -256,4 +256,13 @@ func jsonKindName(k jsontext.Kind) string {
 		return "an array"
 	}
 	return ""
+}
+
+// decodeStructuredError decodes raw error data in the keel form.
+func decodeStructuredError(raw []byte) (*StructuredError, bool) {
+	var se StructuredError
+	if jsonv2.Unmarshal(raw, &se) == nil && se.Code != "" {
+		return &se, true
+	}
+	return nil, false
 }

@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -27,16 +27,16 @@ const secretDSN = "postgres://app:hunter2@db.internal:5432/prod"
 func maskServer(t *testing.T, expose bool, logs *exampletest.SafeBuffer) *mcp.Client {
 	t.Helper()
 	reg := registry.New(nil)
-	fail := func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+	fail := func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) {
 		return nil, errors.New("connect " + secretDSN + ": refused")
 	}
-	typed := func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+	typed := func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) {
 		return nil, mcp.NewToolError(mcp.ErrInvalidInput, "the name is taken", nil)
 	}
 	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "fail", InputSchema: []byte(`{"type":"object"}`)}, fail, nil))
 	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "typed", InputSchema: []byte(`{"type":"object"}`)}, typed, nil))
 	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "closed", InputSchema: []byte(`{"type":"object"}`)},
-		func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+		func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) {
 			return nil, fmt.Errorf("db %s: %w", secretDSN, mcp.ErrClosed)
 		}, nil))
 	require.NoError(t, reg.AddResource(&mcp.Resource{URI: "test://broken", Name: "broken"},
@@ -127,7 +127,7 @@ func TestSessionLogLinesRateLimited(t *testing.T) {
 	var logs exampletest.SafeBuffer
 	reg := registry.New(nil)
 	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "panic", InputSchema: []byte(`{"type":"object"}`)},
-		func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+		func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) {
 			panic(strings.Repeat("p", 1<<20))
 		}, nil))
 	srv := mcp.NewServer(&mcp.ServerOptions{Tools: reg, LogLinesPerSecond: 10,
@@ -161,7 +161,7 @@ func TestPeerSessionsShareOneLogBudget(t *testing.T) {
 	var logs exampletest.SafeBuffer
 	reg := registry.New(nil)
 	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "panic", InputSchema: []byte(`{"type":"object"}`)},
-		func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+		func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) {
 			panic("boom")
 		}, nil))
 	srv := mcp.NewServer(&mcp.ServerOptions{Tools: reg, LogLinesPerSecond: 10,

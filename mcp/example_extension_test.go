@@ -2,13 +2,12 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
 	"sort"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/transport"
@@ -134,7 +133,7 @@ func ExampleServer_NotifyAll() {
 	srv := mcp.NewServer(&mcp.ServerOptions{Logger: slog.New(slog.DiscardHandler)})
 	got := make(chan string, 2)
 	for i := range 2 {
-		c := connectExample(srv, &mcp.ClientOptions{OnNotification: func(method string, params jsontext.Value) {
+		c := connectExample(srv, &mcp.ClientOptions{OnNotification: func(method string, params json.RawMessage) {
 			got <- fmt.Sprintf("client %d got %s %s", i, method, params)
 		}})
 		defer c.Close()
@@ -165,7 +164,7 @@ func ExampleSendMiddleware() {
 	}
 	srv := mcp.NewServer(&mcp.ServerOptions{Logger: slog.New(slog.DiscardHandler), SendMiddleware: []mcp.SendMiddleware{logSends}})
 	done := make(chan struct{})
-	c := connectExample(srv, &mcp.ClientOptions{OnNotification: func(string, jsontext.Value) { close(done) }})
+	c := connectExample(srv, &mcp.ClientOptions{OnNotification: func(string, json.RawMessage) { close(done) }})
 	defer c.Close()
 	_ = srv.Sessions()[0].Notify(context.Background(), "acme/ready", nil)
 	<-done

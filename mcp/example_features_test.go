@@ -2,9 +2,8 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/registry"
@@ -50,7 +49,7 @@ func ExampleReportProgress() {
 	defer stop()
 
 	res, err := c.CallToolWithParams(context.Background(), &mcp.CallToolParams{Name: "index",
-		Arguments: jsontext.Value(`{"files":3}`), Meta: mcp.Meta{mcp.MetaProgressToken: "idx-1"}})
+		Arguments: json.RawMessage(`{"files":3}`), Meta: mcp.Meta{mcp.MetaProgressToken: "idx-1"}})
 	if err != nil {
 		panic(err)
 	}
@@ -74,7 +73,7 @@ func ExampleSession_Elicit() {
 		func(ctx context.Context, _ struct{}) (Out, error) {
 			res, err := mcp.SessionFromContext(ctx).Elicit(ctx, &mcp.ElicitParams{
 				Message:         "What is your name?",
-				RequestedSchema: jsontext.Value(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
+				RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
 			})
 			if err != nil {
 				return Out{}, err

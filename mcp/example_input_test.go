@@ -2,10 +2,9 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/registry"
@@ -30,7 +29,7 @@ func ExampleInputRequired() {
 			if !ok {
 				return "", mcp.InputRequired(map[string]mcp.InputRequest{
 					"confirm": mcp.ElicitInput(mcp.ElicitParams{Message: "Delete " + in.Path + "?",
-						RequestedSchema: jsontext.Value(`{"type":"object","properties":{}}`)}),
+						RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`)}),
 				}, []byte(in.Path))
 			}
 			if answer.Action != mcp.ElicitAccept {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -60,7 +59,7 @@ func TestRequestStateOverTheWire(t *testing.T) {
 				func(ctx context.Context, in In) (string, error) {
 					if _, ok := mcp.InputFromContext(ctx).Elicit("ok"); !ok {
 						return "", mcp.InputRequired(map[string]mcp.InputRequest{"ok": mcp.ElicitInput(mcp.ElicitParams{Message: "Sure?",
-							RequestedSchema: jsontext.Value(`{"type":"object","properties":{}}`)})}, []byte("secret-handler-note"))
+							RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`)})}, []byte("secret-handler-note"))
 					}
 					return "booked " + in.City, nil
 				}, nil)

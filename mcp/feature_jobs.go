@@ -3,13 +3,14 @@ package mcp
 import (
 	"context"
 	"errors"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // withProgress returns ctx carrying the Progress of a request other than
 // tools/call (whose ToolCall holds its own): ReportProgress works in the
 // handler, and the request finishes it before it answers.
 func (req *Request) withProgress(ctx context.Context) context.Context {
-	ctx, req.f.prog = req.Session.withProgress(ctx, req.Params, req.r.version())
+	ctx, req.f.prog = req.Session.withProgress(ctx, jsontext.Value(req.Params), req.r.version())
 	return ctx
 }
 

@@ -2,12 +2,13 @@ package mcp
 
 import (
 	"bytes"
+	"encoding/json"
 	"log/slog"
 	"reflect"
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -22,7 +23,7 @@ func FuzzParseRequestMeta(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		rm, e := ParseRequestMeta(jsontext.Value(b))
+		rm, e := ParseRequestMeta(json.RawMessage(b))
 		if e != nil {
 			if e.Code != CodeInvalidParams {
 				t.Fatalf("code %d, want -32602", e.Code)
@@ -32,7 +33,7 @@ func FuzzParseRequestMeta(f *testing.F) {
 		if rm.LogLevel != "" && !rm.LogLevel.Valid() {
 			t.Fatalf("accepted an unknown logLevel %q", rm.LogLevel)
 		}
-		if !IsModernRequest(jsontext.Value(b)) {
+		if !IsModernRequest(json.RawMessage(b)) {
 			t.Fatalf("accepted params the era test calls legacy: %s", b)
 		}
 	})
@@ -84,7 +85,7 @@ func FuzzIsModernRequest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got := IsModernRequest(jsontext.Value(b))
+		got := IsModernRequest(json.RawMessage(b))
 		if !jsontext.Value(b).IsValid() {
 			return
 		}
@@ -93,7 +94,7 @@ func FuzzIsModernRequest(f *testing.F) {
 			var p struct {
 				Meta map[string]jsontext.Value `json:"_meta"`
 			}
-			if json.Unmarshal(b, &p) != nil {
+			if jsonv2.Unmarshal(b, &p) != nil {
 				want = true
 			} else {
 				_, want = p.Meta[MetaProtocolVersion]
@@ -136,7 +137,7 @@ func FuzzDecodeMetaMatchesStructDecoding(f *testing.F) {
 		var w requestMetaWire
 		err := decodeMeta(b, &w)
 		var ref *reference
-		refErr := scanMeta(b, func(dec *jsontext.Decoder) error { return json.UnmarshalDecode(dec, &ref) })
+		refErr := scanMeta(b, func(dec *jsontext.Decoder) error { return jsonv2.UnmarshalDecode(dec, &ref) })
 		if (err == nil) != (refErr == nil) {
 			t.Fatalf("%s: error %v, the struct's %v", b, err, refErr)
 		}
@@ -169,7 +170,7 @@ func FuzzDecodeMetaMatchesStructDecoding(f *testing.F) {
 		var call struct {
 			Meta callMeta `json:"_meta"`
 		}
-		if err := json.Unmarshal(b, &call); err != nil {
+		if err := jsonv2.Unmarshal(b, &call); err != nil {
 			if !w.partial {
 				t.Fatalf("%s: callMeta fails (%v), the map is not partial", b, err)
 			}
@@ -192,10 +193,10 @@ func checkCheckRequestMeta(t *testing.T, b []byte) {
 	}
 	wantVersion, wantErr := "", (*Error)(nil)
 	var version string
-	switch err := scanMeta(b, func(dec *jsontext.Decoder) error { return json.UnmarshalDecode(dec, &m.Meta) }); {
+	switch err := scanMeta(b, func(dec *jsontext.Decoder) error { return jsonv2.UnmarshalDecode(dec, &m.Meta) }); {
 	case err != nil:
 		wantErr = invalidParams(err)
-	case m.Meta == nil || m.Meta.ProtocolVersion.Kind() != '"' || json.Unmarshal(m.Meta.ProtocolVersion, &version) != nil:
+	case m.Meta == nil || m.Meta.ProtocolVersion.Kind() != '"' || jsonv2.Unmarshal(m.Meta.ProtocolVersion, &version) != nil:
 		wantErr = missingMeta(MetaProtocolVersion)
 	case m.Meta.ClientCapabilities.Kind() != '{':
 		wantErr = missingMeta(MetaClientCapabilities)

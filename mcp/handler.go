@@ -2,9 +2,8 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"sync/atomic"
-
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Request is one incoming request (or notification) as the Server hands it
@@ -18,11 +17,11 @@ import (
 // session has the session's.
 type Request struct {
 	// ID is the JSON-RPC id (nil for a notification).
-	ID jsontext.Value
+	ID json.RawMessage
 	// Method is the JSON-RPC method.
 	Method string
 	// Params is the raw params member (nil when absent).
-	Params jsontext.Value
+	Params json.RawMessage
 	// Session is the connection the request arrived on.
 	Session *Session
 

@@ -2,10 +2,11 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"sort"
 	"strings"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -91,7 +92,7 @@ type Input struct {
 	// Responses holds the raw results (ElicitResult, CreateMessageResult,
 	// ListRootsResult) by key. Keys the handler did not ask for may be
 	// present; ignore them.
-	Responses map[string]jsontext.Value
+	Responses map[string]json.RawMessage
 	// State is the State of the InputRequiredError that asked, verified.
 	State []byte
 	// Round counts the rounds so far: 0 on the first call.
@@ -155,13 +156,13 @@ func (in *Input) decode(key string, v any) bool {
 		return false
 	}
 	raw, ok := in.Responses[key]
-	return ok && json.Unmarshal(raw, v, json.RejectUnknownMembers(false)) == nil
+	return ok && jsonv2.Unmarshal(raw, v, jsonv2.RejectUnknownMembers(false)) == nil
 }
 
 // inputResultValid decodes the response to an input request of method,
 // reporting whether it has that method's result shape.
 func inputResultValid(method string, raw jsontext.Value) bool {
-	in := &Input{Responses: map[string]jsontext.Value{"k": raw}}
+	in := &Input{Responses: map[string]json.RawMessage{"k": json.RawMessage(raw)}}
 	switch method {
 	case MethodElicitationCreate:
 		_, ok := in.Elicit("k")

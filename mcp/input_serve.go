@@ -2,11 +2,12 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/transport"
@@ -31,7 +32,7 @@ func stateSubject(ctx context.Context) string {
 // requests they answer, and records what the next state is bound to. A
 // legacy request has no Input from its params: the server asks the client
 // itself (withInput).
-func (r *responder) inputFor(ctx context.Context, method, target string, args jsontext.Value, responses map[string]jsontext.Value, state string) (*Input, *Error) {
+func (r *responder) inputFor(ctx context.Context, method, target string, args jsontext.Value, responses map[string]json.RawMessage, state string) (*Input, *Error) {
 	s := r.ss.server
 	subject := stateSubject(ctx)
 	// The digest of the arguments is computed only when a state is
@@ -42,7 +43,7 @@ func (r *responder) inputFor(ctx context.Context, method, target string, args js
 		return nil, nil
 	}
 	r.mod.bind.Digest = argsDigest(args)
-	in := &Input{Responses: map[string]jsontext.Value{}}
+	in := &Input{Responses: map[string]json.RawMessage{}}
 	var keys map[string]string
 	if state != "" {
 		st, e := s.openState(state, method, target, r.mod.bind.Digest, subject)
@@ -56,10 +57,10 @@ func (r *responder) inputFor(ctx context.Context, method, target string, args js
 		r.mod.bind.Round = in.Round
 	}
 	for k, raw := range responses {
-		if raw.Kind() != '{' {
+		if jsontext.Value(raw).Kind() != '{' {
 			return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: inputResponses[" + quote(k) + "] must be an object"}
 		}
-		if m, asked := keys[k]; asked && !inputResultValid(m, raw) {
+		if m, asked := keys[k]; asked && !inputResultValid(m, jsontext.Value(raw)) {
 			return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: inputResponses[" + quote(k) + "] is not a result of " + m}
 		}
 		in.Responses[k] = raw
@@ -93,8 +94,8 @@ func (r responder) bridge(ctx context.Context, in *Input, ir *InputRequiredError
 
 // fulfil makes the requests of ir to the client of a legacy session and
 // returns their results by key.
-func (ss *Session) fulfil(ctx context.Context, ir *InputRequiredError) (map[string]jsontext.Value, error) {
-	out := make(map[string]jsontext.Value, len(ir.Requests))
+func (ss *Session) fulfil(ctx context.Context, ir *InputRequiredError) (map[string]json.RawMessage, error) {
+	out := make(map[string]json.RawMessage, len(ir.Requests))
 	for _, k := range sortedKeys(ir.Requests) {
 		req := ir.Requests[k]
 		var res any
@@ -128,7 +129,7 @@ func (ss *Session) fulfil(ctx context.Context, ir *InputRequiredError) (map[stri
 			}
 			return nil, err
 		}
-		b, err := json.Marshal(res)
+		b, err := jsonv2.Marshal(res)
 		if err != nil {
 			return nil, err
 		}
@@ -156,11 +157,11 @@ func convertParams(params, dst any) error {
 			return nil
 		}
 	}
-	b, err := json.Marshal(params)
+	b, err := jsonv2.Marshal(params)
 	if err != nil {
 		return err
 	}
-	return json.Unmarshal(b, dst)
+	return jsonv2.Unmarshal(b, dst)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,8 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -138,7 +138,7 @@ func TestBatchOverMaxBatchAnsweredEverywhere(t *testing.T) {
 				} `json:"error"`
 			}
 			out := ex(t, b.String())
-			require.NoError(t, json.Unmarshal([]byte(out), &m), out)
+			require.NoError(t, jsonv2.Unmarshal([]byte(out), &m), out)
 			assert.Less(t, time.Since(start), 2*time.Second)
 			assert.Nil(t, m.ID)
 			assert.Equal(t, -32600, m.Error.Code)
@@ -160,7 +160,7 @@ func TestResponseOverMessageLimitAnsweredEverywhere(t *testing.T) {
 	reg := registry.New(nil)
 	size := transport.DefaultMaxMessageBytes + 1024
 	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "big", InputSchema: []byte(`{"type":"object"}`)},
-		func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+		func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) {
 			return mcp.TextResult(strings.Repeat("x", size)), nil
 		}, nil))
 	srv := mcp.NewServer(&mcp.ServerOptions{Tools: reg, Logger: slog.New(slog.DiscardHandler)})
@@ -175,7 +175,7 @@ func TestResponseOverMessageLimitAnsweredEverywhere(t *testing.T) {
 					Data    mcp.StructuredError `json:"data"`
 				} `json:"error"`
 			}
-			require.NoError(t, json.Unmarshal([]byte(out), &m), out)
+			require.NoError(t, jsonv2.Unmarshal([]byte(out), &m), out)
 			assert.Equal(t, 7, m.ID)
 			assert.Equal(t, -32603, m.Error.Code)
 			assert.Contains(t, m.Error.Message, "MaxMessageBytes")
@@ -213,7 +213,7 @@ func TestDefaultResultCapsFitTheMessageLimit(t *testing.T) {
 func TestBatchAnswerOverMessageLimitAnsweredEverywhere(t *testing.T) {
 	reg := registry.New(nil)
 	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "half", InputSchema: []byte(`{"type":"object"}`)},
-		func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+		func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) {
 			return mcp.TextResult(strings.Repeat("h", transport.DefaultMaxMessageBytes/2+1024)), nil
 		}, nil))
 	srv := mcp.NewServer(&mcp.ServerOptions{Tools: reg, Logger: slog.New(slog.DiscardHandler)})
@@ -227,7 +227,7 @@ func TestBatchAnswerOverMessageLimitAnsweredEverywhere(t *testing.T) {
 					Message string `json:"message"`
 				} `json:"error"`
 			}
-			require.NoError(t, json.Unmarshal([]byte(out), &answers), head(out))
+			require.NoError(t, jsonv2.Unmarshal([]byte(out), &answers), head(out))
 			require.Len(t, answers, 2)
 			for i, a := range answers {
 				assert.Equal(t, i+1, a.ID)

@@ -177,7 +177,7 @@ func handleListen(ctx context.Context, req *Request) (any, error) {
 			}
 		}
 	}
-	r.mod.subscriptionID = req.ID
+	r.mod.subscriptionID = jsontext.Value(req.ID)
 	l := &listener{filter: ok, wake: make(chan struct{}, 1)}
 	if len(ok.TaskIDs) > 0 {
 		l.tasks = make(map[string]bool, len(ok.TaskIDs))
@@ -186,7 +186,7 @@ func handleListen(ctx context.Context, req *Request) (any, error) {
 		}
 	}
 	id := req.ID
-	l.client, l.id, l.peer = listenClient(ctx), id, PeerFromContext(ctx)
+	l.client, l.id, l.peer = listenClient(ctx), jsontext.Value(id), PeerFromContext(ctx)
 	l.held = filterCost(&l.filter)
 	if e := ss.server.hub.addListener(l, &ss.server.opts); e != nil {
 		return nil, e
@@ -200,7 +200,7 @@ func handleListen(ctx context.Context, req *Request) (any, error) {
 			_ = ss.conn.notify(nctx, NotificationCancelled, &CancelledParams{RequestID: id, Reason: "subscription ended"})
 		}
 	}
-	ss.listen(ctx, id, l)
+	ss.listen(ctx, jsontext.Value(id), l)
 	return EmptyResult{}, nil
 }
 

@@ -102,7 +102,7 @@ func (ss *Session) sendLog(ctx context.Context, p *LoggingMessageNotificationPar
 }
 
 func handleSetLevel(_ context.Context, req *Request) (any, error) {
-	if req.Params == nil || req.Params.Kind() != '{' {
+	if req.Params == nil || jsontext.Value(req.Params).Kind() != '{' {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: logging/setLevel requires params {level}"}
 	}
 	var p SetLevelParams

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
 )
@@ -110,7 +111,7 @@ func builtinMethod(name string) bool {
 // request's era) and answers with its outcome; a lasting request is
 // started on its own goroutine instead.
 func (ss *Session) serveMethod(m *jsonrpc.Message, r responder, md *method, h MethodHandler) job {
-	req := &Request{ID: m.ID, Method: m.Method, Params: m.Params, Session: ss, r: r, handle: h}
+	req := &Request{ID: json.RawMessage(m.ID), Method: m.Method, Params: json.RawMessage(m.Params), Session: ss, r: r, handle: h}
 	if !ss.begin(req, ss.rd.messageContext(), md.lasting) {
 		return nil
 	}

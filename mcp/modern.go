@@ -1,7 +1,7 @@
 package mcp
 
 import (
-	"github.com/go-json-experiment/json/jsontext"
+	"encoding/json"
 )
 
 // Protocol revision 2026-07-28 ("modern", stateless): every request carries
@@ -183,7 +183,7 @@ type RequestMeta struct {
 	ClientCapabilities ClientCapabilities
 	ClientInfo         *Implementation
 	LogLevel           LoggingLevel // "": no log messages for this request
-	ProgressToken      jsontext.Value
+	ProgressToken      json.RawMessage
 	// Meta holds the members of _meta other than the four of the
 	// revision (protocolVersion, clientCapabilities, clientInfo,
 	// logLevel), progressToken included, each decoded as an any; nil

@@ -3,10 +3,11 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
@@ -37,16 +38,16 @@ var metaProtocolVersionKey = []byte(`"` + MetaProtocolVersion + `"`)
 // message of revision 2026-07-28 or later, served per request (transports
 // use it to classify a message before they route it). Legacy messages pay
 // one bytes.Contains.
-func IsModernRequest(params jsontext.Value) bool {
+func IsModernRequest(params json.RawMessage) bool {
 	if !bytes.Contains(params, metaProtocolVersionKey) {
 		return false
 	}
-	if params.Kind() != '{' {
+	if jsontext.Value(params).Kind() != '{' {
 		return true // malformed params that name the key: the modern rules answer -32602
 	}
 	// Any error — errNamed, or malformed params that name the key, which
 	// the modern rules answer with -32602 — makes the request modern.
-	return scanMetaMembers(params, func(dec *jsontext.Decoder, member int, _ jsontext.Value) error {
+	return scanMetaMembers(jsontext.Value(params), func(dec *jsontext.Decoder, member int, _ jsontext.Value) error {
 		if member == memberVersion {
 			return errNamed
 		}
@@ -66,7 +67,7 @@ type requestMetaWire struct {
 	ClientCapabilities            ClientCapabilities
 	ClientInfo                    *Implementation
 	LogLevel                      LoggingLevel
-	ProgressToken                 jsontext.Value
+	ProgressToken                 json.RawMessage
 	Meta                          Meta
 	partial                       bool // a member of Meta could not be decoded (addOther)
 }
@@ -75,27 +76,27 @@ type requestMetaWire struct {
 // params: protocolVersion and clientCapabilities are required, logLevel
 // must be a known level. The error is the -32602 to answer. Transports use
 // it to check a request before they dispatch it.
-func ParseRequestMeta(params jsontext.Value) (RequestMeta, *Error) {
-	if params.Kind() != '{' {
+func ParseRequestMeta(params json.RawMessage) (RequestMeta, *Error) {
+	if jsontext.Value(params).Kind() != '{' {
 		return RequestMeta{}, errNoModernParams
 	}
 	var w requestMetaWire
-	return w.check(decodeMeta(params, &w))
+	return w.check(decodeMeta(jsontext.Value(params), &w))
 }
 
 // ClassifyRequest is IsModernRequest and, for a modern request,
 // ParseRequestMeta, reading params once where IsModernRequest alone would
 // read them: the hand-off of a request to its era's rules. When modern is
 // false, meta and e are zero.
-func ClassifyRequest(params jsontext.Value) (modern bool, meta RequestMeta, e *Error) {
+func ClassifyRequest(params json.RawMessage) (modern bool, meta RequestMeta, e *Error) {
 	if !bytes.Contains(params, metaProtocolVersionKey) {
 		return false, meta, nil
 	}
-	if params.Kind() != '{' {
+	if jsontext.Value(params).Kind() != '{' {
 		return true, meta, errNoModernParams
 	}
 	var w requestMetaWire
-	err := decodeMeta(params, &w)
+	err := decodeMeta(jsontext.Value(params), &w)
 	switch {
 	case w.namedVersion:
 	case err == nil:
@@ -217,7 +218,7 @@ func nameIs(raw jsontext.Value, want string) bool {
 		return string(raw[1:len(raw)-1]) == want
 	}
 	var s string
-	return json.Unmarshal(raw, &s) == nil && s == want
+	return jsonv2.Unmarshal(raw, &s) == nil && s == want
 }
 
 // CheckRequestMeta checks what every 2026-07-28 request's params must
@@ -228,12 +229,12 @@ func nameIs(raw jsontext.Value, want string) bool {
 // it to check a request before it routes it; ParseRequestMeta applies the
 // same rules and decodes the members: when it succeeds, CheckRequestMeta
 // returns its ProtocolVersion and no error.
-func CheckRequestMeta(params jsontext.Value) (string, *Error) {
-	if params.Kind() != '{' {
+func CheckRequestMeta(params json.RawMessage) (string, *Error) {
+	if jsontext.Value(params).Kind() != '{' {
 		return "", errNoModernParams
 	}
 	version, hasVersion, hasCaps := "", false, false
-	err := scanMetaMembers(params, func(dec *jsontext.Decoder, member int, _ jsontext.Value) (err error) {
+	err := scanMetaMembers(jsontext.Value(params), func(dec *jsontext.Decoder, member int, _ jsontext.Value) (err error) {
 		switch kind := dec.PeekKind(); {
 		case member == memberVersion && kind == '"':
 			version, err = decodeInterned(dec, knownVersions)
@@ -278,12 +279,12 @@ func decodeMeta(params jsontext.Value, w *requestMetaWire) error {
 		case member == memberProgressToken:
 			var raw jsontext.Value
 			if raw, err = dec.ReadValue(); err == nil {
-				w.ProgressToken = raw.Clone()
+				w.ProgressToken = json.RawMessage(raw.Clone())
 				w.addOther(MetaProgressToken, raw)
 			}
 		case member == memberOther:
 			var key string
-			if err = json.Unmarshal(name, &key); err == nil { // name first: the read below invalidates it
+			if err = jsonv2.Unmarshal(name, &key); err == nil { // name first: the read below invalidates it
 				var raw jsontext.Value
 				if raw, err = dec.ReadValue(); err == nil {
 					w.addOther(key, raw)
@@ -299,7 +300,7 @@ func decodeMeta(params jsontext.Value, w *requestMetaWire) error {
 			w.ClientCapabilities, err = decodeCaps(dec, params)
 		case member == memberInfo:
 			w.ClientInfo = new(Implementation)
-			err = json.UnmarshalDecode(dec, w.ClientInfo)
+			err = jsonv2.UnmarshalDecode(dec, w.ClientInfo)
 		case member == memberLevel:
 			w.hasLevel = true
 			var l string
@@ -317,7 +318,7 @@ func decodeMeta(params jsontext.Value, w *requestMetaWire) error {
 // it is, reads _meta itself and answers what a 2025 request would get.
 func (w *requestMetaWire) addOther(key string, raw jsontext.Value) {
 	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
+	if err := jsonv2.Unmarshal(raw, &v); err != nil {
 		w.partial = true
 		return
 	}
@@ -330,11 +331,11 @@ func (w *requestMetaWire) addOther(key string, raw jsontext.Value) {
 // members keeps the members a loop skips free of allocations.
 func decodeMetaMember(dec *jsontext.Decoder, name jsontext.Value, m *Meta) error {
 	var key string
-	if err := json.Unmarshal(name, &key); err != nil {
+	if err := jsonv2.Unmarshal(name, &key); err != nil {
 		return err
 	}
 	var v any
-	if err := json.UnmarshalDecode(dec, &v); err != nil {
+	if err := jsonv2.UnmarshalDecode(dec, &v); err != nil {
 		return err
 	}
 	setMeta(m, key, v)
@@ -362,7 +363,7 @@ func scanMetaMembers(params jsontext.Value, read func(dec *jsontext.Decoder, mem
 		case '{':
 		default:
 			var obj *struct{}
-			return json.UnmarshalDecode(dec, &obj)
+			return jsonv2.UnmarshalDecode(dec, &obj)
 		}
 		if _, err := dec.ReadToken(); err != nil {
 			return err
@@ -414,7 +415,7 @@ func decodeCaps(dec *jsontext.Decoder, params []byte) (ClientCapabilities, error
 		return ClientCapabilities{}, dec.SkipValue()
 	}
 	var caps ClientCapabilities
-	err := json.UnmarshalDecode(dec, &caps)
+	err := jsonv2.UnmarshalDecode(dec, &caps)
 	return caps, err
 }
 
@@ -438,7 +439,7 @@ func decodeInterned(dec *jsontext.Decoder, known []string) (string, error) {
 
 func decodeString(dec *jsontext.Decoder) (string, error) {
 	var s string
-	err := json.UnmarshalDecode(dec, &s)
+	err := jsonv2.UnmarshalDecode(dec, &s)
 	return s, err
 }
 

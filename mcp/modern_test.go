@@ -26,13 +26,13 @@ type modernTools struct{ onChange func() }
 
 func (modernTools) ListTools(context.Context) ([]*mcp.Tool, error) {
 	schema := jsontext.Value(`{"type":"object"}`)
-	return []*mcp.Tool{{Name: "ask", InputSchema: schema}, {Name: "hello", InputSchema: schema}, {Name: "twice", InputSchema: schema}}, nil
+	return []*mcp.Tool{{Name: "ask", InputSchema: json.RawMessage(schema)}, {Name: "hello", InputSchema: json.RawMessage(schema)}, {Name: "twice", InputSchema: json.RawMessage(schema)}}, nil
 }
 
 func (t *modernTools) OnChange(f func()) { t.onChange = f }
 
 var askName = mcp.ElicitInput(mcp.ElicitParams{Message: "What is your name?",
-	RequestedSchema: jsontext.Value(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)})
+	RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)})
 
 func (modernTools) CallTool(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
 	in := mcp.InputFromContext(ctx)
@@ -302,10 +302,10 @@ func TestInputAccessors(t *testing.T) {
 	assert.False(t, none.Has("x"))
 	_, ok := none.Elicit("x")
 	assert.False(t, ok)
-	in := &mcp.Input{Responses: map[string]jsontext.Value{
-		"e": jsontext.Value(`{"action":"accept","content":{"a":1}}`),
-		"s": jsontext.Value(`{"role":"assistant","content":{"type":"text","text":"Paris"},"model":"m"}`),
-		"r": jsontext.Value(`{"roots":[{"uri":"file:///a"}]}`),
+	in := &mcp.Input{Responses: map[string]json.RawMessage{
+		"e": json.RawMessage(`{"action":"accept","content":{"a":1}}`),
+		"s": json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"Paris"},"model":"m"}`),
+		"r": json.RawMessage(`{"roots":[{"uri":"file:///a"}]}`),
 	}}
 	er, ok := in.Elicit("e")
 	require.True(t, ok)

@@ -1,13 +1,13 @@
 package mcp
 
-import "github.com/go-json-experiment/json/jsontext"
+import "encoding/json"
 
 // ProgressParams are the params of notifications/progress, sent for a
 // request whose _meta holds a progress token (MetaProgressToken).
 type ProgressParams struct {
 	// ProgressToken is the request's token, a JSON string or integer,
 	// echoed verbatim.
-	ProgressToken jsontext.Value `json:"progressToken"`
+	ProgressToken json.RawMessage `json:"progressToken"`
 	// Progress so far; it must increase with every notification, even if
 	// Total is unknown.
 	Progress float64  `json:"progress"`

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -9,7 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -62,7 +63,7 @@ func rawProgressToken(params jsontext.Value) jsontext.Value {
 			Token jsontext.Value `json:"progressToken"`
 		} `json:"_meta"`
 	}
-	if json.Unmarshal(params, &p) != nil {
+	if jsonv2.Unmarshal(params, &p) != nil {
 		return nil
 	}
 	switch t := p.Meta.Token; t.Kind() {
@@ -137,13 +138,13 @@ func (p *Progress) Enabled() bool {
 }
 
 // Token returns the request's progress token as JSON (nil when none).
-func (p *Progress) Token() jsontext.Value {
+func (p *Progress) Token() json.RawMessage {
 	if p == nil {
 		return nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.token
+	return json.RawMessage(p.token)
 }
 
 // Report sends notifications/progress: progress so far, total (0 when
@@ -172,7 +173,7 @@ func (p *Progress) Report(ctx context.Context, progress, total float64, message 
 	if p.sent && progress <= p.last {
 		return fmt.Errorf("%w: %v after %v", ErrProgressNotIncreasing, progress, p.last)
 	}
-	n := ProgressParams{ProgressToken: p.token, Progress: progress}
+	n := ProgressParams{ProgressToken: json.RawMessage(p.token), Progress: progress}
 	if total > 0 {
 		n.Total = &total
 	}

@@ -1,6 +1,6 @@
 package mcp
 
-import "github.com/go-json-experiment/json/jsontext"
+import "encoding/json"
 
 // Role is the sender or recipient of a message in a conversation.
 type Role string
@@ -51,9 +51,9 @@ type GetPromptParams struct {
 	Arguments map[string]string `json:"arguments,omitempty"`
 	// InputResponses and RequestState answer an input-required result
 	// (2026-07-28; see InputRequiredError).
-	InputResponses map[string]jsontext.Value `json:"inputResponses,omitempty"`
-	RequestState   string                    `json:"requestState,omitempty"`
-	Meta           Meta                      `json:"_meta,omitempty"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
+	RequestState   string                     `json:"requestState,omitempty"`
+	Meta           Meta                       `json:"_meta,omitempty"`
 }
 
 // GetPromptResult is the result of prompts/get. Messages is always written

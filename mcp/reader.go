@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"sync/atomic"
@@ -254,7 +255,7 @@ func (rd *reader) handleNotification(m *jsonrpc.Message) {
 		ss.log.Debug("mcp: notification ignored", logclip.Attr("method", m.Method))
 		return
 	}
-	req := &Request{Method: m.Method, Params: m.Params, Session: ss, r: responder{ss: ss}, handle: h}
+	req := &Request{Method: m.Method, Params: json.RawMessage(m.Params), Session: ss, r: responder{ss: ss}, handle: h}
 	ctx := context.WithValue(rd.messageContext(), requestKey{}, req)
 	func() {
 		_, err := guard(ss.log, "notification handler", m.Method, func() (any, error) { return ss.server.handle(ctx, req) })
@@ -267,7 +268,7 @@ func (rd *reader) handleNotification(m *jsonrpc.Message) {
 
 // handleRequest hands request m to its era's engine.
 func (rd *reader) handleRequest(m *jsonrpc.Message, r responder) job {
-	modern, meta, e := ClassifyRequest(m.Params)
+	modern, meta, e := ClassifyRequest(json.RawMessage(m.Params))
 	return rd.route(m, r, modern, meta, e)
 }
 

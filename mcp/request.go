@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"github.com/go-json-experiment/json/jsontext"
 	"log/slog"
 	"runtime/debug"
 	"sync"
@@ -187,7 +188,7 @@ func guard(log *slog.Logger, what, name string, fn func() (any, error)) (res any
 // -32600 and returns false.
 func (ss *Session) begin(req *Request, parent context.Context, keepAlive bool) bool {
 	f := &req.f
-	*f = inflight{tab: &ss.reqs, req: req, key: idKey(req.ID), method: req.Method, keepAlive: keepAlive}
+	*f = inflight{tab: &ss.reqs, req: req, key: idKey(jsontext.Value(req.ID)), method: req.Method, keepAlive: keepAlive}
 	f.done = &f.ownDone
 	f.vals.req = req
 	f.start(parent)

@@ -1,6 +1,6 @@
 package mcp
 
-import "github.com/go-json-experiment/json/jsontext"
+import "encoding/json"
 
 // Resource is a resource a server can read, as listed by resources/list.
 type Resource struct {
@@ -49,9 +49,9 @@ type ReadResourceParams struct {
 	URI string `json:"uri"`
 	// InputResponses and RequestState answer an input-required result
 	// (2026-07-28; see InputRequiredError).
-	InputResponses map[string]jsontext.Value `json:"inputResponses,omitempty"`
-	RequestState   string                    `json:"requestState,omitempty"`
-	Meta           Meta                      `json:"_meta,omitempty"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
+	RequestState   string                     `json:"requestState,omitempty"`
+	Meta           Meta                       `json:"_meta,omitempty"`
 }
 
 // ReadResourceResult is the result of resources/read: the contents of the

@@ -2,12 +2,12 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
 
 	"github.com/keelmcp/keel/transport"
@@ -45,7 +45,7 @@ func (t *oneShot) Kind() string                        { return "http" }
 type stubbornTools struct{ release chan struct{} }
 
 func (stubbornTools) ListTools(context.Context) ([]*Tool, error) {
-	return []*Tool{{Name: "block", InputSchema: jsontext.Value(`{"type":"object"}`)}}, nil
+	return []*Tool{{Name: "block", InputSchema: json.RawMessage(`{"type":"object"}`)}}, nil
 }
 
 func (s stubbornTools) CallTool(context.Context, *ToolCall) (*CallToolResult, error) {

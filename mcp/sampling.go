@@ -1,9 +1,10 @@
 package mcp
 
 import (
+	"encoding/json"
 	"fmt"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -30,13 +31,13 @@ type SamplingContent struct {
 	Text              string
 	Data              string // base64
 	MimeType          string
-	ID                string         // tool_use: identifies the use; tool_result.toolUseId refers to it
-	Name              string         // tool_use: the tool's name
-	Input             jsontext.Value // tool_use: the arguments, an object
-	ToolUseID         string         // tool_result: ID of the tool_use answered
-	Content           []Content      // tool_result: what the tool returned
-	StructuredContent jsontext.Value // tool_result: optional structured result, an object
-	IsError           bool           // tool_result: the tool failed
+	ID                string          // tool_use: identifies the use; tool_result.toolUseId refers to it
+	Name              string          // tool_use: the tool's name
+	Input             json.RawMessage // tool_use: the arguments, an object
+	ToolUseID         string          // tool_result: ID of the tool_use answered
+	Content           []Content       // tool_result: what the tool returned
+	StructuredContent json.RawMessage // tool_result: optional structured result, an object
+	IsError           bool            // tool_result: the tool failed
 	Annotations       *Annotations
 	Meta              Meta
 }
@@ -60,21 +61,21 @@ type toolResultWire struct {
 
 var emptyToolInput = jsontext.Value("{}")
 
-// MarshalJSONTo writes the wire form of the block for its Type.
-func (c SamplingContent) MarshalJSONTo(enc *jsontext.Encoder) error {
+// marshalWire writes the wire form of the block for its Type.
+func (c SamplingContent) marshalWire(enc *jsontext.Encoder) error {
 	switch c.Type {
 	case ContentText:
-		return json.MarshalEncode(enc, &textWire{c.Type, c.Text, c.Annotations, c.Meta})
+		return jsonv2.MarshalEncode(enc, &textWire{c.Type, c.Text, c.Annotations, c.Meta})
 	case ContentImage, ContentAudio:
-		return json.MarshalEncode(enc, &mediaWire{c.Type, c.Data, c.MimeType, c.Annotations, c.Meta})
+		return jsonv2.MarshalEncode(enc, &mediaWire{c.Type, c.Data, c.MimeType, c.Annotations, c.Meta})
 	case ContentToolUse:
 		in := c.Input
 		if len(in) == 0 {
-			in = emptyToolInput
+			in = json.RawMessage(emptyToolInput)
 		}
-		return json.MarshalEncode(enc, &toolUseWire{c.Type, c.ID, c.Name, in, c.Meta})
+		return jsonv2.MarshalEncode(enc, &toolUseWire{c.Type, c.ID, c.Name, jsontext.Value(in), c.Meta})
 	case ContentToolResult:
-		return json.MarshalEncode(enc, &toolResultWire{c.Type, c.ToolUseID, c.Content, c.StructuredContent, c.IsError, c.Meta})
+		return jsonv2.MarshalEncode(enc, &toolResultWire{c.Type, c.ToolUseID, c.Content, jsontext.Value(c.StructuredContent), c.IsError, c.Meta})
 	default:
 		return fmt.Errorf("mcp: content block type %q is not allowed in a sampling message", c.Type)
 	}
@@ -96,11 +97,11 @@ type samplingContentWire struct {
 	Meta              Meta           `json:"_meta"`
 }
 
-// UnmarshalJSONFrom reads one sampling content block and checks that the
+// unmarshalWire reads one sampling content block and checks that the
 // members its type requires are present.
-func (c *SamplingContent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+func (c *SamplingContent) unmarshalWire(dec *jsontext.Decoder) error {
 	var w samplingContentWire
-	if err := json.UnmarshalDecode(dec, &w); err != nil {
+	if err := jsonv2.UnmarshalDecode(dec, &w); err != nil {
 		return err
 	}
 	*c = SamplingContent{Type: w.Type, MimeType: w.MimeType, Annotations: w.Annotations, Meta: w.Meta}
@@ -121,7 +122,7 @@ func (c *SamplingContent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		case w.Input == nil:
 			return missing("input")
 		}
-		c.ID, c.Name, c.Input = *w.ID, *w.Name, w.Input
+		c.ID, c.Name, c.Input = *w.ID, *w.Name, json.RawMessage(w.Input)
 	case ContentToolResult:
 		switch {
 		case w.ToolUseID == nil:
@@ -129,7 +130,7 @@ func (c *SamplingContent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		case w.Content == nil:
 			return missing("content")
 		}
-		c.ToolUseID, c.Content, c.StructuredContent, c.IsError = *w.ToolUseID, w.Content, w.StructuredContent, w.IsError
+		c.ToolUseID, c.Content, c.StructuredContent, c.IsError = *w.ToolUseID, w.Content, json.RawMessage(w.StructuredContent), w.IsError
 	default:
 		return fmt.Errorf("mcp: content block type %q is not allowed in a sampling message", w.Type)
 	}
@@ -147,30 +148,30 @@ func SamplingText(text string) SamplingContent {
 // accept) and as an array otherwise; both forms are read.
 type SamplingMessageContent []SamplingContent
 
-// MarshalJSONTo writes one block as an object and any other number as an
+// marshalWire writes one block as an object and any other number as an
 // array.
-func (s SamplingMessageContent) MarshalJSONTo(enc *jsontext.Encoder) error {
+func (s SamplingMessageContent) marshalWire(enc *jsontext.Encoder) error {
 	if len(s) == 1 {
-		return s[0].MarshalJSONTo(enc)
+		return s[0].marshalWire(enc)
 	}
 	if s == nil {
 		s = SamplingMessageContent{}
 	}
-	return json.MarshalEncode(enc, []SamplingContent(s))
+	return jsonv2.MarshalEncode(enc, []SamplingContent(s))
 }
 
-// UnmarshalJSONFrom reads a single block or an array of blocks.
-func (s *SamplingMessageContent) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+// unmarshalWire reads a single block or an array of blocks.
+func (s *SamplingMessageContent) unmarshalWire(dec *jsontext.Decoder) error {
 	if dec.PeekKind() == '{' {
 		var c SamplingContent
-		if err := c.UnmarshalJSONFrom(dec); err != nil {
+		if err := c.unmarshalWire(dec); err != nil {
 			return err
 		}
 		*s = SamplingMessageContent{c}
 		return nil
 	}
 	var list []SamplingContent
-	if err := json.UnmarshalDecode(dec, &list); err != nil {
+	if err := jsonv2.UnmarshalDecode(dec, &list); err != nil {
 		return err
 	}
 	if list == nil {

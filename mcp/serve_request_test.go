@@ -2,12 +2,12 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -36,7 +36,7 @@ func (p *prereadTransport) PrereadMessage() (*jsonrpc.Message, int, bool, mcp.Re
 	if derr != nil {
 		panic(derr.Message)
 	}
-	modern, meta, e := mcp.ClassifyRequest(m.Params)
+	modern, meta, e := mcp.ClassifyRequest(json.RawMessage(m.Params))
 	return &m, p.maxDepth, modern, meta, e, true
 }
 
@@ -153,7 +153,7 @@ func TestToolCallMetaFollowsRewrittenParams(t *testing.T) {
 	opts.Middleware = []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, req *mcp.Request) (any, error) {
 			if req.Method == mcp.MethodToolsCall {
-				req.Params = jsontext.Value(strings.Replace(string(req.Params), `"trace":"client"`, `"trace":"middleware"`, 1))
+				req.Params = json.RawMessage(strings.Replace(string(req.Params), `"trace":"client"`, `"trace":"middleware"`, 1))
 			}
 			return next(ctx, req)
 		}

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/go-json-experiment/json"
 )
@@ -23,7 +24,7 @@ type CompletionSource interface {
 }
 
 func handleComplete(ctx context.Context, req *Request) (any, error) {
-	if req.Params == nil || req.Params.Kind() != '{' {
+	if req.Params == nil || jsontext.Value(req.Params).Kind() != '{' {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: completion/complete requires params {ref, argument}"}
 	}
 	p := new(CompleteParams)

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"errors"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/go-json-experiment/json"
 )
@@ -39,7 +40,7 @@ func handlePromptsList(ctx context.Context, req *Request) (any, error) {
 }
 
 func handlePromptsGet(ctx context.Context, req *Request) (any, error) {
-	if req.Params == nil || req.Params.Kind() != '{' {
+	if req.Params == nil || jsontext.Value(req.Params).Kind() != '{' {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: prompts/get requires params {name, arguments}"}
 	}
 	p := new(GetPromptParams)

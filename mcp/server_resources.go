@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"errors"
+	"github.com/go-json-experiment/json/jsontext"
 	"io/fs"
 
 	"github.com/go-json-experiment/json"
@@ -104,7 +105,7 @@ func handleResourceTemplatesList(ctx context.Context, req *Request) (any, error)
 
 // decodeURIParams decodes params holding a required absolute "uri".
 func decodeURIParams(req *Request, p *ReadResourceParams) *Error {
-	if req.Params == nil || req.Params.Kind() != '{' {
+	if req.Params == nil || jsontext.Value(req.Params).Kind() != '{' {
 		return &Error{Code: CodeInvalidParams, Message: "Invalid params: " + req.Method + " requires params {uri}"}
 	}
 	if err := json.Unmarshal(req.Params, p); err != nil {

@@ -3,12 +3,13 @@ package mcp
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"sort"
 	"strings"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -102,11 +103,11 @@ type callToolWire struct {
 
 // callToolFields are the members of tools/call params but _meta.
 type callToolFields struct {
-	Name           string                    `json:"name"`
-	Arguments      jsontext.Value            `json:"arguments,omitzero"`
-	Task           *TaskMetadata             `json:"task,omitzero"`
-	InputResponses map[string]jsontext.Value `json:"inputResponses,omitempty"`
-	RequestState   string                    `json:"requestState,omitempty"`
+	Name           string                     `json:"name"`
+	Arguments      jsontext.Value             `json:"arguments,omitzero"`
+	Task           *TaskMetadata              `json:"task,omitzero"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
+	RequestState   string                     `json:"requestState,omitempty"`
 }
 
 // sameValue reports whether a and b are the same bytes in memory (not
@@ -123,7 +124,7 @@ type callMeta Meta
 func (m *callMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	if dec.PeekKind() != '{' { // null, or the error a Meta gets
 		var plain Meta
-		return json.UnmarshalDecode(dec, &plain)
+		return jsonv2.UnmarshalDecode(dec, &plain)
 	}
 	if _, err := dec.ReadToken(); err != nil {
 		return err
@@ -151,31 +152,31 @@ func (m *callMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 // is the tool result: a tool's error becomes an isError result, an *Error
 // stays a JSON-RPC error.
 func handleToolsCall(ctx context.Context, req *Request) (any, error) {
-	if req.Params == nil || req.Params.Kind() != '{' {
+	if req.Params == nil || jsontext.Value(req.Params).Kind() != '{' {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: tools/call requires params {name, arguments}"}
 	}
 	var w callToolWire
 	var err error
-	if mod := req.r.mod; mod != nil && !mod.meta.partial && sameValue(req.Params, req.r.params) {
+	if mod := req.r.mod; mod != nil && !mod.meta.partial && sameValue(jsontext.Value(req.Params), req.r.params) {
 		// The request's own params (no middleware replaced them), whose
 		// _meta was read with the request's scope (RequestMeta.Meta).
-		err = json.Unmarshal(req.Params, &w.callToolFields)
+		err = jsonv2.Unmarshal(req.Params, &w.callToolFields)
 		w.Meta = callMeta(mod.meta.Meta)
 	} else {
-		err = json.Unmarshal(req.Params, &w)
+		err = jsonv2.Unmarshal(req.Params, &w)
 	}
 	if err != nil {
 		return nil, invalidParams(err)
 	}
-	p := CallToolParams{Name: w.Name, Arguments: w.Arguments, Task: w.Task, InputResponses: w.InputResponses,
+	p := CallToolParams{Name: w.Name, Arguments: json.RawMessage(w.Arguments), Task: w.Task, InputResponses: w.InputResponses,
 		RequestState: w.RequestState, Meta: Meta(w.Meta)}
 	if p.Name == "" {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: name is required"}
 	}
 	switch {
 	case p.Arguments == nil:
-		p.Arguments = jsontext.Value("{}")
-	case p.Arguments.Kind() != '{':
+		p.Arguments = json.RawMessage("{}")
+	case jsontext.Value(p.Arguments).Kind() != '{':
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: arguments must be an object"}
 	}
 	ss, r := req.Session, &req.r
@@ -193,7 +194,7 @@ func handleToolsCall(ctx context.Context, req *Request) (any, error) {
 	if res, err, handled := r.engine().taskCall(ctx, req, call, &p); handled {
 		return res, err
 	}
-	in, e := r.engine().input(r, ctx, MethodToolsCall, p.Name, p.Arguments, p.InputResponses, p.RequestState)
+	in, e := r.engine().input(r, ctx, MethodToolsCall, p.Name, jsontext.Value(p.Arguments), p.InputResponses, p.RequestState)
 	if e != nil {
 		return nil, e
 	}

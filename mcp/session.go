@@ -3,13 +3,14 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
@@ -284,7 +285,7 @@ func (r responder) correlationID() string {
 				CorrelationID string `json:"correlationId"`
 			} `json:"_meta"`
 		}
-		if json.Unmarshal(r.params, &p) == nil && p.Meta.CorrelationID != "" {
+		if jsonv2.Unmarshal(r.params, &p) == nil && p.Meta.CorrelationID != "" {
 			return p.Meta.CorrelationID
 		}
 	}
@@ -437,19 +438,19 @@ func handleInitialized(_ context.Context, req *Request) (any, error) {
 
 func handleCancelled(_ context.Context, req *Request) (any, error) {
 	var p CancelledParams
-	if req.Params == nil || json.Unmarshal(req.Params, &p) != nil || p.RequestID == nil {
+	if req.Params == nil || jsonv2.Unmarshal(req.Params, &p) != nil || p.RequestID == nil {
 		req.Session.log.Warn("mcp: malformed notifications/cancelled ignored")
 		return nil, nil
 	}
-	req.Session.cancelRequest(idKey(p.RequestID), p.Reason)
+	req.Session.cancelRequest(idKey(jsontext.Value(p.RequestID)), p.Reason)
 	return nil, nil
 }
 
 // CancelledParams are the params of notifications/cancelled.
 type CancelledParams struct {
-	RequestID jsontext.Value `json:"requestId"`
-	Reason    string         `json:"reason,omitempty"`
-	Meta      Meta           `json:"_meta,omitempty"`
+	RequestID json.RawMessage `json:"requestId"`
+	Reason    string          `json:"reason,omitempty"`
+	Meta      Meta            `json:"_meta,omitempty"`
 }
 
 func (s *Server) initializeResult(v string) *InitializeResult {
@@ -507,7 +508,7 @@ func mergeCapabilityMaps(own, extra map[string]any) map[string]any {
 func idKey(id jsontext.Value) string {
 	if id.Kind() == '"' {
 		var s string
-		if json.Unmarshal(id, &s) == nil {
+		if jsonv2.Unmarshal(id, &s) == nil {
 			return "s" + s
 		}
 	}

@@ -2,10 +2,11 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -93,12 +94,12 @@ func noteMembers(caller, method string, params any) (map[string]jsontext.Value, 
 	if params == nil {
 		return nil, nil
 	}
-	b, err := json.Marshal(params)
+	b, err := jsonv2.Marshal(params)
 	if err != nil {
 		return nil, fmt.Errorf("mcp: %s: encoding params: %w", caller, err)
 	}
 	var members map[string]jsontext.Value
-	if err := json.Unmarshal(b, &members); err != nil || members == nil {
+	if err := jsonv2.Unmarshal(b, &members); err != nil || members == nil {
 		return nil, fmt.Errorf("mcp: %s: params of %s must encode as a JSON object", caller, method)
 	}
 	return members, nil
@@ -112,7 +113,7 @@ func (l *listener) allows(method string, members map[string]jsontext.Value) bool
 	f := &l.filter
 	str := func(name string) string {
 		var v string
-		_ = json.Unmarshal(members[name], &v)
+		_ = jsonv2.Unmarshal(members[name], &v)
 		return v
 	}
 	switch method {
@@ -155,7 +156,7 @@ func (s *Server) ListenStreams() []*ListenStream {
 
 // ID returns the id of the listen request, which tags every notification
 // of the stream (_meta subscriptionId).
-func (sub *ListenStream) ID() jsontext.Value { return sub.l.id }
+func (sub *ListenStream) ID() json.RawMessage { return json.RawMessage(sub.l.id) }
 
 // Peer returns who opened the subscription (PeerFromContext of its
 // request).
@@ -237,11 +238,11 @@ func (n *pendingNote) encode(meta Meta) (jsontext.Value, error) {
 	}
 	m := Meta{}
 	if raw, ok := n.members["_meta"]; ok {
-		_ = json.Unmarshal(raw, &m)
+		_ = jsonv2.Unmarshal(raw, &m)
 	}
 	for k, v := range meta {
 		m[k] = v
 	}
 	out["_meta"] = m
-	return json.Marshal(out, json.Deterministic(true))
+	return jsonv2.Marshal(out, jsonv2.Deterministic(true))
 }

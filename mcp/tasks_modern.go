@@ -2,8 +2,7 @@ package mcp
 
 import (
 	"context"
-
-	"github.com/go-json-experiment/json/jsontext"
+	"encoding/json"
 )
 
 // Tasks as the extension of revision 2026-07-28 (io.modelcontextprotocol/tasks,
@@ -97,9 +96,9 @@ type TaskError struct {
 // the input requests of an input_required task, under the keys tasks/get
 // named them by. Keys the task is not waiting for are ignored.
 type UpdateTaskParams struct {
-	TaskID         string                    `json:"taskId"`
-	InputResponses map[string]jsontext.Value `json:"inputResponses"`
-	Meta           Meta                      `json:"_meta,omitempty"`
+	TaskID         string                     `json:"taskId"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses"`
+	Meta           Meta                       `json:"_meta,omitempty"`
 }
 
 // StartTask turns the tools/call ctx belongs to into a task now, when it

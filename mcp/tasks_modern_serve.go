@@ -2,13 +2,14 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -85,7 +86,7 @@ func (st *taskHost) modernTaskCall(ss *Session, ctx context.Context, req *Reques
 	case support == TaskForbidden || !ext:
 		return nil, nil, false
 	}
-	in, e := r.inputFor(ctx, MethodToolsCall, p.Name, p.Arguments, p.InputResponses, p.RequestState) // input_serve.go
+	in, e := r.inputFor(ctx, MethodToolsCall, p.Name, jsontext.Value(p.Arguments), p.InputResponses, p.RequestState) // input_serve.go
 	if e != nil {
 		return nil, e, true
 	}
@@ -276,7 +277,7 @@ func (run *modernRun) park(e *taskEntry, ir *InputRequiredError) (*TaskRecord, *
 			in.Minted++
 			in.Pending["input-"+strconv.Itoa(in.Minted)] = TaskInputRequest{Key: k, Request: req}
 		}
-		in.Answers, in.State = map[string]jsontext.Value{}, ir.State
+		in.Answers, in.State = map[string]json.RawMessage{}, ir.State
 		r.State.Status, r.State.StatusMessage, r.State.LastUpdatedAt = TaskStatusInputRequired, "Waiting for input from the client", formatTime(st.now())
 		return true, nil
 	})
@@ -386,7 +387,7 @@ func handleModernTasksUpdate(ctx context.Context, req *Request) (any, error) {
 		return nil, perr
 	}
 	var p UpdateTaskParams
-	if err := json.Unmarshal(req.Params, &p); err != nil {
+	if err := jsonv2.Unmarshal(req.Params, &p); err != nil {
 		return nil, invalidParams(err)
 	}
 	st := req.Session.server.tasks
@@ -399,12 +400,12 @@ func handleModernTasksUpdate(ctx context.Context, req *Request) (any, error) {
 			return false, nil // nothing asked (any more): an update is moot
 		}
 		for k, raw := range p.InputResponses {
-			if pi, ok := mt.Pending[k]; ok && (raw.Kind() != '{' || !inputResultValid(pi.Request.Method, raw)) {
+			if pi, ok := mt.Pending[k]; ok && (jsontext.Value(raw).Kind() != '{' || !inputResultValid(pi.Request.Method, jsontext.Value(raw))) {
 				return false, &Error{Code: CodeInvalidParams, Message: "Invalid params: inputResponses[" + quote(k) + "] is not a result of " + pi.Request.Method}
 			}
 		}
 		if mt.Answers == nil {
-			mt.Answers = map[string]jsontext.Value{}
+			mt.Answers = map[string]json.RawMessage{}
 		}
 		for k, raw := range p.InputResponses {
 			if pi, ok := mt.Pending[k]; ok {

@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -33,7 +34,7 @@ type extTaskTools struct {
 func (*extTaskTools) ListTools(context.Context) ([]*mcp.Tool, error) {
 	schema := jsontext.Value(`{"type":"object"}`)
 	tool := func(name, support string) *mcp.Tool {
-		t := &mcp.Tool{Name: name, InputSchema: schema}
+		t := &mcp.Tool{Name: name, InputSchema: json.RawMessage(schema)}
 		if support != "" {
 			t.Execution = &mcp.ToolExecution{TaskSupport: support}
 		}

@@ -2,13 +2,12 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
 	"slices"
 	"strconv"
 	"time"
-
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // TaskStore holds the records of a server's tasks, of both revisions
@@ -180,7 +179,7 @@ type TaskInput struct {
 	// minted for them (what tasks/get shows and tasks/update answers).
 	Pending map[string]TaskInputRequest
 	// Answers are this round's answers, by the handler's own keys.
-	Answers map[string]jsontext.Value
+	Answers map[string]json.RawMessage
 	// State is the handler's state of this round (InputRequiredError.State).
 	State []byte
 	// Round counts the input rounds so far, Minted the keys minted.

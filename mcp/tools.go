@@ -1,14 +1,14 @@
 package mcp
 
-import "github.com/go-json-experiment/json/jsontext"
+import "encoding/json"
 
 // Tool is a tool definition as listed by tools/list.
 type Tool struct {
 	Name         string           `json:"name"`
 	Title        string           `json:"title,omitempty"` // 2025-06-18
 	Description  string           `json:"description,omitempty"`
-	InputSchema  jsontext.Value   `json:"inputSchema"`
-	OutputSchema jsontext.Value   `json:"outputSchema,omitzero"` // 2025-06-18
+	InputSchema  json.RawMessage  `json:"inputSchema"`
+	OutputSchema json.RawMessage  `json:"outputSchema,omitzero"` // 2025-06-18
 	Annotations  *ToolAnnotations `json:"annotations,omitzero"`  // 2025-03-26
 	Icons        []Icon           `json:"icons,omitempty"`       // 2025-11-25
 	Execution    *ToolExecution   `json:"execution,omitzero"`    // 2025-11-25
@@ -45,14 +45,14 @@ type ListToolsResult struct {
 
 // CallToolParams are the params of tools/call.
 type CallToolParams struct {
-	Name      string         `json:"name"`
-	Arguments jsontext.Value `json:"arguments,omitzero"`
-	Task      *TaskMetadata  `json:"task,omitzero"` // 2025-11-25
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitzero"`
+	Task      *TaskMetadata   `json:"task,omitzero"` // 2025-11-25
 	// InputResponses and RequestState answer an input-required result
 	// (2026-07-28; see InputRequiredError).
-	InputResponses map[string]jsontext.Value `json:"inputResponses,omitempty"`
-	RequestState   string                    `json:"requestState,omitempty"`
-	Meta           Meta                      `json:"_meta,omitempty"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
+	RequestState   string                     `json:"requestState,omitempty"`
+	Meta           Meta                       `json:"_meta,omitempty"`
 }
 
 // TaskMetadata asks for a request to run as a task (2025-11-25).
@@ -63,10 +63,10 @@ type TaskMetadata struct {
 // CallToolResult is the result of tools/call. Content is always written (an
 // empty array when nil).
 type CallToolResult struct {
-	Content           []Content      `json:"content"`
-	StructuredContent jsontext.Value `json:"structuredContent,omitzero"` // 2025-06-18
-	IsError           bool           `json:"isError,omitzero"`
-	Meta              Meta           `json:"_meta,omitempty"`
+	Content           []Content       `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitzero"` // 2025-06-18
+	IsError           bool            `json:"isError,omitzero"`
+	Meta              Meta            `json:"_meta,omitempty"`
 }
 
 // TextResult returns a successful tool result holding one text block.

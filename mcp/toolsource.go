@@ -2,10 +2,9 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"sync/atomic"
-
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // ToolSource is what a Server serves tools from. registry.Registry satisfies
@@ -27,7 +26,7 @@ type ToolSource interface {
 type ToolCall struct {
 	Name string
 	// Arguments is the raw arguments object ({} when the client sent none).
-	Arguments jsontext.Value
+	Arguments json.RawMessage
 	// Meta is the request's _meta (nil when absent), without the
 	// members of revision 2026-07-28 that the request's scope holds
 	// (protocol version, client capabilities and info, log level: see

@@ -2,13 +2,14 @@ package mcp_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
@@ -177,7 +178,7 @@ func vocabValidate(t *testing.T, rev, def string, b []byte) {
 
 func vocabMarshal(t *testing.T, v any) []byte {
 	t.Helper()
-	b, err := json.Marshal(v, json.Deterministic(true))
+	b, err := jsonv2.Marshal(v, jsonv2.Deterministic(true))
 	require.NoError(t, err)
 	return b
 }
@@ -196,7 +197,7 @@ func vocabCaseOf[T any](def string, v T) vocabCase {
 	return vocabCase{name: def, rev: mcp.Version20251125, def: def, value: v,
 		decode: func(b []byte) (any, error) {
 			var got T
-			err := json.Unmarshal(b, &got)
+			err := jsonv2.Unmarshal(b, &got)
 			return got, err
 		}}
 }
@@ -219,7 +220,7 @@ var (
 	vocabTask  = mcp.Task{TaskID: "t-1", Status: mcp.TaskStatusWorking, StatusMessage: "indexing",
 		CreatedAt: "2025-11-25T10:30:00Z", LastUpdatedAt: "2025-11-25T10:31:00Z", TTL: vocabPtr[int64](60000), PollInterval: vocabPtr[int64](500)}
 	vocabTool = &mcp.Tool{Name: "get_weather", Description: "Weather for a city",
-		InputSchema: jsontext.Value(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)}
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)}
 	vocabFormSchema = jsontext.Value(`{"type":"object","properties":{"name":{"type":"string","title":"Name"},"age":{"type":"integer","minimum":0}},"required":["name"]}`)
 )
 
@@ -284,19 +285,19 @@ func vocabCases() []vocabCase {
 		vocabCaseOf("SamplingMessageContentBlock", mcp.SamplingContent{Type: mcp.ContentAudio, Data: "UklGRg==", MimeType: "audio/wav"}).
 			as("SamplingMessageContentBlock/audio", ""),
 		vocabCaseOf("ToolUseContent", mcp.SamplingContent{Type: mcp.ContentToolUse, ID: "call_1", Name: "get_weather",
-			Input: jsontext.Value(`{"city":"Paris"}`), Meta: vocabMeta}),
+			Input: json.RawMessage(`{"city":"Paris"}`), Meta: vocabMeta}),
 		vocabCaseOf("ToolResultContent", mcp.SamplingContent{Type: mcp.ContentToolResult, ToolUseID: "call_1",
-			Content: []mcp.Content{mcp.TextContent("18°C")}, StructuredContent: jsontext.Value(`{"celsius":18}`),
+			Content: []mcp.Content{mcp.TextContent("18°C")}, StructuredContent: json.RawMessage(`{"celsius":18}`),
 			IsError: true, Meta: vocabMeta}),
 		vocabCaseOf("SamplingMessage", mcp.SamplingMessage{Role: mcp.RoleUser, Content: mcp.SamplingMessageContent{mcp.SamplingText("What's the weather?")}, Meta: vocabMeta}),
 		vocabCaseOf("SamplingMessage", mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.SamplingMessageContent{
 			mcp.SamplingText("Let me check."),
-			{Type: mcp.ContentToolUse, ID: "call_1", Name: "get_weather", Input: jsontext.Value(`{"city":"Paris"}`)},
+			{Type: mcp.ContentToolUse, ID: "call_1", Name: "get_weather", Input: json.RawMessage(`{"city":"Paris"}`)},
 		}}).as("SamplingMessage/array", ""),
 		vocabCaseOf("CreateMessageRequestParams", mcp.CreateMessageParams{
 			Messages: []mcp.SamplingMessage{
 				{Role: mcp.RoleUser, Content: mcp.SamplingMessageContent{mcp.SamplingText("Weather in Paris?")}},
-				{Role: mcp.RoleAssistant, Content: mcp.SamplingMessageContent{{Type: mcp.ContentToolUse, ID: "c1", Name: "get_weather", Input: jsontext.Value(`{"city":"Paris"}`)}}},
+				{Role: mcp.RoleAssistant, Content: mcp.SamplingMessageContent{{Type: mcp.ContentToolUse, ID: "c1", Name: "get_weather", Input: json.RawMessage(`{"city":"Paris"}`)}}},
 				{Role: mcp.RoleUser, Content: mcp.SamplingMessageContent{{Type: mcp.ContentToolResult, ToolUseID: "c1", Content: []mcp.Content{mcp.TextContent("18°C")}}}},
 			},
 			ModelPreferences: &mcp.ModelPreferences{Hints: []mcp.ModelHint{{Name: "claude-3-sonnet"}, {}},
@@ -312,13 +313,13 @@ func vocabCases() []vocabCase {
 			Content: mcp.SamplingMessageContent{mcp.SamplingText("It is 18°C.")}, Model: "claude-3-sonnet-20240307",
 			StopReason: mcp.StopReasonEndTurn, Meta: vocabMeta}),
 		vocabCaseOf("CreateMessageResult", mcp.CreateMessageResult{Role: mcp.RoleAssistant, Model: "m", StopReason: mcp.StopReasonToolUse,
-			Content: mcp.SamplingMessageContent{{Type: mcp.ContentToolUse, ID: "a", Name: "x", Input: jsontext.Value(`{}`)},
-				{Type: mcp.ContentToolUse, ID: "b", Name: "y", Input: jsontext.Value(`{"n":1}`)}}}).as("CreateMessageResult/tool_use", ""),
+			Content: mcp.SamplingMessageContent{{Type: mcp.ContentToolUse, ID: "a", Name: "x", Input: json.RawMessage(`{}`)},
+				{Type: mcp.ContentToolUse, ID: "b", Name: "y", Input: json.RawMessage(`{"n":1}`)}}}).as("CreateMessageResult/tool_use", ""),
 
 		// elicitation
 		vocabCaseOf("ElicitRequestFormParams", mcp.ElicitParams{Mode: mcp.ElicitModeForm, Message: "Who are you?",
-			RequestedSchema: vocabFormSchema, Task: &mcp.TaskMetadata{}, Meta: vocabMeta}),
-		vocabCaseOf("ElicitRequestParams", mcp.ElicitParams{Message: "Who are you?", RequestedSchema: vocabFormSchema}).
+			RequestedSchema: json.RawMessage(vocabFormSchema), Task: &mcp.TaskMetadata{}, Meta: vocabMeta}),
+		vocabCaseOf("ElicitRequestParams", mcp.ElicitParams{Message: "Who are you?", RequestedSchema: json.RawMessage(vocabFormSchema)}).
 			as("ElicitRequestParams/form-without-mode", ""),
 		vocabCaseOf("ElicitRequestURLParams", mcp.ElicitParams{Mode: mcp.ElicitModeURL, Message: "Sign in to continue",
 			URL: "https://example.com/oauth/start?state=abc", ElicitationID: "e-1", Meta: vocabMeta}),
@@ -373,9 +374,9 @@ func vocabCases() []vocabCase {
 		vocabCaseOf("RelatedTaskMetadata", mcp.RelatedTaskMetadata{TaskID: "t-1"}),
 
 		// progress and other notifications
-		vocabCaseOf("ProgressNotificationParams", mcp.ProgressParams{ProgressToken: jsontext.Value(`"tok-1"`), Progress: 50,
+		vocabCaseOf("ProgressNotificationParams", mcp.ProgressParams{ProgressToken: json.RawMessage(`"tok-1"`), Progress: 50,
 			Total: vocabPtr(100.0), Message: "half way", Meta: vocabMeta}),
-		vocabCaseOf("ProgressNotificationParams", mcp.ProgressParams{ProgressToken: jsontext.Value(`7`), Progress: 0}).
+		vocabCaseOf("ProgressNotificationParams", mcp.ProgressParams{ProgressToken: json.RawMessage(`7`), Progress: 0}).
 			as("ProgressNotificationParams/integer-token", ""),
 		vocabCaseOf("NotificationParams", mcp.NotificationParams{Meta: vocabMeta}),
 		vocabCaseOf("RequestParams", mcp.RequestParams{Meta: vocabMeta}),
@@ -386,11 +387,11 @@ func vocabCases() []vocabCase {
 		vocabCaseOf("CreateMessageResult", mcp.CreateMessageResult{Role: mcp.RoleAssistant, Model: "m",
 			Content: mcp.SamplingMessageContent{mcp.SamplingText("ok")}, StopReason: mcp.StopReasonMaxTokens}).
 			as("2025-06-18/CreateMessageResult", mcp.Version20250618),
-		vocabCaseOf("ElicitRequest/properties/params", mcp.ElicitParams{Message: "Who?", RequestedSchema: vocabFormSchema}).
+		vocabCaseOf("ElicitRequest/properties/params", mcp.ElicitParams{Message: "Who?", RequestedSchema: json.RawMessage(vocabFormSchema)}).
 			as("2025-06-18/ElicitRequest", mcp.Version20250618),
 		vocabCaseOf("ResourceReference", mcp.CompleteReference{Type: mcp.RefResource, URI: "file:///{path}"}).
 			as("2025-03-26/ResourceReference", mcp.Version20250326),
-		vocabCaseOf("ProgressNotification/properties/params", mcp.ProgressParams{ProgressToken: jsontext.Value(`7`), Progress: 1, Total: vocabPtr(2.0)}).
+		vocabCaseOf("ProgressNotification/properties/params", mcp.ProgressParams{ProgressToken: json.RawMessage(`7`), Progress: 1, Total: vocabPtr(2.0)}).
 			as("2024-11-05/ProgressNotification", mcp.Version20241105),
 	}
 }
@@ -445,7 +446,7 @@ func TestVocabularyWireForm(t *testing.T) {
 		{"nil tasks", &mcp.ListTasksResult{}, `{"tasks":[]}`, "ListTasksResult"},
 		{"empty text prompt message", &mcp.PromptMessage{Role: mcp.RoleUser, Content: mcp.TextContent("")},
 			`{"role":"user","content":{"type":"text","text":""}}`, "PromptMessage"},
-		{"zero progress", &mcp.ProgressParams{ProgressToken: jsontext.Value(`0`)},
+		{"zero progress", &mcp.ProgressParams{ProgressToken: json.RawMessage(`0`)},
 			`{"progressToken":0,"progress":0}`, "ProgressNotificationParams"},
 		{"null log data", &mcp.LoggingMessageNotificationParams{Level: mcp.LoggingLevelInfo},
 			`{"level":"info","data":null}`, "LoggingMessageNotificationParams"},
@@ -515,7 +516,7 @@ func TestVocabularyDecodeErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := json.Unmarshal([]byte(tt.json), tt.into())
+			err := jsonv2.Unmarshal([]byte(tt.json), tt.into())
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
 		})
@@ -523,7 +524,7 @@ func TestVocabularyDecodeErrors(t *testing.T) {
 
 	for _, v := range []any{mcp.CompleteReference{Type: "ref/x"}, mcp.SamplingContent{Type: mcp.ContentResource},
 		mcp.ElicitParams{Mode: "voice"}} {
-		_, err := json.Marshal(v)
+		_, err := jsonv2.Marshal(v)
 		assert.Error(t, err, "marshalling %#v", v)
 	}
 }
@@ -532,13 +533,13 @@ func TestVocabularyDecodeErrors(t *testing.T) {
 // is read both as a single block and as an array.
 func TestVocabularySamplingContentForms(t *testing.T) {
 	var single, array mcp.SamplingMessage
-	require.NoError(t, json.Unmarshal([]byte(`{"role":"user","content":{"type":"text","text":"a"}}`), &single))
-	require.NoError(t, json.Unmarshal([]byte(`{"role":"user","content":[{"type":"text","text":"a"}]}`), &array))
+	require.NoError(t, jsonv2.Unmarshal([]byte(`{"role":"user","content":{"type":"text","text":"a"}}`), &single))
+	require.NoError(t, jsonv2.Unmarshal([]byte(`{"role":"user","content":[{"type":"text","text":"a"}]}`), &array))
 	assert.Equal(t, single, array)
 	assert.Equal(t, mcp.SamplingMessageContent{mcp.SamplingText("a")}, single.Content)
 
 	var empty mcp.SamplingMessage
-	require.NoError(t, json.Unmarshal([]byte(`{"role":"user","content":[]}`), &empty))
+	require.NoError(t, jsonv2.Unmarshal([]byte(`{"role":"user","content":[]}`), &empty))
 	assert.NotNil(t, empty.Content)
 	assert.Empty(t, empty.Content)
 }

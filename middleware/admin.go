@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,7 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/mcp"
@@ -97,13 +98,13 @@ type ToolType func(name, description string) (*mcp.Tool, registry.ToolHandler)
 // holding message (read-only).
 func EchoToolType(name, description string) (*mcp.Tool, registry.ToolHandler) {
 	ro := true
-	def := &mcp.Tool{Name: name, Description: description, InputSchema: jsontext.Value(EchoSchema),
+	def := &mcp.Tool{Name: name, Description: description, InputSchema: json.RawMessage(EchoSchema),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: &ro}}
-	return def, func(_ context.Context, _ *mcp.ToolCall, args jsontext.Value) (*mcp.CallToolResult, error) {
+	return def, func(_ context.Context, _ *mcp.ToolCall, args json.RawMessage) (*mcp.CallToolResult, error) {
 		var in struct {
 			Message string `json:"message"`
 		}
-		if err := json.Unmarshal(args, &in); err != nil {
+		if err := jsonv2.Unmarshal(args, &in); err != nil {
 			return nil, mcp.NewToolError(mcp.ErrInvalidInput, "echo: "+err.Error(), nil)
 		}
 		return mcp.TextResult(in.Message), nil
@@ -117,10 +118,10 @@ func HealthToolType(opts *HealthOptions) ToolType {
 	o := healthDefaults(opts)
 	return func(name, description string) (*mcp.Tool, registry.ToolHandler) {
 		ro := true
-		def := &mcp.Tool{Name: name, Description: description, InputSchema: jsontext.Value(HealthSchema),
+		def := &mcp.Tool{Name: name, Description: description, InputSchema: json.RawMessage(HealthSchema),
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: &ro}}
-		return def, func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
-			b, err := json.Marshal(o.report(), json.Deterministic(true))
+		return def, func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) {
+			b, err := jsonv2.Marshal(o.report(), jsonv2.Deterministic(true))
 			if err != nil {
 				return nil, err
 			}
@@ -234,7 +235,7 @@ func NewAdmin(reg *registry.Registry, opts *AdminOptions) (*Admin, error) {
 		if def == nil || h == nil {
 			return nil, fmt.Errorf("middleware: NewAdmin: tool type %q makes no definition or no handler", name)
 		}
-		c := slices.Clone(def.InputSchema)
+		c := jsontext.Value(slices.Clone(def.InputSchema))
 		if err := c.Compact(); err != nil || c.Kind() != '{' {
 			return nil, fmt.Errorf("middleware: NewAdmin: tool type %q: its input schema is not a JSON object", name)
 		}
@@ -410,7 +411,7 @@ func (a *Admin) addTools() error {
 	}
 	for _, t := range tools {
 		internal := registryName(t.wire)
-		def := &mcp.Tool{Name: internal, Description: t.desc, InputSchema: jsontext.Value(t.in), OutputSchema: jsontext.Value(t.out), Annotations: t.ann}
+		def := &mcp.Tool{Name: internal, Description: t.desc, InputSchema: json.RawMessage(t.in), OutputSchema: json.RawMessage(t.out), Annotations: t.ann}
 		if err := a.side.AddTool(def, t.h, &registry.ToolOptions{Module: "admin"}); err != nil {
 			return fmt.Errorf("middleware: NewAdmin: %w", err)
 		}
@@ -435,7 +436,7 @@ func invalidInput(reason, msg string, details map[string]any) *mcp.StructuredErr
 }
 
 func structured(v any) (*mcp.CallToolResult, error) {
-	b, err := json.Marshal(v, json.Deterministic(true))
+	b, err := jsonv2.Marshal(v, jsonv2.Deterministic(true))
 	if err != nil {
 		return nil, err
 	}
@@ -443,14 +444,14 @@ func structured(v any) (*mcp.CallToolResult, error) {
 }
 
 // register is admin/registerTool.
-func (a *Admin) register(_ context.Context, _ *mcp.ToolCall, args jsontext.Value) (*mcp.CallToolResult, error) {
+func (a *Admin) register(_ context.Context, _ *mcp.ToolCall, args json.RawMessage) (*mcp.CallToolResult, error) {
 	var in struct {
 		Name        string         `json:"name"`
 		Description string         `json:"description"`
 		ToolType    string         `json:"toolType"`
 		InputSchema jsontext.Value `json:"inputSchema,omitzero"`
 	}
-	if err := json.Unmarshal(args, &in); err != nil {
+	if err := jsonv2.Unmarshal(args, &in); err != nil {
 		return nil, invalidInput("invalid_arguments", "registerTool: "+err.Error(), nil)
 	}
 	typ, ok := a.types[in.ToolType]
@@ -488,7 +489,7 @@ func (a *Admin) register(_ context.Context, _ *mcp.ToolCall, args jsontext.Value
 	def, h := typ.make(in.Name, in.Description)
 	d := *def
 	d.Name, d.Description = in.Name, in.Description
-	if got := slices.Clone(d.InputSchema); got.Compact() != nil || string(got) != string(typ.canonical) {
+	if got := jsontext.Value(slices.Clone(d.InputSchema)); got.Compact() != nil || string(got) != string(typ.canonical) {
 		return nil, mcp.NewToolError(mcp.ErrInternal, "tool type "+quote(in.ToolType)+" made a definition without its canonical schema", nil)
 	}
 	a.mu.Lock()
@@ -505,11 +506,11 @@ func (a *Admin) register(_ context.Context, _ *mcp.ToolCall, args jsontext.Value
 }
 
 // unregister is admin/unregisterTool.
-func (a *Admin) unregister(_ context.Context, _ *mcp.ToolCall, args jsontext.Value) (*mcp.CallToolResult, error) {
+func (a *Admin) unregister(_ context.Context, _ *mcp.ToolCall, args json.RawMessage) (*mcp.CallToolResult, error) {
 	var in struct {
 		Name string `json:"name"`
 	}
-	if err := json.Unmarshal(args, &in); err != nil {
+	if err := jsonv2.Unmarshal(args, &in); err != nil {
 		return nil, invalidInput("invalid_arguments", "unregisterTool: "+err.Error(), nil)
 	}
 	a.mu.Lock()

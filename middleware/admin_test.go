@@ -2,6 +2,7 @@ package middleware_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,11 +45,11 @@ func TestNewAdminErrors(t *testing.T) {
 		{"token without variable", &middleware.AdminOptions{Policy: middleware.AdminToken}, "TokenEnvVar"},
 		{"nil maker", &middleware.AdminOptions{ToolTypes: map[string]middleware.ToolType{"x": nil}}, `tool type "x" has no maker`},
 		{"no handler", &middleware.AdminOptions{ToolTypes: map[string]middleware.ToolType{"x": func(n, d string) (*mcp.Tool, registry.ToolHandler) {
-			return &mcp.Tool{Name: n, InputSchema: jsontext.Value(`{"type":"object"}`)}, nil
+			return &mcp.Tool{Name: n, InputSchema: json.RawMessage(`{"type":"object"}`)}, nil
 		}}}, "no handler"},
 		{"schema not an object", &middleware.AdminOptions{ToolTypes: map[string]middleware.ToolType{"x": func(n, d string) (*mcp.Tool, registry.ToolHandler) {
 			def, h := middleware.EchoToolType(n, d)
-			def.InputSchema = jsontext.Value(`[1]`)
+			def.InputSchema = json.RawMessage(`[1]`)
 			return def, h
 		}}}, "not a JSON object"},
 	}
@@ -159,7 +160,7 @@ func TestAdminTokenInMeta(t *testing.T) {
 
 	args := `{"name":"echo2","description":"Echoes.","toolType":"echo"}`
 	run := func(meta mcp.Meta) error {
-		_, err := ch.CallTool(ctx, &mcp.ToolCall{Name: middleware.AdminRegisterToolName, Arguments: jsontext.Value(args), Meta: meta,
+		_, err := ch.CallTool(ctx, &mcp.ToolCall{Name: middleware.AdminRegisterToolName, Arguments: json.RawMessage(args), Meta: meta,
 			CorrelationID: "c", RunID: "r", Logger: slog.New(slog.DiscardHandler)})
 		return err
 	}
@@ -315,15 +316,15 @@ func TestAdminToolsUnderOtherPolicies(t *testing.T) {
 	ch = middleware.Standard(reg, &middleware.StandardOptions{Admin: a, Admission: g.Policy()})
 	assert.Equal(t, slices.Sorted(slices.Values(append(slices.Clone(allGated), adminNames...))), listedNames(t, ch, ctx))
 	_, err = ch.CallTool(ctx, &mcp.ToolCall{Name: middleware.AdminRegisterToolName, Logger: slog.New(slog.DiscardHandler),
-		Arguments: jsontext.Value(`{"name":"e","description":"","toolType":"echo"}`)})
+		Arguments: json.RawMessage(`{"name":"e","description":"","toolType":"echo"}`)})
 	require.NoError(t, err, "registerTool is not destructive")
 	_, err = ch.CallTool(ctx, &mcp.ToolCall{Name: middleware.AdminUnregisterToolName, Logger: slog.New(slog.DiscardHandler),
-		Arguments: jsontext.Value(`{"name":"e"}`)})
+		Arguments: json.RawMessage(`{"name":"e"}`)})
 	se := requireStructured(t, err)
 	assert.Equal(t, "untrusted", se.Details["reason"], "unregisterTool is destructive")
 	g.Set(middleware.TrustTrusted)
 	_, err = ch.CallTool(ctx, &mcp.ToolCall{Name: middleware.AdminUnregisterToolName, Logger: slog.New(slog.DiscardHandler),
-		Arguments: jsontext.Value(`{"name":"e"}`)})
+		Arguments: json.RawMessage(`{"name":"e"}`)})
 	require.NoError(t, err)
 }
 
@@ -443,8 +444,8 @@ func TestAdminLocalStdioOnlyNotThroughSockets(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			reg := registry.New(nil)
-			require.NoError(t, reg.AddTool(&mcp.Tool{Name: "shutdown", InputSchema: jsontext.Value(`{"type":"object"}`)},
-				func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+			require.NoError(t, reg.AddTool(&mcp.Tool{Name: "shutdown", InputSchema: json.RawMessage(`{"type":"object"}`)},
+				func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) {
 					return mcp.TextResult("stopping"), nil
 				}, &registry.ToolOptions{Module: "lifecycle", Destructive: true}))
 			a, err := middleware.NewAdmin(reg, &middleware.AdminOptions{Policy: middleware.AdminLocalStdioOnly,

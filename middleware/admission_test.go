@@ -2,13 +2,13 @@ package middleware_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -24,8 +24,8 @@ import (
 func gatedTools(t testing.TB) *registry.Registry {
 	reg := registry.New(nil)
 	add := func(name string, opts *registry.ToolOptions) {
-		require.NoError(t, reg.AddTool(&mcp.Tool{Name: name, InputSchema: jsontext.Value(`{"type":"object"}`)},
-			func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+		require.NoError(t, reg.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) {
 				return mcp.TextResult(name + " ran"), nil
 			}, opts))
 	}
@@ -51,7 +51,7 @@ func listedNames(t testing.TB, src mcp.ToolSource, ctx context.Context) []string
 }
 
 func callAt(ctx context.Context, src mcp.ToolSource, name string, meta mcp.Meta) (*mcp.CallToolResult, error) {
-	return src.CallTool(ctx, &mcp.ToolCall{Name: name, Arguments: jsontext.Value(`{}`), Meta: meta,
+	return src.CallTool(ctx, &mcp.ToolCall{Name: name, Arguments: json.RawMessage(`{}`), Meta: meta,
 		CorrelationID: "corr-1", RunID: "run-1", Logger: slog.New(slog.DiscardHandler)})
 }
 
@@ -286,8 +286,8 @@ func TestAdmissionSeesTheSession(t *testing.T) {
 		return nil
 	})
 	reg := gatedTools(t)
-	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "write_task", InputSchema: jsontext.Value(`{"type":"object"}`)},
-		func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "write_task", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) {
 			return mcp.TextResult("ok"), nil
 		},
 		&registry.ToolOptions{TaskSupport: mcp.TaskOptional}))
@@ -337,8 +337,8 @@ func TestTimeoutSparesTasks(t *testing.T) {
 	ctx := context.Background()
 	reg := registry.New(nil)
 	release := make(chan struct{})
-	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "slow", InputSchema: jsontext.Value(`{"type":"object"}`)},
-		func(ctx context.Context, _ *mcp.ToolCall, _ jsontext.Value) (*mcp.CallToolResult, error) {
+	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "slow", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *mcp.ToolCall, _ json.RawMessage) (*mcp.CallToolResult, error) {
 			select {
 			case <-release:
 				return mcp.TextResult("finished"), nil

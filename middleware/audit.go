@@ -2,10 +2,9 @@ package middleware
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/mcp"
 )
@@ -28,7 +27,7 @@ type ToolEnterEvent struct {
 	Tool string
 	// Args are the arguments the handler will receive (validated when
 	// Validate runs before AuditEnter, as in Standard). Do not modify them.
-	Args          jsontext.Value
+	Args          json.RawMessage
 	Timestamp     time.Time
 	CorrelationID string
 	RunID         string

@@ -2,9 +2,8 @@ package middleware
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/registry"
@@ -15,9 +14,9 @@ import (
 func benchRegistry(b *testing.B) *registry.Registry {
 	reg := registry.New(nil)
 	res := mcp.TextResult("hi")
-	err := reg.AddTool(&mcp.Tool{Name: "echo", InputSchema: jsontext.Value(
+	err := reg.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(
 		`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`)},
-		func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) { return res, nil }, nil)
+		func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) { return res, nil }, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -27,7 +26,7 @@ func benchRegistry(b *testing.B) *registry.Registry {
 // benchSource calls echo through src in a loop, with a context like the
 // Server's: cancellable and carrying the ToolCall.
 func benchSource(b *testing.B, src mcp.ToolSource) {
-	tc := &mcp.ToolCall{Name: "echo", Arguments: jsontext.Value(`{"message":"hi"}`), CorrelationID: "c", RunID: "r"}
+	tc := &mcp.ToolCall{Name: "echo", Arguments: json.RawMessage(`{"message":"hi"}`), CorrelationID: "c", RunID: "r"}
 	ctx, cancel := context.WithCancel(mcp.WithToolCall(context.Background(), tc))
 	defer cancel()
 	b.ReportAllocs()

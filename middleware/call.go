@@ -1,10 +1,9 @@
 package middleware
 
 import (
+	"encoding/json"
 	"log/slog"
 	"time"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/registry"
@@ -25,7 +24,7 @@ type Call struct {
 	// Args are the arguments the tool's handler receives. They start as
 	// ToolCall.Arguments; a stage may replace them (for example to fill in
 	// defaults) before Validate and Dispatch see them.
-	Args jsontext.Value
+	Args json.RawMessage
 
 	reg       *registry.Registry
 	tool      *registry.Tool

@@ -2,13 +2,13 @@ package middleware_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -30,12 +30,12 @@ func TestPlainErrorTextOfStagesIsMasked(t *testing.T) {
 	for _, expose := range []bool{false, true} {
 		t.Run(fmt.Sprint("expose=", expose), func(t *testing.T) {
 			reg := registry.New(nil)
-			noop := func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+			noop := func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) {
 				return mcp.TextResult("ok"), nil
 			}
-			require.NoError(t, reg.AddTool(&mcp.Tool{Name: "guarded", InputSchema: jsontext.Value(`{"type":"object"}`)}, noop, nil))
-			require.NoError(t, reg.AddTool(&mcp.Tool{Name: "export", InputSchema: jsontext.Value(`{"type":"object"}`)},
-				func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+			require.NoError(t, reg.AddTool(&mcp.Tool{Name: "guarded", InputSchema: json.RawMessage(`{"type":"object"}`)}, noop, nil))
+			require.NoError(t, reg.AddTool(&mcp.Tool{Name: "export", InputSchema: json.RawMessage(`{"type":"object"}`)},
+				func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) {
 					return nil, fmt.Errorf("export via %s: %w", secretDSN, errors.ErrUnsupported)
 				}, nil))
 			policy := middleware.AdmissionFunc(func(ctx context.Context, tl *registry.Tool, ac middleware.AdmissionContext) error {

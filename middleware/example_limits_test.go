@@ -2,11 +2,10 @@ package middleware_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/middleware"
@@ -51,7 +50,7 @@ func ExampleRateLimiter() {
 	})
 	greet := func(client string) {
 		res, err := chain.CallTool(context.Background(), &mcp.ToolCall{Name: "greet",
-			Arguments: jsontext.Value(`{"name":"` + client + `"}`), Meta: mcp.Meta{"client": client}})
+			Arguments: json.RawMessage(`{"name":"` + client + `"}`), Meta: mcp.Meta{"client": client}})
 		var se *mcp.StructuredError
 		if errors.As(err, &se) {
 			fmt.Printf("%s: %s, retry after %vms (retryable=%v)\n", client, se.Code, se.Details["retryAfterMs"], se.Retryable)
@@ -79,8 +78,8 @@ func ExampleRateLimiter() {
 func ExampleLimiter_fairShare() {
 	reg := registry.New(nil)
 	started, release := make(chan struct{}), make(chan struct{})
-	if err := reg.AddTool(&mcp.Tool{Name: "crunch", InputSchema: jsontext.Value(`{"type":"object"}`)},
-		func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+	if err := reg.AddTool(&mcp.Tool{Name: "crunch", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) {
 			started <- struct{}{}
 			<-release
 			return mcp.TextResult("crunched"), nil
@@ -93,7 +92,7 @@ func ExampleLimiter_fairShare() {
 	lim := middleware.NewLimiterWith(&middleware.LimiterOptions{Max: 4, ClientKey: clientFromMeta})
 	chain := middleware.Standard(reg, &middleware.StandardOptions{Limiter: lim})
 	as := func(client, tool string) *mcp.ToolCall {
-		return &mcp.ToolCall{Name: tool, Arguments: jsontext.Value(`{"name":"` + client + `"}`), Meta: mcp.Meta{"client": client}}
+		return &mcp.ToolCall{Name: tool, Arguments: json.RawMessage(`{"name":"` + client + `"}`), Meta: mcp.Meta{"client": client}}
 	}
 	ctx := context.Background()
 
@@ -130,7 +129,7 @@ func ExampleResponseLimit() {
 	}, nil)
 	chain := middleware.Standard(reg, &middleware.StandardOptions{MaxArrayItems: 3})
 	for _, n := range []string{"3", "4"} {
-		res, err := chain.CallTool(context.Background(), &mcp.ToolCall{Name: "list", Arguments: jsontext.Value(`{"n":` + n + `}`)})
+		res, err := chain.CallTool(context.Background(), &mcp.ToolCall{Name: "list", Arguments: json.RawMessage(`{"n":` + n + `}`)})
 		var se *mcp.StructuredError
 		if errors.As(err, &se) {
 			fmt.Println(n, "→", se.Code, se.Details["limit"], se.Details["path"])

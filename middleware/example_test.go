@@ -2,11 +2,10 @@ package middleware_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/middleware"
@@ -37,7 +36,7 @@ func ExampleChain_order() {
 	}
 	chain := middleware.New(reg, stage("outer")).Use(stage(" middle"), stage("  inner"))
 
-	res, err := chain.CallTool(context.Background(), &mcp.ToolCall{Name: "greet", Arguments: jsontext.Value(`{"name":"keel"}`)})
+	res, err := chain.CallTool(context.Background(), &mcp.ToolCall{Name: "greet", Arguments: json.RawMessage(`{"name":"keel"}`)})
 	if err != nil {
 		panic(err)
 	}
@@ -80,15 +79,15 @@ func ExampleStandard() {
 	})
 	ctx := context.Background()
 
-	res, _ := chain.CallTool(ctx, &mcp.ToolCall{Name: "greet", Arguments: jsontext.Value(`{"name":"keel"}`)})
+	res, _ := chain.CallTool(ctx, &mcp.ToolCall{Name: "greet", Arguments: json.RawMessage(`{"name":"keel"}`)})
 	fmt.Println(res.Content[0].Text)
 
-	_, err := chain.CallTool(ctx, &mcp.ToolCall{Name: "greet", Arguments: jsontext.Value(`{"name":7}`)})
+	_, err := chain.CallTool(ctx, &mcp.ToolCall{Name: "greet", Arguments: json.RawMessage(`{"name":7}`)})
 	var se *mcp.StructuredError
 	errors.As(err, &se)
 	fmt.Println(se.Code)
 
-	_, err = chain.CallTool(ctx, &mcp.ToolCall{Name: "shout", Arguments: jsontext.Value(`{}`)})
+	_, err = chain.CallTool(ctx, &mcp.ToolCall{Name: "shout", Arguments: json.RawMessage(`{}`)})
 	var rpc *mcp.Error
 	errors.As(err, &rpc)
 	fmt.Println(rpc.Code, rpc.Message)
@@ -113,7 +112,7 @@ func ExampleRegisterPingTool() {
 	if err != nil {
 		panic(err)
 	}
-	res, err := middleware.Standard(reg, nil).CallTool(context.Background(), &mcp.ToolCall{Name: "server_ping", Arguments: jsontext.Value(`{}`)})
+	res, err := middleware.Standard(reg, nil).CallTool(context.Background(), &mcp.ToolCall{Name: "server_ping", Arguments: json.RawMessage(`{}`)})
 	if err != nil {
 		panic(err)
 	}

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/netip"
 	"strings"
@@ -9,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -163,8 +163,8 @@ func TestServerGreedySessionBesidePolite(t *testing.T) {
 	release := make(chan struct{})
 	var once sync.Once
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
-	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "hog", InputSchema: jsontext.Value(`{"type":"object"}`)},
-		func(ctx context.Context, _ *mcp.ToolCall, _ jsontext.Value) (*mcp.CallToolResult, error) {
+	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "hog", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *mcp.ToolCall, _ json.RawMessage) (*mcp.CallToolResult, error) {
 			started <- struct{}{}
 			<-release
 			return mcp.TextResult("done"), nil

@@ -3,6 +3,7 @@ package middleware
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"reflect"
@@ -11,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -45,32 +45,32 @@ func (tt *testTools) free() { tt.once.Do(func() { close(tt.release) }) }
 func newTestTools(t testing.TB) *testTools {
 	tt := &testTools{reg: registry.New(nil), started: make(chan context.Context, 100), release: make(chan struct{})}
 	raw := func(name string, h registry.ToolHandler, opts *registry.ToolOptions) {
-		require.NoError(t, tt.reg.AddTool(&mcp.Tool{Name: name, InputSchema: jsontext.Value(`{"type":"object"}`)}, h, opts))
+		require.NoError(t, tt.reg.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)}, h, opts))
 	}
 	registry.MustRegister(tt.reg, "echo", "Echoes.", func(_ context.Context, in echoIn) (string, error) { return in.Message, nil }, nil)
-	raw("panic", func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+	raw("panic", func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) {
 		panic("boom")
 	}, nil)
-	blocking := func(ctx context.Context, _ *mcp.ToolCall, _ jsontext.Value) (*mcp.CallToolResult, error) {
+	blocking := func(ctx context.Context, _ *mcp.ToolCall, _ json.RawMessage) (*mcp.CallToolResult, error) {
 		tt.started <- ctx
 		<-tt.release
 		return mcp.TextResult("done"), nil
 	}
 	raw("block", blocking, nil)
 	raw("serial", blocking, &registry.ToolOptions{Serial: true})
-	raw("cooperate", func(ctx context.Context, _ *mcp.ToolCall, _ jsontext.Value) (*mcp.CallToolResult, error) {
+	raw("cooperate", func(ctx context.Context, _ *mcp.ToolCall, _ json.RawMessage) (*mcp.CallToolResult, error) {
 		tt.started <- ctx
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}, nil)
-	raw("nilres", func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) { return nil, nil }, nil)
+	raw("nilres", func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) { return nil, nil }, nil)
 	return tt
 }
 
 // call returns a ToolCall with fixed ids and, if logs is not nil, a logger
 // writing to it.
 func call(name, args string, logs *syncBuffer) *mcp.ToolCall {
-	tc := &mcp.ToolCall{Name: name, Arguments: jsontext.Value(args), CorrelationID: "corr-1", RunID: "run-1"}
+	tc := &mcp.ToolCall{Name: name, Arguments: json.RawMessage(args), CorrelationID: "corr-1", RunID: "run-1"}
 	if logs != nil {
 		tc.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	} else {
@@ -178,7 +178,7 @@ type answer struct {
 func (s *served) call(ctx context.Context, name, args string) answer {
 	ctx, cancel := context.WithTimeout(ctx, waitLimit)
 	defer cancel()
-	res, err := s.client.CallToolWithParams(ctx, &mcp.CallToolParams{Name: name, Arguments: jsontext.Value(args),
+	res, err := s.client.CallToolWithParams(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args),
 		Meta: mcp.Meta{mcp.MetaCorrelationID: "corr-1"}})
 	return answer{res, err, time.Now()}
 }

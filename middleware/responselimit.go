@@ -96,7 +96,7 @@ func (o ResponseLimitOptions) check(c *Call, res *mcp.CallToolResult) *mcp.Struc
 		path := ""
 		if len(res.Content) > limit {
 			path = "/content"
-		} else if p, over := overlongArray(res.StructuredContent, limit); over {
+		} else if p, over := overlongArray(jsontext.Value(res.StructuredContent), limit); over {
 			path = "/structuredContent" + string(p)
 		}
 		if path != "" {

@@ -2,14 +2,14 @@ package middleware
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -32,10 +32,10 @@ func TestResponseLimit(t *testing.T) {
 		return r
 	}
 	structured := func(sc string) *mcp.CallToolResult {
-		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("s")}, StructuredContent: jsontext.Value(sc)}
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("s")}, StructuredContent: json.RawMessage(sc)}
 	}
 	sized := structured(`{"text":"` + strings.Repeat("a", 100) + `"}`)
-	size := len(must(json.Marshal(sized)))
+	size := len(must(jsonv2.Marshal(sized)))
 	for _, tc := range []struct {
 		name  string
 		opts  *ResponseLimitOptions
@@ -203,10 +203,10 @@ func TestFitsSurelyIsAnUpperBound(t *testing.T) {
 		text(strings.Repeat("\x01", 1000)),
 		text(strings.Repeat("é", 500)),
 		{Content: []mcp.Content{{Type: "resource", Resource: &mcp.ResourceContents{URI: "x:" + blob, Text: &blob, Blob: &blob}}}},
-		{Content: []mcp.Content{mcp.TextContent(blob), mcp.TextContent(blob)}, StructuredContent: jsontext.Value(`{"a":"\u0001\u0001"}`), IsError: true},
+		{Content: []mcp.Content{mcp.TextContent(blob), mcp.TextContent(blob)}, StructuredContent: json.RawMessage(`{"a":"\u0001\u0001"}`), IsError: true},
 		{Content: []mcp.Content{{Type: "image", Data: blob, MimeType: blob}}},
 	} {
-		size := len(must(json.Marshal(res)))
+		size := len(must(jsonv2.Marshal(res)))
 		for _, limit := range []int{size - 1, size / 2, 1} {
 			assert.False(t, fitsSurely(res, limit), "size %d, limit %d", size, limit)
 		}

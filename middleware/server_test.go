@@ -2,13 +2,13 @@ package middleware_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -42,8 +42,8 @@ func TestServerTimeoutAnsweredAtOnce(t *testing.T) {
 	reg := registry.New(nil)
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
-	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "stubborn", InputSchema: jsontext.Value(`{"type":"object"}`)},
-		func(ctx context.Context, _ *mcp.ToolCall, _ jsontext.Value) (*mcp.CallToolResult, error) {
+	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "stubborn", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *mcp.ToolCall, _ json.RawMessage) (*mcp.CallToolResult, error) {
 			started <- struct{}{}
 			<-release // ignores ctx on purpose
 			return mcp.TextResult("too late"), nil

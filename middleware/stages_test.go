@@ -2,13 +2,13 @@ package middleware
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -307,8 +307,8 @@ func TestTimeoutCallerCancellationIsNotTimeout(t *testing.T) {
 
 func registerRaw(t *testing.T, tt *testTools, name string, timeout time.Duration, h func(ctx context.Context) (*mcp.CallToolResult, error)) {
 	t.Helper()
-	require.NoError(t, tt.reg.AddTool(&mcp.Tool{Name: name, InputSchema: jsontext.Value(`{"type":"object"}`)},
-		func(ctx context.Context, _ *mcp.ToolCall, _ jsontext.Value) (*mcp.CallToolResult, error) {
+	require.NoError(t, tt.reg.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *mcp.ToolCall, _ json.RawMessage) (*mcp.CallToolResult, error) {
 			return h(ctx)
 		},
 		&registry.ToolOptions{Timeout: timeout}))

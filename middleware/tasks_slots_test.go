@@ -2,12 +2,12 @@ package middleware_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -26,13 +26,13 @@ func TestTasksHoldNoRequestSlots(t *testing.T) {
 	var once sync.Once
 	releaseAll := func() { once.Do(func() { close(release) }) }
 	reg := registry.New(nil)
-	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "long", InputSchema: jsontext.Value(`{"type":"object"}`)},
-		func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "long", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) {
 			<-release // a long task that does not stop when cancelled
 			return mcp.TextResult("done"), nil
 		}, &registry.ToolOptions{TaskSupport: mcp.TaskOptional}))
-	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "quick", InputSchema: jsontext.Value(`{"type":"object"}`)},
-		func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "quick", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) {
 			return mcp.TextResult("served"), nil
 		}, nil))
 	limiter := middleware.NewLimiter(10)

@@ -2,14 +2,14 @@ package middleware
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -45,7 +45,7 @@ func TestErrorCodeRetryable(t *testing.T) {
 			assert.Equal(t, tc.retryable, strings.Contains(text, `"retryable":true`), text)
 			assert.NotContains(t, text, `"retryable":false`, "false is the default: not sent")
 			var back mcp.StructuredError
-			require.NoError(t, json.Unmarshal([]byte(text), &back))
+			require.NoError(t, jsonv2.Unmarshal([]byte(text), &back))
 			assert.Equal(t, tc.retryable, back.Retryable)
 		})
 	}
@@ -100,8 +100,8 @@ func TestDispatchUnsupportedIsNotImplemented(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := "fail_" + tc.name
-			require.NoError(t, tt.reg.AddTool(&mcp.Tool{Name: name, InputSchema: jsontext.Value(`{"type":"object"}`)},
-				func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) { return nil, tc.err }, nil))
+			require.NoError(t, tt.reg.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
+				func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) { return nil, tc.err }, nil))
 			_, err := Standard(tt.reg, nil).CallTool(context.Background(), call(name, `{}`, nil))
 			se := structuredErr(t, err)
 			assert.Equal(t, tc.code, se.Code)
@@ -114,8 +114,8 @@ func TestDispatchUnsupportedIsNotImplemented(t *testing.T) {
 		})
 	}
 	// A plain error stays as it is (the Server makes it INTERNAL).
-	require.NoError(t, tt.reg.AddTool(&mcp.Tool{Name: "fail_plain", InputSchema: jsontext.Value(`{"type":"object"}`)},
-		func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+	require.NoError(t, tt.reg.AddTool(&mcp.Tool{Name: "fail_plain", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) {
 			return nil, errors.New("disk full")
 		}, nil))
 	_, err := Standard(tt.reg, nil).CallTool(context.Background(), call("fail_plain", `{}`, nil))

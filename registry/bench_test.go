@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -29,7 +30,7 @@ func BenchmarkValidateEcho(b *testing.B) {
 	tool, _ := r.Lookup("echo")
 	b.ReportAllocs()
 	for b.Loop() {
-		if se := tool.ValidateArguments(echoArgs); se != nil {
+		if se := tool.ValidateArguments(json.RawMessage(echoArgs)); se != nil {
 			b.Fatal(se)
 		}
 	}
@@ -37,7 +38,7 @@ func BenchmarkValidateEcho(b *testing.B) {
 
 func BenchmarkCallToolEcho(b *testing.B) {
 	r := newEchoRegistry(b)
-	call := &mcp.ToolCall{Name: "echo", Arguments: echoArgs}
+	call := &mcp.ToolCall{Name: "echo", Arguments: json.RawMessage(echoArgs)}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -58,7 +59,7 @@ func BenchmarkCallToolStructured(b *testing.B) {
 	registry.MustRegister(r, "echo", "", func(_ context.Context, in echoIn) (out, error) {
 		return out{Message: in.Message, Length: len(in.Message)}, nil
 	}, nil)
-	call := &mcp.ToolCall{Name: "echo", Arguments: echoArgs}
+	call := &mcp.ToolCall{Name: "echo", Arguments: json.RawMessage(echoArgs)}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"github.com/keelmcp/keel/internal/jsonrpc"
 	"net"
 	"net/url"
 	"reflect"
@@ -135,6 +136,9 @@ func schemaProvider(t reflect.Type) bool {
 // customJSON reports whether the codec encodes t with t's own methods, so
 // its Go structure says nothing about its JSON.
 func customJSON(t reflect.Type) bool {
+	if jsonrpc.FieldShaped(t) {
+		return false // its methods write its tagged fields
+	}
 	return implements(t, v1Marshaler) || implements(t, v2Marshaler) ||
 		implements(t, v1Unmarshaler) || implements(t, v2Unmarshaler)
 }

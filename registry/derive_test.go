@@ -3,12 +3,13 @@ package registry
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
@@ -103,7 +104,7 @@ func TestZeroOutputsMatchTheirOwnSchema(t *testing.T) {
 			if typ.Kind() == reflect.Pointer {
 				zero.Elem().Set(reflect.New(typ.Elem()))
 			}
-			b, err := json.Marshal(zero.Interface()) // the wire codec
+			b, err := jsonv2.Marshal(zero.Interface()) // the wire codec
 			require.NoError(t, err)
 			assert.Empty(t, validateJSON(t, c, b), "value %s\nschema %s", b, schema)
 		})
@@ -125,12 +126,12 @@ func TestZeroOutputsMatchTheirOwnSchema(t *testing.T) {
 			Raw:      jsontext.Value(`[1,{"a":null}]`),
 			Any:      map[string]any{"k": nil},
 		}
-		b, err := json.Marshal(v)
+		b, err := jsonv2.Marshal(v)
 		require.NoError(t, err)
 		assert.Empty(t, validateJSON(t, c, b), "%s", b)
 		// Constraints still hold inside nullable members.
 		v.PtrSlice[1].ID = -1
-		b, _ = json.Marshal(v)
+		b, _ = jsonv2.Marshal(v)
 		assert.Equal(t, []Violation{{Path: "/ptrSlice/1/id", Message: "minimum: got -1, want 0"}}, validateJSON(t, c, b))
 	})
 }
@@ -139,7 +140,7 @@ func TestDerivedSchemaShape(t *testing.T) {
 	s, err := deriveSchema(reflect.TypeFor[nilOut]())
 	require.NoError(t, err)
 	var m map[string]any
-	require.NoError(t, json.Unmarshal(s, &m))
+	require.NoError(t, jsonv2.Unmarshal(s, &m))
 	assert.Equal(t, "object", m["type"], "the root is inline")
 	for _, k := range []string{"$ref", "$schema", "$id"} {
 		assert.NotContains(t, m, k)
@@ -167,7 +168,7 @@ func TestDerivedSchemaShape(t *testing.T) {
 		s, err := deriveSchema(reflect.TypeFor[Tree]())
 		require.NoError(t, err)
 		var m map[string]any
-		require.NoError(t, json.Unmarshal(s, &m))
+		require.NoError(t, jsonv2.Unmarshal(s, &m))
 		assert.Equal(t, "object", m["type"])
 		assert.Contains(t, m["$defs"], "Tree")
 		assert.Contains(t, string(s), `"$ref":"#/$defs/Tree"`)
@@ -213,19 +214,19 @@ func TestRecursiveTypeEndToEnd(t *testing.T) {
 		in.Name = strings.ToUpper(in.Name)
 		return in, nil
 	}, nil)
-	res, err := r.CallTool(context.Background(), &mcp.ToolCall{Name: "tree", Arguments: jsontext.Value(
+	res, err := r.CallTool(context.Background(), &mcp.ToolCall{Name: "tree", Arguments: json.RawMessage(
 		`{"name":"root","children":[{"name":"a","children":[],"parent":null,"Meta":{}}],"parent":null,"Meta":{}}`)})
 	require.NoError(t, err)
 	assert.Equal(t, `{"name":"ROOT","children":[{"name":"a","children":[],"parent":null,"Meta":{}}],"parent":null,"Meta":{}}`, string(res.StructuredContent))
 
-	_, err = r.CallTool(context.Background(), &mcp.ToolCall{Name: "tree", Arguments: jsontext.Value(
+	_, err = r.CallTool(context.Background(), &mcp.ToolCall{Name: "tree", Arguments: json.RawMessage(
 		`{"name":"root","children":[{"name":1,"children":[],"parent":null,"Meta":{}}],"parent":null,"Meta":{}}`)})
 	var se *mcp.StructuredError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, []Violation{{Path: "/children/0/name", Message: "got number, want string"}}, se.Details["violations"],
 		"the null branch of the nullable item is not listed")
 
-	_, err = r.CallTool(context.Background(), &mcp.ToolCall{Name: "tree", Arguments: jsontext.Value(
+	_, err = r.CallTool(context.Background(), &mcp.ToolCall{Name: "tree", Arguments: json.RawMessage(
 		`{"name":"root","children":[],"parent":"up","Meta":{}}`)})
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, []Violation{{Path: "/parent", Message: "got string, want object or null"}}, se.Details["violations"])
@@ -234,7 +235,7 @@ func TestRecursiveTypeEndToEnd(t *testing.T) {
 func TestZeroOutputThroughTheRegistry(t *testing.T) {
 	r := New(nil)
 	MustRegister(r, "zero", "", func(context.Context, struct{}) (nilOut, error) { return nilOut{}, nil }, nil)
-	res, err := r.CallTool(context.Background(), &mcp.ToolCall{Name: "zero", Arguments: jsontext.Value(`{}`)})
+	res, err := r.CallTool(context.Background(), &mcp.ToolCall{Name: "zero", Arguments: json.RawMessage(`{}`)})
 	require.NoError(t, err)
 	assert.Contains(t, string(res.StructuredContent), `"slice":[]`)
 	assert.Contains(t, string(res.StructuredContent), `"ptr":null`)
@@ -280,7 +281,28 @@ func TestCodecProbe(t *testing.T) {
 		D time.Duration `json:"d,format:nano"`
 	}
 	MustRegister(r, "nano", "", func(_ context.Context, in withFormat) (withFormat, error) { return in, nil }, nil)
-	res, err := r.CallTool(context.Background(), &mcp.ToolCall{Name: "nano", Arguments: jsontext.Value(`{"d":1500}`)})
+	res, err := r.CallTool(context.Background(), &mcp.ToolCall{Name: "nano", Arguments: json.RawMessage(`{"d":1500}`)})
 	require.NoError(t, err)
 	assert.Equal(t, `{"d":1500}`, string(res.StructuredContent))
+}
+
+// A protocol type whose JSON methods only make encoding/json write its
+// tagged fields (mcp.Annotations, mcp.Icon) is described by its structure;
+// one with its own wire form (mcp.Content) is not.
+func TestDerivedSchemaOfProtocolTypes(t *testing.T) {
+	type out struct {
+		Annotations mcp.Annotations `json:"annotations"`
+		Icons       []mcp.Icon      `json:"icons"`
+		Block       mcp.Content     `json:"block"`
+	}
+	s, err := deriveSchema(reflect.TypeFor[out]())
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, jsonv2.Unmarshal(s, &m))
+	defs := m["$defs"].(map[string]any)
+	require.Contains(t, defs, "Annotations")
+	assert.Contains(t, defs["Annotations"].(map[string]any)["properties"], "audience")
+	require.Contains(t, defs, "Icon")
+	assert.Contains(t, defs["Icon"].(map[string]any)["properties"], "src")
+	assert.Equal(t, true, m["properties"].(map[string]any)["block"], "a content block's wire form is its own")
 }

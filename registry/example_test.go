@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -34,14 +35,14 @@ func ExampleRegister() {
 		}, &registry.ToolOptions{ReadOnly: true})
 
 	tool, _ := r.Lookup("forecast")
-	schema := tool.Definition().InputSchema.Clone()
+	schema := jsontext.Value(tool.Definition().InputSchema).Clone()
 	_ = schema.Indent(jsontext.WithIndent("  "))
 	fmt.Println(string(schema))
 
-	res, err := r.CallTool(context.Background(), &mcp.ToolCall{Name: "forecast", Arguments: jsontext.Value(`{"city":"Oslo"}`)})
+	res, err := r.CallTool(context.Background(), &mcp.ToolCall{Name: "forecast", Arguments: json.RawMessage(`{"city":"Oslo"}`)})
 	fmt.Println(string(res.StructuredContent), err)
 
-	_, err = r.CallTool(context.Background(), &mcp.ToolCall{Name: "forecast", Arguments: jsontext.Value(`{"city":"","days":9}`)})
+	_, err = r.CallTool(context.Background(), &mcp.ToolCall{Name: "forecast", Arguments: json.RawMessage(`{"city":"","days":9}`)})
 	fmt.Println(err)
 	// Output:
 	// {
@@ -80,19 +81,19 @@ func ExampleRegistry_AddTool() {
 	err := r.AddTool(&mcp.Tool{
 		Name:        "shout",
 		Description: "Upper-cases a message.",
-		InputSchema: jsontext.Value(`{
+		InputSchema: json.RawMessage(`{
 			"$schema": "http://json-schema.org/draft-07/schema#",
 			"type": "object",
 			"properties": {"message": {"type": "string", "maxLength": 5}},
 			"required": ["message"]
 		}`),
-	}, func(ctx context.Context, call *mcp.ToolCall, args jsontext.Value) (*mcp.CallToolResult, error) {
+	}, func(ctx context.Context, call *mcp.ToolCall, args json.RawMessage) (*mcp.CallToolResult, error) {
 		return mcp.TextResult("OK"), nil
 	}, nil)
 	fmt.Println(err)
 
 	tool, _ := r.Lookup("shout")
-	se := tool.ValidateArguments(jsontext.Value(`{"message":"far too long","extra":1}`))
+	se := tool.ValidateArguments(json.RawMessage(`{"message":"far too long","extra":1}`))
 	for _, v := range se.Details["violations"].([]registry.Violation) {
 		fmt.Printf("%s: %s\n", v.Path, v.Message)
 	}

@@ -2,9 +2,9 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -30,8 +30,8 @@ func TestParamHeaderAnnotations(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := New(nil).AddTool(&mcp.Tool{Name: "t", InputSchema: jsontext.Value(tt.schema)},
-				func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) { return nil, nil }, nil)
+			err := New(nil).AddTool(&mcp.Tool{Name: "t", InputSchema: json.RawMessage(tt.schema)},
+				func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) { return nil, nil }, nil)
 			if tt.err == "" {
 				require.NoError(t, err)
 				return

@@ -2,11 +2,12 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strconv"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/mcp"
@@ -87,13 +88,13 @@ func newTypedTool[In, Out any](name, description string, h func(context.Context,
 	if err := probeCodec(inType); err != nil {
 		return nil, &RegistrationError{Tool: name, Err: fmt.Errorf("input type %v: %w", inType, err)}
 	}
-	def := &mcp.Tool{Name: name, Description: description, InputSchema: in}
+	def := &mcp.Tool{Name: name, Description: description, InputSchema: json.RawMessage(in)}
 
 	var raw ToolHandler
 	switch f := any(h).(type) {
 	case func(context.Context, In) (*mcp.CallToolResult, error):
-		raw = func(ctx context.Context, call *mcp.ToolCall, args jsontext.Value) (*mcp.CallToolResult, error) {
-			v, err := decodeArgs[In](name, args)
+		raw = func(ctx context.Context, call *mcp.ToolCall, args json.RawMessage) (*mcp.CallToolResult, error) {
+			v, err := decodeArgs[In](name, jsontext.Value(args))
 			if err != nil {
 				return nil, err
 			}
@@ -104,8 +105,8 @@ func newTypedTool[In, Out any](name, description string, h func(context.Context,
 			return res, err
 		}
 	case func(context.Context, In) (string, error):
-		raw = func(ctx context.Context, call *mcp.ToolCall, args jsontext.Value) (*mcp.CallToolResult, error) {
-			v, err := decodeArgs[In](name, args)
+		raw = func(ctx context.Context, call *mcp.ToolCall, args json.RawMessage) (*mcp.CallToolResult, error) {
+			v, err := decodeArgs[In](name, jsontext.Value(args))
 			if err != nil {
 				return nil, err
 			}
@@ -127,9 +128,9 @@ func newTypedTool[In, Out any](name, description string, h func(context.Context,
 		if err := probeCodec(outType); err != nil {
 			return nil, &RegistrationError{Tool: name, Err: fmt.Errorf("output type %v: %w", outType, err)}
 		}
-		def.OutputSchema = out
-		raw = func(ctx context.Context, call *mcp.ToolCall, args jsontext.Value) (*mcp.CallToolResult, error) {
-			v, err := decodeArgs[In](name, args)
+		def.OutputSchema = json.RawMessage(out)
+		raw = func(ctx context.Context, call *mcp.ToolCall, args json.RawMessage) (*mcp.CallToolResult, error) {
+			v, err := decodeArgs[In](name, jsontext.Value(args))
 			if err != nil {
 				return nil, err
 			}
@@ -137,7 +138,7 @@ func newTypedTool[In, Out any](name, description string, h func(context.Context,
 			if err != nil {
 				return nil, err
 			}
-			b, err := json.Marshal(o, json.Deterministic(true))
+			b, err := jsonv2.Marshal(o, jsonv2.Deterministic(true))
 			if err != nil {
 				se := &mcp.StructuredError{
 					Code:    mcp.ErrInternal,
@@ -164,7 +165,7 @@ func textResult(text string, structured jsontext.Value) *mcp.CallToolResult {
 	}{}
 	r.content[0] = mcp.Content{Type: mcp.ContentText, Text: text}
 	r.res.Content = r.content[:]
-	r.res.StructuredContent = structured
+	r.res.StructuredContent = json.RawMessage(structured)
 	return &r.res
 }
 
@@ -173,7 +174,7 @@ func checkObjectRoot(schema jsontext.Value) error {
 	var root struct {
 		Type any `json:"type"`
 	}
-	if err := json.Unmarshal(schema, &root, json.RejectUnknownMembers(false)); err != nil {
+	if err := jsonv2.Unmarshal(schema, &root, jsonv2.RejectUnknownMembers(false)); err != nil {
 		return err
 	}
 	if root.Type != "object" {
@@ -189,7 +190,7 @@ func probeCodec(t reflect.Type) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if _, err := json.Marshal(reflect.New(t).Interface()); err != nil {
+	if _, err := jsonv2.Marshal(reflect.New(t).Interface()); err != nil {
 		return fmt.Errorf("the wire codec cannot encode it: %w", err)
 	}
 	return nil
@@ -198,7 +199,7 @@ func probeCodec(t reflect.Type) error {
 // decodeArgs decodes validated arguments into a new In.
 func decodeArgs[In any](name string, args jsontext.Value) (In, error) {
 	var v In
-	if err := json.Unmarshal(args, &v); err != nil {
+	if err := jsonv2.Unmarshal(args, &v); err != nil {
 		return v, &mcp.StructuredError{
 			Code:    mcp.ErrInvalidArgument,
 			Message: "arguments of tool " + strconv.Quote(name) + " do not fit its input type: " + err.Error(),

@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,8 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -23,17 +23,17 @@ import (
 const objectSchema = `{"type":"object"}`
 
 func okHandler(text string) registry.ToolHandler {
-	return func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+	return func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) {
 		return mcp.TextResult(text), nil
 	}
 }
 
 func rawTool(name, schema string) *mcp.Tool {
-	return &mcp.Tool{Name: name, Description: "test tool", InputSchema: jsontext.Value(schema)}
+	return &mcp.Tool{Name: name, Description: "test tool", InputSchema: json.RawMessage(schema)}
 }
 
 func newCall(name, args string) *mcp.ToolCall {
-	return &mcp.ToolCall{Name: name, Arguments: jsontext.Value(args), CorrelationID: "corr-1", RunID: "run-1"}
+	return &mcp.ToolCall{Name: name, Arguments: json.RawMessage(args), CorrelationID: "corr-1", RunID: "run-1"}
 }
 
 // requireRegistrationError checks that err is a registration error naming
@@ -113,7 +113,7 @@ func TestObjectRootRule(t *testing.T) {
 			assert.Contains(t, err.Error(), "inputSchema")
 
 			def := rawTool("t2", objectSchema)
-			def.OutputSchema = jsontext.Value(tt.schema)
+			def.OutputSchema = json.RawMessage(tt.schema)
 			if tt.schema == "" {
 				return // an empty output schema means "none"
 			}
@@ -174,7 +174,7 @@ func TestDuplicateRegistration(t *testing.T) {
 		def  *mcp.Tool
 		opts *registry.ToolOptions
 	}{
-		{"description", &mcp.Tool{Name: "dup", Description: "other", InputSchema: jsontext.Value(objectSchema)}, nil},
+		{"description", &mcp.Tool{Name: "dup", Description: "other", InputSchema: json.RawMessage(objectSchema)}, nil},
 		{"schema", rawTool("dup", `{"type":"object","required":["a"]}`), nil},
 		{"title", rawTool("dup", objectSchema), &registry.ToolOptions{Title: "Dup"}},
 		{"timeout", rawTool("dup", objectSchema), &registry.ToolOptions{Timeout: time.Second}},
@@ -210,7 +210,7 @@ func TestToolMetadata(t *testing.T) {
 	def := &mcp.Tool{
 		Name:        "wipe",
 		Description: "Wipes things.",
-		InputSchema: jsontext.Value(objectSchema),
+		InputSchema: json.RawMessage(objectSchema),
 		Meta:        mcp.Meta{"com.example/owner": "ops"},
 	}
 	opts := &registry.ToolOptions{
@@ -236,7 +236,7 @@ func TestToolMetadata(t *testing.T) {
 
 	tool, ok := r.Lookup("wipe")
 	require.True(t, ok)
-	got, err := json.Marshal(tool.Definition(), json.Deterministic(true))
+	got, err := jsonv2.Marshal(tool.Definition(), jsonv2.Deterministic(true))
 	require.NoError(t, err)
 	assert.JSONEq(t, `{
 		"name": "wipe",
@@ -280,7 +280,7 @@ func TestToolMetadata(t *testing.T) {
 		{"task support", registry.ToolOptions{TaskSupport: "sometimes"}, nil, "TaskSupport"},
 		{"meta key in options", registry.ToolOptions{Meta: mcp.Meta{"-bad-": 1}}, nil, "_meta key"},
 		{"meta key prefix", registry.ToolOptions{Meta: mcp.Meta{"1com.example/x": 1}}, nil, "_meta key"},
-		{"meta key in definition", registry.ToolOptions{}, &mcp.Tool{Name: "bad", InputSchema: jsontext.Value(objectSchema), Meta: mcp.Meta{"a b": 1}}, "_meta key"},
+		{"meta key in definition", registry.ToolOptions{}, &mcp.Tool{Name: "bad", InputSchema: json.RawMessage(objectSchema), Meta: mcp.Meta{"a b": 1}}, "_meta key"},
 		{"nil handler", registry.ToolOptions{}, nil, "nil handler"},
 	}
 	for _, tt := range bad {
@@ -417,7 +417,7 @@ func TestConcurrentRegisterAndCall(t *testing.T) {
 					assert.Less(t, list[i-1].Name, list[i].Name)
 				}
 				for _, tool := range r.Tools() {
-					_ = tool.ValidateArguments(jsontext.Value(`{"message":"x"}`))
+					_ = tool.ValidateArguments(json.RawMessage(`{"message":"x"}`))
 				}
 			}
 		}()
@@ -432,7 +432,7 @@ func TestHandlerErrorsAreReturnedUnchanged(t *testing.T) {
 	toolErr := mcp.NewToolError(mcp.ErrUnauthorized, "no", nil)
 	registry.MustRegister(r, "plain", "", func(context.Context, struct{}) (string, error) { return "", sentinel }, nil)
 	registry.MustRegister(r, "tool", "", func(context.Context, struct{}) (struct{ A int }, error) { return struct{ A int }{}, toolErr }, nil)
-	require.NoError(t, r.AddTool(rawTool("raw", objectSchema), func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+	require.NoError(t, r.AddTool(rawTool("raw", objectSchema), func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) {
 		return nil, sentinel
 	}, nil))
 

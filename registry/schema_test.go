@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -11,8 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -50,13 +50,13 @@ func TestDialects(t *testing.T) {
 		require.NoError(t, r.AddTool(rawTool("d7", `{"$schema":"http://json-schema.org/draft-07/schema#",`+tupleBody+`}`), okHandler("ok"), nil))
 		require.NoError(t, r.AddTool(rawTool("d7defs", `{"$schema":"http://json-schema.org/draft-07/schema#",`+defsBody+`}`), okHandler("ok"), nil))
 		tool, _ := r.Lookup("d7")
-		assert.Nil(t, tool.ValidateArguments(jsontext.Value(`{"pair":["a",1]}`)))
-		se := tool.ValidateArguments(jsontext.Value(`{"pair":[1,"a"]}`))
+		assert.Nil(t, tool.ValidateArguments(json.RawMessage(`{"pair":["a",1]}`)))
+		se := tool.ValidateArguments(json.RawMessage(`{"pair":[1,"a"]}`))
 		require.NotNil(t, se)
 		assert.Equal(t, []string{"/pair/0", "/pair/1"}, paths(violations(t, se)))
 		tool, _ = r.Lookup("d7defs")
-		assert.Nil(t, tool.ValidateArguments(jsontext.Value(`{"a":1}`)))
-		assert.NotNil(t, tool.ValidateArguments(jsontext.Value(`{"a":0}`)))
+		assert.Nil(t, tool.ValidateArguments(json.RawMessage(`{"a":1}`)))
+		assert.NotNil(t, tool.ValidateArguments(json.RawMessage(`{"a":0}`)))
 	})
 	t.Run("2020-12 is the default", func(t *testing.T) {
 		r := registry.New(nil)
@@ -66,8 +66,8 @@ func TestDialects(t *testing.T) {
 		requireRegistrationError(t, err, "d2020x", "does not compile")
 		require.NoError(t, r.AddTool(rawTool("prefix", `{"type":"object","properties":{"pair":{"type":"array","prefixItems":[{"type":"string"}],"items":false}}}`), okHandler("ok"), nil))
 		tool, _ := r.Lookup("prefix")
-		assert.Nil(t, tool.ValidateArguments(jsontext.Value(`{"pair":["a"]}`)))
-		assert.NotNil(t, tool.ValidateArguments(jsontext.Value(`{"pair":["a","b"]}`)))
+		assert.Nil(t, tool.ValidateArguments(json.RawMessage(`{"pair":["a"]}`)))
+		assert.NotNil(t, tool.ValidateArguments(json.RawMessage(`{"pair":["a","b"]}`)))
 	})
 	t.Run("other known drafts", func(t *testing.T) {
 		r := registry.New(nil)
@@ -119,8 +119,8 @@ func TestNothingIsFetched(t *testing.T) {
 		r := registry.New(nil)
 		require.NoError(t, r.AddTool(rawTool("local", `{"$id":"https://example.com/root.json","type":"object","properties":{"a":{"$ref":"#/$defs/s"},"b":{"$ref":"https://example.com/root.json#/$defs/s"}},"$defs":{"s":{"type":"string"}}}`), okHandler("ok"), nil))
 		tool, _ := r.Lookup("local")
-		assert.Nil(t, tool.ValidateArguments(jsontext.Value(`{"a":"x","b":"y"}`)))
-		assert.Equal(t, []string{"/a", "/b"}, paths(violations(t, tool.ValidateArguments(jsontext.Value(`{"a":1,"b":2}`)))))
+		assert.Nil(t, tool.ValidateArguments(json.RawMessage(`{"a":"x","b":"y"}`)))
+		assert.Equal(t, []string{"/a", "/b"}, paths(violations(t, tool.ValidateArguments(json.RawMessage(`{"a":1,"b":2}`)))))
 	})
 }
 
@@ -160,21 +160,21 @@ func TestEveryViolationIsListed(t *testing.T) {
 	assert.Contains(t, se.Message, "and 6 more")
 
 	// The wire form of the details.
-	b, err := json.Marshal(se)
+	b, err := jsonv2.Marshal(se)
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `{"path":"/a~1b","message":`)
 
 	t.Run("non-object arguments", func(t *testing.T) {
 		tool, _ := r.Lookup("many")
 		for _, args := range []string{`[]`, `"x"`, `null`, `1`} {
-			vs := violations(t, tool.ValidateArguments(jsontext.Value(args)))
+			vs := violations(t, tool.ValidateArguments(json.RawMessage(args)))
 			assert.Equal(t, []string{""}, paths(vs), args)
 		}
 	})
 	t.Run("invalid JSON", func(t *testing.T) {
 		tool, _ := r.Lookup("many")
 		for _, args := range []string{`{`, `{"name":"abc","name":"abc"}`, "{\"name\":\"\xff\"}", `{} {}`} {
-			se := tool.ValidateArguments(jsontext.Value(args))
+			se := tool.ValidateArguments(json.RawMessage(args))
 			require.NotNil(t, se, args)
 			assert.Equal(t, mcp.ErrInvalidArgument, se.Code)
 			assert.Contains(t, se.Message, "not valid JSON")
@@ -194,10 +194,10 @@ func TestNumbersKeepTheirPrecision(t *testing.T) {
 	// 2^53+1 rounds to 2^53 as a float64 and would pass the maximum.
 	require.NoError(t, r.AddTool(rawTool("big", `{"type":"object","properties":{"n":{"type":"integer","maximum":9007199254740992}}}`), okHandler("ok"), nil))
 	tool, _ := r.Lookup("big")
-	assert.Nil(t, tool.ValidateArguments(jsontext.Value(`{"n":9007199254740992}`)))
-	assert.NotNil(t, tool.ValidateArguments(jsontext.Value(`{"n":9007199254740993}`)))
-	assert.Nil(t, tool.ValidateArguments(jsontext.Value(`{"n":1.0}`)), "1.0 is an integer in JSON Schema")
-	assert.NotNil(t, tool.ValidateArguments(jsontext.Value(`{"n":1.5}`)))
+	assert.Nil(t, tool.ValidateArguments(json.RawMessage(`{"n":9007199254740992}`)))
+	assert.NotNil(t, tool.ValidateArguments(json.RawMessage(`{"n":9007199254740993}`)))
+	assert.Nil(t, tool.ValidateArguments(json.RawMessage(`{"n":1.0}`)), "1.0 is an integer in JSON Schema")
+	assert.NotNil(t, tool.ValidateArguments(json.RawMessage(`{"n":1.5}`)))
 }
 
 // Constrained is an input type using invopop's tag syntax.
@@ -220,7 +220,7 @@ func TestConstraintTags(t *testing.T) {
 	tool, _ := r.Lookup("greet")
 
 	var schema map[string]any
-	require.NoError(t, json.Unmarshal(tool.Definition().InputSchema, &schema))
+	require.NoError(t, jsonv2.Unmarshal(tool.Definition().InputSchema, &schema))
 	assert.Equal(t, "object", schema["type"])
 	assert.NotContains(t, schema, "$schema")
 	assert.NotContains(t, schema, "$id")
@@ -277,7 +277,7 @@ func TestMemberNamesAreCaseSensitive(t *testing.T) {
 
 	// Even without validation the codec does not fold case.
 	tool, _ := r.Lookup("echo")
-	res, err := tool.Invoke(context.Background(), newCall("echo", ""), jsontext.Value(`{"Message":"x","MESSAGE":"y"}`))
+	res, err := tool.Invoke(context.Background(), newCall("echo", ""), json.RawMessage(`{"Message":"x","MESSAGE":"y"}`))
 	require.NoError(t, err)
 	assert.Equal(t, "", res.Content[0].Text)
 	assert.Equal(t, []string{""}, seen)
@@ -379,16 +379,16 @@ func TestOutputSchemaMismatch(t *testing.T) {
 
 	t.Run("raw tool with an output schema", func(t *testing.T) {
 		def := rawTool("rawout", objectSchema)
-		def.OutputSchema = jsontext.Value(`{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}}}`)
+		def.OutputSchema = json.RawMessage(`{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}}}`)
 		var res *mcp.CallToolResult
-		require.NoError(t, r.AddTool(def, func(context.Context, *mcp.ToolCall, jsontext.Value) (*mcp.CallToolResult, error) {
+		require.NoError(t, r.AddTool(def, func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) {
 			return res, nil
 		}, nil))
-		res = &mcp.CallToolResult{StructuredContent: jsontext.Value(`{"n":1}`)}
+		res = &mcp.CallToolResult{StructuredContent: json.RawMessage(`{"n":1}`)}
 		_, err := r.CallTool(context.Background(), newCall("rawout", `{}`))
 		require.NoError(t, err)
 
-		res = &mcp.CallToolResult{StructuredContent: jsontext.Value(`{"n":"one"}`)}
+		res = &mcp.CallToolResult{StructuredContent: json.RawMessage(`{"n":"one"}`)}
 		_, err = r.CallTool(context.Background(), newCall("rawout", `{}`))
 		assert.Equal(t, []string{"/n"}, paths(violations(t, err)))
 

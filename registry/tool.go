@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -9,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/mcp"
@@ -33,7 +34,7 @@ const MaxToolNameLength = 128
 // an error wrapping one) becomes an isError result with that code, an
 // *mcp.Error becomes a JSON-RPC error response, and any other error becomes
 // an INTERNAL isError result.
-type ToolHandler func(ctx context.Context, call *mcp.ToolCall, args jsontext.Value) (*mcp.CallToolResult, error)
+type ToolHandler func(ctx context.Context, call *mcp.ToolCall, args json.RawMessage) (*mcp.CallToolResult, error)
 
 // ToolOptions is a tool's metadata beyond name, description and schemas. The
 // zero value (or a nil *ToolOptions) means none.
@@ -134,9 +135,9 @@ func (t *Tool) HasOutputSchema() bool { return t.out != nil }
 // are valid, else an INVALID_ARGUMENT StructuredError whose
 // Details["violations"] is a []Violation listing every violation with the
 // JSON Pointer of the offending value ("" for the arguments object itself).
-func (t *Tool) ValidateArguments(args jsontext.Value) *mcp.StructuredError {
+func (t *Tool) ValidateArguments(args json.RawMessage) *mcp.StructuredError {
 	if len(args) == 0 {
-		args = emptyObject
+		args = json.RawMessage(emptyObject)
 	}
 	vs, err := t.in.check(args)
 	if err != nil {
@@ -192,15 +193,15 @@ func violationMessage(prefix string, vs []Violation) string {
 // not match is replaced by an INTERNAL StructuredError with Details
 // {"reason": "output_schema_mismatch", "violations": [...]}. Errors from the
 // handler are returned unchanged.
-func (t *Tool) Invoke(ctx context.Context, call *mcp.ToolCall, args jsontext.Value) (*mcp.CallToolResult, error) {
+func (t *Tool) Invoke(ctx context.Context, call *mcp.ToolCall, args json.RawMessage) (*mcp.CallToolResult, error) {
 	if len(args) == 0 {
-		args = emptyObject
+		args = json.RawMessage(emptyObject)
 	}
 	res, err := t.handler(ctx, call, args)
 	if err != nil || t.out == nil || res == nil || res.IsError {
 		return res, err
 	}
-	if se := t.checkOutput(res.StructuredContent); se != nil {
+	if se := t.checkOutput(jsontext.Value(res.StructuredContent)); se != nil {
 		if call != nil {
 			se.CorrelationID, se.RunID = call.CorrelationID, call.RunID
 		}
@@ -255,21 +256,21 @@ func newTool(def *mcp.Tool, h ToolHandler, o *ToolOptions) (*Tool, error) {
 	}
 
 	d := *def
-	inText, in, err := compileSchema(def.InputSchema)
+	inText, in, err := compileSchema(jsontext.Value(def.InputSchema))
 	if err != nil {
 		return nil, fail("inputSchema: %w", err)
 	}
-	d.InputSchema = inText
+	d.InputSchema = json.RawMessage(inText)
 	if err := checkParamHeaders(inText); err != nil {
 		return nil, fail("inputSchema: %w", err)
 	}
 	var out *compiledSchema
 	if len(def.OutputSchema) > 0 {
-		outText, c, err := compileSchema(def.OutputSchema)
+		outText, c, err := compileSchema(jsontext.Value(def.OutputSchema))
 		if err != nil {
 			return nil, fail("outputSchema: %w", err)
 		}
-		d.OutputSchema, out = outText, c
+		d.OutputSchema, out = json.RawMessage(outText), c
 	}
 
 	if opts.Title != "" {
@@ -322,7 +323,7 @@ func newTool(def *mcp.Tool, h ToolHandler, o *ToolOptions) (*Tool, error) {
 	}
 	d.Meta = meta
 
-	if _, err := json.Marshal(&d); err != nil {
+	if _, err := jsonv2.Marshal(&d); err != nil {
 		return nil, fail("definition cannot be encoded: %w", err)
 	}
 	return &Tool{def: &d, opts: opts, handler: h, in: in, out: out}, nil

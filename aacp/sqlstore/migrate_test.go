@@ -3,12 +3,12 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -106,7 +106,7 @@ func testUpgradeFromV1(t *testing.T, driver, dsn string, d dialect, open func() 
 	now := time.Now()
 	l, err := s.AcquireLease(ctx, "b", "n1", now, time.Minute)
 	require.NoError(t, err)
-	applied, err := s.Resolve(ctx, &aacp.Resolution{RequestID: id, Outcome: aacp.OutcomeCompleted, Result: jsontext.Value(`2`),
+	applied, err := s.Resolve(ctx, &aacp.Resolution{RequestID: id, Outcome: aacp.OutcomeCompleted, Result: json.RawMessage(`2`),
 		CompletedAt: now}, nil, l.Fence())
 	require.NoError(t, err)
 	assert.True(t, applied)

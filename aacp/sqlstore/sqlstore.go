@@ -60,6 +60,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -69,7 +70,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
@@ -194,7 +195,7 @@ func encodeError(se *mcp.StructuredError) (any, error) {
 	if se == nil {
 		return nil, nil
 	}
-	b, err := json.Marshal(se, json.Deterministic(true))
+	b, err := jsonv2.Marshal(se, jsonv2.Deterministic(true))
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: encode error: %w", err)
 	}
@@ -211,7 +212,7 @@ func requestArgs(r *aacp.RequestRecord) ([]any, error) {
 		payload = "null"
 	}
 	return []any{r.RequestID, r.SourceAgentID, r.TargetAgentID, string(r.MessageType), payload, string(r.Status),
-		string(r.Completion), nullText(r.Result), errText, r.CompletionRef, r.Attempts, nanos(r.Deadline),
+		string(r.Completion), nullText(jsontext.Value(r.Result)), errText, r.CompletionRef, r.Attempts, nanos(r.Deadline),
 		nanos(r.Timestamp), nanos(r.CompletedAt), nanos(r.ExpiresAt)}, nil
 }
 
@@ -238,13 +239,13 @@ func scanRequest(row scanner) (*aacp.RequestRecord, error) {
 		&result, &errText, &r.CompletionRef, &attempt, &deadline, &created, &completed, &expires); err != nil {
 		return nil, err
 	}
-	r.MessageType, r.Payload, r.Status, r.Completion = aacp.MessageType(typ), jsontext.Value(payload), aacp.Outcome(status), aacp.Completion(completion)
+	r.MessageType, r.Payload, r.Status, r.Completion = aacp.MessageType(typ), json.RawMessage(payload), aacp.Outcome(status), aacp.Completion(completion)
 	if result.Valid {
-		r.Result = jsontext.Value(result.String)
+		r.Result = json.RawMessage(result.String)
 	}
 	if errText.Valid {
 		r.Error = new(mcp.StructuredError)
-		if err := json.Unmarshal([]byte(errText.String), r.Error); err != nil {
+		if err := jsonv2.Unmarshal([]byte(errText.String), r.Error); err != nil {
 			return nil, &badRequestRow{id: r.RequestID, err: fmt.Errorf("error column: %w", err)}
 		}
 	}
@@ -547,7 +548,7 @@ func (s *Store) Resolve(ctx context.Context, res *aacp.Resolution, response *aac
 		if err := s.checkFence(ctx, tx, fence); err != nil {
 			return err
 		}
-		ok, err := s.updateUnlessFinal(ctx, tx, res.RequestID, "resolve", string(res.Outcome), string(res.Completion), nullText(res.Result),
+		ok, err := s.updateUnlessFinal(ctx, tx, res.RequestID, "resolve", string(res.Outcome), string(res.Completion), nullText(jsontext.Value(res.Result)),
 			errText, res.CompletionRef, nanos(res.CompletedAt), res.Attempts, res.Attempts, res.RequestID)
 		if err != nil || !ok {
 			return err // final already: nothing to do

@@ -1,12 +1,12 @@
 package storetest
 
 import (
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -180,10 +180,10 @@ func testFencedResolve(t *testing.T, s aacp.Store) {
 	resp := func(seq uint64) *aacp.MessageRecord {
 		m := Message(r, seq, base)
 		m.Envelope.SourceAgentID, m.Envelope.TargetAgentID, m.Envelope.MessageType = "b", "a", aacp.MessageResponse
-		m.Envelope.Payload = jsontext.Value(`{"outcome":"COMPLETED"}`)
+		m.Envelope.Payload = json.RawMessage(`{"outcome":"COMPLETED"}`)
 		return m
 	}
-	res := &aacp.Resolution{RequestID: r.RequestID, Outcome: aacp.OutcomeCompleted, Result: jsontext.Value(`1`), CompletedAt: base}
+	res := &aacp.Resolution{RequestID: r.RequestID, Outcome: aacp.OutcomeCompleted, Result: json.RawMessage(`1`), CompletedAt: base}
 
 	// Fences that are not current: nothing stored, neither the resolution
 	// nor the response nor its seq.

@@ -11,6 +11,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -18,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -83,7 +83,7 @@ func uuid() string {
 // Request returns a pending REQUEST record source→target created at at.
 func Request(source, target string, at time.Time) *aacp.RequestRecord {
 	return &aacp.RequestRecord{RequestID: uuid(), SourceAgentID: source, TargetAgentID: target,
-		MessageType: aacp.MessageRequest, Payload: jsontext.Value(`{"n":1}`), Status: aacp.OutcomeUnknown,
+		MessageType: aacp.MessageRequest, Payload: json.RawMessage(`{"n":1}`), Status: aacp.OutcomeUnknown,
 		Timestamp: at, ExpiresAt: at.Add(time.Hour)}
 }
 
@@ -165,7 +165,7 @@ func testRequestRoundTrip(t *testing.T, s aacp.Store) {
 
 	// Replace, with every optional member set.
 	r2 := *r
-	r2.Status, r2.Completion, r2.Result = aacp.OutcomeFailed, aacp.CompletionToolError, jsontext.Value(`[1,"x"]`)
+	r2.Status, r2.Completion, r2.Result = aacp.OutcomeFailed, aacp.CompletionToolError, json.RawMessage(`[1,"x"]`)
 	r2.Error = &mcp.StructuredError{Code: mcp.ErrInvalidArgument, Message: "bad", Details: map[string]any{"k": "v"}}
 	r2.CompletionRef, r2.Attempts, r2.CompletedAt = "blob://1", 3, base.Add(time.Second)
 	require.NoError(t, s.PutRequestRecord(ctx(), &r2))
@@ -216,7 +216,7 @@ func testEnqueue(t *testing.T, s aacp.Store) {
 	// The request id is claimed: a second Enqueue of it fails and stores
 	// nothing (neither the message nor its seq), the record is kept.
 	changed := *r
-	changed.Payload = jsontext.Value(`"other"`)
+	changed.Payload = json.RawMessage(`"other"`)
 	m2 := Message(r, 2, base.Add(time.Second))
 	require.ErrorIs(t, s.Enqueue(ctx(), &changed, m2, aacp.Fence{}), aacp.ErrDuplicateRequest)
 	got, err = s.GetRequestRecord(ctx(), r.RequestID)
@@ -258,7 +258,7 @@ func testResolve(t *testing.T, s aacp.Store) {
 	r := Request("a", "b", base)
 	require.NoError(t, s.Enqueue(ctx(), r, Message(r, 1, base), aacp.Fence{}))
 	res := &aacp.Resolution{RequestID: r.RequestID, Outcome: aacp.OutcomeCompleted, Completion: aacp.CompletionLateCompleted,
-		Result: jsontext.Value(`{"ok":true}`), CompletedAt: base.Add(time.Second), Attempts: 2}
+		Result: json.RawMessage(`{"ok":true}`), CompletedAt: base.Add(time.Second), Attempts: 2}
 	applied, err := s.Resolve(ctx(), res, nil, aacp.Fence{})
 	require.NoError(t, err)
 	assert.True(t, applied)
@@ -285,7 +285,7 @@ func testResolveWithResponse(t *testing.T, s aacp.Store) {
 	require.NoError(t, s.Enqueue(ctx(), r, Message(r, 1, base), aacp.Fence{}))
 	resp := Message(r, 1, base)
 	resp.Envelope.SourceAgentID, resp.Envelope.TargetAgentID, resp.Envelope.MessageType = "b", "a", aacp.MessageResponse
-	resp.Envelope.Payload = jsontext.Value(`{"outcome":"COMPLETED"}`)
+	resp.Envelope.Payload = json.RawMessage(`{"outcome":"COMPLETED"}`)
 	applied, err := s.Resolve(ctx(), &aacp.Resolution{RequestID: r.RequestID, Outcome: aacp.OutcomeCompleted,
 		CompletedAt: base}, resp, aacp.Fence{})
 	require.NoError(t, err)

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
+	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/registry"
@@ -81,12 +81,12 @@ func registerInputRequiredPrompts(reg *registry.Registry) {
 }
 
 // formSchema returns the JSON Schema of a form with one required field.
-func formSchema(field, typ string) jsontext.Value {
-	b, err := json.Marshal(&mcp.ElicitationSchema{
+func formSchema(field, typ string) json.RawMessage {
+	b, err := jsonv2.Marshal(&mcp.ElicitationSchema{
 		Type:       "object",
 		Properties: map[string]mcp.PrimitiveSchema{field: {Type: typ}},
 		Required:   []string{field},
-	}, json.Deterministic(true))
+	}, jsonv2.Deterministic(true))
 	if err != nil {
 		panic(err) // a constant schema
 	}
@@ -188,7 +188,7 @@ type fixtureState struct {
 }
 
 func (s fixtureState) encode() []byte {
-	b, err := json.Marshal(s, json.Deterministic(true))
+	b, err := jsonv2.Marshal(s, jsonv2.Deterministic(true))
 	if err != nil {
 		panic(err) // strings and an int
 	}
@@ -199,7 +199,7 @@ func (s fixtureState) encode() []byte {
 // whether it is one tool wrote for round.
 func stateOf(in *mcp.Input, tool string, round int) (fixtureState, bool) {
 	var s fixtureState
-	if in == nil || json.Unmarshal(in.State, &s) != nil {
+	if in == nil || jsonv2.Unmarshal(in.State, &s) != nil {
 		return s, false
 	}
 	return s, s.Tool == tool && s.Round == round

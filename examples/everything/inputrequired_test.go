@@ -1,12 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
 
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -15,7 +15,7 @@ import (
 
 // Answers the client gives in these tests, by input request method.
 var (
-	answerElicit = func(content map[string]any) jsontext.Value {
+	answerElicit = func(content map[string]any) json.RawMessage {
 		return raw(mcp.ElicitResult{Action: "accept", Content: content})
 	}
 	answerSample = raw(map[string]any{"role": "assistant", "content": map[string]any{"type": "text", "text": "The capital of France is Paris."},
@@ -23,8 +23,8 @@ var (
 	answerRoots = raw(mcp.ListRootsResult{Roots: []mcp.Root{{URI: "file:///test/root", Name: "Test Root"}}})
 )
 
-func raw(v any) jsontext.Value {
-	b, err := json.Marshal(v, json.Deterministic(true))
+func raw(v any) json.RawMessage {
+	b, err := jsonv2.Marshal(v, jsonv2.Deterministic(true))
 	if err != nil {
 		panic(err)
 	}
@@ -42,7 +42,7 @@ type round struct {
 // drive runs fixture as a client would: it answers every input request from
 // answers (by key), sends the state back, and stops at the first complete
 // result or after max rounds.
-func drive(t *testing.T, fixture func(*mcp.Input) (*mcp.CallToolResult, error), answers map[string]jsontext.Value, max int) []round {
+func drive(t *testing.T, fixture func(*mcp.Input) (*mcp.CallToolResult, error), answers map[string]json.RawMessage, max int) []round {
 	t.Helper()
 	var in *mcp.Input
 	var rounds []round
@@ -55,12 +55,12 @@ func drive(t *testing.T, fixture func(*mcp.Input) (*mcp.CallToolResult, error), 
 			return append(rounds, round{text: res.Content[0].Text})
 		}
 		r := round{state: ire.State}
-		in = &mcp.Input{Responses: map[string]jsontext.Value{}, State: ire.State, Round: i + 1}
+		in = &mcp.Input{Responses: map[string]json.RawMessage{}, State: ire.State, Round: i + 1}
 		for k, req := range ire.Requests {
 			r.keys = append(r.keys, k)
 			a, ok := answers[k]
 			require.True(t, ok, "round %d asks %q (%s), which the test cannot answer", i, k, req.Method)
-			in.Responses[k] = a
+			in.Responses[k] = json.RawMessage(a)
 		}
 		slices.Sort(r.keys)
 		rounds = append(rounds, r)
@@ -69,12 +69,12 @@ func drive(t *testing.T, fixture func(*mcp.Input) (*mcp.CallToolResult, error), 
 }
 
 func TestInputRequiredFixtures(t *testing.T) {
-	answers := map[string]jsontext.Value{
+	answers := map[string]json.RawMessage{
 		keyUserName:    answerElicit(map[string]any{"name": "Alice"}),
-		keyCapital:     answerSample,
-		keyClientRoots: answerRoots,
+		keyCapital:     json.RawMessage(answerSample),
+		keyClientRoots: json.RawMessage(answerRoots),
 		keyConfirm:     answerElicit(map[string]any{"ok": true}),
-		keyGreeting:    answerSample,
+		keyGreeting:    json.RawMessage(answerSample),
 		keyStep1:       answerElicit(map[string]any{"name": "Alice"}),
 		keyStep2:       answerElicit(map[string]any{"color": "blue"}),
 	}
@@ -143,7 +143,7 @@ func TestInputRequiredRequests(t *testing.T) {
 	}
 
 	_, err := askTwoRounds(&mcp.Input{State: fixtureState{Tool: "multi_round", Round: 1}.encode(),
-		Responses: map[string]jsontext.Value{keyStep1: answerElicit(map[string]any{"name": "Alice"})}})
+		Responses: map[string]json.RawMessage{keyStep1: answerElicit(map[string]any{"name": "Alice"})}})
 	var ire *mcp.InputRequiredError
 	require.ErrorAs(t, err, &ire)
 	assert.JSONEq(t, `{"method":"elicitation/create","params":{"message":"Step 2: What is your favorite color?",
@@ -168,24 +168,24 @@ func TestInputRequiredRetries(t *testing.T) {
 		wantText string
 	}{
 		{"wrong key: asks again", askName,
-			&mcp.Input{Responses: map[string]jsontext.Value{"wrong_key": answerElicit(map[string]any{"data": "wrong"})}}, []string{keyUserName}, ""},
+			&mcp.Input{Responses: map[string]json.RawMessage{"wrong_key": answerElicit(map[string]any{"data": "wrong"})}}, []string{keyUserName}, ""},
 		{"extra keys are ignored", askName,
-			&mcp.Input{Responses: map[string]jsontext.Value{keyUserName: alice, "unknown_extra_key": answerElicit(map[string]any{"foo": "bar"})}}, nil, "Hello, Alice!"},
+			&mcp.Input{Responses: map[string]json.RawMessage{keyUserName: json.RawMessage(alice), "unknown_extra_key": answerElicit(map[string]any{"foo": "bar"})}}, nil, "Hello, Alice!"},
 		{"malformed answer: asks again", askName,
-			&mcp.Input{Responses: map[string]jsontext.Value{keyUserName: jsontext.Value(`12345`)}}, []string{keyUserName}, ""},
+			&mcp.Input{Responses: map[string]json.RawMessage{keyUserName: json.RawMessage(`12345`)}}, []string{keyUserName}, ""},
 		{"declined", askName,
-			&mcp.Input{Responses: map[string]jsontext.Value{keyUserName: raw(mcp.ElicitResult{Action: "decline"})}}, nil, "Hello, (the user chose decline)!"},
+			&mcp.Input{Responses: map[string]json.RawMessage{keyUserName: raw(mcp.ElicitResult{Action: "decline"})}}, nil, "Hello, (the user chose decline)!"},
 		{"answer without the state: asks again", askConfirmation,
-			&mcp.Input{Responses: map[string]jsontext.Value{keyConfirm: answerElicit(map[string]any{"ok": true})}}, []string{keyConfirm}, ""},
+			&mcp.Input{Responses: map[string]json.RawMessage{keyConfirm: answerElicit(map[string]any{"ok": true})}}, []string{keyConfirm}, ""},
 		{"another tool's state: asks again", askConfirmation,
 			&mcp.Input{State: fixtureState{Tool: "tampered_state", Round: 1}.encode(),
-				Responses: map[string]jsontext.Value{keyConfirm: answerElicit(map[string]any{"ok": true})}}, []string{keyConfirm}, ""},
+				Responses: map[string]json.RawMessage{keyConfirm: answerElicit(map[string]any{"ok": true})}}, []string{keyConfirm}, ""},
 		{"partial answers: asks the rest", askAll,
 			&mcp.Input{State: fixtureState{Tool: "multiple_inputs", Round: 1}.encode(),
-				Responses: map[string]jsontext.Value{keyUserName: alice}}, []string{keyClientRoots, keyGreeting}, ""},
+				Responses: map[string]json.RawMessage{keyUserName: json.RawMessage(alice)}}, []string{keyClientRoots, keyGreeting}, ""},
 		{"round 2 state without step2: asks step2 again", askTwoRounds,
 			&mcp.Input{State: fixtureState{Tool: "multi_round", Round: 2, Name: "Alice"}.encode(),
-				Responses: map[string]jsontext.Value{keyStep1: alice}}, []string{keyStep2}, ""},
+				Responses: map[string]json.RawMessage{keyStep1: json.RawMessage(alice)}}, []string{keyStep2}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -206,7 +206,7 @@ func TestInputRequiredRetries(t *testing.T) {
 		})
 	}
 
-	res, err := promptWithContext(&mcp.Input{Responses: map[string]jsontext.Value{keyUserContext: answerElicit(map[string]any{"context": "test context"})}})
+	res, err := promptWithContext(&mcp.Input{Responses: map[string]json.RawMessage{keyUserContext: answerElicit(map[string]any{"context": "test context"})}})
 	require.NoError(t, err)
 	require.Len(t, res.Messages, 1)
 	assert.Equal(t, "Use this context: test context", res.Messages[0].Content.Text)
@@ -240,16 +240,16 @@ func TestCapabilityFixtures(t *testing.T) {
 			var ire *mcp.InputRequiredError
 			require.ErrorAs(t, err, &ire)
 			var keys []string
-			in := &mcp.Input{Responses: map[string]jsontext.Value{}}
+			in := &mcp.Input{Responses: map[string]json.RawMessage{}}
 			for k, req := range ire.Requests {
 				keys = append(keys, k)
 				switch req.Method {
 				case mcp.MethodElicitationCreate:
 					in.Responses[k] = answerElicit(map[string]any{"name": "Alice"})
 				case mcp.MethodSamplingCreateMessage:
-					in.Responses[k] = answerSample
+					in.Responses[k] = json.RawMessage(answerSample)
 				case mcp.MethodRootsList:
-					in.Responses[k] = answerRoots
+					in.Responses[k] = json.RawMessage(answerRoots)
 				}
 			}
 			slices.Sort(keys)
@@ -266,7 +266,7 @@ func TestStreamingElicitation(t *testing.T) {
 	var ire *mcp.InputRequiredError
 	require.ErrorAs(t, err, &ire)
 	assert.Equal(t, mcp.MethodElicitationCreate, ire.Requests[keyConfirm].Method)
-	res, err := streamingElicitation(&mcp.Input{Responses: map[string]jsontext.Value{keyConfirm: answerElicit(map[string]any{"confirm": true})}})
+	res, err := streamingElicitation(&mcp.Input{Responses: map[string]json.RawMessage{keyConfirm: answerElicit(map[string]any{"confirm": true})}})
 	require.NoError(t, err)
 	assert.Equal(t, "Elicitation answered: action=accept, confirm=true", res.Content[0].Text)
 }

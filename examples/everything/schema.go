@@ -2,8 +2,7 @@ package main
 
 import (
 	"context"
-
-	"github.com/go-json-experiment/json/jsontext"
+	"encoding/json"
 
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/registry"
@@ -47,8 +46,8 @@ func addJSONSchemaTool(reg *registry.Registry) {
 	err := reg.AddTool(&mcp.Tool{
 		Name:        "json_schema_2020_12_tool",
 		Description: "Tool with JSON Schema 2020-12 features ($schema, $defs, $ref, allOf/anyOf, if/then/else, additionalProperties)",
-		InputSchema: jsontext.Value(jsonSchema202012),
-	}, func(_ context.Context, _ *mcp.ToolCall, args jsontext.Value) (*mcp.CallToolResult, error) {
+		InputSchema: json.RawMessage(jsonSchema202012),
+	}, func(_ context.Context, _ *mcp.ToolCall, args json.RawMessage) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{mcp.Text("JSON Schema 2020-12 tool called with: " + string(args))}}, nil
 	}, readOnly)
 	if err != nil {

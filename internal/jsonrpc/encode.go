@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"bytes"
+	stdjson "encoding/json"
 	"strconv"
 	"sync"
 
@@ -19,25 +20,35 @@ func (a *appender) Write(p []byte) (int, error) { a.b = append(a.b, p...); retur
 
 var appenderPool = sync.Pool{New: func() any { return new(appender) }}
 
-// appendValue appends v as compact JSON. A nil v is written as {}. A
-// jsontext.Value is appended as is when it is on one line; otherwise (or when
+// appendValue appends v as compact JSON. A nil v is written as {}. Raw JSON
+// (jsontext.Value or json.RawMessage) is appended as is when it is on one line; otherwise (or when
 // empty) it is validated and compacted by the codec.
 func appendValue(dst []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
 	case nil:
 		return append(dst, "{}"...), nil
 	case jsontext.Value:
-		if len(x) > 0 && bytes.IndexByte(x, '\n') < 0 && bytes.IndexByte(x, '\r') < 0 {
+		if oneLine(x) {
+			return append(dst, x...), nil
+		}
+	case stdjson.RawMessage:
+		if oneLine(x) {
 			return append(dst, x...), nil
 		}
 	}
 	a := appenderPool.Get().(*appender)
 	a.b = dst
-	err := json.MarshalWrite(a, v, json.Deterministic(true))
+	err := json.MarshalWrite(a, v, options)
 	dst = a.b
 	a.b = nil
 	appenderPool.Put(a)
 	return dst, err
+}
+
+// oneLine reports whether raw JSON is non-empty and on one line, so it can be
+// appended to a message as is.
+func oneLine(b []byte) bool {
+	return len(b) > 0 && bytes.IndexByte(b, '\n') < 0 && bytes.IndexByte(b, '\r') < 0
 }
 
 func appendID(dst []byte, id jsontext.Value) []byte {

@@ -125,13 +125,14 @@ func scan(data []byte, w *wireMessage) error {
 }
 
 // WithDecoder calls read with a pooled strict decoder over data (the one
-// every reading of a message's JSON in keel uses). A bytes.Buffer is
+// every reading of a message's JSON in keel uses), with the codec's
+// options. A bytes.Buffer is
 // decoded in place (no copy): the values read are slices of data, and
 // offsets index it.
 func WithDecoder(data []byte, read func(dec *jsontext.Decoder) error) error {
 	d := decoderPool.Get().(*decoder)
 	d.src = *bytes.NewBuffer(data)
-	d.dec.Reset(&d.src)
+	d.dec.Reset(&d.src, options) // values decoded from it use the registered arshalers
 	err := read(&d.dec)
 	d.src = bytes.Buffer{}
 	d.dec.Reset(&d.src) // drop the reference to data

@@ -2,13 +2,13 @@ package mcptest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
+	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/keelmcp/keel/mcp"
 )
@@ -59,24 +59,24 @@ type clientFeatureTool struct {
 
 var clientFeatureTools = map[string]clientFeatureTool{
 	ToolLog: {&mcp.Tool{Name: ToolLog, Description: "Logs to the client.",
-		InputSchema: jsontext.Value(`{"type":"object","properties":{"levels":{"type":"array","items":{"type":"string"}},"slog":{"type":"boolean"}}}`)}, callLog},
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"levels":{"type":"array","items":{"type":"string"}},"slog":{"type":"boolean"}}}`)}, callLog},
 	ToolProgress: {&mcp.Tool{Name: ToolProgress, Description: "Reports progress.",
-		InputSchema: jsontext.Value(`{"type":"object","properties":{"steps":{"type":"array","items":{"type":"number"}},"total":{"type":"number"},"message":{"type":"string"}}}`)}, callProgress},
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"steps":{"type":"array","items":{"type":"number"}},"total":{"type":"number"},"message":{"type":"string"}}}`)}, callProgress},
 	ToolSample: {&mcp.Tool{Name: ToolSample, Description: "Asks the client to sample its model.",
-		InputSchema: jsontext.Value(`{"type":"object","properties":{"prompt":{"type":"string"},"tools":{"type":"boolean"},"includeContext":{"type":"string"}}}`)}, callSample},
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"prompt":{"type":"string"},"tools":{"type":"boolean"},"includeContext":{"type":"string"}}}`)}, callSample},
 	ToolElicit: {&mcp.Tool{Name: ToolElicit, Description: "Asks the client to elicit information from the user.",
-		InputSchema: jsontext.Value(`{"type":"object","properties":{"mode":{"type":"string"},"message":{"type":"string"},"url":{"type":"string"},"elicitationId":{"type":"string"}}}`)}, callElicit},
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"mode":{"type":"string"},"message":{"type":"string"},"url":{"type":"string"},"elicitationId":{"type":"string"}}}`)}, callElicit},
 	ToolRoots: {&mcp.Tool{Name: ToolRoots, Description: "Lists the client's roots.",
-		InputSchema: jsontext.Value(`{"type":"object"}`)}, callRoots},
+		InputSchema: json.RawMessage(`{"type":"object"}`)}, callRoots},
 	ToolAsk: {&mcp.Tool{Name: ToolAsk, Description: "Asks for the user's name (and the client's roots) through input-required results.",
-		InputSchema: jsontext.Value(`{"type":"object","properties":{"roots":{"type":"boolean"}}}`)}, callAsk},
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"roots":{"type":"boolean"}}}`)}, callAsk},
 }
 
 func callAsk(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
 	var args struct {
 		Roots bool `json:"roots"`
 	}
-	if err := json.Unmarshal(call.Arguments, &args); err != nil {
+	if err := jsonv2.Unmarshal(call.Arguments, &args); err != nil {
 		return nil, mcp.NewToolError(mcp.ErrInvalidArgument, err.Error(), nil)
 	}
 	in := mcp.InputFromContext(ctx)
@@ -84,7 +84,7 @@ func callAsk(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, erro
 	name, ok := in.Elicit("name")
 	if !ok || name.Action != mcp.ElicitAccept {
 		need["name"] = mcp.ElicitInput(mcp.ElicitParams{Message: "What is your name?",
-			RequestedSchema: jsontext.Value(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)})
+			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)})
 	}
 	roots, rok := in.Roots("roots")
 	if args.Roots && !rok {
@@ -120,7 +120,7 @@ func callLog(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, erro
 		Levels []mcp.LoggingLevel `json:"levels"`
 		Slog   bool               `json:"slog"`
 	}
-	if err := json.Unmarshal(call.Arguments, &in); err != nil {
+	if err := jsonv2.Unmarshal(call.Arguments, &in); err != nil {
 		return nil, mcp.NewToolError(mcp.ErrInvalidArgument, err.Error(), nil)
 	}
 	ss, err := sessionOf(ctx)
@@ -148,7 +148,7 @@ func callProgress(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult,
 		Total   float64   `json:"total"`
 		Message string    `json:"message"`
 	}
-	if err := json.Unmarshal(call.Arguments, &in); err != nil {
+	if err := jsonv2.Unmarshal(call.Arguments, &in); err != nil {
 		return nil, mcp.NewToolError(mcp.ErrInvalidArgument, err.Error(), nil)
 	}
 	outcomes := make([]string, len(in.Steps))
@@ -174,7 +174,7 @@ func callSample(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, e
 		Tools          bool   `json:"tools"`
 		IncludeContext string `json:"includeContext"`
 	}
-	if err := json.Unmarshal(call.Arguments, &in); err != nil {
+	if err := jsonv2.Unmarshal(call.Arguments, &in); err != nil {
 		return nil, mcp.NewToolError(mcp.ErrInvalidArgument, err.Error(), nil)
 	}
 	ss, err := sessionOf(ctx)
@@ -187,7 +187,7 @@ func callSample(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, e
 		IncludeContext: in.IncludeContext,
 	}
 	if in.Tools {
-		p.Tools = []*mcp.Tool{{Name: "lookup", Description: "Looks a word up.", InputSchema: jsontext.Value(`{"type":"object","properties":{"word":{"type":"string"}}}`)}}
+		p.Tools = []*mcp.Tool{{Name: "lookup", Description: "Looks a word up.", InputSchema: json.RawMessage(`{"type":"object","properties":{"word":{"type":"string"}}}`)}}
 		p.ToolChoice = &mcp.ToolChoice{Mode: mcp.ToolChoiceAuto}
 	}
 	res, err := ss.CreateMessage(ctx, p)
@@ -215,7 +215,7 @@ func callElicit(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, e
 		URL           string `json:"url"`
 		ElicitationID string `json:"elicitationId"`
 	}
-	if err := json.Unmarshal(call.Arguments, &in); err != nil {
+	if err := jsonv2.Unmarshal(call.Arguments, &in); err != nil {
 		return nil, mcp.NewToolError(mcp.ErrInvalidArgument, err.Error(), nil)
 	}
 	ss, err := sessionOf(ctx)
@@ -224,7 +224,7 @@ func callElicit(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, e
 	}
 	p := &mcp.ElicitParams{Mode: in.Mode, Message: in.Message, URL: in.URL, ElicitationID: in.ElicitationID}
 	if in.Mode != mcp.ElicitModeURL {
-		p.RequestedSchema = jsontext.Value(`{"type":"object","properties":{"name":{"type":"string","title":"Name"}},"required":["name"]}`)
+		p.RequestedSchema = json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","title":"Name"}},"required":["name"]}`)
 	}
 	res, err := ss.Elicit(ctx, p)
 	if err != nil {
@@ -235,7 +235,7 @@ func callElicit(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, e
 			return nil, plain(err)
 		}
 	}
-	b, err := json.Marshal(res, json.Deterministic(true))
+	b, err := jsonv2.Marshal(res, jsonv2.Deterministic(true))
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +251,7 @@ func callRoots(ctx context.Context, _ *mcp.ToolCall) (*mcp.CallToolResult, error
 	if err != nil {
 		return nil, plain(err)
 	}
-	b, err := json.Marshal(roots, json.Deterministic(true))
+	b, err := jsonv2.Marshal(roots, jsonv2.Deterministic(true))
 	if err != nil {
 		return nil, err
 	}

@@ -2,10 +2,11 @@ package mcptest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/mcp"
@@ -43,7 +44,7 @@ const (
 var TaskTools = []string{ToolTaskEcho, ToolTaskElicit, ToolTaskFail, ToolTaskLog, ToolTaskProgress, ToolTaskRequired, ToolTaskRPCError, ToolTaskWait}
 
 func taskTool(name, support, description, schema string, call func(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error)) clientFeatureTool {
-	return clientFeatureTool{&mcp.Tool{Name: name, Description: description, InputSchema: jsontext.Value(schema),
+	return clientFeatureTool{&mcp.Tool{Name: name, Description: description, InputSchema: json.RawMessage(schema),
 		Execution: &mcp.ToolExecution{TaskSupport: support}}, call}
 }
 
@@ -56,7 +57,7 @@ func init() {
 				var in struct {
 					Message string `json:"message"`
 				}
-				if err := json.Unmarshal(call.Arguments, &in); err != nil {
+				if err := jsonv2.Unmarshal(call.Arguments, &in); err != nil {
 					return nil, mcp.NewToolError(mcp.ErrInvalidArgument, err.Error(), nil)
 				}
 				return mcp.TextResult(in.Message), nil
@@ -77,11 +78,11 @@ func init() {
 				return nil, fmt.Errorf("task_wait: %w", ctx.Err())
 			}),
 		taskTool(ToolTaskElicit, mcp.TaskOptional, "Asks the client to elicit information, as a task.",
-			clientFeatureTools[ToolElicit].def.InputSchema.String(), callElicit),
+			jsontext.Value(clientFeatureTools[ToolElicit].def.InputSchema).String(), callElicit),
 		taskTool(ToolTaskProgress, mcp.TaskOptional, "Reports progress, as a task.",
-			clientFeatureTools[ToolProgress].def.InputSchema.String(), callProgress),
+			jsontext.Value(clientFeatureTools[ToolProgress].def.InputSchema).String(), callProgress),
 		taskTool(ToolTaskLog, mcp.TaskOptional, "Logs to the client, as a task.",
-			clientFeatureTools[ToolLog].def.InputSchema.String(), callLog),
+			jsontext.Value(clientFeatureTools[ToolLog].def.InputSchema).String(), callLog),
 	} {
 		clientFeatureTools[t.def.Name] = t
 	}

@@ -2,11 +2,12 @@ package mcptest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/mcp"
@@ -43,19 +44,19 @@ func toolDef(name string) *mcp.Tool {
 	switch name {
 	case ToolEcho:
 		return &mcp.Tool{Name: name, Description: "Echoes message.",
-			InputSchema: obj(`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"],"additionalProperties":false}`)}
+			InputSchema: json.RawMessage(obj(`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"],"additionalProperties":false}`))}
 	case ToolStructured:
 		return &mcp.Tool{Name: name, Title: "Structured weather", Description: "Returns structured content, audio and a resource link.",
-			InputSchema:  obj(`{"type":"object","additionalProperties":false}`),
-			OutputSchema: obj(`{"type":"object","properties":{"temperature":{"type":"number"},"unit":{"type":"string"}},"required":["temperature","unit"]}`),
+			InputSchema:  json.RawMessage(obj(`{"type":"object","additionalProperties":false}`)),
+			OutputSchema: json.RawMessage(obj(`{"type":"object","properties":{"temperature":{"type":"number"},"unit":{"type":"string"}},"required":["temperature","unit"]}`)),
 			Annotations:  &mcp.ToolAnnotations{Title: "Weather", ReadOnlyHint: &bools[1]},
 			Icons:        []mcp.Icon{{Src: "https://example.com/weather.png", MimeType: "image/png"}},
 			Execution:    &mcp.ToolExecution{TaskSupport: mcp.TaskForbidden},
 			Meta:         mcp.Meta{"example.com/owner": "tests"}}
 	case ToolSlow:
-		return &mcp.Tool{Name: name, Description: "Blocks until cancelled.", InputSchema: obj(`{"type":"object"}`)}
+		return &mcp.Tool{Name: name, Description: "Blocks until cancelled.", InputSchema: json.RawMessage(obj(`{"type":"object"}`))}
 	default:
-		return &mcp.Tool{Name: name, Description: "Test tool " + name + ".", InputSchema: obj(`{"type":"object"}`)}
+		return &mcp.Tool{Name: name, Description: "Test tool " + name + ".", InputSchema: json.RawMessage(obj(`{"type":"object"}`))}
 	}
 }
 
@@ -111,7 +112,7 @@ func (t *Tools) CallTool(ctx context.Context, call *mcp.ToolCall) (*mcp.CallTool
 		var in struct {
 			Message *string `json:"message"`
 		}
-		if err := json.Unmarshal(call.Arguments, &in); err != nil || in.Message == nil {
+		if err := jsonv2.Unmarshal(call.Arguments, &in); err != nil || in.Message == nil {
 			return nil, mcp.NewToolError(mcp.ErrInvalidArgument, "message (a string) is required", nil)
 		}
 		return mcp.TextResult(*in.Message), nil
@@ -134,7 +135,7 @@ func (t *Tools) CallTool(ctx context.Context, call *mcp.ToolCall) (*mcp.CallTool
 		return nil, fmt.Errorf("slow: %w", ctx.Err())
 	case ToolStructured:
 		out := StructuredOutput{Temperature: 21.5, Unit: "C"}
-		b, err := json.Marshal(out, json.Deterministic(true))
+		b, err := jsonv2.Marshal(out, jsonv2.Deterministic(true))
 		if err != nil {
 			return nil, err
 		}

@@ -13,13 +13,13 @@ package taskstoretest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -91,7 +91,7 @@ func testRoundTrip(t *testing.T, s mcp.TaskStore) {
 	rec.ExpiresAt = time.Now().Add(time.Hour).Truncate(time.Microsecond)
 	rec.Input = &mcp.TaskInput{
 		Pending: map[string]mcp.TaskInputRequest{"input-1": {Key: "who", Request: mcp.InputRequest{Method: mcp.MethodRootsList, Params: map[string]any{}}}},
-		Answers: map[string]jsontext.Value{"before": jsontext.Value(`{"roots":[]}`)},
+		Answers: map[string]json.RawMessage{"before": json.RawMessage(`{"roots":[]}`)},
 		State:   []byte("opaque"), Round: 2, Minted: 1}
 	require.NoError(t, s.Create(ctx, rec, mcp.TaskLimits{}))
 	assert.EqualValues(t, 1, rec.Version, "Create sets Version 1")

@@ -2,10 +2,11 @@ package streamhttp
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"sync"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
@@ -51,7 +52,7 @@ func parseIncoming(body []byte, maxDepth int) (*envelope, *jsonrpc.DecodeError) 
 			return nil, derr
 		}
 		if m.Kind != jsonrpc.KindResponse {
-			env.metaVersion, env.meta, env.metaErr = mcp.ClassifyRequest(m.Params)
+			env.metaVersion, env.meta, env.metaErr = mcp.ClassifyRequest(json.RawMessage(m.Params))
 		}
 		env.requests = env.one[:0]
 		env.add(&m)
@@ -73,7 +74,7 @@ func parseIncoming(body []byte, maxDepth int) (*envelope, *jsonrpc.DecodeError) 
 			return nil, derr
 		}
 		if m.Kind != jsonrpc.KindResponse && !env.metaVersion {
-			env.metaVersion = mcp.IsModernRequest(m.Params)
+			env.metaVersion = mcp.IsModernRequest(json.RawMessage(m.Params))
 		}
 		env.add(&m)
 	}
@@ -95,7 +96,7 @@ func (e *envelope) add(m *jsonrpc.Message) {
 			var p struct {
 				RequestID jsontext.Value `json:"requestId"`
 			}
-			if json.Unmarshal(m.Params, &p) == nil && p.RequestID != nil {
+			if jsonv2.Unmarshal(m.Params, &p) == nil && p.RequestID != nil {
 				e.cancelled = append(e.cancelled, string(p.RequestID))
 			}
 		}
@@ -241,7 +242,7 @@ func peekObject(dec *jsontext.Decoder, out *outgoing) error {
 			}
 			hasMethod = true
 			if v.Kind() == '"' {
-				_ = json.Unmarshal(v, &out.method)
+				_ = jsonv2.Unmarshal(v, &out.method)
 			}
 			continue
 		case "result", "error":
@@ -279,7 +280,7 @@ func resultProtocolVersion(msg []byte) string {
 			ProtocolVersion string `json:"protocolVersion"`
 		} `json:"result"`
 	}
-	if json.Unmarshal(msg, &r, json.RejectUnknownMembers(false)) != nil || r.Result == nil {
+	if jsonv2.Unmarshal(msg, &r, jsonv2.RejectUnknownMembers(false)) != nil || r.Result == nil {
 		return ""
 	}
 	return r.Result.ProtocolVersion

@@ -3,13 +3,14 @@ package streamhttp
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"maps"
 	"math/big"
 	"net/http"
 	"slices"
 	"strings"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
@@ -135,7 +136,7 @@ func (h *Handler) checkModern(r *http.Request, env *envelope) (string, *rpcError
 	// needs is there (a bad logLevel, say, is the server's to refuse).
 	version, e := env.meta.ProtocolVersion, (*mcp.Error)(nil)
 	if !env.metaVersion || env.metaErr != nil {
-		version, e = mcp.CheckRequestMeta(env.msg.Params)
+		version, e = mcp.CheckRequestMeta(json.RawMessage(env.msg.Params))
 	}
 	if e != nil {
 		return "", &rpcError{code: e.Code, message: e.Message}
@@ -170,7 +171,7 @@ func (h *Handler) checkModern(r *http.Request, env *envelope) (string, *rpcError
 	}
 	if method == "tools/call" && h.opts.ToolParamHeaders != nil && named.Kind() == '"' {
 		var tool string
-		if json.Unmarshal(named, &tool) == nil {
+		if jsonv2.Unmarshal(named, &tool) == nil {
 			if phs := h.opts.ToolParamHeaders(r.Context(), tool); len(phs) > 0 {
 				args, ok := paramMember(params, argumentsMember)
 				if !ok {
@@ -216,7 +217,7 @@ func argumentAt(args jsontext.Value, path []string) jsontext.Value {
 			return nil
 		}
 		var obj map[string]jsontext.Value
-		if json.Unmarshal(v, &obj) != nil {
+		if jsonv2.Unmarshal(v, &obj) != nil {
 			return nil
 		}
 		v = obj[name]
@@ -239,7 +240,7 @@ func paramHeadersOf(inputSchema []byte) []ParamHeader {
 			Header     *string                   `json:"x-mcp-header"`
 			Properties map[string]jsontext.Value `json:"properties"`
 		}
-		if len(path) > 32 || json.Unmarshal(schema, &s, json.RejectUnknownMembers(false)) != nil {
+		if len(path) > 32 || jsonv2.Unmarshal(schema, &s, jsonv2.RejectUnknownMembers(false)) != nil {
 			return
 		}
 		if s.Header != nil && *s.Header != "" && len(path) > 0 {
@@ -331,7 +332,7 @@ func headerMatches(hv string, body jsontext.Value) bool {
 			return string(raw) == v // no escapes: the raw string is the value
 		}
 		var s string
-		return json.Unmarshal(body, &s) == nil && s == v
+		return jsonv2.Unmarshal(body, &s) == nil && s == v
 	case '0':
 		a, okA := new(big.Int).SetString(v, 10)
 		b, okB := new(big.Int).SetString(string(body), 10)
@@ -411,26 +412,26 @@ func modernOutgoing(msg []byte) (modernRequest, bool) {
 		Method string         `json:"method"`
 		Params jsontext.Value `json:"params"`
 	}
-	if json.Unmarshal(msg, &w) != nil || w.Method == "" || !mcp.IsModernRequest(w.Params) {
+	if jsonv2.Unmarshal(msg, &w) != nil || w.Method == "" || !mcp.IsModernRequest(json.RawMessage(w.Params)) {
 		return m, false
 	}
 	var p modernParams
-	if json.Unmarshal(w.Params, &p) != nil {
+	if jsonv2.Unmarshal(w.Params, &p) != nil {
 		return m, false
 	}
-	_ = json.Unmarshal(p.Meta.ProtocolVersion, &m.version)
+	_ = jsonv2.Unmarshal(p.Meta.ProtocolVersion, &m.version)
 	m.method, m.args = w.Method, p.Arguments
 	if w.Method == "notifications/cancelled" {
 		var c struct {
 			RequestID jsontext.Value `json:"requestId"`
 		}
-		if json.Unmarshal(w.Params, &c) == nil {
+		if jsonv2.Unmarshal(w.Params, &c) == nil {
 			m.cancelled = string(c.RequestID)
 		}
 	}
 	for _, v := range []jsontext.Value{p.Name, p.URI, p.TaskID} {
 		var s string
-		if v.Kind() == '"' && json.Unmarshal(v, &s) == nil {
+		if v.Kind() == '"' && jsonv2.Unmarshal(v, &s) == nil {
 			m.name = s
 			break
 		}
@@ -473,7 +474,7 @@ func (t *ClientTransport) learnTools(msg []byte) {
 			} `json:"tools"`
 		} `json:"result"`
 	}
-	if json.Unmarshal(msg, &r) != nil || r.ID == nil {
+	if jsonv2.Unmarshal(msg, &r) != nil || r.ID == nil {
 		return
 	}
 	t.mu.Lock()
@@ -504,7 +505,7 @@ func paramHeaderValues(params []ParamHeader, args jsontext.Value) []string {
 		switch v.Kind() {
 		case '"':
 			var s string
-			if json.Unmarshal(v, &s) == nil {
+			if jsonv2.Unmarshal(v, &s) == nil {
 				out = append(out, "Mcp-Param-"+ph.Name, encodeHeaderValue(s))
 			}
 		case '0', 't', 'f':

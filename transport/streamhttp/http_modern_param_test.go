@@ -2,11 +2,11 @@ package streamhttp_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"testing"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -94,7 +94,7 @@ func (l toolList) CallTool(context.Context, *mcp.ToolCall) (*mcp.CallToolResult,
 // NewServerHandler reads the annotations from the tools' input schemas
 // and supports every revision of package mcp.
 func TestNewServerHandlerModern(t *testing.T) {
-	tools := toolList{{Name: "deploy", InputSchema: jsontext.Value(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"target":{"type":"object","properties":{"zone":{"type":"string","x-mcp-header":"Zone"}}}}}`)}}
+	tools := toolList{{Name: "deploy", InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"target":{"type":"object","properties":{"zone":{"type":"string","x-mcp-header":"Zone"}}}}}`)}}
 	srv := newServer(t, streamhttp.NewServerHandler(mcp.NewServer(&mcp.ServerOptions{Name: "t", Version: "1", Tools: tools, Logger: quiet}), nil))
 	cases := []struct {
 		name   string
