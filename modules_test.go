@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// corePackages are the packages of the core module a program may import
+// coreImportPaths are the import paths of the packages of the core module a program may import
 // without pulling in a database driver or OpenTelemetry.
-var corePackages = []string{
+var coreImportPaths = []string{
 	"github.com/keelmcp/keel",
 	"github.com/keelmcp/keel/mcp",
 	"github.com/keelmcp/keel/transport",
@@ -36,7 +36,7 @@ var heavyModules = []string{"pgx", "sqlite", "modernc.org", "opentelemetry"}
 func TestCoreModuleGraphHasNoDrivers(t *testing.T) {
 	var src strings.Builder
 	src.WriteString("package main\n\nimport (\n")
-	for _, p := range corePackages {
+	for _, p := range coreImportPaths {
 		src.WriteString("\t_ \"" + p + "\"\n")
 	}
 	src.WriteString(")\n\nfunc main() {}\n")
