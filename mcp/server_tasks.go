@@ -295,6 +295,7 @@ func (s *Server) initTasks() {
 	s.tasks = newTaskHost(o, s.opts.Now, s.opts.Tools)
 	s.tasks.onChange = s.hub.taskChanged // notifications/tasks (listen.go)
 	s.tasks.srv = s
+	s.tasks.watchStore() // a store shared with other processes (taskstore_watch.go)
 }
 
 // tasksOn reports whether the session is offered tasks.
