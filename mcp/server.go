@@ -133,6 +133,12 @@ type ServerOptions struct {
 	// background. It is copied.
 	Tasks *TaskOptions
 
+	// FanOut carries the changes this server announces (NotifyAll, list
+	// changes, resource updates, task status) to the other processes that
+	// serve the same clients, and theirs to this one's clients (fanout.go).
+	// Nil: this process is alone.
+	FanOut FanOut
+
 	// StateKey is the secret that seals (encrypts and authenticates) the
 	// requestState of input-required results (2026-07-28; input.go): at
 	// least MinStateKeyBytes random bytes, the same on every replica so
