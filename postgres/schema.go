@@ -46,18 +46,26 @@ var migrations = []migration{
 			created_at TIMESTAMPTZ NOT NULL DEFAULT now()
 		)`,
 		`CREATE TABLE keel_sse_events (
+			id         BIGSERIAL PRIMARY KEY,
+			session_id TEXT NOT NULL,
 			stream_id  TEXT NOT NULL,
 			seq        BIGINT NOT NULL,
 			data       BYTEA NOT NULL,
-			created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-			PRIMARY KEY (stream_id, seq)
+			UNIQUE (session_id, stream_id, seq)
 		)`,
-		`CREATE INDEX keel_sse_events_created ON keel_sse_events (created_at)`,
+		`CREATE INDEX keel_sse_events_session ON keel_sse_events (session_id, id)`,
+		`CREATE TABLE keel_sse_sessions (
+			session_id TEXT PRIMARY KEY,
+			bytes      BIGINT NOT NULL,
+			touched_at TIMESTAMPTZ NOT NULL DEFAULT now()
+		)`,
 		`CREATE TABLE keel_used_states (
 			digest     BYTEA PRIMARY KEY,
 			expires_at BIGINT NOT NULL
 		)`,
 		`CREATE INDEX keel_used_states_expires ON keel_used_states (expires_at)`,
+		`CREATE TABLE keel_used_states_count (one BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one), n BIGINT NOT NULL)`,
+		`INSERT INTO keel_used_states_count (n) VALUES (0)`,
 	}},
 }
 
