@@ -43,7 +43,7 @@ else
 fi
 
 echo "== build examples/everything"
-go build -o "$work/everything" ./examples/everything
+(cd examples/everything && go build -o "$work/everything" .) # a module of its own
 
 # free_port prints a loopback TCP port nobody listens on right now.
 free_port() {

@@ -51,6 +51,12 @@ func newServer(reg *registry.Registry, logger *slog.Logger) *mcp.Server {
 // accept each other's states, or with a random key per process when it is
 // unset.
 func configuredServer(cfg keel.Config, reg *registry.Registry, logger *slog.Logger) (*mcp.Server, error) {
+	return sharedServer(cfg, reg, logger, nil)
+}
+
+// sharedServer is configuredServer for a replica that shares its tasks,
+// notifications and used states with others (shared; nil: none).
+func sharedServer(cfg keel.Config, reg *registry.Registry, logger *slog.Logger, shared *replicas) (*mcp.Server, error) {
 	lim := middleware.NewLimiter(cfg.Resources.MaxConcurrentExecutions)
 	if err := middleware.RegisterHealthTool(reg, &middleware.HealthOptions{
 		Name: cfg.Server.Name, Version: cfg.Server.Version,
@@ -88,6 +94,9 @@ func configuredServer(cfg keel.Config, reg *registry.Registry, logger *slog.Logg
 		ShutdownTimeout: cfg.Server.ShutdownTimeout(),
 		Tasks:           &mcp.TaskOptions{}, // tasks_modern.go: the defaults
 		StateKey:        stateKey,
+	}
+	if err := shared.apply(so); err != nil {
+		return nil, err
 	}
 	if err := so.Validate(); err != nil {
 		return nil, err
