@@ -372,7 +372,7 @@ func (s *TaskStore) makeRoom(ctx context.Context, tx pgx.Tx, quota string, size 
 		return nil
 	}
 	all, err := finishedBytes(ctx, tx, now)
-	if err != nil {
+	if err != nil || all+size+mcp.TaskRecordOverhead <= maxAll {
 		return err
 	}
 	fin, err := finishedOf(ctx, tx, quota, now)
@@ -393,18 +393,24 @@ func (s *TaskStore) evict(ctx context.Context, tx pgx.Tx, quota string, lim mcp.
 	if maxN <= 0 && maxB <= 0 && maxAll <= 0 {
 		return nil
 	}
-	fin, err := finishedOf(ctx, tx, quota, now)
-	if err != nil {
+	// Count first; read the rows only when some must go.
+	var n, own, all int64
+	if err := tx.QueryRow(ctx, `SELECT count(*), coalesce(sum(size + $3), 0)::bigint FROM keel_tasks
+		WHERE terminal AND quota = $1 AND (expires_at = 0 OR expires_at > $2)`, quota, now, int64(mcp.TaskRecordOverhead)).Scan(&n, &own); err != nil {
 		return err
 	}
-	var own, all int64
-	for _, f := range fin {
-		own += f.bytes
-	}
 	if maxAll > 0 {
+		var err error
 		if all, err = finishedBytes(ctx, tx, now); err != nil {
 			return err
 		}
+	}
+	if (maxN <= 0 || n <= int64(maxN)) && (maxB <= 0 || own <= maxB) && (maxAll <= 0 || all <= maxAll) {
+		return nil
+	}
+	fin, err := finishedOf(ctx, tx, quota, now)
+	if err != nil {
+		return err
 	}
 	var drop []string
 	for len(fin) > 0 && ((maxN > 0 && len(fin) > maxN) || (maxB > 0 && own > maxB) || (maxAll > 0 && all > maxAll)) {
