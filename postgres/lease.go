@@ -71,11 +71,12 @@ func (s *TaskStore) Sweep(ctx context.Context) (int, error) {
 			rec.State.StatusMessage = "Tool execution failed: " + LeaseExpiredMessage
 		}
 		rec.Result, rec.Error, rec.Size, rec.Input = nil, &mcp.Error{Code: mcp.CodeInternalError, Message: LeaseExpiredMessage}, 0, nil
-		switch err := s.Update(ctx, rec, lim); {
+		switch err := s.update(ctx, rec, lim, now.UnixNano()); {
 		case err == nil:
 			n++
 		case errors.Is(err, mcp.ErrTaskConflict), errors.Is(err, mcp.ErrTaskNotFound):
-			// renewed, finished or deleted meanwhile
+			// renewed (the lease is checked again under the row's lock),
+			// changed or deleted meanwhile
 		default:
 			return n, err
 		}

@@ -431,6 +431,13 @@ func deleteIDs(ctx context.Context, tx pgx.Tx, ids []string) error {
 // Update implements mcp.TaskStore.
 func (s *TaskStore) Update(ctx context.Context, rec *mcp.TaskRecord, lim mcp.TaskLimits) error {
 	s.lim.Store(&lim)
+	return s.update(ctx, rec, lim, 0)
+}
+
+// update is Update; with expiredBy not zero (the sweeper), it also fails
+// with ErrTaskConflict unless the record's lease expired before
+// expiredBy (Unix nanoseconds), checked under the row's lock.
+func (s *TaskStore) update(ctx context.Context, rec *mcp.TaskRecord, lim mcp.TaskLimits, expiredBy int64) error {
 	body, err := encodeBody(rec)
 	if err != nil {
 		return err
@@ -453,10 +460,10 @@ func (s *TaskStore) Update(ctx context.Context, rec *mcp.TaskRecord, lim mcp.Tas
 			}
 		}
 		var owner string
-		var version, exp int64
+		var version, exp, leaseUntil int64
 		var terminal bool
-		err := tx.QueryRow(ctx, `SELECT owner, quota, version, expires_at, terminal FROM keel_tasks WHERE id = $1 FOR UPDATE`, rec.ID).
-			Scan(&owner, &quota, &version, &exp, &terminal)
+		err := tx.QueryRow(ctx, `SELECT owner, quota, version, expires_at, terminal, lease_until FROM keel_tasks WHERE id = $1 FOR UPDATE`, rec.ID).
+			Scan(&owner, &quota, &version, &exp, &terminal, &leaseUntil)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return mcp.ErrTaskNotFound
@@ -466,6 +473,8 @@ func (s *TaskStore) Update(ctx context.Context, rec *mcp.TaskRecord, lim mcp.Tas
 			return mcp.ErrTaskNotFound
 		case uint64(version) != rec.Version:
 			return mcp.ErrTaskConflict
+		case expiredBy != 0 && leaseUntil >= expiredBy:
+			return mcp.ErrTaskConflict // renewed meanwhile
 		}
 		finishing := !terminal && rec.Terminal()
 		if finishing {
