@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/go-json-experiment/json"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/keelmcp/keel/mcp"
@@ -74,6 +76,7 @@ func (s *TaskStore) Sweep(ctx context.Context) (int, error) {
 		switch err := s.update(ctx, rec, lim, now.UnixNano()); {
 		case err == nil:
 			n++
+			s.announce(ctx, rec.State)
 		case errors.Is(err, mcp.ErrTaskConflict), errors.Is(err, mcp.ErrTaskNotFound):
 			// renewed (the lease is checked again under the row's lock),
 			// changed or deleted meanwhile
@@ -82,4 +85,22 @@ func (s *TaskStore) Sweep(ctx context.Context) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// sweeperOrigin is the origin of the changes the sweeper announces: every
+// replica's FanOut delivers them, the sweeping one's included (no
+// replica ran the failed task any more, so none announced it).
+const sweeperOrigin = "sweeper"
+
+// announce tells the listen streams of every replica (through FanOut) of
+// the new state of a task the sweeper failed. A failure is logged: the
+// state is in the record for tasks/get.
+func (s *TaskStore) announce(ctx context.Context, t mcp.Task) {
+	b, err := json.Marshal(mcp.Change{Kind: mcp.ChangeTask, Task: &t})
+	if err == nil && len(b)+len(sweeperOrigin)+1 <= MaxNotifyPayload {
+		_, err = s.db.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, chanFanOut, sweeperOrigin+"|"+string(b))
+	}
+	if err != nil {
+		s.log.Warn("postgres: the failure of a task whose lease expired was not announced", "taskId", t.TaskID, "error", err)
+	}
 }

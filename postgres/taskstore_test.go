@@ -116,6 +116,8 @@ func TestTaskStoreLeaseExpiry(t *testing.T) {
 	n, err := alive.Sweep(ctx)
 	require.NoError(t, err)
 	assert.Zero(t, n, "a lease still running is left alone")
+	changes := make(chan mcp.Change, 4)
+	defer postgres.NewFanOut(open(t, dsn)).Subscribe(func(c mcp.Change) { changes <- c })()
 	require.NoError(t, dead.Close()) // the replica stops renewing
 
 	start := time.Now()
@@ -133,6 +135,17 @@ func TestTaskStoreLeaseExpiry(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, mcp.TaskStatusFailed, m.State.Status)
 	assert.Empty(t, m.State.StatusMessage, "a 2026-07-28 task's failure is in its error")
+
+	for range 2 { // the listen streams of every replica are told
+		select {
+		case c := <-changes:
+			assert.Equal(t, mcp.ChangeTask, c.Kind)
+			require.NotNil(t, c.Task)
+			assert.Equal(t, mcp.TaskStatusFailed, c.Task.Status)
+		case <-time.After(5 * time.Second):
+			t.Fatal("the sweeper's failures were not announced")
+		}
+	}
 
 	time.Sleep(lease)
 	mine, err := alive.Get(ctx, "alice", "mine")
