@@ -298,6 +298,28 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 		}
 		_, err = direct[1].CallTool(ctx, "test_trigger_tool_change", nil) // and back
 		require.NoError(t, err)
+
+		// A task's status: started on replica 1, followed by a listen
+		// stream on replica 0, cancelled through replica 2.
+		id := startedTask(t, direct[1], "slow_compute", map[string]any{"seconds": 60})
+		status := make(chan string, 16)
+		a2 := client(t, rs.url(0), mcp.Version20260728, nil, func(m string, p jsontext.Value) {
+			if m == "notifications/tasks" {
+				status <- string(p)
+			}
+		})
+		tsub, err := a2.Listen(ctx, mcp.SubscriptionFilter{TaskIDs: []string{id}})
+		require.NoError(t, err)
+		defer tsub.Close()
+		_, err = direct[2].CancelTask(ctx, id)
+		require.NoError(t, err)
+		select {
+		case p := <-status:
+			assert.Contains(t, p, `"status":"cancelled"`)
+			assert.Contains(t, p, id)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the listen stream on replica 0 did not see the task cancelled through replica 2")
+		}
 	})
 
 	t.Run("SingleUseStateRefusedThroughAnother", func(t *testing.T) {
