@@ -59,7 +59,7 @@ type notification struct{ origin, payload string }
 
 // handlerQueue bounds the notifications queued for one subscriber; beyond
 // it a notification is dropped with a warning naming the channel.
-const handlerQueue = 4096
+var handlerQueue = 4096 // a variable for tests
 
 // Open connects to the database of dsn (a URL or key=value string, as pgx
 // accepts), creates or migrates the schema (see the package comment) and
