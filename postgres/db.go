@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -276,6 +275,3 @@ func (db *DB) listenOnce(ctx context.Context, cc *pgx.ConnConfig, up func()) err
 		db.dispatch(n.Channel, notification{origin: origin, payload: payload})
 	}
 }
-
-// errClosed is returned by the stores of a closed DB.
-var errClosed = errors.New("postgres: closed")
