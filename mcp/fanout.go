@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -51,13 +52,18 @@ type Change struct {
 // changeKinds maps the list kinds to their ChangeKind.
 var changeKinds = map[listKind]ChangeKind{listTools: ChangeToolsList, listResources: ChangeResourcesList, listPrompts: ChangePromptsList}
 
+// publishTimeout bounds one FanOut.Publish.
+const publishTimeout = 5 * time.Second
+
 // publish sends c to the other processes, if there are any; a failure is
 // logged (this process's clients have had the change already).
 func (s *Server) publish(c Change) {
 	if s.opts.FanOut == nil {
 		return
 	}
-	if err := s.opts.FanOut.Publish(context.Background(), c); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	defer cancel()
+	if err := s.opts.FanOut.Publish(ctx, c); err != nil {
 		s.log.Warn("mcp: a change did not reach the other processes", "kind", string(c.Kind), "error", err)
 	}
 }
@@ -84,7 +90,8 @@ func (s *Server) taskChanged(t Task) {
 }
 
 // subscribeFanOut delivers the other processes' changes to this
-// process's clients (called once, by NewServer).
+// process's clients (called once, by NewServer). The subscription lasts
+// as long as the fan-out does (closing it ends it).
 func (s *Server) subscribeFanOut() {
 	if s.opts.FanOut == nil {
 		return

@@ -136,7 +136,8 @@ type ServerOptions struct {
 	// FanOut carries the changes this server announces (NotifyAll, list
 	// changes, resource updates, task status) to the other processes that
 	// serve the same clients, and theirs to this one's clients (fanout.go).
-	// Nil: this process is alone.
+	// The server subscribes once, in NewServer, for as long as the
+	// fan-out lasts. Nil: this process is alone.
 	FanOut FanOut
 
 	// StateKey is the secret that seals (encrypts and authenticates) the
