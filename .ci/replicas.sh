@@ -6,7 +6,8 @@
 # another replica, a killed runner's task failed within the lease timeout,
 # a single-use state refused on its second use, a 2025 session's
 # affinity and the Client's recovery when its replica dies, and runs the
-# 2026-07-28 conformance suite through the balancer (0 failed).
+# 2026-07-28 conformance suite and the 2025 one (--suite all, sessions
+# stuck to their replicas) through the balancer (0 failed).
 #
 # Needs KEEL_TEST_POSTGRES_DSN (eval "$(.ci/postgres.sh)"); installs
 # haproxy with .ci/haproxy.sh when it is missing. The conformance suite is

@@ -33,8 +33,8 @@ import (
 // Mcp-Session-Id) and checks what a deployment on a balancer needs. It
 // runs when KEEL_HAPROXY names the haproxy binary (.ci/haproxy.sh prints
 // it) and KEEL_TEST_POSTGRES_DSN is set; with KEEL_CONFORMANCE naming the
-// conformance suite's run-conformance.sh, the 2026-07-28 suite runs
-// through the balancer too.
+// conformance suite's run-conformance.sh, the 2026-07-28 suite and the
+// 2025 one run through the balancer too.
 
 // replicaLease is the task lease timeout of the replicas.
 const replicaLease = 2 * time.Second
@@ -390,18 +390,23 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 				rs.start(i)
 			}
 		}
-		cmd := exec.Command(suite, "--alpha", "--requirements", "2026-07-28", rs.lb)
-		cmd.Env = os.Environ()
-		out, err := cmd.CombinedOutput()
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		last := lines[len(lines)-1]
-		t.Logf("conformance 2026-07-28 through haproxy: %s", last)
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			require.NoError(t, err)
-		}
-		if !assert.Regexp(t, `^[0-9]+ passed, 0 failed$`, last) {
-			t.Log(lastLines(string(out), 60))
+		for _, args := range [][]string{
+			{"--alpha", "--requirements", "2026-07-28"}, // the stateless revision: any replica serves any request
+			{"--suite", "all"},                          // 2025 sessions: each stuck to its replica
+		} {
+			cmd := exec.Command(suite, append(args, rs.lb)...)
+			cmd.Env = os.Environ()
+			out, err := cmd.CombinedOutput()
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			last := lines[len(lines)-1]
+			t.Logf("conformance %s through haproxy: %s", strings.Join(args, " "), last)
+			var ee *exec.ExitError
+			if err != nil && !errors.As(err, &ee) {
+				require.NoError(t, err)
+			}
+			if !assert.Regexp(t, `^[0-9]+ passed, 0 failed$`, last) {
+				t.Log(lastLines(string(out), 60))
+			}
 		}
 	})
 }
