@@ -43,7 +43,7 @@ else
 fi
 
 echo "== build examples/everything"
-# examples/everything is a module of its own (it imports the otel module).
+# examples/everything is a module of its own (it imports the otel and postgres modules).
 (cd examples/everything && GOWORK=off go build -o "$work/everything" .)
 
 # free_port prints a loopback TCP port nobody listens on right now.

@@ -102,20 +102,21 @@ func (s *Server) watchSources() {
 	h.subs = map[string]map[*Session]struct{}{}
 	if n, ok := s.opts.Tools.(ChangeNotifier); ok {
 		h.watch |= listTools
-		n.OnChange(func() { h.changed(listTools) })
+		n.OnChange(func() { s.listChanged(listTools) })
 	}
 	if n, ok := s.opts.Resources.(ResourceChangeNotifier); ok {
 		h.watch |= listResources
-		n.OnResourcesChange(func() { h.changed(listResources) })
+		n.OnResourcesChange(func() { s.listChanged(listResources) })
 	}
 	if n, ok := s.opts.Resources.(ResourceUpdateNotifier); ok {
 		h.updates = true
-		n.OnResourceUpdated(h.updated)
+		n.OnResourceUpdated(s.resourceUpdated)
 	}
 	if n, ok := s.opts.Prompts.(PromptChangeNotifier); ok {
 		h.watch |= listPrompts
-		n.OnPromptsChange(func() { h.changed(listPrompts) })
+		n.OnPromptsChange(func() { s.listChanged(listPrompts) })
 	}
+	s.subscribeFanOut() // fanout.go
 }
 
 // add starts notifying ss; remove stops it and drops its subscriptions.

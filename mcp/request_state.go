@@ -153,6 +153,10 @@ func (s *Server) openState(wire, method, target, digest, subject string) (*seale
 		if why := r.used.use([stateNonceSize]byte(nonce), st.Expiry, now); why != "" {
 			return s.refuseState(why, wire, kid, method, target, st.Expiry)
 		}
+	} else if s.opts.StateSingleUse && s.opts.UsedStates != nil { // shared by replicas (request_state_shared.go)
+		if why := s.useShared(nonce, st.Expiry); why != "" {
+			return s.refuseState(why, wire, kid, method, target, st.Expiry)
+		}
 	}
 	return st, nil
 }
@@ -174,8 +178,10 @@ func (s *Server) refuseState(why stateRefusal, wire, kid, method, target string,
 		msg, level = "has expired", slog.LevelInfo
 	case refusedReplayed:
 		msg = "was used already (each requestState is accepted once)"
+	case refusedUsedStore:
+		msg = "cannot be accepted now: the server could not record it as used; try again later"
 	case refusedTooManyUsed:
-		max := s.states.used.max
+		max := s.opts.MaxUsedStates
 		msg = "cannot be accepted now: the server remembers MaxUsedStates (" + strconv.Itoa(max) + ") used states already; try again later"
 		data = map[string]any{"limit": "MaxUsedStates", "maxUsedStates": max}
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
@@ -206,7 +207,15 @@ func newStateRing(o *ServerOptions) *stateRing {
 		}
 	}
 	o.StateKey, o.StateKeys = nil, ring
-	if o.StateSingleUse {
+	if o.UsedStates != nil {
+		// Replicas sharing their single-use memory number their states
+		// from a random start each, so that they never seal two different
+		// requests' states alike (one would read as the other's replay).
+		var start [8]byte
+		_, _ = rand.Read(start[:]) // crypto/rand never fails
+		r.seq.Store(binary.BigEndian.Uint64(start[:]))
+	}
+	if o.StateSingleUse && o.UsedStates == nil {
 		r.used = newUsedStates(o.MaxUsedStates)
 	}
 	return r

@@ -133,6 +133,13 @@ type ServerOptions struct {
 	// background. It is copied.
 	Tasks *TaskOptions
 
+	// FanOut carries the changes this server announces (NotifyAll, list
+	// changes, resource updates, task status) to the other processes that
+	// serve the same clients, and theirs to this one's clients (fanout.go).
+	// The server subscribes once, in NewServer, for as long as the
+	// fan-out lasts. Nil: this process is alone.
+	FanOut FanOut
+
 	// StateKey is the secret that seals (encrypts and authenticates) the
 	// requestState of input-required results (2026-07-28; input.go): at
 	// least MinStateKeyBytes random bytes, the same on every replica so
@@ -156,9 +163,14 @@ type ServerOptions struct {
 	// StateSingleUse makes each requestState usable once: the server
 	// remembers the states used until they expire and refuses a second use
 	// with -32602. A state is used up when it verifies, even if the request
-	// then fails. The memory is per process: replicas do not share it, so
-	// behind a load balancer a state can still be used once per replica.
+	// then fails. The memory is per process unless UsedStates names a
+	// store that replicas share: without it, behind a load balancer a
+	// state can still be used once per replica.
 	StateSingleUse bool
+	// UsedStates is where StateSingleUse remembers the used states (nil:
+	// in this process). Replicas behind a load balancer share one
+	// (package postgres).
+	UsedStates UsedStateStore
 	// MaxUsedStates bounds the states that StateSingleUse remembers
 	// (default DefaultMaxUsedStates). When that many unexpired states are
 	// remembered, a new one is refused with -32602 (data.limit

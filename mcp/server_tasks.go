@@ -293,8 +293,9 @@ func (s *Server) initTasks() {
 	o := s.opts.Tasks.withDefaults()
 	s.opts.Tasks = &o
 	s.tasks = newTaskHost(o, s.opts.Now, s.opts.Tools)
-	s.tasks.onChange = s.hub.taskChanged // notifications/tasks (listen.go)
+	s.tasks.onChange = s.taskChanged // notifications/tasks (listen.go), to every process (fanout.go)
 	s.tasks.srv = s
+	s.tasks.watchStore() // a store shared with other processes (taskstore_watch.go)
 }
 
 // tasksOn reports whether the session is offered tasks.

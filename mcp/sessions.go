@@ -69,6 +69,28 @@ func (s *Server) NotifyAll(ctx context.Context, method string, params any) error
 	if err != nil {
 		return err
 	}
+	if s.opts.FanOut != nil { // the other processes' clients too (fanout.go)
+		c := Change{Kind: ChangeNotification, Method: method}
+		if members != nil {
+			if c.Params, err = json.Marshal(members, json.Deterministic(true)); err != nil {
+				return fmt.Errorf("mcp: NotifyAll: encoding params: %w", err)
+			}
+		}
+		s.publish(c)
+	}
+	return s.notifyAllLocal(ctx, method, params, members)
+}
+
+// notifyLocal is NotifyAll for this process's clients only.
+func (s *Server) notifyLocal(ctx context.Context, method string, params any) error {
+	members, err := noteMembers("NotifyAll", method, params)
+	if err != nil {
+		return err
+	}
+	return s.notifyAllLocal(ctx, method, params, members)
+}
+
+func (s *Server) notifyAllLocal(ctx context.Context, method string, params any, members map[string]jsontext.Value) error {
 	s.hub.mu.Lock()
 	for l := range s.hub.listeners {
 		if l.allows(method, members) {

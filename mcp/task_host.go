@@ -54,6 +54,9 @@ type taskHost struct {
 	// onChange is told of every status change of a 2026-07-28 task
 	// (subscriptions that listen to it: listen.go).
 	onChange func(t Task)
+
+	// unwatch stops watching a shared store's changes (taskstore_watch.go).
+	unwatch func()
 }
 
 // taskEntry is the run of one task in this process: live handles only,
@@ -395,15 +398,21 @@ func (st *taskHost) cancel(ctx context.Context, owner, id string) (*TaskRecord, 
 		return rec, false, err
 	}
 	if e != nil {
-		e.call.responded.Store(true) // a late result is dropped
-		e.call.progress.finish()
-		st.mu.Lock()
-		st.endLocked(e)
-		st.mu.Unlock()
-		e.cancel()
+		st.stopRun(e)
 		e.call.Logger.Debug("mcp: task cancelled by the client", "tool", e.call.Name, "taskId", id)
 	}
 	return rec, true, nil
+}
+
+// stopRun ends e's run in this process once its record is terminal: a late
+// result is dropped, and its handler's context is cancelled.
+func (st *taskHost) stopRun(e *taskEntry) {
+	e.call.responded.Store(true) // a late result is dropped
+	e.call.progress.finish()
+	st.mu.Lock()
+	st.endLocked(e)
+	st.mu.Unlock()
+	e.cancel()
 }
 
 // remove deletes e's task and ends its run: a task still running is

@@ -132,6 +132,9 @@ func (s *Server) StopTasks(ctx context.Context) error {
 	if st == nil {
 		return nil
 	}
+	if st.unwatch != nil {
+		st.unwatch()
+	}
 	st.runner.stop()
 	st.stopAll()
 	return st.runner.wait(ctx)

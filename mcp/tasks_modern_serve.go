@@ -396,7 +396,7 @@ func handleModernTasksUpdate(ctx context.Context, req *Request) (any, error) {
 	rec, ok, err := updateTask(ctx, st.store, st.lim, rec.Owner, rec.ID, func(r *TaskRecord) (bool, error) {
 		in = nil
 		mt := r.Input
-		if r.State.Status != TaskStatusInputRequired || mt == nil || e == nil || e.run == nil {
+		if r.State.Status != TaskStatusInputRequired || mt == nil || (e == nil && !st.sharedStore()) || (e != nil && e.run == nil) {
 			return false, nil // nothing asked (any more): an update is moot
 		}
 		for k, raw := range p.InputResponses {
@@ -417,6 +417,9 @@ func handleModernTasksUpdate(ctx context.Context, req *Request) (any, error) {
 			mt.Round++
 			in = &Input{Responses: mt.Answers, State: mt.State, Round: mt.Round}
 			mt.Answers, mt.State = nil, nil
+			if e == nil { // another process runs it: the record hands the answers over (taskstore_watch.go)
+				handOver(mt, in.Responses, in.State)
+			}
 			r.State.Status, r.State.StatusMessage, r.State.LastUpdatedAt = TaskStatusWorking, "", formatTime(st.now())
 		}
 		return true, nil
@@ -431,7 +434,9 @@ func handleModernTasksUpdate(ctx context.Context, req *Request) (any, error) {
 	if ok && in != nil {
 		req.f.after = func(any) { // after the acknowledgement
 			st.changed(rec.State)
-			e.run.start(in)
+			if e != nil {
+				e.run.start(in)
+			}
 		}
 	}
 	return EmptyResult{}, nil

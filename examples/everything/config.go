@@ -52,6 +52,12 @@ func newServer(reg *registry.Registry, logger *slog.Logger) *mcp.Server {
 // unset. Each function in with may then amend the options (main adds the
 // OpenTelemetry middleware that way).
 func configuredServer(cfg keel.Config, reg *registry.Registry, logger *slog.Logger, with ...func(*mcp.ServerOptions)) (*mcp.Server, error) {
+	return sharedServer(cfg, reg, logger, nil, with...)
+}
+
+// sharedServer is configuredServer for a replica that shares its tasks,
+// notifications and used states with others (shared; nil: none).
+func sharedServer(cfg keel.Config, reg *registry.Registry, logger *slog.Logger, shared *replicas, with ...func(*mcp.ServerOptions)) (*mcp.Server, error) {
 	lim := middleware.NewLimiter(cfg.Resources.MaxConcurrentExecutions)
 	if err := middleware.RegisterHealthTool(reg, &middleware.HealthOptions{
 		Name: cfg.Server.Name, Version: cfg.Server.Version,
@@ -89,6 +95,9 @@ func configuredServer(cfg keel.Config, reg *registry.Registry, logger *slog.Logg
 		ShutdownTimeout: cfg.Server.ShutdownTimeout(),
 		Tasks:           &mcp.TaskOptions{}, // tasks_modern.go: the defaults
 		StateKey:        stateKey,
+	}
+	if err := shared.apply(so); err != nil {
+		return nil, err
 	}
 	for _, f := range with {
 		f(so)

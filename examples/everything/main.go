@@ -115,6 +115,7 @@ import (
 
 	"github.com/keelmcp/keel"
 	"github.com/keelmcp/keel/mcp"
+	"github.com/keelmcp/keel/postgres"
 	"github.com/keelmcp/keel/registry"
 	"github.com/keelmcp/keel/transport"
 	"github.com/keelmcp/keel/transport/streamhttp"
@@ -125,6 +126,8 @@ func main() {
 	stateless := flag.Bool("stateless", false, "with -http: stateless mode (no sessions; any replica serves any request)")
 	verbose := flag.Bool("v", false, "log debug messages (overrides logging.level)")
 	configFile := flag.String("config", "", "JSON configuration `file` (default $"+keel.EnvConfigFile+"; none when unset)")
+	pgDSN := flag.String("postgres", "", "share tasks, notifications, SSE events and single-use states with other replicas through the PostgreSQL `DSN` (creates or migrates its schema)")
+	lease := flag.Duration("lease", postgres.DefaultLeaseTimeout, "with -postgres: how long a task whose replica died stays working before another marks it failed")
 	flag.Parse()
 
 	cfg, err := loadConfig(*configFile, os.Getenv)
@@ -147,7 +150,15 @@ func main() {
 	}
 	reg := newRegistry(logger)
 	go updateWatchedResource(ctx, reg, watchInterval)
-	srv, err := configuredServer(cfg, reg, logger, tel.instrument)
+	var shared *replicas
+	if *pgDSN != "" {
+		if shared, err = openReplicas(ctx, *pgDSN, logger, *lease); err != nil {
+			logger.Error("everything: cannot open the shared PostgreSQL database", "error", err)
+			os.Exit(1)
+		}
+		defer shared.Close()
+	}
+	srv, err := sharedServer(cfg, reg, logger, shared, tel.instrument)
 	if err != nil {
 		logger.Error("everything: cannot build the server", "error", err)
 		os.Exit(1)
@@ -159,7 +170,9 @@ func main() {
 		var ln net.Listener
 		if ln, err = net.Listen("tcp", *addr); err == nil {
 			logger.Info("everything: serving streamable HTTP", "url", "http://"+ln.Addr().String()+"/mcp", "stateless", *stateless)
-			err = serveHTTP(ctx, srv, ln, tel.instrumentHTTP(&streamhttp.Options{Stateless: *stateless}))
+			hopts := tel.instrumentHTTP(&streamhttp.Options{Stateless: *stateless})
+			shared.httpOptions(hopts)
+			err = serveHTTP(ctx, srv, ln, hopts)
 		}
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout())

@@ -1,0 +1,125 @@
+package mcp
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// FanOut carries the changes a Server announces to its clients to the
+// other processes that serve the same clients (replicas behind a load
+// balancer), so that each delivers them to its own sessions and listen
+// streams. Every change goes through it: NotifyAll, the tools, resources
+// and prompts list changes, resource updates and the status of
+// 2026-07-28 tasks. A Server delivers its own changes to its own clients
+// itself; ServerOptions.FanOut nil (the default) means there are no other
+// processes. Package postgres implements it with LISTEN/NOTIFY.
+type FanOut interface {
+	// Publish sends c to the other processes, never back to this one.
+	Publish(ctx context.Context, c Change) error
+	// Subscribe calls deliver with each change another process
+	// published, one at a time and once each, until stop is called.
+	Subscribe(deliver func(Change)) (stop func())
+}
+
+// ChangeKind says what a Change is.
+type ChangeKind string
+
+// The kinds of Change.
+const (
+	ChangeToolsList       ChangeKind = "tools"     // notifications/tools/list_changed
+	ChangeResourcesList   ChangeKind = "resources" // notifications/resources/list_changed
+	ChangePromptsList     ChangeKind = "prompts"   // notifications/prompts/list_changed
+	ChangeResourceUpdated ChangeKind = "updated"   // notifications/resources/updated (URI)
+	ChangeTask            ChangeKind = "task"      // notifications/tasks (Task)
+	ChangeNotification    ChangeKind = "notify"    // NotifyAll (Method, Params)
+)
+
+// Change is one change a Server announces to its clients.
+type Change struct {
+	Kind ChangeKind `json:"kind"`
+	// URI is the resource of ChangeResourceUpdated.
+	URI string `json:"uri,omitempty"`
+	// Task is the new state of a ChangeTask.
+	Task *Task `json:"task,omitempty"`
+	// Method and Params (a JSON object, or empty) are the notification
+	// of a ChangeNotification.
+	Method string         `json:"method,omitempty"`
+	Params jsontext.Value `json:"params,omitempty"`
+}
+
+// changeKinds maps the list kinds to their ChangeKind.
+var changeKinds = map[listKind]ChangeKind{listTools: ChangeToolsList, listResources: ChangeResourcesList, listPrompts: ChangePromptsList}
+
+// publishTimeout bounds one FanOut.Publish.
+const publishTimeout = 5 * time.Second
+
+// publish sends c to the other processes, if there are any; a failure is
+// logged (this process's clients have had the change already).
+func (s *Server) publish(c Change) {
+	if s.opts.FanOut == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	defer cancel()
+	if err := s.opts.FanOut.Publish(ctx, c); err != nil {
+		s.log.Warn("mcp: a change did not reach the other processes", "kind", string(c.Kind), "error", err)
+	}
+}
+
+// listChanged delivers a list change to this process's clients and
+// publishes it.
+func (s *Server) listChanged(k listKind) {
+	s.hub.changed(k)
+	s.publish(Change{Kind: changeKinds[k]})
+}
+
+// resourceUpdated delivers a resource update to this process's clients
+// and publishes it.
+func (s *Server) resourceUpdated(uri string) {
+	s.hub.updated(uri)
+	s.publish(Change{Kind: ChangeResourceUpdated, URI: uri})
+}
+
+// taskChanged delivers a 2026-07-28 task's new state to this process's
+// listen streams and publishes it.
+func (s *Server) taskChanged(t Task) {
+	s.hub.taskChanged(t)
+	s.publish(Change{Kind: ChangeTask, Task: &t})
+}
+
+// subscribeFanOut delivers the other processes' changes to this
+// process's clients (called once, by NewServer). The subscription lasts
+// as long as the fan-out does (closing it ends it).
+func (s *Server) subscribeFanOut() {
+	if s.opts.FanOut == nil {
+		return
+	}
+	s.opts.FanOut.Subscribe(func(c Change) {
+		switch c.Kind {
+		case ChangeToolsList:
+			s.hub.changed(listTools)
+		case ChangeResourcesList:
+			s.hub.changed(listResources)
+		case ChangePromptsList:
+			s.hub.changed(listPrompts)
+		case ChangeResourceUpdated:
+			s.hub.updated(c.URI)
+		case ChangeTask:
+			if c.Task != nil {
+				s.hub.taskChanged(*c.Task)
+			}
+		case ChangeNotification:
+			var params any
+			if len(c.Params) > 0 {
+				params = c.Params
+			}
+			if err := s.notifyLocal(context.Background(), c.Method, params); err != nil {
+				s.log.Warn("mcp: a notification from another process did not reach every client", "method", c.Method, "error", err)
+			}
+		default:
+			s.log.Warn("mcp: a change of an unknown kind from another process is ignored", "kind", string(c.Kind))
+		}
+	})
+}

@@ -1,0 +1,109 @@
+package mcp_test
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keelmcp/keel/internal/mcptest"
+	"github.com/keelmcp/keel/mcp"
+	"github.com/keelmcp/keel/transport"
+)
+
+// busFanOut links the servers of one test as if they were processes: a
+// change published by one is delivered to every other.
+type busFanOut struct {
+	bus *bus
+}
+
+type bus struct {
+	mu   sync.Mutex
+	subs map[*busFanOut]func(mcp.Change)
+	sent []mcp.Change
+}
+
+func (f *busFanOut) Publish(_ context.Context, c mcp.Change) error {
+	f.bus.mu.Lock()
+	f.bus.sent = append(f.bus.sent, c)
+	var deliver []func(mcp.Change)
+	for o, d := range f.bus.subs {
+		if o != f {
+			deliver = append(deliver, d)
+		}
+	}
+	f.bus.mu.Unlock()
+	for _, d := range deliver {
+		d(c)
+	}
+	return nil
+}
+
+func (f *busFanOut) Subscribe(deliver func(mcp.Change)) func() {
+	f.bus.mu.Lock()
+	defer f.bus.mu.Unlock()
+	f.bus.subs[f] = deliver
+	return func() {
+		f.bus.mu.Lock()
+		defer f.bus.mu.Unlock()
+		delete(f.bus.subs, f)
+	}
+}
+
+// Every change a Server announces goes through ServerOptions.FanOut, and
+// the changes of the other processes reach this one's clients: each
+// client gets a NotifyAll once, whichever server it is connected to.
+func TestFanOutCarriesChanges(t *testing.T) {
+	b := &bus{subs: map[*busFanOut]func(mcp.Change){}}
+	type replica struct {
+		srv *mcp.Server
+		mu  sync.Mutex
+		got []string
+	}
+	start := func() *replica {
+		r := &replica{}
+		o := mcptest.ServerOptions(httpTools(t))
+		o.FanOut = &busFanOut{bus: b}
+		r.srv = mcp.NewServer(o)
+		ct, st := transport.NewPipe(nil)
+		go func() { _ = r.srv.Run(context.Background(), st) }()
+		c := mcp.NewClient(&mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler), OnNotification: func(m string, p jsontext.Value) {
+			r.mu.Lock()
+			r.got = append(r.got, m+" "+string(p))
+			r.mu.Unlock()
+		}})
+		require.NoError(t, c.Connect(context.Background(), ct))
+		t.Cleanup(func() { c.Close() })
+		return r
+	}
+	a, other := start(), start()
+	for _, r := range []*replica{a, other} { // both sessions initialized
+		require.Eventually(t, func() bool {
+			ss := r.srv.Sessions()
+			return len(ss) == 1 && ss[0].State() == mcp.StateRunning
+		}, 5*time.Second, 5*time.Millisecond)
+	}
+	require.NoError(t, a.srv.NotifyAll(context.Background(), "notifications/custom", map[string]any{"n": 1}))
+	for _, r := range []*replica{a, other} {
+		require.Eventually(t, func() bool {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return len(r.got) > 0
+		}, 5*time.Second, 5*time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	for _, r := range []*replica{a, other} {
+		r.mu.Lock()
+		assert.Equal(t, []string{`notifications/custom {"n":1}`}, r.got, "once on each server")
+		r.mu.Unlock()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	require.Len(t, b.sent, 1)
+	assert.Equal(t, mcp.Change{Kind: mcp.ChangeNotification, Method: "notifications/custom", Params: jsontext.Value(`{"n":1}`)}, b.sent[0])
+}

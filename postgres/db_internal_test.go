@@ -1,0 +1,71 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keelmcp/keel/internal/pgtest"
+)
+
+// lockedBuffer is a log sink safe for concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A subscriber that does not keep up holds at most handlerQueue
+// notifications; the others are dropped with a warning naming the
+// channel, and the listener goes on.
+func TestSlowSubscriberBounded(t *testing.T) {
+	defer func(n int) { handlerQueue = n }(handlerQueue)
+	handlerQueue = 2
+	logs := &lockedBuffer{}
+	ctx := context.Background()
+	db, err := Open(ctx, pgtest.Schema(t), &Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	require.NoError(t, err)
+	defer db.Close()
+	release := make(chan struct{})
+	got := make(chan string, 16)
+	stop := db.subscribe(chanFanOut, func(_, p string) {
+		<-release
+		got <- p
+	})
+	for _, p := range []string{"1", "2", "3", "4", "5"} {
+		_, err := db.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, chanFanOut, "other|"+p)
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { return bytes.Count([]byte(logs.String()), []byte("notification dropped")) >= 2 },
+		5*time.Second, 10*time.Millisecond, "two of five dropped: one being delivered, two queued")
+	assert.Contains(t, logs.String(), `"channel":"keel_fanout"`)
+	close(release)
+	var delivered []string
+	for range 3 {
+		select {
+		case p := <-got:
+			delivered = append(delivered, p)
+		case <-time.After(5 * time.Second):
+			t.Fatal("the queued notifications were not delivered")
+		}
+	}
+	assert.Equal(t, []string{"1", "2", "3"}, delivered, "in order")
+	stop()
+}
