@@ -70,6 +70,7 @@ var snippetImports = map[string]string{
 	"agents":     "github.com/keelmcp/keel/agents",
 	"aacp":       "github.com/keelmcp/keel/aacp",
 	"keelotel":   "github.com/keelmcp/keel/otel",
+	"postgres":   "github.com/keelmcp/keel/postgres",
 }
 
 // snippetContext declares, for fragments, what the README leaves to the
@@ -82,6 +83,7 @@ var snippetContext = map[string]struct{ decl, imports string }{
 	"t":           {"var t *testing.T", "testing"},
 	"reg":         {"var reg = registry.New(nil)", "registry"},
 	"url":         {`var url = "http://127.0.0.1:8080/mcp"`, ""},
+	"dsn":         {`var dsn = "postgres://keel@127.0.0.1/keel"`, ""},
 	"GreetIn":     {"type GreetIn struct{ Name string `json:\"name\"` }", ""},
 	"GreetOut":    {"type GreetOut struct{ Greeting string `json:\"greeting\"` }", ""},
 	"newRegistry": {"func newRegistry() *registry.Registry { return registry.New(nil) }", "registry"},
@@ -287,8 +289,8 @@ func declaredNames(st ast.Stmt) []string {
 
 // snippetModule writes files into a module that builds against this
 // checkout with the requirements of examples/everything (the module that
-// has keel, the otel module, the OpenTelemetry SDK and exporters and
-// testify), so that it needs no module the repository does not already
+// has keel, the otel and postgres modules, the OpenTelemetry SDK and
+// exporters and testify), so that it needs no module the repository does not already
 // pin.
 func snippetModule(t *testing.T, files map[string]string) string {
 	t.Helper()
@@ -302,7 +304,9 @@ func snippetModule(t *testing.T, files map[string]string) string {
 	}
 	goCommand(t, dir, "mod", "edit", "-module=example.com/readme",
 		"-replace=github.com/keelmcp/keel="+root,
-		"-replace=github.com/keelmcp/keel/otel="+filepath.Join(root, "otel"))
+		"-replace=github.com/keelmcp/keel/otel="+filepath.Join(root, "otel"),
+		"-replace=github.com/keelmcp/keel/postgres="+filepath.Join(root, "postgres"),
+		"-replace=github.com/keelmcp/keel/internal/pgtest="+filepath.Join(root, "internal", "pgtest"))
 	return dir
 }
 

@@ -2,9 +2,8 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"time"
-
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // FanOut carries the changes a Server announces to its clients to the
@@ -45,8 +44,8 @@ type Change struct {
 	Task *Task `json:"task,omitempty"`
 	// Method and Params (a JSON object, or empty) are the notification
 	// of a ChangeNotification.
-	Method string         `json:"method,omitempty"`
-	Params jsontext.Value `json:"params,omitempty"`
+	Method string          `json:"method,omitempty"`
+	Params json.RawMessage `json:"params,omitempty"`
 }
 
 // changeKinds maps the list kinds to their ChangeKind.

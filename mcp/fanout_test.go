@@ -2,12 +2,12 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -72,7 +72,7 @@ func TestFanOutCarriesChanges(t *testing.T) {
 		r.srv = mcp.NewServer(o)
 		ct, st := transport.NewPipe(nil)
 		go func() { _ = r.srv.Run(context.Background(), st) }()
-		c := mcp.NewClient(&mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler), OnNotification: func(m string, p jsontext.Value) {
+		c := mcp.NewClient(&mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler), OnNotification: func(m string, p json.RawMessage) {
 			r.mu.Lock()
 			r.got = append(r.got, m+" "+string(p))
 			r.mu.Unlock()
@@ -105,5 +105,5 @@ func TestFanOutCarriesChanges(t *testing.T) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	require.Len(t, b.sent, 1)
-	assert.Equal(t, mcp.Change{Kind: mcp.ChangeNotification, Method: "notifications/custom", Params: jsontext.Value(`{"n":1}`)}, b.sent[0])
+	assert.Equal(t, mcp.Change{Kind: mcp.ChangeNotification, Method: "notifications/custom", Params: json.RawMessage(`{"n":1}`)}, b.sent[0])
 }

@@ -72,7 +72,7 @@ func (s *Server) NotifyAll(ctx context.Context, method string, params any) error
 	if s.opts.FanOut != nil { // the other processes' clients too (fanout.go)
 		c := Change{Kind: ChangeNotification, Method: method}
 		if members != nil {
-			if c.Params, err = json.Marshal(members, json.Deterministic(true)); err != nil {
+			if c.Params, err = jsonv2.Marshal(members, jsonv2.Deterministic(true)); err != nil {
 				return fmt.Errorf("mcp: NotifyAll: encoding params: %w", err)
 			}
 		}

@@ -22,6 +22,7 @@ var stdJSONTypes = []any{
 	mcp.CancelTaskParams{},
 	mcp.CancelTaskResult{},
 	mcp.CancelledParams{},
+	mcp.Change{},
 	mcp.ClientCapabilities{},
 	mcp.ClientTaskRequestsCapability{},
 	mcp.ClientTasksCapability{},

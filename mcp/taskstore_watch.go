@@ -2,10 +2,9 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
-
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // TaskChangeSource is implemented by a TaskStore that several processes
@@ -93,9 +92,9 @@ func (st *taskHost) resume(ctx context.Context, e *taskEntry) {
 
 // handOver keeps the answers of a round completed in a process that does
 // not run the task in its record (see handedOver).
-func handOver(mt *TaskInput, answers map[string]jsontext.Value, state []byte) {
+func handOver(mt *TaskInput, answers map[string]json.RawMessage, state []byte) {
 	mt.Answers, mt.State = answers, state
 	if mt.Answers == nil {
-		mt.Answers = map[string]jsontext.Value{}
+		mt.Answers = map[string]json.RawMessage{}
 	}
 }

@@ -2,13 +2,13 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -24,7 +24,7 @@ type notes struct {
 	got []string // method + " " + params
 }
 
-func (n *notes) add(method string, params jsontext.Value) {
+func (n *notes) add(method string, params json.RawMessage) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.got = append(n.got, method+" "+string(params))
@@ -88,6 +88,6 @@ func TestFanOutNotifyAll(t *testing.T) {
 func TestFanOutRefusesOverLimit(t *testing.T) {
 	f := postgres.NewFanOut(open(t, pgtest.Schema(t)))
 	err := f.Publish(context.Background(), mcp.Change{Kind: mcp.ChangeNotification, Method: "x",
-		Params: jsontext.Value(`{"a":"` + strings.Repeat("x", postgres.MaxChangeBytes) + `"}`)})
+		Params: json.RawMessage(`{"a":"` + strings.Repeat("x", postgres.MaxChangeBytes) + `"}`)})
 	assert.ErrorContains(t, err, "MaxChangeBytes")
 }

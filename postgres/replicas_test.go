@@ -2,13 +2,13 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -22,14 +22,14 @@ import (
 type replicaTools struct{ cancelled chan string }
 
 func (*replicaTools) ListTools(context.Context) ([]*mcp.Tool, error) {
-	schema := jsontext.Value(`{"type":"object"}`)
+	schema := json.RawMessage(`{"type":"object"}`)
 	return []*mcp.Tool{
 		{Name: "slow", InputSchema: schema, Execution: &mcp.ToolExecution{TaskSupport: mcp.TaskRequired}},
 		{Name: "ask", InputSchema: schema, Execution: &mcp.ToolExecution{TaskSupport: mcp.TaskRequired}},
 	}, nil
 }
 
-var askName = mcp.ElicitInput(mcp.ElicitParams{Message: "Your name?", RequestedSchema: jsontext.Value(`{"type":"object"}`)})
+var askName = mcp.ElicitInput(mcp.ElicitParams{Message: "Your name?", RequestedSchema: json.RawMessage(`{"type":"object"}`)})
 
 func (tt *replicaTools) CallTool(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
 	mcp.StartTask(ctx)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -209,7 +209,7 @@ func (rt *replicaTracker) replica() string {
 }
 
 // client connects a keel Client at revision rev to url.
-func client(t *testing.T, url, rev string, rt *replicaTracker, notes func(string, jsontext.Value)) *mcp.Client {
+func client(t *testing.T, url, rev string, rt *replicaTracker, notes func(string, json.RawMessage)) *mcp.Client {
 	t.Helper()
 	hc := &http.Client{}
 	if rt != nil {
@@ -281,7 +281,7 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 
 	t.Run("ListenOnOneReplicaSeesChangeThroughAnother", func(t *testing.T) {
 		got := make(chan string, 16)
-		a := client(t, rs.url(0), mcp.Version20260728, nil, func(m string, _ jsontext.Value) { got <- m })
+		a := client(t, rs.url(0), mcp.Version20260728, nil, func(m string, _ json.RawMessage) { got <- m })
 		sub, err := a.Listen(ctx, mcp.SubscriptionFilter{ToolsListChanged: true})
 		require.NoError(t, err)
 		defer sub.Close()
@@ -303,7 +303,7 @@ func TestReplicasBehindHAProxy(t *testing.T) {
 		// stream on replica 0, cancelled through replica 2.
 		id := startedTask(t, direct[1], "slow_compute", map[string]any{"seconds": 60})
 		status := make(chan string, 16)
-		a2 := client(t, rs.url(0), mcp.Version20260728, nil, func(m string, p jsontext.Value) {
+		a2 := client(t, rs.url(0), mcp.Version20260728, nil, func(m string, p json.RawMessage) {
 			if m == "notifications/tasks" {
 				status <- string(p)
 			}
