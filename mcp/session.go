@@ -56,6 +56,9 @@ type Session struct {
 	// once for a session, on first use for a per-request one.
 	connCorrelationID string
 	connIDOnce        sync.Once
+	// connPeer is the peer a connection that is its own peer is
+	// (transport.PeerOfConn of connID), computed with it, once.
+	connPeer Peer
 	// peer is the key of the peer the transport named for the session
 	// (Server.Run); "" when it named none (peerKey).
 	peer string
@@ -115,18 +118,29 @@ func peerKeyOf(ss *Session) string {
 	if ss.peer != "" {
 		return ss.peer
 	}
-	return transport.PeerOfConn(ss.connID()).Key
+	return ss.connPeerOf().Key
 }
 
 // connID returns the connection's correlation id (a per-request session
 // gets one on first use).
 func (ss *Session) connID() string {
-	ss.connIDOnce.Do(func() {
-		if ss.connCorrelationID == "" {
-			ss.connCorrelationID = ss.server.opts.NewID()
-		}
-	})
+	ss.connIDOnce.Do(ss.initConnID)
 	return ss.connCorrelationID
+}
+
+// connPeerOf returns the connection as its own peer
+// (transport.PeerOfConn), built once per connection rather than per
+// request.
+func (ss *Session) connPeerOf() Peer {
+	ss.connIDOnce.Do(ss.initConnID)
+	return ss.connPeer
+}
+
+func (ss *Session) initConnID() {
+	if ss.connCorrelationID == "" {
+		ss.connCorrelationID = ss.server.opts.NewID()
+	}
+	ss.connPeer = transport.PeerOfConn(ss.connCorrelationID)
 }
 
 // runWorker runs job on one of the session's workers (created on first
