@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/logclip"
 )
 
 // Logging to the client (capability logging, ServerOptions.Logging): the
@@ -362,3 +364,64 @@ func (e *objEncoder) attr(a slog.Attr) {
 		}
 	}
 }
+
+// peerLog is the log handler of a per-request session of a known peer:
+// its lines count against the peer's budget (logclip.Peers), which is
+// looked up (and leased) when the first line is written or a scope is
+// derived, not for every request. It lives in the Session.
+type peerLog struct {
+	peers *logclip.Peers
+	key   string
+	base  slog.Handler // the server's: Enabled asks it
+	log   slog.Logger  // the logger over this handler (start)
+
+	mu    sync.Mutex
+	h     slog.Handler // the peer's scope, once looked up
+	lease logclip.Lease
+	ended bool // release ran: a scope looked up later is not leased
+}
+
+// start sets up p for peer key and returns its logger.
+func (p *peerLog) start(peers *logclip.Peers, key string, base slog.Handler) *slog.Logger {
+	p.peers, p.key, p.base = peers, key, base
+	p.log = *slog.New(p)
+	return &p.log
+}
+
+// scope returns the peer's scope, looking it up the first time.
+func (p *peerLog) scope() slog.Handler {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.h == nil {
+		l, lease := p.peers.Scope(p.key)
+		p.h = l.Handler()
+		if p.ended {
+			lease.Release() // a handler that ran on after its request: no lease is kept
+		} else {
+			p.lease = lease
+		}
+	}
+	return p.h
+}
+
+// release ends the lease on the peer's budget, if one was taken.
+func (p *peerLog) release() {
+	p.mu.Lock()
+	lease := p.lease
+	p.lease, p.ended = logclip.Lease{}, true
+	p.mu.Unlock()
+	lease.Release()
+}
+
+// Enabled implements slog.Handler: the level is the server's, whatever
+// the peer's budget.
+func (p *peerLog) Enabled(ctx context.Context, l slog.Level) bool { return p.base.Enabled(ctx, l) }
+
+// Handle implements slog.Handler.
+func (p *peerLog) Handle(ctx context.Context, r slog.Record) error { return p.scope().Handle(ctx, r) }
+
+// WithAttrs implements slog.Handler.
+func (p *peerLog) WithAttrs(as []slog.Attr) slog.Handler { return p.scope().WithAttrs(as) }
+
+// WithGroup implements slog.Handler.
+func (p *peerLog) WithGroup(name string) slog.Handler { return p.scope().WithGroup(name) }

@@ -417,9 +417,11 @@ func (s *Server) Run(ctx context.Context, t transport.Transport) error {
 func (s *Server) ServeRequest(ctx context.Context, t transport.Transport, msg []byte) error {
 	ss := s.newSession(t, true)
 	if p, ok := transport.PeerFromContext(ctx); ok {
-		// One peer's requests share its log budget, as its sessions do.
-		log, lease := s.logPeers.Scope(p.Key)
-		defer lease.Release()
+		// One peer's requests share its log budget, as its sessions do;
+		// the budget is looked up when a line is written, not for every
+		// request.
+		log := ss.plog.start(s.logPeers, p.Key, s.log.Handler())
+		defer ss.plog.release()
 		ss.log, ss.reqs.log, ss.conn.log = log, log, log
 	}
 	if a, ok := t.(aborter); ok {

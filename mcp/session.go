@@ -62,6 +62,9 @@ type Session struct {
 	// peer is the key of the peer the transport named for the session
 	// (Server.Run); "" when it named none (peerKey).
 	peer string
+	// plog is the logger of a per-request session whose transport named
+	// its peer (Server.ServeRequest).
+	plog peerLog
 
 	state      atomic.Int32
 	mu         sync.Mutex // guards the fields below
