@@ -112,6 +112,24 @@ func checkCustom(m map[string]MethodHandler, field string) map[string]MethodHand
 	return out
 }
 
+// checkInputMethods returns the handlers of the methods named in names
+// (ServerOptions.InputMethods) wrapped in their input rounds, panicking on
+// a name that is not in methods: a misconfigured server fails at start-up.
+func checkInputMethods(methods map[string]MethodHandler, names []string) map[string]MethodHandler {
+	if len(names) == 0 {
+		return nil
+	}
+	out := make(map[string]MethodHandler, len(names))
+	for _, name := range names {
+		h, ok := methods[name]
+		if !ok {
+			panic("mcp: ServerOptions.InputMethods names " + quote(name) + ", which is not in Methods")
+		}
+		out[name] = withInputRounds(h)
+	}
+	return out
+}
+
 // Outgoing is a request or notification a Server sends its client, as
 // send middleware (ServerOptions.SendMiddleware) sees it.
 type Outgoing struct {

@@ -68,6 +68,83 @@ func (r *responder) inputFor(ctx context.Context, method, target string, args js
 	return in, nil
 }
 
+// inputRounds runs call as the handler of a request that may ask its
+// client for input, in the request's revision: the one owner of the input
+// sequence of every method whose row declares input rounds (tools/call,
+// prompts/get, resources/read and the custom methods named in
+// ServerOptions.InputMethods). A 2026-07-28 request's inputResponses and
+// requestState (for target, with arguments args) are checked first and
+// handed to the handler as its Input; an *InputRequiredError the handler
+// returns is answered input_required. A 2025 session's client is asked
+// through server-to-client requests, and call runs again with the
+// answers.
+func (r *responder) inputRounds(ctx context.Context, method, target string, args jsontext.Value, responses map[string]json.RawMessage, state string, call func(ctx context.Context) (any, error)) (any, error) {
+	eng := r.engine()
+	in, e := eng.input(r, ctx, method, target, args, responses, state)
+	if e != nil {
+		return nil, e
+	}
+	return eng.complete(r, ctx, in, call)
+}
+
+// withInputRounds returns h as the handler of a custom method that
+// declares input rounds (ServerOptions.InputMethods): its params'
+// inputResponses and requestState are the rounds' (the handler reads them
+// with InputFromContext), and the rest of its params, without _meta, is
+// what a requestState is bound to.
+func withInputRounds(h MethodHandler) MethodHandler {
+	return func(ctx context.Context, req *Request) (any, error) {
+		args, responses, state, e := splitInputParams(jsontext.Value(req.Params))
+		if e != nil {
+			return nil, e
+		}
+		return req.r.inputRounds(ctx, req.Method, "", args, responses, state, func(ctx context.Context) (any, error) {
+			return h(ctx, req)
+		})
+	}
+}
+
+// inputParamNames are the params members of an input round: they are no
+// part of the arguments a requestState is bound to, nor is _meta.
+const (
+	paramInputResponses = "inputResponses"
+	paramRequestState   = "requestState"
+	paramMeta           = "_meta"
+)
+
+// splitInputParams reads the input rounds' members of a custom method's
+// params, and returns the other members (but _meta) as the arguments,
+// encoded deterministically, so that the same arguments give the same
+// bytes in every round. Params that are not an object carry no input
+// round: they are the arguments as they are.
+func splitInputParams(params jsontext.Value) (args jsontext.Value, responses map[string]json.RawMessage, state string, e *Error) {
+	if params.Kind() != '{' {
+		return params, nil, "", nil
+	}
+	var members map[string]jsontext.Value
+	if err := jsonv2.Unmarshal(params, &members); err != nil {
+		return nil, nil, "", invalidParams(err)
+	}
+	if raw, ok := members[paramInputResponses]; ok {
+		if err := jsonv2.Unmarshal(raw, &responses); err != nil || raw.Kind() != '{' {
+			return nil, nil, "", &Error{Code: CodeInvalidParams, Message: "Invalid params: inputResponses must be an object"}
+		}
+		delete(members, paramInputResponses)
+	}
+	if raw, ok := members[paramRequestState]; ok {
+		if err := jsonv2.Unmarshal(raw, &state); err != nil {
+			return nil, nil, "", &Error{Code: CodeInvalidParams, Message: "Invalid params: requestState must be a string"}
+		}
+		delete(members, paramRequestState)
+	}
+	delete(members, paramMeta)
+	b, err := jsonv2.Marshal(members, jsonv2.Deterministic(true))
+	if err != nil {
+		return nil, nil, "", invalidParams(err)
+	}
+	return b, responses, state, nil
+}
+
 // bridge serves a legacy request whose handler answered ir (after being
 // run with in): it asks the client and runs call again with the answers,
 // until the handler completes or MaxInputRounds is reached.

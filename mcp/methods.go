@@ -34,7 +34,11 @@ func both(h MethodHandler) method { return method{legacy: h, modern: h} }
 // lookupMethod is the method table of every request method the server
 // serves after the handshake (initialize and ping are the legacy engine's:
 // engine_legacy.go): the built-in methods, then the server's custom ones
-// (ServerOptions.Methods), which exist in both eras. It is a switch rather
+// (ServerOptions.Methods), which exist in both eras. Input rounds
+// (responder.inputRounds) run around the handlers of tools/call,
+// prompts/get and resources/read, which pass them their target and
+// arguments once decoded, and around the custom methods named in
+// ServerOptions.InputMethods (withInputRounds). It is a switch rather
 // than a map literal: the handlers reach handleRequest again (a handler
 // waiting for the client hands reading over), which a package-level map
 // could not refer to without an initialization cycle.
@@ -85,6 +89,9 @@ func (s *Server) lookupMethod(name string) (md method, ok bool) {
 	case MethodSubscriptionsListen:
 		md = method{modern: handleListen, lasting: true}
 	default:
+		if h, ok := s.inputMethods[name]; ok { // input rounds around the handler (ServerOptions.InputMethods)
+			return both(h), true
+		}
 		h, ok := s.opts.Methods[name]
 		if !ok {
 			return method{}, false

@@ -244,6 +244,18 @@ type ServerOptions struct {
 	// objects carrying resultType, gets a -32603 error naming that rule
 	// instead, and the server logs it. Nil stands for an empty result.
 	Methods map[string]MethodHandler
+	// InputMethods names the methods of Methods whose handlers may ask
+	// the client for input, as tools, prompts and resources may: the
+	// handler returns InputRequired(...) and reads the answers with
+	// InputFromContext. The rounds run around the handler in the
+	// request's revision: a 2025 session's client is asked through
+	// server-to-client requests and the handler runs again with the
+	// answers; a 2026-07-28 request is answered input_required, and its
+	// retry's inputResponses and requestState (bound to the method and to
+	// the other params but _meta) reach the handler as its Input. A
+	// method not named here that asks for input is answered -32603. A
+	// name that is not in Methods makes NewServer panic.
+	InputMethods []string
 	// Notifications adds handlers of notifications from the client,
 	// called on the goroutine that reads the connection (keep them
 	// short), through Middleware. A name keel serves itself makes
@@ -265,9 +277,12 @@ type Server struct {
 	// logPeers gives the sessions of one peer one log budget together.
 	logPeers *logclip.Peers
 	handle   MethodHandler // the middleware chain around dispatch (handler.go)
-	hub      changeHub     // list_changed and resource update notifications (listchanged.go)
-	tasks    *taskHost     // nil without ServerOptions.Tasks (server_tasks.go)
-	states   *stateRing    // requestState keys (request_state_keys.go)
+	// inputMethods are the handlers of the custom methods that declare
+	// input rounds (InputMethods), wrapped in them (methods.go).
+	inputMethods map[string]MethodHandler
+	hub          changeHub  // list_changed and resource update notifications (listchanged.go)
+	tasks        *taskHost  // nil without ServerOptions.Tasks (server_tasks.go)
+	states       *stateRing // requestState keys (request_state_keys.go)
 	// serverInfoJSON is the serverInfo every 2026-07-28 result names,
 	// encoded once (engine_modern.go).
 	serverInfoJSON jsontext.Value
@@ -359,12 +374,14 @@ func NewServer(opts *ServerOptions) *Server {
 	o.SendMiddleware = append([]SendMiddleware(nil), o.SendMiddleware...)
 	o.Methods = checkCustom(o.Methods, "Methods")
 	o.Notifications = checkCustom(o.Notifications, "Notifications")
+	o.InputMethods = append([]string(nil), o.InputMethods...)
+	inputMethods := checkInputMethods(o.Methods, o.InputMethods)
 	if o.Capabilities != nil {
 		c := *o.Capabilities
 		o.Capabilities = &c
 	}
 	log := slog.New(logclip.NewHandler(o.Logger.Handler(), 0, o.LogLinesPerSecond))
-	s := &Server{opts: o, log: log, logPeers: logclip.NewPeers(log), states: states}
+	s := &Server{opts: o, log: log, logPeers: logclip.NewPeers(log), states: states, inputMethods: inputMethods}
 	s.handle = chainMiddleware(dispatch, o.Middleware)
 	info, err := json.Marshal(s.serverInfo(), json.Deterministic(true))
 	if err != nil { // plain strings and icons: cannot happen

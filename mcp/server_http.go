@@ -54,7 +54,7 @@ func PeerFromContext(ctx context.Context) Peer {
 		return p
 	}
 	if ss := sessionFromContext(ctx); ss != nil {
-		return ss.connPeerOf() // once per connection
+		return connPeerOf(ss) // once per connection
 	}
 	return Peer{}
 }

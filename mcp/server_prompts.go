@@ -56,13 +56,10 @@ func handlePromptsGet(ctx context.Context, req *Request) (any, error) {
 	if err != nil {
 		return nil, invalidParams(err)
 	}
-	in, e := r.engine().input(r, ctx, MethodPromptsGet, p.Name, args, p.InputResponses, p.RequestState)
-	if e != nil {
-		return nil, e
-	}
-	p.InputResponses, p.RequestState = nil, ""
+	responses, state := p.InputResponses, p.RequestState
+	p.InputResponses, p.RequestState = nil, "" // the handler reads them with InputFromContext
 	ctx = req.withProgress(ctx)
-	return r.engine().complete(r, ctx, in, func(ctx context.Context) (any, error) {
+	return r.inputRounds(ctx, MethodPromptsGet, p.Name, args, responses, state, func(ctx context.Context) (any, error) {
 		res, err := src.GetPrompt(ctx, p)
 		var ir *InputRequiredError
 		switch {

@@ -127,13 +127,10 @@ func handleResourcesRead(ctx context.Context, req *Request) (any, error) {
 	}
 	ss, r := req.Session, &req.r
 	src := ss.server.opts.Resources
-	in, e := r.engine().input(r, ctx, MethodResourcesRead, p.URI, nil, p.InputResponses, p.RequestState)
-	if e != nil {
-		return nil, e
-	}
-	p.InputResponses, p.RequestState = nil, ""
+	responses, state := p.InputResponses, p.RequestState
+	p.InputResponses, p.RequestState = nil, "" // the handler reads them with InputFromContext
 	ctx = req.withProgress(ctx)
-	return r.engine().complete(r, ctx, in, func(ctx context.Context) (any, error) {
+	return r.inputRounds(ctx, MethodResourcesRead, p.URI, nil, responses, state, func(ctx context.Context) (any, error) {
 		res, err := src.ReadResource(ctx, p)
 		var ir *InputRequiredError
 		switch {

@@ -194,10 +194,6 @@ func handleToolsCall(ctx context.Context, req *Request) (any, error) {
 	if res, err, handled := r.engine().taskCall(ctx, req, call, &p); handled {
 		return res, err
 	}
-	in, e := r.engine().input(r, ctx, MethodToolsCall, p.Name, jsontext.Value(p.Arguments), p.InputResponses, p.RequestState)
-	if e != nil {
-		return nil, e
-	}
 	// The response deadline answers through the request's own gate.
 	call.gate, req.f.early = req.f.done, &call.earlyResponse
 	call.respond = func(res *CallToolResult, err error) bool {
@@ -208,7 +204,7 @@ func handleToolsCall(ctx context.Context, req *Request) (any, error) {
 	if req.f.vals.call.Store(call); ToolCallFromContext(ctx) != call {
 		ctx = WithToolCall(ctx, call) // a middleware gave a context of its own
 	}
-	out, err := r.engine().complete(r, ctx, in, func(ctx context.Context) (any, error) {
+	out, err := r.inputRounds(ctx, MethodToolsCall, p.Name, jsontext.Value(p.Arguments), p.InputResponses, p.RequestState, func(ctx context.Context) (any, error) {
 		res, err := src.CallTool(ctx, call)
 		if res == nil {
 			return nil, err // not a typed nil in an interface

@@ -121,25 +121,27 @@ func peerKeyOf(ss *Session) string {
 	if ss.peer != "" {
 		return ss.peer
 	}
-	return ss.connPeerOf().Key
+	return connPeerOf(ss).Key
 }
 
 // connID returns the connection's correlation id (a per-request session
 // gets one on first use).
 func (ss *Session) connID() string {
-	ss.connIDOnce.Do(ss.initConnID)
+	ss.connIDOnce.Do(func() { initConnID(ss) })
 	return ss.connCorrelationID
 }
 
-// connPeerOf returns the connection as its own peer
+// connPeerOf returns the connection of ss as its own peer
 // (transport.PeerOfConn), built once per connection rather than per
 // request.
-func (ss *Session) connPeerOf() Peer {
-	ss.connIDOnce.Do(ss.initConnID)
+func connPeerOf(ss *Session) Peer {
+	ss.connIDOnce.Do(func() { initConnID(ss) })
 	return ss.connPeer
 }
 
-func (ss *Session) initConnID() {
+// initConnID sets the connection's id, if it has none yet, and the peer
+// it names.
+func initConnID(ss *Session) {
 	if ss.connCorrelationID == "" {
 		ss.connCorrelationID = ss.server.opts.NewID()
 	}
