@@ -204,6 +204,12 @@ func newStore(db, rdb *sql.DB, d dialect, c config) (*Store, error) {
 			}
 		}
 	}
+	if d == dialectSQLite {
+		if err := s.prepareGrouped(ctx); err != nil {
+			s.closeStmts()
+			return nil, err
+		}
+	}
 	for range c.writers {
 		q := make(chan *writeOp, c.maxBatch)
 		s.queues = append(s.queues, q)
@@ -244,6 +250,9 @@ func (s *Store) closeStmts() {
 		}
 	}
 	for _, st := range s.txStmts {
+		st.Close()
+	}
+	for _, st := range s.groupStmts {
 		st.Close()
 	}
 }
