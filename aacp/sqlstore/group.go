@@ -342,15 +342,7 @@ func (s *Store) claimRequests(ctx context.Context, tx *sql.Tx, ops []*writeOp, l
 	if len(claims) == 0 {
 		return withoutFailed(live, results), nil
 	}
-	inserted := make(map[string]bool, len(claims))
-	err := chunks(s.d, claims, func(c []int) error {
-		args := make([]any, 0, len(c)*15)
-		for _, i := range c {
-			args = append(args, ops[i].g.req...)
-		}
-		q := s.d.multiRow("claimRequests", len(c))
-		return s.scanIDs(ctx, tx, q, args, inserted)
-	})
+	inserted, err := s.rowsIDs(ctx, tx, "claimRequests", ops, claims, func(g *grouped) []any { return g.req })
 	if err != nil {
 		return nil, err
 	}
@@ -384,15 +376,7 @@ func (s *Store) resolveRequests(ctx context.Context, tx *sql.Tx, ops []*writeOp,
 	if len(resolves) == 0 {
 		return live, nil
 	}
-	updated := make(map[string]bool, len(resolves))
-	err := chunks(s.d, resolves, func(c []int) error {
-		args := make([]any, 0, len(c)*8)
-		for _, i := range c {
-			args = append(args, ops[i].g.res...)
-		}
-		q := s.d.multiRow("resolve", len(c))
-		return s.scanIDs(ctx, tx, q, args, updated)
-	})
+	updated, err := s.rowsIDs(ctx, tx, "resolve", ops, resolves, func(g *grouped) []any { return g.res })
 	if err != nil {
 		return nil, err
 	}
@@ -472,6 +456,22 @@ func (s *Store) storeMessages(ctx context.Context, tx *sql.Tx, ops []*writeOp, l
 		_, err := s.execTx(ctx, tx, q, args...)
 		return err
 	})
+}
+
+// rowsIDs runs the multi-row statement name (which returns the id of each
+// row it wrote) on the rows row(g) of the writes ops[i] of idx, in chunks,
+// and returns the ids returned.
+func (s *Store) rowsIDs(ctx context.Context, tx *sql.Tx, name string, ops []*writeOp, idx []int,
+	row func(*grouped) []any) (map[string]bool, error) {
+	ids := make(map[string]bool, len(idx))
+	err := chunks(s.d, idx, func(c []int) error {
+		var args []any
+		for _, i := range c {
+			args = append(args, row(ops[i].g)...)
+		}
+		return s.scanIDs(ctx, tx, s.d.multiRow(name, len(c)), args, ids)
+	})
+	return ids, err
 }
 
 // scanIDs runs q, which returns one id per row, and adds the ids to into.
