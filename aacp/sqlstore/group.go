@@ -251,7 +251,8 @@ func (s *Store) currentFences(ctx context.Context, tx *sql.Tx, ops []*writeOp) (
 
 // checkSeqs fails with aacp.ErrSeqConflict the writes of live whose
 // message's seq is not above its pair's last sequence (read FOR UPDATE on
-// PostgreSQL), and returns the others. Two writes of one seq on a pair
+// PostgreSQL; a pair without one takes any seq, as a single write's
+// upsert would), and returns the others. Two writes of one seq on a pair
 // give up the grouped path.
 func (s *Store) checkSeqs(ctx context.Context, tx *sql.Tx, ops []*writeOp, live []int, results []error) ([]int, error) {
 	type pairSeq struct {
@@ -310,7 +311,7 @@ func (s *Store) checkSeqs(ctx context.Context, tx *sql.Tx, ops []*writeOp, live 
 	for _, i := range live {
 		if m := ops[i].g.msg; m != nil {
 			env := &m.Envelope
-			if env.Seq <= last[pairKey{env.SourceAgentID, env.TargetAgentID}] {
+			if l, ok := last[pairKey{env.SourceAgentID, env.TargetAgentID}]; ok && env.Seq <= l {
 				results[i] = fmt.Errorf("%w: %s→%s seq %d", aacp.ErrSeqConflict, env.SourceAgentID, env.TargetAgentID, env.Seq)
 				continue
 			}
