@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"strings"
 	"sync"
 
 	"github.com/keelmcp/keel/aacp"
@@ -13,15 +12,14 @@ import (
 // that a batch costs a few statements (and, on PostgreSQL, a few round
 // trips) rather than a few per write.
 
-// ackChunk bounds the pairs of one multi-row acknowledgment statement.
-const ackChunk = 128
+// multiRowSQL caches the multi-row statements by dialect, name and row
+// count (multiRow).
+var multiRowSQL sync.Map // multiRowKey → string
 
-// ackSQL caches the acknowledgment statements by dialect and pair count.
-var ackSQL sync.Map // ackKey → [2]string
-
-type ackKey struct {
-	d dialect
-	n int
+type multiRowKey struct {
+	d    dialect
+	name string
+	n    int
 }
 
 // ackStatements returns the statements that record n acknowledgments: the
@@ -29,33 +27,14 @@ type ackKey struct {
 // pairs' UNKNOWN messages at or below it COMPLETED. Their arguments are
 // source, target and seq of each pair, in order.
 func (d dialect) ackStatements(n int) (raise, mark string) {
-	if v, ok := ackSQL.Load(ackKey{d, n}); ok {
-		q := v.([2]string)
-		return q[0], q[1]
-	}
-	var r, m strings.Builder
-	r.WriteString(`INSERT INTO aacp_sequences (source_agent_id, target_agent_id, last_seq, ack) VALUES `)
-	m.WriteString(`UPDATE aacp_messages SET status = 'COMPLETED' FROM (VALUES `)
-	for i := range n {
-		if i > 0 {
-			r.WriteString(", ")
-			m.WriteString(", ")
-		}
-		r.WriteString("(?, ?, 0, CAST(? AS BIGINT))")
-		m.WriteString("(?, ?, CAST(? AS BIGINT))")
-	}
-	r.WriteString(` ON CONFLICT (source_agent_id, target_agent_id) DO UPDATE SET ack = excluded.ack
-		WHERE aacp_sequences.ack < excluded.ack`)
-	m.WriteString(`) AS a WHERE aacp_messages.source_agent_id = a.column1 AND aacp_messages.target_agent_id = a.column2
-		AND aacp_messages.seq <= a.column3 AND aacp_messages.status = 'UNKNOWN'`)
-	q := [2]string{d.rebind(r.String()), d.rebind(m.String())}
-	ackSQL.Store(ackKey{d, n}, q)
-	return q[0], q[1]
+	raise = d.multiRow("ackRaise", n)
+	mark = d.multiRow("ackMark", n)
+	return raise, mark
 }
 
 // execAcks records acks, sorted by pair, in tx: the acknowledged seq of
 // each pair raised to the highest Seq given for it, and its UNKNOWN
-// messages at or below it COMPLETED, with two statements per ackChunk
+// messages at or below it COMPLETED, with two statements per chunk of
 // pairs.
 func (s *Store) execAcks(ctx context.Context, tx *sql.Tx, acks []aacp.Ack) error {
 	merged := make([]aacp.Ack, 0, len(acks))
@@ -66,21 +45,16 @@ func (s *Store) execAcks(ctx context.Context, tx *sql.Tx, acks []aacp.Ack) error
 		}
 		merged = append(merged, a)
 	}
-	args := make([]any, 0, 3*min(len(merged), ackChunk))
-	for len(merged) > 0 {
-		chunk := merged[:min(len(merged), ackChunk)]
-		merged = merged[len(chunk):]
-		args = args[:0]
+	return chunks(s.d, merged, func(chunk []aacp.Ack) error {
+		args := make([]any, 0, 3*len(chunk))
 		for _, a := range chunk {
 			args = append(args, a.Source, a.Target, int64(a.Seq))
 		}
 		raise, mark := s.d.ackStatements(len(chunk))
-		if _, err := tx.ExecContext(ctx, raise, args...); err != nil {
+		if _, err := s.execTx(ctx, tx, raise, args...); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, mark, args...); err != nil {
-			return err
-		}
-	}
-	return nil
+		_, err := s.execTx(ctx, tx, mark, args...)
+		return err
+	})
 }

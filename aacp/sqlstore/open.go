@@ -84,6 +84,14 @@ func newConfig(opts []Option) (config, error) {
 	return c, nil
 }
 
+// walCheckpointPages is the size of SQLite's write-ahead log, in pages
+// (32 MiB of 4 KiB pages), at which a commit copies the log back into the
+// database file (wal_autocheckpoint; SQLite's default is 1000). A page
+// changed by many batches in between is copied once: under load the
+// ledger's writes touch the same pages again and again, so a larger log
+// costs less work per message; the log stays bounded by about this size.
+const walCheckpointPages = 8192
+
 // OpenSQLite opens (creating it if needed) the SQLite ledger in the file
 // at path and migrates its schema. Writes go through one connection (a
 // SQLite database has one writer at a time), in WAL mode with the
@@ -101,9 +109,11 @@ func OpenSQLite(path string, opts ...Option) (*Store, error) {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+c.synchronous+")")
 	// Statement and savepoint journals in memory, not in temporary files,
-	// and a page cache (32 MiB) that holds the pages a batch changes.
+	// and a page cache (32 MiB) that holds the pages a batch changes; the
+	// log is checkpointed every walCheckpointPages.
 	q.Add("_pragma", "temp_store(MEMORY)")
 	q.Add("_pragma", "cache_size(-32768)")
+	q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", walCheckpointPages))
 	q.Set("_txlock", "immediate")
 	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
 	if err != nil {
@@ -204,6 +214,12 @@ func newStore(db, rdb *sql.DB, d dialect, c config) (*Store, error) {
 			}
 		}
 	}
+	if d == dialectSQLite {
+		if err := s.prepareGrouped(ctx); err != nil {
+			s.closeStmts()
+			return nil, err
+		}
+	}
 	for range c.writers {
 		q := make(chan *writeOp, c.maxBatch)
 		s.queues = append(s.queues, q)
@@ -244,6 +260,9 @@ func (s *Store) closeStmts() {
 		}
 	}
 	for _, st := range s.txStmts {
+		st.Close()
+	}
+	for _, st := range s.groupStmts {
 		st.Close()
 	}
 }

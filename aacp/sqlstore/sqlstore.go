@@ -13,26 +13,35 @@
 // Group commit: the writes of concurrent callers share transactions. A
 // writer goroutine (one on SQLite, which has one writer at a time;
 // WithWriters on PostgreSQL, sharing one pool of connections with the
-// reads) takes
-// every write queued at that moment, up to WithMaxBatch, runs them one
-// after the other in one transaction and commits once, so that the commit
-// and its fsync are paid once per batch, not once per write; the more
-// callers wait, the larger the batch. A write whose statements fail undoes
-// only itself: the batch then runs again with a savepoint around each
-// write. Each call still returns only after its own transaction committed,
-// with the durability the database is configured for (synchronous=FULL on
-// SQLite by default; synchronous_commit and fsync on PostgreSQL). On
-// PostgreSQL, the writes that change one pair's sequence row always go to
-// the same writer, so that two writers never wait for each other's
-// sequence rows; the other writes (claims, lease operations, retry
-// updates) go to the writers in turn, and two writers' transactions can
-// then wait for each other's rows: PostgreSQL breaks such a cycle after
-// its deadlock_timeout by aborting one of them, whose writes run again in
-// a later transaction. Acknowledgments of many pairs are written with
-// multi-row statements. On SQLite, reads go through read-only connections
-// of their own (WithReadConns; WAL lets them read while the writer
-// commits), so they never wait behind a batch; on PostgreSQL they share
-// the writers' pool.
+// reads) takes every write queued at that moment, up to WithMaxBatch,
+// runs them in one transaction and commits once, so that the commit and
+// its fsync are paid once per batch, not once per write; the more callers
+// wait, the larger the batch. The enqueues, resolutions and
+// acknowledgments of a batch also share their statements: one multi-row
+// statement per kind of row (fence check, sequence check, request claim,
+// resolution, sequence raise, message insert, acknowledgment) for the
+// whole batch rather than a few per write, so a batch costs a handful of
+// round trips on PostgreSQL and a handful of statements on SQLite (whose
+// multi-row statements are prepared once, when the store opens). A write
+// that cannot succeed (a stale fence, a request id recorded already, a
+// sequence number already used, a request final already or missing) is
+// found before anything of it is written: it fails alone, storing nothing,
+// and the others commit. A batch that shares statements cannot decide
+// (two of its writes using one sequence number, or resolving one request,
+// or a statement failing) runs again one write at a time, each with a
+// savepoint of its own, so that a failing write undoes only itself. Each
+// call still returns only after its own transaction committed, with the
+// durability the database is configured for (synchronous=FULL on SQLite
+// by default; synchronous_commit and fsync on PostgreSQL). On PostgreSQL,
+// the writes that change one pair's sequence row always go to the same
+// writer, so that two writers never wait for each other's sequence rows;
+// the other writes (claims, lease operations, retry updates) go to the
+// writers in turn, and two writers' transactions can then wait for each
+// other's rows: PostgreSQL breaks such a cycle after its deadlock_timeout
+// by aborting one of them, whose writes run again in a later transaction.
+// On SQLite, reads go through read-only connections of their own
+// (WithReadConns; WAL lets them read while the writer commits), so they
+// never wait behind a batch; on PostgreSQL they share the writers' pool.
 //
 // Claims: on PostgreSQL, ClaimDue selects due rows with FOR UPDATE SKIP
 // LOCKED, so concurrent pollers never claim the same message and never wait
@@ -91,12 +100,19 @@ type Store struct {
 	// stmts are the prepared statements run outside the writers'
 	// transactions (reads, on rdb); txStmts those the writers run (on db).
 	stmts, txStmts map[string]*sql.Stmt
-	closeOnce      sync.Once
-	queues         []chan *writeOp // one per writer
-	turn           atomic.Uint64   // the queue of the next write without a pair
-	seed           maphash.Seed    // of pairWriter
-	stopped        chan struct{}   // closed by Close
-	writersDone    sync.WaitGroup
+	// groupStmts are the grouped writes' statements by query (txStmt),
+	// read-only once open.
+	groupStmts map[string]*sql.Stmt
+	// groupedRuns and ungroupedRuns count the batches whose grouped
+	// writes shared their statements, and those where that gave up
+	// (group.go).
+	groupedRuns, ungroupedRuns atomic.Int64
+	closeOnce                  sync.Once
+	queues                     []chan *writeOp // one per writer
+	turn                       atomic.Uint64   // the queue of the next write without a pair
+	seed                       maphash.Seed    // of pairWriter
+	stopped                    chan struct{}   // closed by Close
+	writersDone                sync.WaitGroup
 }
 
 var _ aacp.Store = (*Store)(nil)
@@ -487,12 +503,9 @@ func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (int, error) {
 }
 
 // enqueue raises the pair's sequence to msg's seq (failing with
-// aacp.ErrSeqConflict if it is not above it) and inserts msg.
-func (s *Store) enqueue(ctx context.Context, tx *sql.Tx, msg *aacp.MessageRecord) error {
-	args, err := messageArgs(msg)
-	if err != nil {
-		return err
-	}
+// aacp.ErrSeqConflict if it is not above it) and inserts msg (its row:
+// args).
+func (s *Store) enqueue(ctx context.Context, tx *sql.Tx, msg *aacp.MessageRecord, args []any) error {
 	env := &msg.Envelope
 	r, err := s.stmt(tx, ctx, "raiseSeq").ExecContext(ctx, env.SourceAgentID, env.TargetAgentID, int64(env.Seq))
 	if err != nil {
@@ -509,14 +522,20 @@ func (s *Store) enqueue(ctx context.Context, tx *sql.Tx, msg *aacp.MessageRecord
 
 // Enqueue implements aacp.Store.
 func (s *Store) Enqueue(ctx context.Context, req *aacp.RequestRecord, msg *aacp.MessageRecord, fence aacp.Fence) error {
-	var reqArgs []any
+	g := &grouped{fence: fence, msg: msg}
 	if req != nil {
 		var err error
-		if reqArgs, err = requestArgs(req); err != nil {
+		if g.req, err = requestArgs(req); err != nil {
 			return err
 		}
+		g.reqID = req.RequestID
 	}
-	return s.writeMessage(ctx, msg, func(ctx context.Context, tx *sql.Tx) error {
+	var err error
+	if g.msgArgs, err = messageArgs(msg); err != nil {
+		return err
+	}
+	reqArgs := g.req
+	return s.writeMessage(ctx, g, func(ctx context.Context, tx *sql.Tx) error {
 		if err := s.checkFence(ctx, tx, fence); err != nil {
 			return err
 		}
@@ -532,7 +551,7 @@ func (s *Store) Enqueue(ctx context.Context, req *aacp.RequestRecord, msg *aacp.
 				return fmt.Errorf("%w: %s", aacp.ErrDuplicateRequest, req.RequestID)
 			}
 		}
-		return s.enqueue(ctx, tx, msg)
+		return s.enqueue(ctx, tx, msg, g.msgArgs)
 	})
 }
 
@@ -543,7 +562,15 @@ func (s *Store) Resolve(ctx context.Context, res *aacp.Resolution, response *aac
 		return false, err
 	}
 	applied := false
-	err = s.writeMessage(ctx, response, func(ctx context.Context, tx *sql.Tx) error {
+	g := &grouped{fence: fence, resID: res.RequestID, applied: &applied, msg: response,
+		res: []any{res.RequestID, string(res.Outcome), string(res.Completion), nullText(res.Result), errText,
+			res.CompletionRef, nanos(res.CompletedAt), res.Attempts}}
+	if response != nil {
+		if g.msgArgs, err = messageArgs(response); err != nil {
+			return false, err
+		}
+	}
+	err = s.writeMessage(ctx, g, func(ctx context.Context, tx *sql.Tx) error {
 		applied = false
 		if err := s.checkFence(ctx, tx, fence); err != nil {
 			return err
@@ -554,7 +581,7 @@ func (s *Store) Resolve(ctx context.Context, res *aacp.Resolution, response *aac
 			return err // final already: nothing to do
 		}
 		if response != nil {
-			if err := s.enqueue(ctx, tx, response); err != nil {
+			if err := s.enqueue(ctx, tx, response, g.msgArgs); err != nil {
 				return err
 			}
 		}
@@ -600,37 +627,24 @@ func (s *Store) Acknowledge(ctx context.Context, acks []aacp.Ack) error {
 	})
 	// Each writer's group of acknowledgments runs in its own transaction
 	// (and again from scratch if it is retried): the stale ones it finds
-	// are kept per group, and reported after all committed.
-	var mu sync.Mutex
-	stale := map[*aacp.Ack][]error{}
-	err := s.writeAcks(ctx, acks, func(ctx context.Context, tx *sql.Tx, group []aacp.Ack) error {
+	// are reported after all committed.
+	return s.writeAcks(ctx, acks, func(ctx context.Context, tx *sql.Tx, group []aacp.Ack, lost *[]error) error {
+		*lost = nil
 		live := make([]aacp.Ack, 0, len(group))
-		var lost []error
 		for _, a := range group {
 			if err := s.checkFence(ctx, tx, a.Fence); errors.Is(err, aacp.ErrLeaseLost) {
-				lost = append(lost, err)
+				*lost = append(*lost, err)
 				continue
 			} else if err != nil {
 				return err
 			}
 			live = append(live, a)
 		}
-		mu.Lock()
-		stale[&group[0]] = lost
-		mu.Unlock()
 		if len(live) == 0 {
 			return nil
 		}
 		return s.execAcks(ctx, tx, live)
 	})
-	if err != nil {
-		return err
-	}
-	var all []error
-	for _, lost := range stale {
-		all = append(all, lost...)
-	}
-	return errors.Join(all...)
 }
 
 // claimWhere returns the condition of the due messages of targets, and its

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"time"
 
 	"github.com/keelmcp/keel/aacp"
@@ -27,10 +28,13 @@ import (
 // its deadlock_timeout by aborting one transaction (40P01); its writes are
 // retried (maxTries).
 //
-// The writes of a batch run one after the other, without savepoints. When
-// one of them fails, the transaction is rolled back and the batch runs
-// again with a savepoint around each write, so that the failing write
-// undoes only its own statements and the others commit.
+// The writes of a batch run without savepoints: those without a grouped
+// form one after the other, then the grouped ones (enqueues, resolutions,
+// acknowledgments) together, sharing multi-row statements (group.go).
+// When a write without a grouped form fails, or the grouped path gives
+// up, the transaction is rolled back and the batch runs again with a
+// savepoint around each write, so that the failing write undoes only its
+// own statements and the others commit.
 //
 // A write returns only after its transaction committed (or failed): a
 // status is durable before it is reported.
@@ -42,10 +46,14 @@ const maxTries = 6
 // ErrClosed is returned by the writes of a closed Store.
 var ErrClosed = errors.New("sqlstore: store is closed")
 
-// writeOp is one write: f runs inside the batch's transaction.
+// writeOp is one write: f runs inside the batch's transaction. A write
+// with a grouped form g (enqueues, resolutions, acknowledgments) shares its
+// statements with the other grouped writes of its batch (group.go); f is
+// what it runs alone.
 type writeOp struct {
 	ctx   context.Context
 	f     func(ctx context.Context, tx *sql.Tx) error
+	g     *grouped
 	done  chan error
 	tries int
 }
@@ -56,13 +64,16 @@ type writeOp struct {
 // once f started, write waits for the commit whatever ctx says, so that an
 // error return always means nothing was written.
 func (s *Store) write(ctx context.Context, f func(ctx context.Context, tx *sql.Tx) error) error {
-	return s.writeTo(ctx, s.queues[int(s.turn.Add(1)%uint64(len(s.queues)))], f)
+	return s.writeTo(ctx, s.queues[s.nextWriter()], f, nil)
 }
+
+// nextWriter returns the index of the writer of a write without a pair.
+func (s *Store) nextWriter() int { return int(s.turn.Add(1) % uint64(len(s.queues))) }
 
 // writePair is write for a write that changes the sequence row of
 // source→target: it goes to the pair's writer.
 func (s *Store) writePair(ctx context.Context, source, target string, f func(ctx context.Context, tx *sql.Tx) error) error {
-	return s.writeTo(ctx, s.queues[s.pairWriter(source, target)], f)
+	return s.writeTo(ctx, s.queues[s.pairWriter(source, target)], f, nil)
 }
 
 // pairWriter returns the index of the writer of source→target's writes.
@@ -78,30 +89,38 @@ func (s *Store) pairWriter(source, target string) int {
 	return int(h.Sum64() % uint64(len(s.queues)))
 }
 
-// writeMessage is write for a write that stores msg (may be nil): it goes
-// to the writer of msg's pair.
-func (s *Store) writeMessage(ctx context.Context, msg *aacp.MessageRecord, f func(ctx context.Context, tx *sql.Tx) error) error {
-	if msg == nil {
-		return s.write(ctx, f)
+// writeMessage is write for a write that stores g.msg (may be nil), with
+// its grouped form g: it goes to the writer of the message's pair.
+func (s *Store) writeMessage(ctx context.Context, g *grouped, f func(ctx context.Context, tx *sql.Tx) error) error {
+	i := 0
+	if g.msg == nil {
+		i = s.nextWriter()
+	} else {
+		i = s.pairWriter(g.msg.Envelope.SourceAgentID, g.msg.Envelope.TargetAgentID)
 	}
-	return s.writePair(ctx, msg.Envelope.SourceAgentID, msg.Envelope.TargetAgentID, f)
+	return s.writeTo(ctx, s.queues[i], f, g)
 }
 
 // writeAcks runs f on acks, in one write per writer: f gets the acks of
-// that writer's pairs, in their order in acks. It returns the first error.
-func (s *Store) writeAcks(ctx context.Context, acks []aacp.Ack, f func(ctx context.Context, tx *sql.Tx, acks []aacp.Ack) error) error {
+// that writer's pairs, in their order in acks, and sets lost to the errors
+// of those it skipped as stale (from scratch each time it runs); the
+// grouped form of each write does the same. It returns the first error,
+// or else the errors of the acks skipped, joined.
+func (s *Store) writeAcks(ctx context.Context, acks []aacp.Ack, f func(ctx context.Context, tx *sql.Tx, acks []aacp.Ack, lost *[]error) error) error {
 	groups := make([][]aacp.Ack, len(s.queues))
 	for _, a := range acks {
 		i := s.pairWriter(a.Source, a.Target)
 		groups[i] = append(groups[i], a)
 	}
+	lost := make([][]error, len(s.queues))
 	var ops []*writeOp
 	var err error
 	for i, g := range groups {
 		if len(g) == 0 {
 			continue
 		}
-		op, serr := s.submit(ctx, s.queues[i], func(ctx context.Context, tx *sql.Tx) error { return f(ctx, tx, g) })
+		op, serr := s.submit(ctx, s.queues[i], func(ctx context.Context, tx *sql.Tx) error { return f(ctx, tx, g, &lost[i]) },
+			&grouped{acks: g, lost: &lost[i]})
 		if serr != nil {
 			err = serr
 			break
@@ -113,20 +132,24 @@ func (s *Store) writeAcks(ctx context.Context, acks []aacp.Ack, f func(ctx conte
 			err = werr
 		}
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return errors.Join(slices.Concat(lost...)...)
 }
 
-func (s *Store) writeTo(ctx context.Context, q chan *writeOp, f func(ctx context.Context, tx *sql.Tx) error) error {
-	op, err := s.submit(ctx, q, f)
+func (s *Store) writeTo(ctx context.Context, q chan *writeOp, f func(ctx context.Context, tx *sql.Tx) error, g *grouped) error {
+	op, err := s.submit(ctx, q, f, g)
 	if err != nil {
 		return err
 	}
 	return <-op.done
 }
 
-// submit queues f in q; its result comes on the op's done.
-func (s *Store) submit(ctx context.Context, q chan *writeOp, f func(ctx context.Context, tx *sql.Tx) error) (*writeOp, error) {
-	op := &writeOp{ctx: context.WithoutCancel(ctx), f: f, done: make(chan error, 1)}
+// submit queues f (grouped form g, may be nil) in q; its result comes on
+// the op's done.
+func (s *Store) submit(ctx context.Context, q chan *writeOp, f func(ctx context.Context, tx *sql.Tx) error, g *grouped) (*writeOp, error) {
+	op := &writeOp{ctx: context.WithoutCancel(ctx), f: f, g: g, done: make(chan error, 1)}
 	select {
 	case q <- op:
 		return op, nil
@@ -206,10 +229,12 @@ func (s *Store) runBatch(ops []*writeOp) {
 
 // runTx runs ops in one transaction: the result of each, and the error of
 // the transaction as a whole (begin or commit). Without isolate, the
-// writes run one after the other and the first failing one (when there
-// are several writes) rolls the transaction back and makes runTx return
-// nil results: the caller runs the batch again with isolate, where each
-// write has a savepoint of its own.
+// writes without a grouped form run one after the other, then the grouped
+// ones together (when there are two or more; see group.go), and the first
+// failing write without a grouped form, or a grouped path that gives up,
+// rolls the transaction back and makes runTx return nil results (when
+// there are several writes): the caller runs the batch again with
+// isolate, where each write runs alone with a savepoint of its own.
 func (s *Store) runTx(ops []*writeOp, isolate bool) ([]error, error) {
 	results := make([]error, len(ops))
 	tx, err := s.db.BeginTx(context.Background(), nil)
@@ -217,13 +242,42 @@ func (s *Store) runTx(ops []*writeOp, isolate bool) ([]error, error) {
 		return results, err
 	}
 	if len(ops) == 1 || !isolate {
+		var (
+			group   []*writeOp
+			groupAt []int
+		)
+		if len(ops) > 1 {
+			for i, op := range ops {
+				if op.g != nil {
+					group, groupAt = append(group, op), append(groupAt, i)
+				}
+			}
+			if len(group) < 2 {
+				group, groupAt = nil, nil
+			}
+		}
 		for i, op := range ops {
+			if group != nil && op.g != nil {
+				continue
+			}
 			if results[i] = op.f(op.ctx, tx); results[i] != nil {
 				tx.Rollback() //nolint:errcheck // the error of f matters
 				if len(ops) > 1 {
 					return nil, nil
 				}
 				return results, nil
+			}
+		}
+		if group != nil {
+			gres := make([]error, len(group))
+			if err := s.runGrouped(context.Background(), tx, group, gres); err != nil {
+				tx.Rollback() //nolint:errcheck // run again one write at a time
+				s.ungroupedRuns.Add(1)
+				return nil, nil
+			}
+			s.groupedRuns.Add(1)
+			for k, i := range groupAt {
+				results[i] = gres[k]
 			}
 		}
 		return results, tx.Commit()
