@@ -563,7 +563,7 @@ func (s *Store) Resolve(ctx context.Context, res *aacp.Resolution, response *aac
 	}
 	applied := false
 	g := &grouped{fence: fence, resID: res.RequestID, applied: &applied, msg: response,
-		res: []any{res.RequestID, string(res.Outcome), string(res.Completion), nullText(res.Result), errText,
+		res: []any{res.RequestID, string(res.Outcome), string(res.Completion), nullText(jsontext.Value(res.Result)), errText,
 			res.CompletionRef, nanos(res.CompletedAt), res.Attempts}}
 	if response != nil {
 		if g.msgArgs, err = messageArgs(response); err != nil {
