@@ -13,6 +13,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/transport"
 )
 
@@ -42,7 +43,7 @@ type ClientOptions struct {
 	KeepAlive time.Duration
 	// LogLevel, at a modern revision, asks the server for
 	// notifications/message at this level and above on every request
-	// (_meta MetaLogLevel; "" = no log messages). It replaces
+	// (_meta revision.MetaLogLevel; "" = no log messages). It replaces
 	// SetLoggingLevel, which modern servers no longer offer; a request's
 	// own _meta may set another level.
 	LogLevel LoggingLevel
@@ -223,7 +224,7 @@ func cancelSender(cn *conn, modern string) func(id int64, reason string) {
 	return func(id int64, reason string) {
 		p := &CancelledParams{RequestID: jsontext.Value(strconv.AppendInt(nil, id, 10)), Reason: reason}
 		if modern != "" {
-			p.Meta = Meta{MetaProtocolVersion: modern}
+			p.Meta = Meta{revision.MetaProtocolVersion: modern}
 		}
 		_ = cn.notify(context.Background(), NotificationCancelled, p)
 	}
@@ -248,8 +249,8 @@ func (c *Client) ProtocolVersion() string {
 // request again, once (see ClientOptions.DisableReinitialize).
 //
 // On a modern connection params must encode as a JSON object (or be nil):
-// Call adds the client's _meta keys (MetaProtocolVersion,
-// MetaClientCapabilities, MetaClientInfo, MetaLogLevel) to its _meta,
+// Call adds the client's _meta keys (revision.MetaProtocolVersion,
+// revision.MetaClientCapabilities, revision.MetaClientInfo, revision.MetaLogLevel) to its _meta,
 // keeping those the caller set; removes resultType from the result; and
 // answers an input_required result of tools/call, prompts/get or
 // resources/read with the client's handlers (OnElicitation, OnSampling,

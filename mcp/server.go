@@ -14,6 +14,7 @@ import (
 	"github.com/keelmcp/keel/internal/ids"
 	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/logclip"
+	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/transport"
 )
 
@@ -445,7 +446,7 @@ func clonePtr[T any](p *T) *T {
 // running end at once. Run closes t before returning.
 func (s *Server) Run(ctx context.Context, t transport.Transport) error {
 	sr, stateless := transport.StatelessRequestFromContext(ctx)
-	ss := s.newSession(t, stateless && IsModernEra(sr.ProtocolVersion))
+	ss := s.newSession(t, stateless && revision.PerRequest(sr.ProtocolVersion))
 	if !ss.modernOnly {
 		// The sessions of one peer (HTTP: its token or address) share one
 		// log budget, so that opening more sessions logs no more.
