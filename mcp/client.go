@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -105,6 +106,12 @@ type ClientOptions struct {
 	// DisableReinitialize returns the error to the caller instead.
 	DisableReinitialize bool
 	OnReinitialized     func(ctx context.Context, res *InitializeResult)
+
+	// Middleware wraps every request and notification the client sends
+	// through Call and Notify (and the typed methods built on them) and
+	// every request the server sends it; the first listed is the
+	// outermost. See ClientMiddleware.
+	Middleware []ClientMiddleware
 }
 
 // Client is an MCP client: it connects to a server over any Transport,
@@ -121,6 +128,7 @@ type Client struct {
 	sess clientSession // initialize result and legacy calls (client_session.go)
 	side clientSide    // server-to-client requests (client_handlers.go)
 	mod  modernState   // revision 2026-07-28 (client_modern.go)
+	mw   clientChains  // ClientOptions.Middleware (client_middleware.go)
 
 	kaStop context.CancelFunc    // ends the keep-alive pinger (nil: none)
 	kaDone chan struct{}         // closed when the pinger returns
@@ -152,10 +160,12 @@ func NewClient(opts *ClientOptions) *Client {
 		o.MaxInputRounds = DefaultMaxInputRounds
 	}
 	declareHandlerCapabilities(&o)
+	o.Middleware = slices.Clone(o.Middleware)
 	c := &Client{opts: o, log: o.Logger}
 	c.sess.opts, c.sess.log = &c.opts, c.log
 	c.side.opts, c.side.log, c.side.reqs.log = &c.opts, c.log, c.log
 	c.mod.setup(&c.opts, c.log, &c.side)
+	c.setupMiddleware()
 	return c
 }
 
@@ -262,6 +272,15 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	if c.conn == nil {
 		return errors.New("mcp: client not connected")
 	}
+	if c.mw.send != nil {
+		return c.sendThrough(ctx, method, params, result, false)
+	}
+	return c.callDirect(ctx, method, params, result)
+}
+
+// callDirect sends a request under the rules of the client's revision,
+// innermost in the middleware chain.
+func (c *Client) callDirect(ctx context.Context, method string, params, result any) error {
 	if c.mod.on {
 		return c.mod.call(ctx, method, params, result)
 	}
@@ -274,6 +293,14 @@ func (c *Client) Notify(ctx context.Context, method string, params any) error {
 	if c.conn == nil {
 		return errors.New("mcp: client not connected")
 	}
+	if c.mw.send != nil {
+		return c.sendThrough(ctx, method, params, nil, true)
+	}
+	return c.notifyDirect(ctx, method, params)
+}
+
+// notifyDirect sends a notification, innermost in the middleware chain.
+func (c *Client) notifyDirect(ctx context.Context, method string, params any) error {
 	return c.sess.notify(ctx, method, params)
 }
 
