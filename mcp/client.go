@@ -165,7 +165,7 @@ func NewClient(opts *ClientOptions) *Client {
 	c.sess.opts, c.sess.log = &c.opts, c.log
 	c.side.opts, c.side.log, c.side.reqs.log = &c.opts, c.log, c.log
 	c.mod.setup(&c.opts, c.log, &c.side)
-	c.setupMiddleware()
+	c.mw.setup(c)
 	return c
 }
 
@@ -273,14 +273,14 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 		return errors.New("mcp: client not connected")
 	}
 	if c.mw.send != nil {
-		return c.sendThrough(ctx, method, params, result, false)
+		return c.mw.sendThrough(ctx, method, params, result, false)
 	}
-	return c.callDirect(ctx, method, params, result)
+	return callDirect(c, ctx, method, params, result)
 }
 
 // callDirect sends a request under the rules of the client's revision,
 // innermost in the middleware chain.
-func (c *Client) callDirect(ctx context.Context, method string, params, result any) error {
+func callDirect(c *Client, ctx context.Context, method string, params, result any) error {
 	if c.mod.on {
 		return c.mod.call(ctx, method, params, result)
 	}
@@ -294,13 +294,13 @@ func (c *Client) Notify(ctx context.Context, method string, params any) error {
 		return errors.New("mcp: client not connected")
 	}
 	if c.mw.send != nil {
-		return c.sendThrough(ctx, method, params, nil, true)
+		return c.mw.sendThrough(ctx, method, params, nil, true)
 	}
-	return c.notifyDirect(ctx, method, params)
+	return notifyDirect(c, ctx, method, params)
 }
 
 // notifyDirect sends a notification, innermost in the middleware chain.
-func (c *Client) notifyDirect(ctx context.Context, method string, params any) error {
+func notifyDirect(c *Client, ctx context.Context, method string, params any) error {
 	return c.sess.notify(ctx, method, params)
 }
 

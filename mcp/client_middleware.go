@@ -62,21 +62,21 @@ func chainClient(h ClientHandler, mws []ClientMiddleware) ClientHandler {
 	return h
 }
 
-// setupMiddleware builds the chain of what c sends.
-func (c *Client) setupMiddleware() {
+// setup builds the chain of what c sends.
+func (m *clientChains) setup(c *Client) {
 	if len(c.opts.Middleware) == 0 {
 		return
 	}
-	c.mw.send = chainClient(func(ctx context.Context, msg *ClientMessage) (any, error) {
+	m.send = chainClient(func(ctx context.Context, msg *ClientMessage) (any, error) {
 		var params any // an untyped nil when there are none
 		if msg.Params != nil {
 			params = msg.Params
 		}
 		if msg.Notification {
-			return nil, c.notifyDirect(ctx, msg.Method, params)
+			return nil, notifyDirect(c, ctx, msg.Method, params)
 		}
 		var raw jsontext.Value
-		if err := c.callDirect(ctx, msg.Method, params, &raw); err != nil {
+		if err := callDirect(c, ctx, msg.Method, params, &raw); err != nil {
 			return nil, err
 		}
 		return raw, nil
@@ -85,7 +85,7 @@ func (c *Client) setupMiddleware() {
 
 // sendThrough sends a request (result non-nil or not) or a notification
 // through the middleware chain, decoding the chain's result into result.
-func (c *Client) sendThrough(ctx context.Context, method string, params, result any, notification bool) error {
+func (m *clientChains) sendThrough(ctx context.Context, method string, params, result any, notification bool) error {
 	msg := &ClientMessage{Method: method, Notification: notification}
 	switch p := params.(type) {
 	case nil:
@@ -98,7 +98,7 @@ func (c *Client) sendThrough(ctx context.Context, method string, params, result 
 		}
 		msg.Params = b
 	}
-	res, err := c.mw.send(ctx, msg)
+	res, err := m.send(ctx, msg)
 	if err != nil || notification || result == nil || res == nil {
 		return err
 	}
