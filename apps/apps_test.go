@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keelmcp/keel/apps"
+	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/registry"
 	"github.com/keelmcp/keel/transport"
@@ -310,8 +311,8 @@ func TestCapabilityPerRequest(t *testing.T) {
 	var out mcp.ListToolsResult
 	require.NoError(t, c.Call(context.Background(), mcp.MethodToolsList, map[string]any{
 		"_meta": map[string]any{
-			mcp.MetaProtocolVersion:    mcp.Version20260728,
-			mcp.MetaClientCapabilities: map[string]any{},
+			revision.MetaProtocolVersion:    mcp.Version20260728,
+			revision.MetaClientCapabilities: map[string]any{},
 		},
 	}, &out))
 	var names []string

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/transport"
 )
 
@@ -43,7 +45,7 @@ type ClientOptions struct {
 	KeepAlive time.Duration
 	// LogLevel, at a modern revision, asks the server for
 	// notifications/message at this level and above on every request
-	// (_meta MetaLogLevel; "" = no log messages). It replaces
+	// (_meta revision.MetaLogLevel; "" = no log messages). It replaces
 	// SetLoggingLevel, which modern servers no longer offer; a request's
 	// own _meta may set another level.
 	LogLevel LoggingLevel
@@ -105,6 +107,12 @@ type ClientOptions struct {
 	// DisableReinitialize returns the error to the caller instead.
 	DisableReinitialize bool
 	OnReinitialized     func(ctx context.Context, res *InitializeResult)
+
+	// Middleware wraps every request and notification the client sends
+	// through Call and Notify (and the typed methods built on them) and
+	// every request the server sends it; the first listed is the
+	// outermost. See ClientMiddleware.
+	Middleware []ClientMiddleware
 }
 
 // Client is an MCP client: it connects to a server over any Transport,
@@ -121,6 +129,7 @@ type Client struct {
 	sess clientSession // initialize result and legacy calls (client_session.go)
 	side clientSide    // server-to-client requests (client_handlers.go)
 	mod  modernState   // revision 2026-07-28 (client_modern.go)
+	mw   clientChains  // ClientOptions.Middleware (client_middleware.go)
 
 	kaStop context.CancelFunc    // ends the keep-alive pinger (nil: none)
 	kaDone chan struct{}         // closed when the pinger returns
@@ -152,10 +161,12 @@ func NewClient(opts *ClientOptions) *Client {
 		o.MaxInputRounds = DefaultMaxInputRounds
 	}
 	declareHandlerCapabilities(&o)
+	o.Middleware = slices.Clone(o.Middleware)
 	c := &Client{opts: o, log: o.Logger}
 	c.sess.opts, c.sess.log = &c.opts, c.log
 	c.side.opts, c.side.log, c.side.reqs.log = &c.opts, c.log, c.log
 	c.mod.setup(&c.opts, c.log, &c.side)
+	c.mw.setup(c)
 	return c
 }
 
@@ -224,7 +235,7 @@ func cancelSender(cn *conn, modern string) func(id int64, reason string) {
 	return func(id int64, reason string) {
 		p := &CancelledParams{RequestID: json.RawMessage(strconv.AppendInt(nil, id, 10)), Reason: reason}
 		if modern != "" {
-			p.Meta = Meta{MetaProtocolVersion: modern}
+			p.Meta = Meta{revision.MetaProtocolVersion: modern}
 		}
 		_ = cn.notify(context.Background(), NotificationCancelled, p)
 	}
@@ -249,8 +260,8 @@ func (c *Client) ProtocolVersion() string {
 // request again, once (see ClientOptions.DisableReinitialize).
 //
 // On a modern connection params must encode as a JSON object (or be nil):
-// Call adds the client's _meta keys (MetaProtocolVersion,
-// MetaClientCapabilities, MetaClientInfo, MetaLogLevel) to its _meta,
+// Call adds the client's _meta keys (revision.MetaProtocolVersion,
+// revision.MetaClientCapabilities, revision.MetaClientInfo, revision.MetaLogLevel) to its _meta,
 // keeping those the caller set; removes resultType from the result; and
 // answers an input_required result of tools/call, prompts/get or
 // resources/read with the client's handlers (OnElicitation, OnSampling,
@@ -262,6 +273,15 @@ func (c *Client) Call(ctx context.Context, method string, params, result any) er
 	if c.conn == nil {
 		return errors.New("mcp: client not connected")
 	}
+	if c.mw.send != nil {
+		return c.mw.sendThrough(ctx, method, params, result, false)
+	}
+	return callDirect(c, ctx, method, params, result)
+}
+
+// callDirect sends a request under the rules of the client's revision,
+// innermost in the middleware chain.
+func callDirect(c *Client, ctx context.Context, method string, params, result any) error {
 	if c.mod.on {
 		return c.mod.call(ctx, method, params, result)
 	}
@@ -274,6 +294,14 @@ func (c *Client) Notify(ctx context.Context, method string, params any) error {
 	if c.conn == nil {
 		return errors.New("mcp: client not connected")
 	}
+	if c.mw.send != nil {
+		return c.mw.sendThrough(ctx, method, params, nil, true)
+	}
+	return notifyDirect(c, ctx, method, params)
+}
+
+// notifyDirect sends a notification, innermost in the middleware chain.
+func notifyDirect(c *Client, ctx context.Context, method string, params any) error {
 	return c.sess.notify(ctx, method, params)
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/revision"
 )
 
 // featureNotification hands task status, resource updates and
@@ -156,7 +157,7 @@ func (c *Client) GetPrompt(ctx context.Context, name string, args map[string]str
 // the negotiated revision lacks (Context and Ref.Title before 2025-06-18)
 // are not sent.
 func (c *Client) Complete(ctx context.Context, p *CompleteParams) (*CompleteResult, error) {
-	if !VersionAtLeast(c.ProtocolVersion(), Version20250618) && (p.Context != nil || p.Ref.Title != "") {
+	if !revision.AtLeast(c.ProtocolVersion(), Version20250618) && (p.Context != nil || p.Ref.Title != "") {
 		q := *p
 		q.Context, q.Ref.Title = nil, ""
 		p = &q

@@ -165,7 +165,8 @@ func (s *clientSide) serve(cn *conn, m *jsonrpc.Message) bool {
 		return true
 	}
 	params := m.Params
-	go f.run(func(ctx context.Context) (any, error) { return h(s, ctx, params) })
+	serve := func(ctx context.Context, params jsontext.Value) (any, error) { return h(s, ctx, params) }
+	go f.run(func(ctx context.Context) (any, error) { return s.serveThrough(ctx, method, params, serve) })
 	return true
 }
 
@@ -183,7 +184,8 @@ func (s *clientSide) answer(ctx context.Context, method string, params jsontext.
 	if params == nil && method == MethodRootsList {
 		params = jsontext.Value("{}")
 	}
-	res, err = guard(s.log, "client handler", method, func() (any, error) { return h(s, ctx, params) })
+	serve := func(ctx context.Context, params jsontext.Value) (any, error) { return h(s, ctx, params) }
+	res, err = guard(s.log, "client handler", method, func() (any, error) { return s.serveThrough(ctx, method, params, serve) })
 	var p *errPanic
 	if errors.As(err, &p) {
 		return nil, fmt.Errorf("the handler of %s panicked", method)

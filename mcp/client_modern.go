@@ -13,6 +13,8 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/revision"
 )
 
 // The Client at revision 2026-07-28 ("modern"): with
@@ -35,9 +37,9 @@ const DefaultMaxInputRounds = 8
 // SetLoggingLevel, Subscribe, Unsubscribe); nothing is sent.
 var ErrMethodRemoved = errors.New("mcp: method removed in protocol revision " + Version20260728)
 
-// ErrNotModern is matched (errors.Is) by the error of a Client method that
+// ErrNeedsVersion20260728 is matched (errors.Is) by the error of a Client method that
 // exists only at revision 2026-07-28 (Listen) when the connection is legacy.
-var ErrNotModern = errors.New("mcp: method requires protocol revision " + Version20260728)
+var ErrNeedsVersion20260728 = errors.New("mcp: method requires protocol revision " + Version20260728)
 
 // modernState is the Client's machinery for revision 2026-07-28: the
 // _meta every request carries, server/discover, requests whose
@@ -66,7 +68,7 @@ var inputMethods = map[string]bool{MethodToolsCall: true, MethodPromptsGet: true
 // handler capabilities are declared); side answers its input requests.
 func (m *modernState) setup(o *ClientOptions, log *slog.Logger, side *clientSide) {
 	m.opts, m.log, m.side = o, log, side
-	if !IsModernVersion(o.ProtocolVersion) {
+	if !revision.ServedPerRequest(o.ProtocolVersion) {
 		return
 	}
 	m.on = true
@@ -84,11 +86,11 @@ func (m *modernState) setup(o *ClientOptions, log *slog.Logger, side *clientSide
 		}
 		m.meta[k] = b
 	}
-	put(MetaProtocolVersion, o.ProtocolVersion)
-	put(MetaClientCapabilities, caps)
-	put(MetaClientInfo, Implementation{Name: o.Name, Version: o.Version, Title: o.Title})
+	put(revision.MetaProtocolVersion, o.ProtocolVersion)
+	put(revision.MetaClientCapabilities, caps)
+	put(revision.MetaClientInfo, Implementation{Name: o.Name, Version: o.Version, Title: o.Title})
 	if o.LogLevel != "" {
-		put(MetaLogLevel, o.LogLevel)
+		put(revision.MetaLogLevel, o.LogLevel)
 	}
 }
 
@@ -111,7 +113,7 @@ func (m *modernState) discover(ctx context.Context) (*InitializeResult, error) {
 		return nil, fmt.Errorf("mcp: the server does not support protocol revision %s (it supports: %s)", v, strings.Join(res.SupportedVersions, ", "))
 	}
 	init := &InitializeResult{ProtocolVersion: v, Capabilities: res.Capabilities, Instructions: res.Instructions, Meta: res.Meta}
-	if info, ok := res.Meta[MetaServerInfo]; ok {
+	if info, ok := res.Meta[revision.MetaServerInfo]; ok {
 		if b, err := jsonv2.Marshal(info); err == nil {
 			_ = jsonv2.Unmarshal(b, &init.ServerInfo)
 		}
@@ -123,7 +125,7 @@ func (m *modernState) discover(ctx context.Context) (*InitializeResult, error) {
 // DiscoverResult returns the server's answer to server/discover (nil before
 // Connect, and on a legacy connection). A modern connection also has an
 // InitializeResult, built from it: ProtocolVersion is the client's
-// revision, ServerInfo comes from _meta[MetaServerInfo].
+// revision, ServerInfo comes from _meta[revision.MetaServerInfo].
 func (c *Client) DiscoverResult() *DiscoverResult { return c.mod.disc.Load() }
 
 // withRequestMeta returns params as a JSON object whose _meta holds the
@@ -185,8 +187,8 @@ func (m *modernState) call(ctx context.Context, method string, params, result an
 			return fmt.Errorf("mcp: %s result: %w", method, err)
 		}
 		switch rt {
-		case "", ResultTypeComplete: // absent: a server of an earlier revision
-		case ResultTypeInputRequired:
+		case "", resultTypeComplete: // absent: a server of an earlier revision
+		case resultTypeInputRequired:
 			if !inputMethods[method] {
 				return fmt.Errorf("mcp: %s: the server answered input_required, which only tools/call, prompts/get and resources/read may", method)
 			}
@@ -210,7 +212,7 @@ func (m *modernState) call(ctx context.Context, method string, params, result an
 				obj["requestState"] = state
 			}
 			continue
-		case ResultTypeTask:
+		case resultTypeTask:
 			if _, ok := m.opts.Capabilities.Extensions[ExtensionTasks]; !ok {
 				return fmt.Errorf("mcp: %s: the server answered with a task, but the client did not declare the %s extension", method, ExtensionTasks)
 			}
@@ -327,10 +329,10 @@ func (m *modernState) removed(method, hint string) error {
 
 // need refuses method, which exists only at revision 2026-07-28, on a
 // legacy connection (of revision negotiated) with an error wrapping
-// ErrNotModern.
+// ErrNeedsVersion20260728.
 func (m *modernState) need(method, negotiated string) error {
 	if !m.on {
-		return fmt.Errorf("%w: %s (negotiated: %s)", ErrNotModern, method, negotiated)
+		return fmt.Errorf("%w: %s (negotiated: %s)", ErrNeedsVersion20260728, method, negotiated)
 	}
 	return nil
 }

@@ -11,13 +11,14 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/revision"
 )
 
 // subscriptions/listen (revision 2026-07-28): one long-lived request per
 // subscription, which the server acknowledges with
 // notifications/subscriptions/acknowledged and then answers only when it
 // ends the subscription. The notifications it carries are tagged with the
-// listen request's id (_meta MetaSubscriptionID) and reach the client's
+// listen request's id (_meta revision.MetaSubscriptionID) and reach the client's
 // usual callbacks.
 
 // listenAcknowledge is a decoded notifications/subscriptions/acknowledged.
@@ -41,13 +42,13 @@ type Subscription struct {
 // to the notifications filter opts in to, and returns once the server has
 // acknowledged it. The notifications then reach the client's callbacks as
 // they arrive (OnListChanged, OnResourceUpdated, OnNotification), each
-// tagged with the subscription's id in _meta[MetaSubscriptionID].
+// tagged with the subscription's id in _meta[revision.MetaSubscriptionID].
 //
 // The subscription lasts until ctx ends or Close is called (the client
 // then sends notifications/cancelled for the listen request), or until
 // the server ends it (Done is closed; Err tells why). An error answer
 // before the acknowledgement is returned as *Error. On a legacy connection
-// the error wraps ErrNotModern and nothing is sent.
+// the error wraps ErrNeedsVersion20260728 and nothing is sent.
 func (c *Client) Listen(ctx context.Context, filter SubscriptionFilter) (*Subscription, error) {
 	if c.conn == nil {
 		return nil, errors.New("mcp: client not connected")
@@ -168,7 +169,7 @@ func (s *Subscription) forget() {
 
 // ID returns the subscription's id: the JSON-RPC id of its
 // subscriptions/listen request, which tags its notifications
-// (_meta[MetaSubscriptionID]).
+// (_meta[revision.MetaSubscriptionID]).
 func (s *Subscription) ID() json.RawMessage {
 	return json.RawMessage(strconv.AppendInt(nil, s.id, 10))
 }
@@ -214,7 +215,7 @@ func (m *modernState) acknowledged(msg *jsonrpc.Message) {
 		m.log.Warn("mcp: client received a malformed " + NotificationSubscriptionsAcknowledged)
 		return
 	}
-	raw := p.Meta[MetaSubscriptionID]
+	raw := p.Meta[revision.MetaSubscriptionID]
 	id, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil || raw.Kind() != '0' {
 		m.log.Warn("mcp: "+NotificationSubscriptionsAcknowledged+" for an unknown subscription", "subscriptionId", string(raw))

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keelmcp/keel/internal/mcptest"
+	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/transport"
 )
@@ -231,7 +232,7 @@ func TestModernClientRequestMeta(t *testing.T) {
 	// logLevel wins).
 	call := async(func() (*mcp.CallToolResult, error) {
 		return c.CallToolWithParams(ctx, &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(`{"x":1}`),
-			Meta: mcp.Meta{mcp.MetaProgressToken: 7, "custom": "yes", mcp.MetaLogLevel: "debug"}})
+			Meta: mcp.Meta{mcp.MetaProgressToken: 7, "custom": "yes", revision.MetaLogLevel: "debug"}})
 	})
 	m := s.expect(mcp.MethodToolsCall)
 	assert.JSONEq(t, `{"name":"echo","arguments":{"x":1},"_meta":{
@@ -253,8 +254,8 @@ func TestModernClientRequestMeta(t *testing.T) {
 	})
 	m = s.expect(mcp.MethodPromptsList)
 	meta := m.meta(t)
-	assert.JSONEq(t, `"info"`, string(meta[mcp.MetaLogLevel]))
-	assert.JSONEq(t, `"2026-07-28"`, string(meta[mcp.MetaProtocolVersion]))
+	assert.JSONEq(t, `"info"`, string(meta[revision.MetaLogLevel]))
+	assert.JSONEq(t, `"2026-07-28"`, string(meta[revision.MetaProtocolVersion]))
 	s.reply(m.ID, `{"prompts":[],"resultType":"complete","ttlMs":0,"cacheScope":"public"}`)
 	v, err := raw(t)
 	require.NoError(t, err)
@@ -348,7 +349,7 @@ func TestModernClientInputRequiredPromptSampling(t *testing.T) {
 	})
 	get := async(func() (*mcp.GetPromptResult, error) { return c.GetPrompt(context.Background(), "p", nil) })
 	m := s.expect(mcp.MethodPromptsGet)
-	assert.JSONEq(t, `{"sampling":{}}`, string(m.meta(t)[mcp.MetaClientCapabilities]))
+	assert.JSONEq(t, `{"sampling":{}}`, string(m.meta(t)[revision.MetaClientCapabilities]))
 	s.reply(m.ID, `{"resultType":"input_required","inputRequests":{"s":{"method":"sampling/createMessage",
 		"params":{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":10}}}}`)
 	m = s.expect(mcp.MethodPromptsGet)
@@ -426,7 +427,7 @@ func TestModernClientListen(t *testing.T) {
 	})
 	m := s.expect(mcp.MethodSubscriptionsListen)
 	assert.JSONEq(t, `{"toolsListChanged":true,"promptsListChanged":true}`, m.param(t, "notifications"))
-	assert.JSONEq(t, `"2026-07-28"`, string(m.meta(t)[mcp.MetaProtocolVersion]))
+	assert.JSONEq(t, `"2026-07-28"`, string(m.meta(t)[revision.MetaProtocolVersion]))
 	// An acknowledgement of another subscription is not ours.
 	s.notify(mcp.NotificationSubscriptionsAcknowledged, `{"notifications":{},"_meta":{"io.modelcontextprotocol/subscriptionId":999}}`)
 	s.notify(mcp.NotificationSubscriptionsAcknowledged, fmt.Sprintf(`{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/subscriptionId":%s}}`, m.ID))
@@ -519,6 +520,6 @@ func TestModernClientListenEnds(t *testing.T) {
 func TestLegacyClientHasNoListen(t *testing.T) {
 	c, _ := connect(t, mcptest.ServerOptions(mcptest.NewTools(mcptest.ToolEcho)), nil)
 	_, err := c.Listen(context.Background(), mcp.SubscriptionFilter{ToolsListChanged: true})
-	assert.ErrorIs(t, err, mcp.ErrNotModern)
+	assert.ErrorIs(t, err, mcp.ErrNeedsVersion20260728)
 	assert.Nil(t, c.DiscoverResult())
 }

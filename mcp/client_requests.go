@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/revision"
 )
 
 // Requests the server sends the client, typically from inside a handler
@@ -65,7 +67,7 @@ func (ss *Session) modernRefusal(ctx context.Context, method string) error {
 // (empty: any) and declared is true.
 func (ss *Session) need(method, capability, min string, declared bool) error {
 	v := ss.ProtocolVersion()
-	if min != "" && !VersionAtLeast(v, min) {
+	if min != "" && !revision.AtLeast(v, min) {
 		return &CapabilityError{Method: method, Capability: capability, Revision: v, MinRevision: min}
 	}
 	if !declared {
@@ -142,7 +144,7 @@ func (ss *Session) CreateMessage(ctx context.Context, p *CreateMessageParams) (*
 	default:
 		return nil, fmt.Errorf("mcp: CreateMessage: unknown IncludeContext %q", p.IncludeContext)
 	}
-	if (p.IncludeContext == IncludeContextThisServer || p.IncludeContext == IncludeContextAllServers) && VersionAtLeast(v, Version20251125) {
+	if (p.IncludeContext == IncludeContextThisServer || p.IncludeContext == IncludeContextAllServers) && revision.AtLeast(v, Version20251125) {
 		if err := ss.need(m, "sampling.context", "", caps.Sampling.Context != nil); err != nil {
 			return nil, err
 		}
@@ -173,7 +175,7 @@ func (ss *Session) CreateMessage(ctx context.Context, p *CreateMessageParams) (*
 // downgradeCreateMessage returns p fit for revision v, or an error naming
 // content v cannot carry. p is not modified.
 func downgradeCreateMessage(p *CreateMessageParams, v string) (*CreateMessageParams, error) {
-	if VersionAtLeast(v, Version20251125) {
+	if revision.AtLeast(v, Version20251125) {
 		return p, nil
 	}
 	c := *p
@@ -185,11 +187,11 @@ func downgradeCreateMessage(p *CreateMessageParams, v string) (*CreateMessagePar
 		switch t := msg.Content[0].Type; {
 		case t == ContentToolUse || t == ContentToolResult:
 			return nil, fmt.Errorf("mcp: CreateMessage: message %d: %s content requires protocol revision %s or later (negotiated: %s)", i, t, Version20251125, v)
-		case t == ContentAudio && !VersionAtLeast(v, Version20250326):
+		case t == ContentAudio && !revision.AtLeast(v, Version20250326):
 			return nil, fmt.Errorf("mcp: CreateMessage: message %d: audio content requires protocol revision %s or later (negotiated: %s)", i, Version20250326, v)
 		}
 		b := msg.Content[0]
-		if !VersionAtLeast(v, Version20250618) { // _meta and lastModified are 2025-06-18
+		if !revision.AtLeast(v, Version20250618) { // _meta and lastModified are 2025-06-18
 			b.Meta = nil
 			if b.Annotations != nil && b.Annotations.LastModified != "" {
 				a := *b.Annotations
@@ -234,7 +236,7 @@ func (ss *Session) Elicit(ctx context.Context, p *ElicitParams) (*ElicitResult, 
 		if len(p.RequestedSchema) > 0 && jsontext.Value(p.RequestedSchema).Kind() != '{' {
 			return nil, errors.New("mcp: Elicit: RequestedSchema must be a JSON object schema")
 		}
-		if !VersionAtLeast(ss.ProtocolVersion(), Version20251125) {
+		if !revision.AtLeast(ss.ProtocolVersion(), Version20251125) {
 			params.Mode = "" // 2025-06-18 has no mode member
 		}
 	case ElicitModeURL:

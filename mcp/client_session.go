@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/transport"
 )
 
@@ -42,7 +43,7 @@ func (s *clientSession) handshake(ctx context.Context) (*InitializeResult, error
 		Capabilities:    o.Capabilities,
 		ClientInfo:      Implementation{Name: o.Name, Version: o.Version, Title: o.Title},
 	}, &res, nil)
-	if err == nil && !IsSupportedVersion(res.ProtocolVersion) {
+	if err == nil && !revision.Negotiated(res.ProtocolVersion) {
 		err = fmt.Errorf("mcp: server chose unsupported protocol revision %q", res.ProtocolVersion)
 	}
 	if err == nil {
@@ -82,7 +83,7 @@ func (s *clientSession) inSession(ctx context.Context, send func() error) error 
 // reports true, meaning "send the message again". A modern connection has
 // no session to renew. A failed handshake is returned, joined to err.
 func (s *clientSession) renewed(ctx context.Context, old *InitializeResult, err error) (bool, error) {
-	if err == nil || old == nil || IsModernVersion(s.opts.ProtocolVersion) || s.opts.DisableReinitialize || !errors.Is(err, transport.ErrSessionNotFound) {
+	if err == nil || old == nil || revision.ServedPerRequest(s.opts.ProtocolVersion) || s.opts.DisableReinitialize || !errors.Is(err, transport.ErrSessionNotFound) {
 		return false, err
 	}
 	s.mu.Lock()

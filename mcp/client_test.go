@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keelmcp/keel/internal/mcptest"
+	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/transport"
 )
@@ -57,7 +58,7 @@ func TestClientConnectNegotiatesEachRevision(t *testing.T) {
 			copts.ProtocolVersion = v
 			c, end := connect(t, mcptest.ServerOptions(mcptest.NewTools(mcptest.ToolEcho)), &copts)
 			want := v
-			if !mcp.IsSupportedVersion(v) {
+			if !revision.Negotiated(v) {
 				want = mcp.LatestVersion
 			}
 			assert.Equal(t, want, c.ProtocolVersion())

@@ -2,6 +2,40 @@
 // (requests, results, content, capabilities, errors), the Server that
 // serves any Transport, and the Client.
 //
+// # Quick start
+//
+// Register typed tools in a registry, hand it to a Server, and run the
+// server on a transport (stdio here):
+//
+//	type GreetIn struct {
+//		Name string `json:"name" jsonschema:"minLength=1"`
+//	}
+//	type GreetOut struct {
+//		Greeting string `json:"greeting"`
+//	}
+//
+//	reg := registry.New(nil)
+//	registry.MustRegister(reg, "greet", "Greets someone by name",
+//		func(ctx context.Context, in GreetIn) (GreetOut, error) {
+//			return GreetOut{Greeting: "Hello, " + in.Name + "!"}, nil
+//		}, nil)
+//	srv := mcp.NewServer(&mcp.ServerOptions{Name: "hello", Version: "0.1.0",
+//		Registry: reg, Tools: middleware.Standard(reg, nil)})
+//	err := srv.Run(ctx, transport.NewStdio(nil))
+//
+// In a test, join a Client to the server with the in-memory transport:
+//
+//	clientEnd, serverEnd := transport.NewPipe(nil)
+//	go srv.Run(ctx, serverEnd)
+//	c := mcp.NewClient(nil)
+//	err := c.Connect(ctx, clientEnd)
+//	res, err := c.CallTool(ctx, "greet", map[string]any{"name": "Ann"})
+//
+// The package example runs exactly this. Input types become the tools'
+// JSON Schemas (package registry), middleware.Standard adds the tools/call
+// stages (validation, timeouts, audit), and the sections below say what
+// the Server does for each request.
+//
 // # Revisions and eras
 //
 // A Server speaks two eras at once. Legacy sessions negotiate 2025-11-25,
@@ -20,7 +54,7 @@
 // the peer is answered for the request they serve: inside the handler of a
 // 2026-07-28 request, SessionFromContext(ctx).ProtocolVersion(),
 // ClientCapabilities() and ClientInfo() are the request's own, as are
-// ProtocolVersionFromContext and ClientCapabilitiesFromContext.
+// those of RequestFromContext(ctx).
 //
 // # Asking the client
 //

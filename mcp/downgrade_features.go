@@ -1,5 +1,7 @@
 package mcp
 
+import "github.com/keelmcp/keel/internal/revision"
+
 // Downgrading of resources, templates, prompts and their results: nothing
 // a negotiated revision lacks is ever sent (see version.go). Inputs are
 // shared and never modified; copies are made only when something must go.
@@ -35,10 +37,10 @@ func stripLastModified(a *Annotations) *Annotations {
 }
 
 func downgradeResources(list []*Resource, v string) []*Resource {
-	if VersionAtLeast(v, Version20251125) {
+	if revision.AtLeast(v, Version20251125) {
 		return list
 	}
-	old := !VersionAtLeast(v, Version20250618)
+	old := !revision.AtLeast(v, Version20250618)
 	return downgradeList(list, func(r *Resource) *Resource {
 		if r.Icons == nil && (!old || r.Title == "" && r.Meta == nil && (r.Annotations == nil || r.Annotations.LastModified == "")) {
 			return r
@@ -53,10 +55,10 @@ func downgradeResources(list []*Resource, v string) []*Resource {
 }
 
 func downgradeTemplates(list []*ResourceTemplate, v string) []*ResourceTemplate {
-	if VersionAtLeast(v, Version20251125) {
+	if revision.AtLeast(v, Version20251125) {
 		return list
 	}
-	old := !VersionAtLeast(v, Version20250618)
+	old := !revision.AtLeast(v, Version20250618)
 	return downgradeList(list, func(t *ResourceTemplate) *ResourceTemplate {
 		if t.Icons == nil && (!old || t.Title == "" && t.Meta == nil && (t.Annotations == nil || t.Annotations.LastModified == "")) {
 			return t
@@ -71,10 +73,10 @@ func downgradeTemplates(list []*ResourceTemplate, v string) []*ResourceTemplate 
 }
 
 func downgradePrompts(list []*Prompt, v string) []*Prompt {
-	if VersionAtLeast(v, Version20251125) {
+	if revision.AtLeast(v, Version20251125) {
 		return list
 	}
-	old := !VersionAtLeast(v, Version20250618)
+	old := !revision.AtLeast(v, Version20250618)
 	return downgradeList(list, func(p *Prompt) *Prompt {
 		titled := false
 		for i := range p.Arguments {
@@ -101,7 +103,7 @@ func downgradePrompts(list []*Prompt, v string) []*Prompt {
 
 // downgradeReadResult strips the _meta of resource contents (2025-06-18).
 func downgradeReadResult(res *ReadResourceResult, v string) *ReadResourceResult {
-	if VersionAtLeast(v, Version20250618) {
+	if revision.AtLeast(v, Version20250618) {
 		return res
 	}
 	i := 0
@@ -121,9 +123,9 @@ func downgradeReadResult(res *ReadResourceResult, v string) *ReadResourceResult 
 }
 
 // downgradePromptResult makes the messages' content fit revision v (see
-// DowngradeContent).
+// downgradeContent).
 func downgradePromptResult(res *GetPromptResult, v string) *GetPromptResult {
-	if VersionAtLeast(v, Version20251125) {
+	if revision.AtLeast(v, Version20251125) {
 		return res
 	}
 	needs := false
@@ -139,7 +141,7 @@ func downgradePromptResult(res *GetPromptResult, v string) *GetPromptResult {
 	c := *res
 	c.Messages = make([]PromptMessage, len(res.Messages))
 	for i, m := range res.Messages {
-		m.Content = DowngradeContent([]Content{m.Content}, v)[0]
+		m.Content = downgradeContent([]Content{m.Content}, v)[0]
 		c.Messages[i] = m
 	}
 	return &c

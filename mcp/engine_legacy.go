@@ -10,6 +10,7 @@ import (
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/logclip"
+	"github.com/keelmcp/keel/internal/revision"
 )
 
 // legacyEngine serves the revisions negotiated per connection (2024-11-05
@@ -66,7 +67,7 @@ func handleInitialize(_ context.Context, req *Request) (any, error) {
 		return nil, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize was already received on this connection"}
 	}
 	v := p.ProtocolVersion
-	if !IsSupportedVersion(v) {
+	if !revision.Negotiated(v) {
 		v = LatestVersion
 	}
 	ss.mu.Lock()

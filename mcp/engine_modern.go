@@ -10,6 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/revision"
 )
 
 // modernEngine serves revision 2026-07-28: each request statelessly from
@@ -22,19 +23,19 @@ type modernEngine struct{}
 // dispatch checks in the order the specification gives (_meta -32602,
 // version -32022, method -32601), then starts the method.
 func (e modernEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) job {
-	meta, err := ParseRequestMeta(json.RawMessage(m.Params))
+	meta, err := parseRequestMeta(m.Params)
 	return e.dispatchMeta(ss, m, r, meta, err)
 }
 
 // dispatchMeta is dispatch with the request's _meta parsed (meta, or the
-// error e of ParseRequestMeta).
+// error e of parseRequestMeta).
 func (modernEngine) dispatchMeta(ss *Session, m *jsonrpc.Message, r responder, meta RequestMeta, e *Error) job {
 	if e != nil {
 		r.error(e)
 		return nil
 	}
-	if !IsModernVersion(meta.ProtocolVersion) {
-		r.error(UnsupportedVersionError(meta.ProtocolVersion))
+	if !revision.ServedPerRequest(meta.ProtocolVersion) {
+		r.error(unsupportedVersionError(meta.ProtocolVersion))
 		return nil
 	}
 	md, ok := ss.server.lookupMethod(m.Method)
@@ -50,11 +51,11 @@ func (modernEngine) version(r *responder) string { return r.mod.meta.ProtocolVer
 
 func (e modernEngine) encode(r *responder, v any) (any, error) {
 	v = shapeResult(v, r.mod.meta.ProtocolVersion)
-	if tr, ok := v.(*CallToolResult); ok && !r.mod.cacheable && r.mod.subscriptionID == nil && tr.Meta[MetaServerInfo] == nil {
+	if tr, ok := v.(*CallToolResult); ok && !r.mod.cacheable && r.mod.subscriptionID == nil && tr.Meta[revision.MetaServerInfo] == nil {
 		// The common answer, stamped as it is encoded (once, into the
 		// message): no encoding to read back.
 		r.mod.stamped = stampedToolResult{Content: tr.Content, StructuredContent: jsontext.Value(tr.StructuredContent), IsError: tr.IsError,
-			ResultType: ResultTypeComplete, Meta: stampedMeta{Members: tr.Meta, ServerInfo: r.ss.server.serverInfoJSON}}
+			ResultType: resultTypeComplete, Meta: stampedMeta{Members: tr.Meta, ServerInfo: r.ss.server.serverInfoJSON}}
 		return &r.mod.stamped, nil
 	}
 	b, ok := v.(jsontext.Value)
@@ -149,7 +150,7 @@ func (s *Server) stamp(b []byte, mod *modernReq) (jsontext.Value, error) {
 					meta = val.Clone()
 					continue
 				case isType:
-					hasType, complete = true, string(val) == `"`+ResultTypeComplete+`"`
+					hasType, complete = true, string(val) == `"`+resultTypeComplete+`"`
 				case isTTL:
 					hasTTL = true
 				case isScope:
@@ -170,7 +171,7 @@ func (s *Server) stamp(b []byte, mod *modernReq) (jsontext.Value, error) {
 		out = append(out, ',')
 	}
 	if !hasType {
-		out = append(out, `"resultType":"`+ResultTypeComplete+`",`...)
+		out = append(out, `"resultType":"`+resultTypeComplete+`",`...)
 	}
 	if mod.cacheable && complete {
 		if !hasTTL {
@@ -183,10 +184,10 @@ func (s *Server) stamp(b []byte, mod *modernReq) (jsontext.Value, error) {
 	}
 	out = append(out, `"_meta":`...)
 	if meta == nil {
-		out = append(out, `{"`+MetaServerInfo+`":`...)
+		out = append(out, `{"`+revision.MetaServerInfo+`":`...)
 		out = append(out, s.serverInfoJSON...)
 		if mod.subscriptionID != nil {
-			out = append(out, `,"`+MetaSubscriptionID+`":`...)
+			out = append(out, `,"`+revision.MetaSubscriptionID+`":`...)
 			out = append(out, mod.subscriptionID...)
 		}
 		out = append(out, '}')
@@ -195,11 +196,11 @@ func (s *Server) stamp(b []byte, mod *modernReq) (jsontext.Value, error) {
 		if err := jsonv2.Unmarshal(meta, &members); err != nil || members == nil {
 			members = map[string]jsontext.Value{}
 		}
-		if _, ok := members[MetaServerInfo]; !ok {
-			members[MetaServerInfo] = s.serverInfoJSON
+		if _, ok := members[revision.MetaServerInfo]; !ok {
+			members[revision.MetaServerInfo] = s.serverInfoJSON
 		}
 		if mod.subscriptionID != nil {
-			members[MetaSubscriptionID] = mod.subscriptionID
+			members[revision.MetaSubscriptionID] = mod.subscriptionID
 		}
 		mb, err := jsonv2.Marshal(members, jsonv2.Deterministic(true))
 		if err != nil {

@@ -8,3 +8,7 @@ package mcp
 func (c *ToolCall) RespondEarly(res *CallToolResult, err error) bool {
 	return c.respondEarly(res, err)
 }
+
+// ParseRequestMetaForTest is parseRequestMeta, for the tests of package
+// mcp_test that check its reading of _meta.
+func ParseRequestMetaForTest(params []byte) (RequestMeta, *Error) { return parseRequestMeta(params) }

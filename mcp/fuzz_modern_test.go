@@ -1,8 +1,6 @@
 package mcp
 
 import (
-	"bytes"
-	"encoding/json"
 	"log/slog"
 	"reflect"
 	"testing"
@@ -10,6 +8,8 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/revision"
 )
 
 // FuzzParseRequestMeta: any params either decode into a RequestMeta that
@@ -23,7 +23,7 @@ func FuzzParseRequestMeta(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		rm, e := ParseRequestMeta(json.RawMessage(b))
+		rm, e := parseRequestMeta(jsontext.Value(b))
 		if e != nil {
 			if e.Code != CodeInvalidParams {
 				t.Fatalf("code %d, want -32602", e.Code)
@@ -33,7 +33,7 @@ func FuzzParseRequestMeta(f *testing.F) {
 		if rm.LogLevel != "" && !rm.LogLevel.Valid() {
 			t.Fatalf("accepted an unknown logLevel %q", rm.LogLevel)
 		}
-		if !IsModernRequest(json.RawMessage(b)) {
+		if !revision.Marked(jsontext.Value(b)) {
 			t.Fatalf("accepted params the era test calls legacy: %s", b)
 		}
 	})
@@ -67,11 +67,11 @@ func FuzzOpenState(f *testing.F) {
 	})
 }
 
-// FuzzIsModernRequest: the scanner never panics, and on valid JSON (params
+// FuzzMarked: the scanner never panics, and on valid JSON (params
 // reach it validated by the message decoder) it agrees with a full decode
 // (the reference): modern when _meta names the protocol version, or when
 // params that contain the key cannot be decoded into an object.
-func FuzzIsModernRequest(f *testing.F) {
+func FuzzMarked(f *testing.F) {
 	for _, s := range []string{
 		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`,
 		`{"a":{"_meta":{"io.modelcontextprotocol/protocolVersion":1}}}`,
@@ -85,29 +85,29 @@ func FuzzIsModernRequest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		got := IsModernRequest(json.RawMessage(b))
+		got := revision.Marked(jsontext.Value(b))
 		if !jsontext.Value(b).IsValid() {
 			return
 		}
 		want := false
-		if bytes.Contains(b, metaProtocolVersionKey) {
+		if revision.MayBeMarked(b) {
 			var p struct {
 				Meta map[string]jsontext.Value `json:"_meta"`
 			}
 			if jsonv2.Unmarshal(b, &p) != nil {
 				want = true
 			} else {
-				_, want = p.Meta[MetaProtocolVersion]
+				_, want = p.Meta[revision.MetaProtocolVersion]
 			}
 		}
 		if got != want {
-			t.Fatalf("IsModernRequest(%s) = %v, a full decode says %v", b, got, want)
+			t.Fatalf("revision.Marked(%s) = %v, a full decode says %v", b, got, want)
 		}
 	})
 }
 
 // FuzzDecodeMetaMatchesStructDecoding: the hand-written _meta readers
-// (decodeMeta and CheckRequestMeta, which read members one by one to
+// (decodeMeta and revision.CheckMeta, which read members one by one to
 // allocate less) read every input as decoding into a struct of the
 // members does, errors and their messages included.
 func FuzzDecodeMetaMatchesStructDecoding(f *testing.F) {
@@ -133,11 +133,11 @@ func FuzzDecodeMetaMatchesStructDecoding(f *testing.F) {
 		if v := jsontext.Value(b); v.Kind() != '{' || !v.IsValid() {
 			return // params reach the decoder as a valid object
 		}
-		checkCheckRequestMeta(t, b)
+		checkCheckMeta(t, b)
 		var w requestMetaWire
 		err := decodeMeta(b, &w)
 		var ref *reference
-		refErr := scanMeta(b, func(dec *jsontext.Decoder) error { return jsonv2.UnmarshalDecode(dec, &ref) })
+		refErr := revision.ScanMeta(b, func(dec *jsontext.Decoder) error { return jsonv2.UnmarshalDecode(dec, &ref) })
 		if (err == nil) != (refErr == nil) {
 			t.Fatalf("%s: error %v, the struct's %v", b, err, refErr)
 		}
@@ -182,9 +182,9 @@ func FuzzDecodeMetaMatchesStructDecoding(f *testing.F) {
 	})
 }
 
-// checkCheckRequestMeta compares CheckRequestMeta (read member by member)
+// checkCheckMeta compares revision.CheckMeta (read member by member)
 // with the same rules applied to a struct decoding of _meta.
-func checkCheckRequestMeta(t *testing.T, b []byte) {
+func checkCheckMeta(t *testing.T, b []byte) {
 	var m struct {
 		Meta *struct {
 			ProtocolVersion    jsontext.Value `json:"io.modelcontextprotocol/protocolVersion"`
@@ -193,30 +193,30 @@ func checkCheckRequestMeta(t *testing.T, b []byte) {
 	}
 	wantVersion, wantErr := "", (*Error)(nil)
 	var version string
-	switch err := scanMeta(b, func(dec *jsontext.Decoder) error { return jsonv2.UnmarshalDecode(dec, &m.Meta) }); {
+	switch err := revision.ScanMeta(b, func(dec *jsontext.Decoder) error { return jsonv2.UnmarshalDecode(dec, &m.Meta) }); {
 	case err != nil:
 		wantErr = invalidParams(err)
 	case m.Meta == nil || m.Meta.ProtocolVersion.Kind() != '"' || jsonv2.Unmarshal(m.Meta.ProtocolVersion, &version) != nil:
-		wantErr = missingMeta(MetaProtocolVersion)
+		wantErr = refused(revision.MissingMeta(revision.MetaProtocolVersion))
 	case m.Meta.ClientCapabilities.Kind() != '{':
-		wantErr = missingMeta(MetaClientCapabilities)
+		wantErr = refused(revision.MissingMeta(revision.MetaClientCapabilities))
 	default:
 		wantVersion = version
 	}
-	got, gotErr := CheckRequestMeta(b)
+	got, gotErr := revision.CheckMeta(b)
 	if (gotErr == nil) != (wantErr == nil) || (gotErr != nil && gotErr.Message != wantErr.Message) || got != wantVersion {
-		t.Fatalf("%s: CheckRequestMeta = %q, %v; the struct's rules give %q, %v", b, got, gotErr, wantVersion, wantErr)
+		t.Fatalf("%s: revision.CheckMeta = %q, %v; the struct's rules give %q, %v", b, got, gotErr, wantVersion, wantErr)
 	}
-	// A transport that has ParseRequestMeta's reading takes its version
-	// for CheckRequestMeta's when it succeeds (see streamhttp).
-	if meta, e := ParseRequestMeta(b); e == nil && (gotErr != nil || got != meta.ProtocolVersion) {
-		t.Fatalf("%s: ParseRequestMeta succeeds with %q, CheckRequestMeta = %q, %v", b, meta.ProtocolVersion, got, gotErr)
+	// A transport that has parseRequestMeta's reading takes its version
+	// for revision.CheckMeta's when it succeeds (see streamhttp).
+	if meta, e := parseRequestMeta(b); e == nil && (gotErr != nil || got != meta.ProtocolVersion) {
+		t.Fatalf("%s: parseRequestMeta succeeds with %q, revision.CheckMeta = %q, %v", b, meta.ProtocolVersion, got, gotErr)
 	}
 }
 
-// FuzzClassifyRequest: the reader's one reading of params (ClassifyRequest)
-// agrees with IsModernRequest, and for a modern request with
-// ParseRequestMeta.
+// FuzzClassifyRequest: the reader's one reading of params (classifyRequest)
+// agrees with revision.Marked, and for a modern request with
+// parseRequestMeta.
 func FuzzClassifyRequest(f *testing.F) {
 	for _, s := range []string{
 		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`,
@@ -231,16 +231,16 @@ func FuzzClassifyRequest(f *testing.F) {
 		if !jsontext.Value(b).IsValid() {
 			return // params reach the reader validated
 		}
-		modern, meta, e := ClassifyRequest(b)
-		if want := IsModernRequest(b); modern != want {
-			t.Fatalf("%s: modern %v, IsModernRequest %v", b, modern, want)
+		modern, meta, e := classifyRequest(b)
+		if want := revision.Marked(b); modern != want {
+			t.Fatalf("%s: modern %v, revision.Marked %v", b, modern, want)
 		}
 		if !modern {
 			return
 		}
-		wantMeta, wantErr := ParseRequestMeta(b)
+		wantMeta, wantErr := parseRequestMeta(b)
 		if (e == nil) != (wantErr == nil) || (e != nil && e.Message != wantErr.Message) || !reflect.DeepEqual(meta, wantMeta) {
-			t.Fatalf("%s: %+v %v, ParseRequestMeta %+v %v", b, meta, e, wantMeta, wantErr)
+			t.Fatalf("%s: %+v %v, parseRequestMeta %+v %v", b, meta, e, wantMeta, wantErr)
 		}
 	})
 }

@@ -29,6 +29,7 @@ type Request struct {
 	r      responder               // where the answer goes, and the request's revision scope
 	f      inflight                // the owner of the request's life (request.go); unused for notifications
 	handle MethodHandler           // the method's own handler, innermost in the chain
+	params paramsCache             // params decoded by Params, per type (request_params.go)
 }
 
 // IsNotification reports whether the request is a notification (no

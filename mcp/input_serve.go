@@ -349,7 +349,7 @@ func (r *responder) modernInputRequired(ir *InputRequiredError) {
 			reqs[k] = q
 		}
 	}
-	r.result(&InputRequiredResult{ResultType: ResultTypeInputRequired, InputRequests: reqs, RequestState: r.ss.server.sealState(&st)})
+	r.result(&InputRequiredResult{ResultType: resultTypeInputRequired, InputRequests: reqs, RequestState: r.ss.server.sealState(&st)})
 }
 
 func mergeCaps(dst *ClientCapabilities, c ClientCapabilities) {

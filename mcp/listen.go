@@ -9,6 +9,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/revision"
 )
 
 // subscriptions/listen (2026-07-28) replaces the GET stream and
@@ -209,7 +211,7 @@ func handleListen(ctx context.Context, req *Request) (any, error) {
 func (ss *Session) listen(ctx context.Context, id jsontext.Value, l *listener) {
 	// Registered (addListener) before the acknowledgement, so that no
 	// change after it is missed; what is marked meanwhile is sent after it.
-	meta := Meta{MetaSubscriptionID: id}
+	meta := Meta{revision.MetaSubscriptionID: id}
 	if err := ss.conn.notify(ctx, NotificationSubscriptionsAcknowledged,
 		&SubscriptionAcknowledgedParams{Notifications: l.filter, Meta: meta}); err != nil {
 		return

@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"encoding/json"
+
+	"github.com/keelmcp/keel/internal/revision"
 )
 
 // Protocol revision 2026-07-28 ("modern", stateless): every request carries
@@ -15,34 +17,13 @@ import (
 // Version20260728 is the stateless protocol revision.
 const Version20260728 = "2026-07-28"
 
-// ModernVersions lists the stateless revisions keel serves per request,
-// newest first. They are never negotiated by initialize: an initialize
-// asking for one is answered with LatestVersion.
-var ModernVersions = []string{Version20260728}
-
-// IsModernEra reports whether revision v belongs to the per-request era:
-// 2026-07-28 or later (revisions are dates and compare as strings). It is
-// the one era test of package mcp and its transports: an unknown later
-// revision is of the modern era too, and is then refused with -32022
-// (IsModernVersion is false for it).
-func IsModernEra(v string) bool { return v >= Version20260728 }
-
-// IsModernVersion reports whether v is a stateless revision keel serves.
-func IsModernVersion(v string) bool {
-	for _, s := range ModernVersions {
-		if s == v {
-			return true
-		}
-	}
-	return false
-}
-
-// AllVersions returns every revision keel serves, newest first: the modern
-// ones, then SupportedVersions. server/discover lists them as
-// supportedVersions, and -32022 errors as data.supported.
+// AllVersions returns every revision keel serves, newest first: those
+// served per request (Version20260728), then SupportedVersions.
+// server/discover lists them as supportedVersions, and -32022 errors as
+// data.supported.
 func AllVersions() []string {
-	out := make([]string, 0, len(ModernVersions)+len(SupportedVersions))
-	return append(append(out, ModernVersions...), SupportedVersions...)
+	out := make([]string, 0, len(revision.PerRequestVersions)+len(SupportedVersions))
+	return append(append(out, revision.PerRequestVersions...), SupportedVersions...)
 }
 
 // Methods and notifications of revision 2026-07-28.
@@ -54,31 +35,11 @@ const (
 	NotificationTasks                     = "notifications/tasks"
 )
 
-// _meta keys of revision 2026-07-28.
-const (
-	// MetaProtocolVersion (request _meta, required) is the revision of the request.
-	MetaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
-	// MetaClientCapabilities (request _meta, required) is the client's
-	// capabilities for this request ({} = none).
-	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	// MetaClientInfo (request _meta, optional) names the client software;
-	// it is self-reported and never trusted.
-	MetaClientInfo = "io.modelcontextprotocol/clientInfo"
-	// MetaLogLevel (request _meta, optional) opts the request in to
-	// notifications/message at or above this level.
-	MetaLogLevel = "io.modelcontextprotocol/logLevel"
-	// MetaServerInfo (result _meta) names the server.
-	MetaServerInfo = "io.modelcontextprotocol/serverInfo"
-	// MetaSubscriptionID (notification and result _meta) is the JSON-RPC
-	// id of the subscriptions/listen request a message belongs to.
-	MetaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
-)
-
 // Result types (the resultType member of every modern result).
 const (
-	ResultTypeComplete      = "complete"
-	ResultTypeInputRequired = "input_required"
-	ResultTypeTask          = "task" // only with the tasks extension
+	resultTypeComplete      = "complete"
+	resultTypeInputRequired = "input_required"
+	resultTypeTask          = "task" // only with the tasks extension
 )
 
 // Cache scopes of cacheable results (discover, the four lists, resources/read).
@@ -94,13 +55,13 @@ const ExtensionTasks = "io.modelcontextprotocol/tasks"
 const (
 	// CodeHeaderMismatch: an HTTP header is missing, malformed, or
 	// disagrees with the body.
-	CodeHeaderMismatch = -32020
+	CodeHeaderMismatch = revision.CodeHeaderMismatch
 	// CodeMissingClientCapability: the request needs a client capability
 	// the request did not declare; data.requiredCapabilities names it.
-	CodeMissingClientCapability = -32021
+	CodeMissingClientCapability = revision.CodeMissingClientCapability
 	// CodeUnsupportedProtocolVersion: the request's revision is unknown
 	// or not served; data lists the supported ones.
-	CodeUnsupportedProtocolVersion = -32022
+	CodeUnsupportedProtocolVersion = revision.CodeUnsupportedProtocolVersion
 )
 
 // UnsupportedVersionData is error.data of -32022. CorrelationID is the
@@ -112,9 +73,9 @@ type UnsupportedVersionData struct {
 	CorrelationID string   `json:"correlationId,omitempty"`
 }
 
-// UnsupportedVersionError returns the -32022 error for a request that
+// unsupportedVersionError returns the -32022 error for a request that
 // asked for revision requested.
-func UnsupportedVersionError(requested string) *Error {
+func unsupportedVersionError(requested string) *Error {
 	return &Error{Code: CodeUnsupportedProtocolVersion,
 		Message: "Unsupported protocol version: " + quote(requested),
 		Data:    UnsupportedVersionData{Supported: AllVersions(), Requested: requested}}
@@ -135,12 +96,6 @@ func MissingCapabilityError(required ClientCapabilities, message string) *Error 
 	}
 	return &Error{Code: CodeMissingClientCapability, Message: message,
 		Data: MissingCapabilityData{RequiredCapabilities: required}}
-}
-
-// HeaderMismatchError returns the -32020 error for an HTTP header that is
-// missing, malformed or disagrees with the body.
-func HeaderMismatchError(message string) *Error {
-	return &Error{Code: CodeHeaderMismatch, Message: "Header mismatch: " + message}
 }
 
 // DiscoverResult is the result of server/discover (2026-07-28).

@@ -10,7 +10,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/revision"
 )
 
 // modernReq is the per-request scope of a 2026-07-28 request: what its
@@ -31,33 +31,6 @@ type modernReq struct {
 	stamped stampedToolResult
 }
 
-var metaProtocolVersionKey = []byte(`"` + MetaProtocolVersion + `"`)
-
-// IsModernRequest reports whether a request's (or notification's) params
-// carry _meta["io.modelcontextprotocol/protocolVersion"]: the mark of a
-// message of revision 2026-07-28 or later, served per request (transports
-// use it to classify a message before they route it). Legacy messages pay
-// one bytes.Contains.
-func IsModernRequest(params json.RawMessage) bool {
-	if !bytes.Contains(params, metaProtocolVersionKey) {
-		return false
-	}
-	if jsontext.Value(params).Kind() != '{' {
-		return true // malformed params that name the key: the modern rules answer -32602
-	}
-	// Any error — errNamed, or malformed params that name the key, which
-	// the modern rules answer with -32602 — makes the request modern.
-	return scanMetaMembers(jsontext.Value(params), func(dec *jsontext.Decoder, member int, _ jsontext.Value) error {
-		if member == memberVersion {
-			return errNamed
-		}
-		return dec.SkipValue()
-	}) != nil
-}
-
-// errNamed stops IsModernRequest's reading at the protocolVersion member.
-var errNamed = errors.New("mcp: _meta names the protocol version")
-
 // requestMetaWire is a modern request's _meta as read (decodeMeta): the
 // members keel reads, with their presence.
 type requestMetaWire struct {
@@ -72,28 +45,27 @@ type requestMetaWire struct {
 	partial                       bool // a member of Meta could not be decoded (addOther)
 }
 
-// ParseRequestMeta decodes and checks the _meta of a 2026-07-28 request's
+// parseRequestMeta decodes and checks the _meta of a 2026-07-28 request's
 // params: protocolVersion and clientCapabilities are required, logLevel
-// must be a known level. The error is the -32602 to answer. Transports use
-// it to check a request before they dispatch it.
-func ParseRequestMeta(params json.RawMessage) (RequestMeta, *Error) {
-	if jsontext.Value(params).Kind() != '{' {
-		return RequestMeta{}, errNoModernParams
+// must be a known level. The error is the -32602 to answer.
+func parseRequestMeta(params jsontext.Value) (RequestMeta, *Error) {
+	if params.Kind() != '{' {
+		return RequestMeta{}, refused(revision.NoParams)
 	}
 	var w requestMetaWire
 	return w.check(decodeMeta(jsontext.Value(params), &w))
 }
 
-// ClassifyRequest is IsModernRequest and, for a modern request,
-// ParseRequestMeta, reading params once where IsModernRequest alone would
+// classifyRequest is revision.Marked and, for a marked request,
+// parseRequestMeta, reading params once where revision.Marked alone would
 // read them: the hand-off of a request to its era's rules. When modern is
 // false, meta and e are zero.
-func ClassifyRequest(params json.RawMessage) (modern bool, meta RequestMeta, e *Error) {
-	if !bytes.Contains(params, metaProtocolVersionKey) {
+func classifyRequest(params jsontext.Value) (modern bool, meta RequestMeta, e *Error) {
+	if !revision.MayBeMarked(params) {
 		return false, meta, nil
 	}
-	if jsontext.Value(params).Kind() != '{' {
-		return true, meta, errNoModernParams
+	if params.Kind() != '{' {
+		return true, meta, refused(revision.NoParams)
 	}
 	var w requestMetaWire
 	err := decodeMeta(jsontext.Value(params), &w)
@@ -101,14 +73,14 @@ func ClassifyRequest(params json.RawMessage) (modern bool, meta RequestMeta, e *
 	case w.namedVersion:
 	case err == nil:
 		return false, meta, nil // the key is elsewhere than in _meta
-	case !IsModernRequest(params):
+	case !revision.Marked(params):
 		return false, meta, nil // malformed, but not where the era is named
 	}
 	meta, e = w.check(err)
 	return true, meta, e
 }
 
-// check applies the rules of ParseRequestMeta to w, decoded with error
+// check applies the rules of parseRequestMeta to w, decoded with error
 // err.
 func (w *requestMetaWire) check(err error) (RequestMeta, *Error) {
 	var rm RequestMeta
@@ -117,12 +89,12 @@ func (w *requestMetaWire) check(err error) (RequestMeta, *Error) {
 	}
 	switch {
 	case !w.hasVersion:
-		return rm, missingMeta(MetaProtocolVersion)
+		return rm, refused(revision.MissingMeta(revision.MetaProtocolVersion))
 	case !w.hasCaps:
-		return rm, missingMeta(MetaClientCapabilities)
+		return rm, refused(revision.MissingMeta(revision.MetaClientCapabilities))
 	case w.hasLevel && !w.LogLevel.Valid():
 		return rm, &Error{Code: CodeInvalidParams, Message: "Invalid params: unknown logging level " + quote(string(w.LogLevel)) +
-			" in _meta[" + strconv.Quote(MetaLogLevel) + "]"}
+			" in _meta[" + strconv.Quote(revision.MetaLogLevel) + "]"}
 	}
 	return RequestMeta{ProtocolVersion: w.ProtocolVersion, ClientCapabilities: w.ClientCapabilities,
 		ClientInfo: w.ClientInfo, LogLevel: w.LogLevel, ProgressToken: w.ProgressToken, Meta: w.Meta, partial: w.partial}, nil
@@ -212,60 +184,11 @@ func (s *Server) modernCapabilities() ServerCapabilities {
 }
 
 // nameIs reports whether raw, an object member name read as a JSON string,
-// is want; it allocates only for a name with escapes.
-func nameIs(raw jsontext.Value, want string) bool {
-	if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw[1:len(raw)-1]) == want
-	}
-	var s string
-	return jsonv2.Unmarshal(raw, &s) == nil && s == want
-}
+// is want (revision.NameIs).
+func nameIs(raw jsontext.Value, want string) bool { return revision.NameIs(raw, want) }
 
-// CheckRequestMeta checks what every 2026-07-28 request's params must
-// carry — an object with a _meta naming the revision (a string) and the
-// client capabilities (an object) — and returns the revision named; the
-// error is the -32602 to answer. It leaves the rest unchecked (a bad
-// logLevel, for instance, is the server's to refuse), so a transport calls
-// it to check a request before it routes it; ParseRequestMeta applies the
-// same rules and decodes the members: when it succeeds, CheckRequestMeta
-// returns its ProtocolVersion and no error.
-func CheckRequestMeta(params json.RawMessage) (string, *Error) {
-	if jsontext.Value(params).Kind() != '{' {
-		return "", errNoModernParams
-	}
-	version, hasVersion, hasCaps := "", false, false
-	err := scanMetaMembers(jsontext.Value(params), func(dec *jsontext.Decoder, member int, _ jsontext.Value) (err error) {
-		switch kind := dec.PeekKind(); {
-		case member == memberVersion && kind == '"':
-			version, err = decodeInterned(dec, knownVersions)
-			hasVersion = err == nil
-		case member == memberCaps && kind == '{':
-			hasCaps = true
-			err = dec.SkipValue()
-		default:
-			err = dec.SkipValue()
-		}
-		return err
-	})
-	switch {
-	case err != nil:
-		return "", invalidParams(err)
-	case !hasVersion:
-		return "", missingMeta(MetaProtocolVersion)
-	case !hasCaps:
-		return "", missingMeta(MetaClientCapabilities)
-	}
-	return version, nil
-}
-
-// errNoModernParams refuses a 2026-07-28 request without params.
-var errNoModernParams = &Error{Code: CodeInvalidParams, Message: "Invalid params: a " + Version20260728 + " request needs params with _meta"}
-
-// missingMeta is the -32602 of a required _meta member that is absent or
-// malformed.
-func missingMeta(key string) *Error {
-	return &Error{Code: CodeInvalidParams, Message: "Invalid params: _meta[" + strconv.Quote(key) + "] is required"}
-}
+// refused is the protocol error of a revision's refusal.
+func refused(r *revision.Refusal) *Error { return &Error{Code: r.Code, Message: r.Message} }
 
 // decodeMeta decodes the _meta member of params (an object) into *w,
 // reading past the other members without decoding them; nothing is
@@ -273,16 +196,16 @@ func missingMeta(key string) *Error {
 // from the root of params. The members are read one by one, into values
 // (no allocation for what needs none), the usual strings interned.
 func decodeMeta(params jsontext.Value, w *requestMetaWire) error {
-	return scanMetaMembers(params, func(dec *jsontext.Decoder, member int, name jsontext.Value) (err error) {
-		w.namedVersion = w.namedVersion || member == memberVersion
+	return revision.ScanMetaMembers(params, func(dec *jsontext.Decoder, member revision.Member, name jsontext.Value) (err error) {
+		w.namedVersion = w.namedVersion || member == revision.MemberVersion
 		switch {
-		case member == memberProgressToken:
+		case member == revision.MemberProgressToken:
 			var raw jsontext.Value
 			if raw, err = dec.ReadValue(); err == nil {
 				w.ProgressToken = json.RawMessage(raw.Clone())
 				w.addOther(MetaProgressToken, raw)
 			}
-		case member == memberOther:
+		case member == revision.MemberOther:
 			var key string
 			if err = jsonv2.Unmarshal(name, &key); err == nil { // name first: the read below invalidates it
 				var raw jsontext.Value
@@ -292,19 +215,19 @@ func decodeMeta(params jsontext.Value, w *requestMetaWire) error {
 			}
 		case dec.PeekKind() == 'n': // a null member of the revision is an absent one
 			err = dec.SkipValue()
-		case member == memberVersion:
+		case member == revision.MemberVersion:
 			w.hasVersion = true
-			w.ProtocolVersion, err = decodeInterned(dec, knownVersions)
-		case member == memberCaps:
+			w.ProtocolVersion, err = revision.DecodeInterned(dec, revision.KnownVersions)
+		case member == revision.MemberCaps:
 			w.hasCaps = true
 			w.ClientCapabilities, err = decodeCaps(dec, params)
-		case member == memberInfo:
+		case member == revision.MemberInfo:
 			w.ClientInfo = new(Implementation)
 			err = jsonv2.UnmarshalDecode(dec, w.ClientInfo)
-		case member == memberLevel:
+		case member == revision.MemberLevel:
 			w.hasLevel = true
 			var l string
-			l, err = decodeInterned(dec, knownLevels)
+			l, err = revision.DecodeInterned(dec, knownLevels)
 			w.LogLevel = LoggingLevel(l)
 		}
 		return err
@@ -350,64 +273,6 @@ func setMeta(m *Meta, key string, v any) {
 	(*m)[key] = v
 }
 
-// scanMetaMembers calls read for each member of params' _meta (an
-// object; null or absent: none), with the decoder at the member's value,
-// which read must consume, the member's kind (metaMemberOf) and its name
-// as read (valid only until the decoder reads or peeks again). A _meta
-// that is neither gets the error an object's decoding gives.
-func scanMetaMembers(params jsontext.Value, read func(dec *jsontext.Decoder, member int, name jsontext.Value) error) error {
-	return scanMeta(params, func(dec *jsontext.Decoder) error {
-		switch dec.PeekKind() {
-		case 'n':
-			return dec.SkipValue()
-		case '{':
-		default:
-			var obj *struct{}
-			return jsonv2.UnmarshalDecode(dec, &obj)
-		}
-		if _, err := dec.ReadToken(); err != nil {
-			return err
-		}
-		for dec.PeekKind() != '}' {
-			name, err := dec.ReadValue()
-			if err != nil {
-				return err
-			}
-			if err := read(dec, metaMemberOf(name), name); err != nil {
-				return err
-			}
-		}
-		_, err := dec.ReadToken() // }
-		return err
-	})
-}
-
-// The members of _meta that decodeMeta reads.
-const (
-	memberOther = iota
-	memberVersion
-	memberCaps
-	memberInfo
-	memberLevel
-	memberProgressToken
-)
-
-func metaMemberOf(name jsontext.Value) int {
-	switch {
-	case nameIs(name, MetaProtocolVersion):
-		return memberVersion
-	case nameIs(name, MetaClientCapabilities):
-		return memberCaps
-	case nameIs(name, MetaClientInfo):
-		return memberInfo
-	case nameIs(name, MetaLogLevel):
-		return memberLevel
-	case nameIs(name, "progressToken"):
-		return memberProgressToken
-	}
-	return memberOther
-}
-
 // decodeCaps decodes client capabilities from dec, reading params; none
 // ({}) allocates nothing.
 func decodeCaps(dec *jsontext.Decoder, params []byte) (ClientCapabilities, error) {
@@ -419,56 +284,6 @@ func decodeCaps(dec *jsontext.Decoder, params []byte) (ClientCapabilities, error
 	return caps, err
 }
 
-// decodeInterned decodes a string, without allocating when it is one of
-// known (as written, without escapes).
-func decodeInterned(dec *jsontext.Decoder, known []string) (string, error) {
-	if dec.PeekKind() != '"' {
-		return decodeString(dec) // the error a string's decoding gives
-	}
-	raw, err := dec.ReadValue()
-	if err != nil {
-		return "", err
-	}
-	for _, k := range known {
-		if len(raw) == len(k)+2 && string(raw[1:len(raw)-1]) == k {
-			return k, nil
-		}
-	}
-	return decodeString(jsontext.NewDecoder(bytes.NewReader(raw)))
-}
-
-func decodeString(dec *jsontext.Decoder) (string, error) {
-	var s string
-	err := jsonv2.UnmarshalDecode(dec, &s)
-	return s, err
-}
-
-var (
-	knownVersions = []string{Version20260728, Version20251125, Version20250618, Version20250326, Version20241105}
-	knownLevels   = []string{string(LoggingLevelDebug), string(LoggingLevelInfo), string(LoggingLevelNotice), string(LoggingLevelWarning),
-		string(LoggingLevelError), string(LoggingLevelCritical), string(LoggingLevelAlert), string(LoggingLevelEmergency)}
-)
-
-// scanMeta calls decode with a decoder at the value of params' _meta
-// member, if there is one, reading past the other members.
-func scanMeta(params jsontext.Value, decode func(*jsontext.Decoder) error) error {
-	return jsonrpc.WithDecoder(params, func(dec *jsontext.Decoder) error {
-		if _, err := dec.ReadToken(); err != nil { // {: the caller checked the kind
-			return err
-		}
-		for dec.PeekKind() != '}' {
-			name, err := dec.ReadValue()
-			if err != nil {
-				return err
-			}
-			if !nameIs(name, "_meta") {
-				if err := dec.SkipValue(); err != nil {
-					return err
-				}
-				continue
-			}
-			return decode(dec)
-		}
-		return nil
-	})
-}
+// knownLevels are the logging levels decodeMeta reads without allocating.
+var knownLevels = []string{string(LoggingLevelDebug), string(LoggingLevelInfo), string(LoggingLevelNotice), string(LoggingLevelWarning),
+	string(LoggingLevelError), string(LoggingLevelCritical), string(LoggingLevelAlert), string(LoggingLevelEmergency)}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keelmcp/keel/internal/mcptest"
+	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/registry"
 	"github.com/keelmcp/keel/transport"
@@ -441,7 +442,7 @@ func TestListenStreamsFilterAndNotifyAlone(t *testing.T) {
 	// would come before the one it gets.
 	m := tools.recv()
 	assert.Equal(t, mcp.NotificationToolsListChanged, m["method"])
-	assert.Equal(t, "tools", m["params"].(map[string]any)["_meta"].(map[string]any)[mcp.MetaSubscriptionID])
+	assert.Equal(t, "tools", m["params"].(map[string]any)["_meta"].(map[string]any)[revision.MetaSubscriptionID])
 	m = res.recv()
 	assert.Equal(t, mcp.NotificationResourceUpdated, m["method"])
 	assert.Equal(t, "test://users/ada", m["params"].(map[string]any)["uri"])
@@ -463,7 +464,7 @@ func TestListenStreamsFilterAndNotifyAlone(t *testing.T) {
 	require.NoError(t, target.Notify(mcp.NotificationResourceUpdated, map[string]any{"uri": "test://users/bob"}))
 	m = res.recv()
 	assert.Equal(t, "test://users/bob", m["params"].(map[string]any)["uri"])
-	assert.Equal(t, "res", m["params"].(map[string]any)["_meta"].(map[string]any)[mcp.MetaSubscriptionID])
+	assert.Equal(t, "res", m["params"].(map[string]any)["_meta"].(map[string]any)[revision.MetaSubscriptionID])
 	assert.ErrorIs(t, target.Notify(mcp.NotificationToolsListChanged, nil), mcp.ErrNotSubscribed)
 	assert.ErrorIs(t, other.Notify("acme/news", nil), mcp.ErrNotSubscribed)
 	assert.Error(t, target.Notify(mcp.NotificationResourceUpdated, []int{1}), "params must be an object")

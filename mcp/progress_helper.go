@@ -12,6 +12,8 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/revision"
 )
 
 // Errors Progress.Report returns for progress it does not send.
@@ -177,7 +179,7 @@ func (p *Progress) Report(ctx context.Context, progress, total float64, message 
 	if total > 0 {
 		n.Total = &total
 	}
-	if VersionAtLeast(p.version, Version20250326) {
+	if revision.AtLeast(p.version, Version20250326) {
 		n.Message = message
 	}
 	if p.task != nil {

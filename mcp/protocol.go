@@ -15,20 +15,6 @@ const (
 // SupportedVersions lists the protocol revisions keel negotiates, newest first.
 var SupportedVersions = []string{Version20251125, Version20250618, Version20250326, Version20241105}
 
-// IsSupportedVersion reports whether v is a revision keel negotiates.
-func IsSupportedVersion(v string) bool {
-	for _, s := range SupportedVersions {
-		if s == v {
-			return true
-		}
-	}
-	return false
-}
-
-// VersionAtLeast reports whether revision v is min or newer. Revisions are
-// dates, so they compare as strings.
-func VersionAtLeast(v, min string) bool { return v >= min }
-
 // Method names.
 const (
 	MethodInitialize             = "initialize"

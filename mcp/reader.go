@@ -10,6 +10,7 @@ import (
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/logclip"
+	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/transport"
 )
 
@@ -141,11 +142,11 @@ func (rd *reader) handleBatch(msg []byte) job {
 		r.error(&Error{Code: derr.Code, Message: derr.Message})
 		return nil
 	}
-	if v := ss.ProtocolVersion(); v != Version20250326 {
+	if v := ss.ProtocolVersion(); !revision.BatchAllowed(v) {
 		if v == "" {
 			v = "none (before initialize)"
 		}
-		r.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: batches are accepted only in protocol revision 2025-03-26; negotiated: " + v})
+		r.error(&Error{Code: CodeInvalidRequest, Message: revision.BatchRefused + "; negotiated: " + v})
 		return nil
 	}
 	if len(elems) > ss.server.opts.MaxBatch {
@@ -196,11 +197,10 @@ type limitErrData struct {
 type prereader interface {
 	// PrereadMessage returns the message the last Read returned (or the
 	// one handed to Server.ServeRequest), decoded with at most maxDepth
-	// levels of nesting, and for a request or notification
-	// ClassifyRequest's reading of its params; ok is false when the
-	// transport has no such reading (a batch, say). The message's bytes
-	// are the caller's to keep: they never change.
-	PrereadMessage() (m *jsonrpc.Message, maxDepth int, modern bool, meta RequestMeta, e *Error, ok bool)
+	// levels of nesting; ok is false when the transport has no such
+	// reading (a batch, say). The message's bytes are the caller's to
+	// keep: they never change.
+	PrereadMessage() (m *jsonrpc.Message, maxDepth int, ok bool)
 }
 
 // handleRead handles msg, the message just read (or handed to
@@ -209,11 +209,8 @@ type prereader interface {
 func (rd *reader) handleRead(msg []byte) job {
 	ss := rd.ss
 	if p, ok := ss.conn.t.(prereader); ok {
-		if m, depth, modern, meta, e, ok := p.PrereadMessage(); ok && depth <= ss.server.opts.MaxDepth {
-			if m.Kind != jsonrpc.KindRequest {
-				return rd.handleMessage(m, nil)
-			}
-			return rd.route(m, responder{ss: ss, id: m.ID, params: m.Params}, modern, meta, e)
+		if m, depth, ok := p.PrereadMessage(); ok && depth <= ss.server.opts.MaxDepth {
+			return rd.handleMessage(m, nil)
 		}
 	}
 	return rd.handleRaw(msg)
@@ -268,11 +265,11 @@ func (rd *reader) handleNotification(m *jsonrpc.Message) {
 
 // handleRequest hands request m to its era's engine.
 func (rd *reader) handleRequest(m *jsonrpc.Message, r responder) job {
-	modern, meta, e := ClassifyRequest(json.RawMessage(m.Params))
+	modern, meta, e := classifyRequest(m.Params)
 	return rd.route(m, r, modern, meta, e)
 }
 
-// route hands request m to its era's engine, given ClassifyRequest's
+// route hands request m to its era's engine, given classifyRequest's
 // reading of its params: a modern request, or any request of a
 // per-request session, to the modern rules (which refuse a request
 // without the modern _meta), any other to the legacy ones.

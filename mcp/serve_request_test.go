@@ -28,16 +28,15 @@ type prereadTransport struct {
 	written [][]byte
 }
 
-func (p *prereadTransport) PrereadMessage() (*jsonrpc.Message, int, bool, mcp.RequestMeta, *mcp.Error, bool) {
+func (p *prereadTransport) PrereadMessage() (*jsonrpc.Message, int, bool) {
 	if !p.ok {
-		return nil, 0, false, mcp.RequestMeta{}, nil, false
+		return nil, 0, false
 	}
 	m, derr := jsonrpc.Decode(p.pre, jsonrpc.DefaultMaxDepth)
 	if derr != nil {
 		panic(derr.Message)
 	}
-	modern, meta, e := mcp.ClassifyRequest(json.RawMessage(m.Params))
-	return &m, p.maxDepth, modern, meta, e, true
+	return &m, p.maxDepth, true
 }
 
 func (p *prereadTransport) Read(ctx context.Context) ([]byte, error) {
@@ -113,13 +112,13 @@ func TestServeRequestTakesTheTransportsReading(t *testing.T) {
 }
 
 // A _meta member no Go any can hold (a number beyond float64) is not the
-// revision's business: ParseRequestMeta passes and leaves it out of Meta,
+// revision's business: parseRequestMeta passes and leaves it out of Meta,
 // a 2026-07-28 request carrying one goes on to its method (an unknown one
 // gets -32601), and tools/call, whose ToolCall.Meta it would be, answers
 // -32602 naming it, as it does for a 2025 request.
 func TestModernMetaMemberBeyondFloat64(t *testing.T) {
 	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"x":1e400,"y":"z"}`
-	rm, e := mcp.ParseRequestMeta([]byte(`{` + meta + `}`))
+	rm, e := mcp.ParseRequestMetaForTest([]byte(`{` + meta + `}`))
 	require.Nil(t, e)
 	assert.Equal(t, mcp.Meta{"y": "z"}, rm.Meta)
 

@@ -7,11 +7,14 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/keelmcp/keel/internal/ids"
 	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/logclip"
+	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/transport"
 )
 
@@ -393,8 +396,74 @@ func NewServer(opts *ServerOptions) *Server {
 	return s
 }
 
-// Options returns a copy of the server's effective options.
-func (s *Server) Options() ServerOptions { return s.opts }
+// Options returns a copy of the server's effective options. Nothing in
+// it is shared with the server: its slices, maps, Capabilities and Tasks
+// are copies, so changing them changes neither the server nor a later
+// call's result.
+func (s *Server) Options() ServerOptions { return s.opts.clone() }
+
+// clone copies o, with copies of what o refers to and the server keeps
+// (the values a map holds and the sources are the caller's own).
+func (o *ServerOptions) clone() ServerOptions {
+	c := *o
+	c.Icons = slices.Clone(o.Icons)
+	for i := range c.Icons {
+		c.Icons[i].Sizes = slices.Clone(c.Icons[i].Sizes)
+	}
+	c.Middleware = slices.Clone(o.Middleware)
+	c.SendMiddleware = slices.Clone(o.SendMiddleware)
+	c.Methods = maps.Clone(o.Methods)
+	c.Notifications = maps.Clone(o.Notifications)
+	c.StateKey = slices.Clone(o.StateKey)
+	c.StateKeys = slices.Clone(o.StateKeys)
+	for i := range c.StateKeys {
+		c.StateKeys[i].Secret = slices.Clone(c.StateKeys[i].Secret)
+	}
+	if o.Capabilities != nil {
+		c.Capabilities = o.Capabilities.clone()
+	}
+	if o.Tasks != nil {
+		t := *o.Tasks
+		c.Tasks = &t
+	}
+	return c
+}
+
+// clone copies c and the capabilities it points to.
+func (c *ServerCapabilities) clone() *ServerCapabilities {
+	out := *c
+	out.Experimental = maps.Clone(c.Experimental)
+	out.Extensions = maps.Clone(c.Extensions)
+	out.Logging = clonePtr(c.Logging)
+	out.Completions = clonePtr(c.Completions)
+	out.Prompts = clonePtr(c.Prompts)
+	out.Resources = clonePtr(c.Resources)
+	out.Tools = clonePtr(c.Tools)
+	if c.Tasks != nil {
+		t := *c.Tasks
+		t.List, t.Cancel = clonePtr(t.List), clonePtr(t.Cancel)
+		if t.Requests != nil {
+			r := *t.Requests
+			if r.Tools != nil {
+				tt := *r.Tools
+				tt.Call = clonePtr(tt.Call)
+				r.Tools = &tt
+			}
+			t.Requests = &r
+		}
+		out.Tasks = &t
+	}
+	return &out
+}
+
+// clonePtr returns a pointer to a copy of *p (nil for nil).
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
 
 // Run serves one connection until its input ends (nil error), ctx is
 // cancelled (ctx's error), or the transport fails. When the input ends,
@@ -406,7 +475,7 @@ func (s *Server) Options() ServerOptions { return s.opts }
 // running end at once. Run closes t before returning.
 func (s *Server) Run(ctx context.Context, t transport.Transport) error {
 	sr, stateless := transport.StatelessRequestFromContext(ctx)
-	ss := s.newSession(t, stateless && IsModernEra(sr.ProtocolVersion))
+	ss := s.newSession(t, stateless && revision.PerRequest(sr.ProtocolVersion))
 	if !ss.modernOnly {
 		// The sessions of one peer (HTTP: its token or address) share one
 		// log budget, so that opening more sessions logs no more.

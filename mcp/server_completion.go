@@ -5,6 +5,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/go-json-experiment/json"
+
+	"github.com/keelmcp/keel/internal/revision"
 )
 
 // CompletionSource is what a Server answers completion/complete from:
@@ -37,7 +39,7 @@ func handleComplete(ctx context.Context, req *Request) (any, error) {
 	if p.Argument.Name == "" {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: argument.name is required"}
 	}
-	if !VersionAtLeast(req.r.version(), Version20250618) {
+	if !revision.AtLeast(req.r.version(), Version20250618) {
 		p.Context = nil // completion context arrived in 2025-06-18
 	}
 	ss := req.Session

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 
+	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/transport"
 )
 
@@ -22,11 +23,11 @@ func (ss *Session) applyTransportContext(ctx context.Context) {
 		return
 	}
 	v := sr.ProtocolVersion
-	if IsModernEra(v) {
+	if revision.PerRequest(v) {
 		ss.modernOnly = true // every request carries its own revision
 		return
 	}
-	if !IsSupportedVersion(v) {
+	if !revision.Negotiated(v) {
 		v = LatestVersion
 	}
 	ss.mu.Lock()

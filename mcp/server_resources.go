@@ -7,6 +7,8 @@ import (
 	"io/fs"
 
 	"github.com/go-json-experiment/json"
+
+	"github.com/keelmcp/keel/internal/revision"
 )
 
 // ResourceSource is what a Server serves resources from (resources/list,
@@ -53,7 +55,7 @@ func (s *Server) declareFeatures(v string, caps *ServerCapabilities) {
 	if o.Prompts != nil {
 		caps.Prompts = &ListChangedCapability{ListChanged: s.hub.watch&listPrompts != 0}
 	}
-	if o.Completions != nil && VersionAtLeast(v, Version20250326) {
+	if o.Completions != nil && revision.AtLeast(v, Version20250326) {
 		caps.Completions = &struct{}{}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/ids"
+	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/transport"
 )
 
@@ -300,12 +301,12 @@ func (s *Server) initTasks() {
 
 // tasksOn reports whether the session is offered tasks.
 func (st *taskHost) tasksOn(ss *Session) bool {
-	return ss.server.tasks != nil && ss.server.opts.Tools != nil && VersionAtLeast(ss.ProtocolVersion(), Version20251125)
+	return ss.server.tasks != nil && ss.server.opts.Tools != nil && revision.AtLeast(ss.ProtocolVersion(), Version20251125)
 }
 
 // declareTasks declares the tasks capability for sessions of revision v.
 func (s *Server) declareTasks(v string, caps *ServerCapabilities) {
-	if s.tasks == nil || s.opts.Tools == nil || !VersionAtLeast(v, Version20251125) {
+	if s.tasks == nil || s.opts.Tools == nil || !revision.AtLeast(v, Version20251125) {
 		return
 	}
 	caps.Tasks = &ServerTasksCapability{List: &struct{}{}, Cancel: &struct{}{},

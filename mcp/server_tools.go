@@ -11,6 +11,8 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/revision"
 )
 
 type sessionKey struct{}
@@ -134,7 +136,7 @@ func (m *callMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		if err != nil {
 			return err
 		}
-		if nameIs(name, MetaProtocolVersion) || nameIs(name, MetaClientCapabilities) || nameIs(name, MetaClientInfo) || nameIs(name, MetaLogLevel) {
+		if nameIs(name, revision.MetaProtocolVersion) || nameIs(name, revision.MetaClientCapabilities) || nameIs(name, revision.MetaClientInfo) || nameIs(name, revision.MetaLogLevel) {
 			err = dec.SkipValue()
 		} else {
 			err = decodeMetaMember(dec, name, (*Meta)(m))

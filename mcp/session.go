@@ -15,6 +15,7 @@ import (
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/logclip"
+	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/transport"
 )
 
@@ -476,10 +477,10 @@ func (s *Server) initializeResult(v string) *InitializeResult {
 	o := &s.opts
 	res := &InitializeResult{ProtocolVersion: v, Instructions: o.Instructions,
 		ServerInfo: Implementation{Name: o.Name, Version: o.Version}}
-	if VersionAtLeast(v, Version20250618) {
+	if revision.AtLeast(v, Version20250618) {
 		res.ServerInfo.Title = o.Title
 	}
-	if VersionAtLeast(v, Version20251125) {
+	if revision.AtLeast(v, Version20251125) {
 		res.ServerInfo.Description, res.ServerInfo.WebsiteURL, res.ServerInfo.Icons = o.Description, o.WebsiteURL, o.Icons
 	}
 	if o.Tools != nil {

@@ -93,9 +93,9 @@ func goldenResultType(method string, result jsontext.Value) reflect.Type {
 	}
 	_ = jsonv2.Unmarshal(result, &probe)
 	switch {
-	case probe.ResultType == mcp.ResultTypeInputRequired:
+	case probe.ResultType == "input_required":
 		return reflect.TypeFor[mcp.InputRequiredResult]()
-	case probe.ResultType == mcp.ResultTypeTask:
+	case probe.ResultType == "task":
 		return reflect.TypeFor[mcp.TaskCreatedResult]()
 	case probe.Task != nil && method == mcp.MethodToolsCall:
 		return reflect.TypeFor[mcp.CreateTaskResult]()
@@ -232,7 +232,7 @@ func canonicalJSON(t *testing.T, b []byte, unstamp bool) string {
 	require.NoError(t, jsonv2.Unmarshal(b, &v))
 	if obj, ok := v.(map[string]any); ok && unstamp {
 		for _, k := range stampedMembers {
-			if k != "resultType" || obj[k] == mcp.ResultTypeComplete {
+			if k != "resultType" || obj[k] == "complete" {
 				delete(obj, k)
 			}
 		}

@@ -66,7 +66,7 @@ type TaskInfo struct {
 // TaskCreatedResult is the answer to a tools/call that became a task
 // (2026-07-28, resultType "task"): the task's state, flat.
 type TaskCreatedResult struct {
-	ResultType string `json:"resultType"` // ResultTypeTask
+	ResultType string `json:"resultType"` // resultTypeTask
 	TaskInfo
 	Meta Meta `json:"_meta,omitempty"`
 }
@@ -76,7 +76,7 @@ type TaskCreatedResult struct {
 // input_required, the tool's Result once completed, the JSON-RPC Error
 // once failed.
 type DetailedTask struct {
-	ResultType string `json:"resultType"` // ResultTypeComplete
+	ResultType string `json:"resultType"` // resultTypeComplete
 	TaskInfo
 	InputRequests map[string]InputRequest `json:"inputRequests,omitempty"`
 	Result        *CallToolResult         `json:"result,omitempty"`

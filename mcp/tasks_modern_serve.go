@@ -132,7 +132,7 @@ func (run *modernRun) serve(ctx context.Context, in *Input) (any, error) {
 			}
 			return run.out.res, run.out.err
 		case <-run.escalated:
-			return &TaskCreatedResult{ResultType: ResultTypeTask, TaskInfo: taskInfo(&run.created)}, nil
+			return &TaskCreatedResult{ResultType: resultTypeTask, TaskInfo: taskInfo(&run.created)}, nil
 		case <-expired:
 			expired = nil
 			run.escalate() // if it cannot (MaxTasks), the request waits
@@ -303,7 +303,7 @@ func taskInfo(t *Task) TaskInfo {
 
 // detail returns the DetailedTask of rec.
 func detail(rec *TaskRecord) *DetailedTask {
-	d := &DetailedTask{ResultType: ResultTypeComplete, TaskInfo: taskInfo(&rec.State)}
+	d := &DetailedTask{ResultType: resultTypeComplete, TaskInfo: taskInfo(&rec.State)}
 	switch rec.State.Status {
 	case TaskStatusInputRequired:
 		if rec.Input != nil {

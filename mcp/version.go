@@ -1,15 +1,17 @@
 package mcp
 
+import "github.com/keelmcp/keel/internal/revision"
+
 // Downgrading: nothing a negotiated revision lacks is ever sent. These
 // functions return their input unchanged when there is nothing to strip, and
 // copies otherwise (inputs are shared and never modified).
 
 // downgradeTools strips tool fields newer than revision v.
 func downgradeTools(tools []*Tool, v string) []*Tool {
-	if IsModernVersion(v) {
+	if revision.ServedPerRequest(v) {
 		return withoutExecution(tools)
 	}
-	if VersionAtLeast(v, Version20251125) {
+	if revision.AtLeast(v, Version20251125) {
 		return tools
 	}
 	var out []*Tool
@@ -57,17 +59,17 @@ func withoutExecution(tools []*Tool) []*Tool {
 
 func downgradeTool(t *Tool, v string) *Tool {
 	strip25_11 := t.Icons != nil || t.Execution != nil
-	strip25_06 := !VersionAtLeast(v, Version20250618) && (t.Title != "" || t.OutputSchema != nil || t.Meta != nil)
-	strip25_03 := !VersionAtLeast(v, Version20250326) && t.Annotations != nil
+	strip25_06 := !revision.AtLeast(v, Version20250618) && (t.Title != "" || t.OutputSchema != nil || t.Meta != nil)
+	strip25_03 := !revision.AtLeast(v, Version20250326) && t.Annotations != nil
 	if !strip25_11 && !strip25_06 && !strip25_03 {
 		return t
 	}
 	c := *t
 	c.Icons, c.Execution = nil, nil
-	if !VersionAtLeast(v, Version20250618) {
+	if !revision.AtLeast(v, Version20250618) {
 		c.Title, c.OutputSchema, c.Meta = "", nil, nil
 	}
-	if !VersionAtLeast(v, Version20250326) {
+	if !revision.AtLeast(v, Version20250326) {
 		c.Annotations = nil
 	}
 	return &c
@@ -75,10 +77,10 @@ func downgradeTool(t *Tool, v string) *Tool {
 
 // downgradeResult strips tool-result fields and content newer than revision v.
 func downgradeResult(res *CallToolResult, v string) *CallToolResult {
-	if VersionAtLeast(v, Version20251125) {
+	if revision.AtLeast(v, Version20251125) {
 		return res
 	}
-	needs := !VersionAtLeast(v, Version20250618) && (res.StructuredContent != nil || res.Meta != nil)
+	needs := !revision.AtLeast(v, Version20250618) && (res.StructuredContent != nil || res.Meta != nil)
 	for i := range res.Content {
 		if needsContentDowngrade(&res.Content[i], v) {
 			needs = true
@@ -89,10 +91,10 @@ func downgradeResult(res *CallToolResult, v string) *CallToolResult {
 		return res
 	}
 	c := *res
-	if !VersionAtLeast(v, Version20250618) {
+	if !revision.AtLeast(v, Version20250618) {
 		c.StructuredContent, c.Meta = nil, nil
 	}
-	c.Content = DowngradeContent(res.Content, v)
+	c.Content = downgradeContent(res.Content, v)
 	return &c
 }
 
@@ -100,20 +102,20 @@ func needsContentDowngrade(b *Content, v string) bool {
 	if b.Icons != nil {
 		return true
 	}
-	if !VersionAtLeast(v, Version20250618) {
+	if !revision.AtLeast(v, Version20250618) {
 		if b.Type == ContentResourceLink || b.Meta != nil || (b.Annotations != nil && b.Annotations.LastModified != "") ||
 			(b.Resource != nil && b.Resource.Meta != nil) {
 			return true
 		}
 	}
-	return !VersionAtLeast(v, Version20250326) && b.Type == ContentAudio
+	return !revision.AtLeast(v, Version20250326) && b.Type == ContentAudio
 }
 
-// DowngradeContent returns content blocks fit for revision v: members the
+// downgradeContent returns content blocks fit for revision v: members the
 // revision lacks are dropped, and block types it lacks become text blocks
 // that describe them (audio before 2025-03-26, resource_link before
 // 2025-06-18). The input is not modified.
-func DowngradeContent(blocks []Content, v string) []Content {
+func downgradeContent(blocks []Content, v string) []Content {
 	out := make([]Content, len(blocks))
 	for i, b := range blocks {
 		if !needsContentDowngrade(&b, v) {
@@ -121,7 +123,7 @@ func DowngradeContent(blocks []Content, v string) []Content {
 			continue
 		}
 		b.Icons = nil
-		if !VersionAtLeast(v, Version20250618) {
+		if !revision.AtLeast(v, Version20250618) {
 			b.Meta = nil
 			if b.Annotations != nil && b.Annotations.LastModified != "" {
 				a := *b.Annotations
@@ -137,7 +139,7 @@ func DowngradeContent(blocks []Content, v string) []Content {
 				b = Content{Type: ContentText, Text: "resource link: " + b.URI, Annotations: b.Annotations}
 			}
 		}
-		if !VersionAtLeast(v, Version20250326) && b.Type == ContentAudio {
+		if !revision.AtLeast(v, Version20250326) && b.Type == ContentAudio {
 			b = Content{Type: ContentText, Text: "[audio content (" + b.MimeType + ") omitted: not supported by protocol revision " + v + "]", Annotations: b.Annotations}
 		}
 		out[i] = b

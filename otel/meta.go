@@ -6,7 +6,7 @@ import (
 )
 
 // metaProtocolVersion is the _meta key a 2026-07-28 request names its
-// revision by (mcp.MetaProtocolVersion).
+// revision by.
 const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
 
 // params are the members of a request's params the instrumentation reads:

@@ -17,6 +17,7 @@ import (
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/logclip"
+	"github.com/keelmcp/keel/internal/revision"
 )
 
 // Header names of the streamable HTTP transport.
@@ -469,8 +470,8 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		v := s.version
 		s.mu.Unlock()
-		if v != "2025-03-26" {
-			writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid Request: batches are accepted only in protocol revision 2025-03-26")
+		if !revision.BatchAllowed(v) {
+			writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, revision.BatchRefused)
 			return
 		}
 	}
@@ -571,15 +572,15 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, s *httpSessio
 
 // serveStateless serves one POST with a fresh session (Stateless mode).
 func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, body []byte, env *envelope) {
-	v := "2025-03-26"
+	v := revision.V20250326
 	if !env.initialize {
 		var ok bool
 		if v, ok = h.checkVersion(w, r); !ok {
 			return
 		}
 	}
-	if env.batch && v != "2025-03-26" {
-		writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid Request: batches are accepted only in protocol revision 2025-03-26")
+	if env.batch && !revision.BatchAllowed(v) {
+		writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, revision.BatchRefused)
 		return
 	}
 	if !env.hasRequests() {

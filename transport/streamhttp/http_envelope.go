@@ -2,7 +2,6 @@ package streamhttp
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"sync"
 
@@ -10,7 +9,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
-	"github.com/keelmcp/keel/mcp"
+	"github.com/keelmcp/keel/internal/revision"
 )
 
 // envelope is what the HTTP transport needs to know about one message (or
@@ -28,13 +27,9 @@ type envelope struct {
 	// params._meta["io.modelcontextprotocol/protocolVersion"]: the mark of
 	// a modern (2026-07-28) message.
 	metaVersion bool
-	// The single message of a body that is not a batch, and for a
-	// request or notification the reading of its params by
-	// mcp.ClassifyRequest: the modern _meta, or the error to answer.
-	msg     jsonrpc.Message
-	meta    mcp.RequestMeta
-	metaErr *mcp.Error
-	one     [1]string // requests' room for the single message's id
+	// The single message of a body that is not a batch.
+	msg jsonrpc.Message
+	one [1]string // requests' room for the single message's id
 }
 
 // hasRequests reports whether the message carries at least one request.
@@ -52,7 +47,7 @@ func parseIncoming(body []byte, maxDepth int) (*envelope, *jsonrpc.DecodeError) 
 			return nil, derr
 		}
 		if m.Kind != jsonrpc.KindResponse {
-			env.metaVersion, env.meta, env.metaErr = mcp.ClassifyRequest(json.RawMessage(m.Params))
+			env.metaVersion = revision.Marked(m.Params)
 		}
 		env.requests = env.one[:0]
 		env.add(&m)
@@ -74,7 +69,7 @@ func parseIncoming(body []byte, maxDepth int) (*envelope, *jsonrpc.DecodeError) 
 			return nil, derr
 		}
 		if m.Kind != jsonrpc.KindResponse && !env.metaVersion {
-			env.metaVersion = mcp.IsModernRequest(json.RawMessage(m.Params))
+			env.metaVersion = revision.Marked(m.Params)
 		}
 		env.add(&m)
 	}

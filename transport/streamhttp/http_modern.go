@@ -3,7 +3,6 @@ package streamhttp
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"maps"
 	"math/big"
 	"net/http"
@@ -14,18 +13,18 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/mcp"
 )
 
 // Vocabulary of revision 2026-07-28 ("modern", stateless), from package mcp.
 const (
-	modernVersion          = mcp.Version20260728
-	metaProtocolVersion    = mcp.MetaProtocolVersion
-	metaClientCapabilities = mcp.MetaClientCapabilities
+	modernVersion          = revision.V20260728
+	metaProtocolVersion    = revision.MetaProtocolVersion
+	metaClientCapabilities = revision.MetaClientCapabilities
 
-	codeHeaderMismatch             = mcp.CodeHeaderMismatch
-	codeMissingClientCapability    = mcp.CodeMissingClientCapability
-	codeUnsupportedProtocolVersion = mcp.CodeUnsupportedProtocolVersion
+	codeHeaderMismatch             = revision.CodeHeaderMismatch
+	codeUnsupportedProtocolVersion = revision.CodeUnsupportedProtocolVersion
 
 	headerMethod = "Mcp-Method"
 	headerName   = "Mcp-Name"
@@ -34,9 +33,9 @@ const (
 )
 
 // isModernHeader reports whether an MCP-Protocol-Version header value
-// names a modern revision (mcp.IsModernEra: an unknown later value counts
-// as modern, and then gets -32022).
-func isModernHeader(v string) bool { return mcp.IsModernEra(v) }
+// names a modern revision (revision.PerRequest: an unknown later value
+// counts as modern, and then gets -32022).
+func isModernHeader(v string) bool { return revision.PerRequest(v) }
 
 // isModernPOST applies the era test to a POST: modern when a message
 // carries _meta.protocolVersion or when MCP-Protocol-Version names a
@@ -130,14 +129,10 @@ type rpcError struct {
 // (-32022), then the Mcp-Method and Mcp-Name headers against the body
 // (-32020). It returns the request's revision, or the error to answer.
 func (h *Handler) checkModern(r *http.Request, env *envelope) (string, *rpcError) {
-	// The rules of _meta are package mcp's. Its reading of a modern
-	// request's params (parseIncoming) gives the revision when it
-	// succeeds; otherwise CheckRequestMeta tells whether what the routing
-	// needs is there (a bad logLevel, say, is the server's to refuse).
-	version, e := env.meta.ProtocolVersion, (*mcp.Error)(nil)
-	if !env.metaVersion || env.metaErr != nil {
-		version, e = mcp.CheckRequestMeta(json.RawMessage(env.msg.Params))
-	}
+	// The rules of _meta are internal/revision's: CheckMeta tells whether
+	// what the routing needs is there (a bad logLevel, say, is the
+	// server's to refuse, when it reads the whole _meta).
+	version, e := revision.CheckMeta(env.msg.Params)
 	if e != nil {
 		return "", &rpcError{code: e.Code, message: e.Message}
 	}
@@ -159,7 +154,7 @@ func (h *Handler) checkModern(r *http.Request, env *envelope) (string, *rpcError
 		return "", &rpcError{code: codeHeaderMismatch,
 			message: "Header mismatch: MCP-Protocol-Version " + quoteHeader(hv) + " differs from _meta." + metaProtocolVersion + " " + quoteHeader(version)}
 	}
-	if !h.versions[version] || !mcp.IsModernEra(version) {
+	if !h.versions[version] || !revision.PerRequest(version) {
 		// A legacy revision is negotiated with initialize, never named per
 		// request: it is not served in this form.
 		return "", &rpcError{code: codeUnsupportedProtocolVersion,
@@ -355,7 +350,7 @@ func headerMatches(hv string, body jsontext.Value) bool {
 func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, body []byte, env *envelope) {
 	if env.batch {
 		writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
-			"Invalid Request: batches are not accepted in protocol revision "+modernVersion+" and later")
+			revision.BatchRefusedPerRequest)
 		return
 	}
 	if !env.hasRequests() {
@@ -378,20 +373,6 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, body []byt
 	h.serveEphemeral(w, r, body, env, v, true)
 }
 
-// modernErrorStatus returns the HTTP status of a JSON answer to a modern
-// request whose error code the server gave with the response
-// (transport.WithErrorCode; 0: not an error): 404 for -32601 (method not
-// found), 400 for -32020, -32021 and -32022, 200 otherwise.
-func modernErrorStatus(code int64) int {
-	switch code {
-	case jsonrpc.CodeMethodNotFound:
-		return http.StatusNotFound
-	case codeHeaderMismatch, codeMissingClientCapability, codeUnsupportedProtocolVersion:
-		return http.StatusBadRequest
-	}
-	return http.StatusOK
-}
-
 // modernRequest is what a client sends in the headers of a modern request.
 type modernRequest struct {
 	version, method, name string
@@ -412,7 +393,7 @@ func modernOutgoing(msg []byte) (modernRequest, bool) {
 		Method string         `json:"method"`
 		Params jsontext.Value `json:"params"`
 	}
-	if jsonv2.Unmarshal(msg, &w) != nil || w.Method == "" || !mcp.IsModernRequest(json.RawMessage(w.Params)) {
+	if jsonv2.Unmarshal(msg, &w) != nil || w.Method == "" || !revision.Marked(w.Params) {
 		return m, false
 	}
 	var p modernParams

@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
-	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/transport"
 	"github.com/keelmcp/keel/transport/streamhttp"
 )
@@ -478,15 +477,11 @@ func TestHTTPModernNotSupportedByDefault(t *testing.T) {
 }
 
 // A modern POST served in its POST (Options.ServeRequest) hands the
-// server its own reading of the request — the message and the _meta —
-// so that the server does not read the body again; the reading is that
-// of the body.
+// server its own decoding of the request's message, so that the server
+// does not decode the body again; the reading is that of the body.
 func TestHTTPModernHandsItsReadingToServeRequest(t *testing.T) {
 	type reading struct {
 		id, method string
-		modern     bool
-		meta       mcp.RequestMeta
-		metaErr    *mcp.Error
 		ok         bool
 		maxDepth   int
 	}
@@ -497,12 +492,12 @@ func TestHTTPModernHandsItsReadingToServeRequest(t *testing.T) {
 		Serve:             func(ctx context.Context, t transport.Transport) error { <-ctx.Done(); return nil },
 		ServeRequest: func(ctx context.Context, t transport.Transport, msg []byte) error {
 			p, ok := t.(interface {
-				PrereadMessage() (*jsonrpc.Message, int, bool, mcp.RequestMeta, *mcp.Error, bool)
+				PrereadMessage() (*jsonrpc.Message, int, bool)
 			})
 			var r reading
 			if ok {
 				var m *jsonrpc.Message
-				m, r.maxDepth, r.modern, r.meta, r.metaErr, r.ok = p.PrereadMessage()
+				m, r.maxDepth, r.ok = p.PrereadMessage()
 				if r.ok {
 					r.id, r.method = string(m.ID), m.Method
 				}
@@ -520,11 +515,6 @@ func TestHTTPModernHandsItsReadingToServeRequest(t *testing.T) {
 	assert.Equal(t, "7", r.id)
 	assert.Equal(t, "tools/call", r.method)
 	assert.Equal(t, 40, r.maxDepth)
-	assert.True(t, r.modern)
-	assert.Nil(t, r.metaErr)
-	assert.Equal(t, modern, r.meta.ProtocolVersion)
-	require.NotNil(t, r.meta.ClientInfo)
-	assert.Equal(t, "t", r.meta.ClientInfo.Name)
 }
 
 // A session reading a POSTed message gets the transport's reading of it
@@ -532,9 +522,8 @@ func TestHTTPModernHandsItsReadingToServeRequest(t *testing.T) {
 // a batch has none.
 func TestHTTPSessionHandsItsReadingAfterRead(t *testing.T) {
 	type reading struct {
-		id     string
-		modern bool
-		ok     bool
+		id string
+		ok bool
 	}
 	got := make(chan reading, 1)
 	h := streamhttp.NewHandler(&streamhttp.Options{
@@ -546,10 +535,10 @@ func TestHTTPSessionHandsItsReadingAfterRead(t *testing.T) {
 				return err
 			}
 			var r reading
-			m, _, modern, _, _, ok := t.(interface {
-				PrereadMessage() (*jsonrpc.Message, int, bool, mcp.RequestMeta, *mcp.Error, bool)
+			m, _, ok := t.(interface {
+				PrereadMessage() (*jsonrpc.Message, int, bool)
 			}).PrereadMessage()
-			if r.ok, r.modern = ok, modern; ok {
+			if r.ok = ok; ok {
 				r.id = string(m.ID)
 			}
 			got <- r

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
-	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/transport"
 )
 
@@ -146,15 +145,15 @@ func (s *httpSession) OnAbort(end func()) {
 
 // PrereadMessage returns the message Read returned last (or the one a
 // session served in its POST hands to mcp.Server.ServeRequest) as
-// parseIncoming read it, so that mcp does not read it again; ok is false
-// for a batch, and for a message the session made itself. The POST's body
-// is its own: the message's bytes never change.
-func (s *httpSession) PrereadMessage() (m *jsonrpc.Message, maxDepth int, modern bool, meta mcp.RequestMeta, e *mcp.Error, ok bool) {
+// parseIncoming decoded it, so that mcp does not decode it again; ok is
+// false for a batch, and for a message the session made itself. The POST's
+// body is its own: the message's bytes never change.
+func (s *httpSession) PrereadMessage() (m *jsonrpc.Message, maxDepth int, ok bool) {
 	env := s.cur.env
 	if env == nil || env.batch {
-		return nil, 0, false, meta, nil, false
+		return nil, 0, false
 	}
-	return &env.msg, s.h.opts.MaxDepth, env.metaVersion, env.meta, env.metaErr, true
+	return &env.msg, s.h.opts.MaxDepth, true
 }
 
 // MessageContext implements transport.MessageContexter: parent overlaid with the

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/keelmcp/keel/internal/revision"
 )
 
 // streamMode is how a stream answers: undecided until the first message
@@ -116,7 +118,7 @@ func (st *stream) send(msg []byte, answered int, code int64) error {
 	if st.mode == modeUndecided {
 		// A modern error response goes as JSON even in ResponseSSE mode:
 		// its HTTP status (404, 400) is part of the answer.
-		if last && (h.opts.ResponseMode != ResponseSSE || st.modern && modernErrorStatus(code) != http.StatusOK) {
+		if last && (h.opts.ResponseMode != ResponseSSE || st.modern && revision.ErrorStatus(code) != http.StatusOK) {
 			st.mode = modeJSON
 		} else {
 			st.mode = modeSSE
@@ -183,7 +185,7 @@ func (st *stream) writeJSONLocked(msg []byte, code int64) error {
 	st.sess.setInitHeaderLocked(st, hdr, msg)
 	status := http.StatusOK
 	if st.modern {
-		status = modernErrorStatus(code)
+		status = revision.ErrorStatus(code)
 	}
 	a.w.WriteHeader(status)
 	a.headerSent = true

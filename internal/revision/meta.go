@@ -1,0 +1,248 @@
+package revision
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+)
+
+// The _meta keys of the per-request revisions.
+const (
+	// MetaProtocolVersion (request _meta, required) is the revision of the request.
+	MetaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+	// MetaClientCapabilities (request _meta, required) is the client's
+	// capabilities for this request ({} = none).
+	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	// MetaClientInfo (request _meta, optional) names the client software.
+	MetaClientInfo = "io.modelcontextprotocol/clientInfo"
+	// MetaLogLevel (request _meta, optional) opts the request in to
+	// notifications/message at or above this level.
+	MetaLogLevel = "io.modelcontextprotocol/logLevel"
+	// MetaServerInfo (result _meta) names the server.
+	MetaServerInfo = "io.modelcontextprotocol/serverInfo"
+	// MetaSubscriptionID (notification and result _meta) is the JSON-RPC
+	// id of the subscriptions/listen request a message belongs to.
+	MetaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
+)
+
+// codeInvalidParams is JSON-RPC's -32602.
+const codeInvalidParams = -32602
+
+// Refusal is the protocol error a rule of a revision answers: its JSON-RPC
+// code and message.
+type Refusal struct {
+	Code    int64
+	Message string
+}
+
+// NoParams refuses a per-request revision's request without params (or
+// with params that are not an object).
+var NoParams = &Refusal{Code: codeInvalidParams, Message: "Invalid params: a " + V20260728 + " request needs params with _meta"}
+
+// MissingMeta refuses a request whose required _meta member key is absent
+// or malformed.
+func MissingMeta(key string) *Refusal {
+	return &Refusal{Code: codeInvalidParams, Message: "Invalid params: _meta[" + strconv.Quote(key) + "] is required"}
+}
+
+// InvalidParams refuses params that do not decode (err from decoding).
+func InvalidParams(err error) *Refusal {
+	return &Refusal{Code: codeInvalidParams, Message: "Invalid params: " + jsonrpc.DescribeDecodeError(err)}
+}
+
+var metaProtocolVersionKey = []byte(`"` + MetaProtocolVersion + `"`)
+
+// Marked reports whether a request's (or notification's) params carry
+// _meta["io.modelcontextprotocol/protocolVersion"]: the mark of a message
+// of the per-request era. Other messages pay one bytes.Contains. Params
+// that name the key but are malformed count as marked: the per-request
+// rules answer them with -32602.
+func Marked(params jsontext.Value) bool {
+	if !bytes.Contains(params, metaProtocolVersionKey) {
+		return false
+	}
+	if params.Kind() != '{' {
+		return true
+	}
+	return ScanMetaMembers(params, func(dec *jsontext.Decoder, member Member, _ jsontext.Value) error {
+		if member == MemberVersion {
+			return errNamed
+		}
+		return dec.SkipValue()
+	}) != nil
+}
+
+// MayBeMarked reports whether params may be Marked: false means they
+// certainly are not (the key is nowhere in them).
+func MayBeMarked(params jsontext.Value) bool { return bytes.Contains(params, metaProtocolVersionKey) }
+
+// errNamed stops Marked's reading at the protocolVersion member.
+var errNamed = errors.New("revision: _meta names the protocol version")
+
+// CheckMeta checks what every per-request revision's params must carry —
+// an object with a _meta naming the revision (a string) and the client
+// capabilities (an object) — and returns the revision named, or the
+// refusal to answer. It leaves the rest unchecked (a bad logLevel, for
+// instance, is the server's to refuse), so a transport calls it to check a
+// request before it routes it; mcp's full reading of _meta applies the
+// same rules first, and when it succeeds CheckMeta returns the same
+// revision and no refusal.
+func CheckMeta(params jsontext.Value) (string, *Refusal) {
+	if params.Kind() != '{' {
+		return "", NoParams
+	}
+	version, hasVersion, hasCaps := "", false, false
+	err := ScanMetaMembers(params, func(dec *jsontext.Decoder, member Member, _ jsontext.Value) (err error) {
+		switch kind := dec.PeekKind(); {
+		case member == MemberVersion && kind == '"':
+			version, err = DecodeInterned(dec, KnownVersions)
+			hasVersion = err == nil
+		case member == MemberCaps && kind == '{':
+			hasCaps = true
+			err = dec.SkipValue()
+		default:
+			err = dec.SkipValue()
+		}
+		return err
+	})
+	switch {
+	case err != nil:
+		return "", InvalidParams(err)
+	case !hasVersion:
+		return "", MissingMeta(MetaProtocolVersion)
+	case !hasCaps:
+		return "", MissingMeta(MetaClientCapabilities)
+	}
+	return version, nil
+}
+
+// Member is the kind of a member of _meta: one of the revision's, or
+// another.
+type Member int
+
+// The members of _meta the revision names.
+const (
+	MemberOther Member = iota
+	MemberVersion
+	MemberCaps
+	MemberInfo
+	MemberLevel
+	MemberProgressToken
+)
+
+// MemberOf returns the kind of the _meta member of name (as read: a JSON
+// string).
+func MemberOf(name jsontext.Value) Member {
+	switch {
+	case NameIs(name, MetaProtocolVersion):
+		return MemberVersion
+	case NameIs(name, MetaClientCapabilities):
+		return MemberCaps
+	case NameIs(name, MetaClientInfo):
+		return MemberInfo
+	case NameIs(name, MetaLogLevel):
+		return MemberLevel
+	case NameIs(name, "progressToken"):
+		return MemberProgressToken
+	}
+	return MemberOther
+}
+
+// NameIs reports whether raw, an object member name read as a JSON string,
+// is want; it allocates only for a name with escapes.
+func NameIs(raw jsontext.Value, want string) bool {
+	if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1:len(raw)-1]) == want
+	}
+	var s string
+	return json.Unmarshal(raw, &s) == nil && s == want
+}
+
+// ScanMetaMembers calls read for each member of params' _meta (params is
+// an object; a _meta that is null or absent has no members), with the
+// decoder at the member's value, which read must consume, the member's
+// kind and its name as read (valid only until the decoder reads or peeks
+// again). A _meta that is neither an object nor null gets the error an
+// object's decoding gives.
+func ScanMetaMembers(params jsontext.Value, read func(dec *jsontext.Decoder, member Member, name jsontext.Value) error) error {
+	return ScanMeta(params, func(dec *jsontext.Decoder) error {
+		switch dec.PeekKind() {
+		case 'n':
+			return dec.SkipValue()
+		case '{':
+		default:
+			var obj *struct{}
+			return json.UnmarshalDecode(dec, &obj)
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return err
+		}
+		for dec.PeekKind() != '}' {
+			name, err := dec.ReadValue()
+			if err != nil {
+				return err
+			}
+			if err := read(dec, MemberOf(name), name); err != nil {
+				return err
+			}
+		}
+		_, err := dec.ReadToken() // }
+		return err
+	})
+}
+
+// ScanMeta calls decode with a decoder at the value of params' _meta
+// member, if there is one, reading past the other members.
+func ScanMeta(params jsontext.Value, decode func(*jsontext.Decoder) error) error {
+	return jsonrpc.WithDecoder(params, func(dec *jsontext.Decoder) error {
+		if _, err := dec.ReadToken(); err != nil { // {: the caller checked the kind
+			return err
+		}
+		for dec.PeekKind() != '}' {
+			name, err := dec.ReadValue()
+			if err != nil {
+				return err
+			}
+			if !NameIs(name, "_meta") {
+				if err := dec.SkipValue(); err != nil {
+					return err
+				}
+				continue
+			}
+			return decode(dec)
+		}
+		return nil
+	})
+}
+
+// KnownVersions are the revisions DecodeInterned reads without allocating.
+var KnownVersions = []string{V20260728, V20251125, V20250618, V20250326, V20241105}
+
+// DecodeInterned decodes a string, without allocating when it is one of
+// known (as written, without escapes).
+func DecodeInterned(dec *jsontext.Decoder, known []string) (string, error) {
+	if dec.PeekKind() != '"' {
+		return decodeString(dec) // the error a string's decoding gives
+	}
+	raw, err := dec.ReadValue()
+	if err != nil {
+		return "", err
+	}
+	for _, k := range known {
+		if len(raw) == len(k)+2 && string(raw[1:len(raw)-1]) == k {
+			return k, nil
+		}
+	}
+	return decodeString(jsontext.NewDecoder(bytes.NewReader(raw)))
+}
+
+func decodeString(dec *jsontext.Decoder) (string, error) {
+	var s string
+	err := json.UnmarshalDecode(dec, &s)
+	return s, err
+}
