@@ -55,7 +55,7 @@ func handlePromptsGet(ctx context.Context, req *Request) (any, error) {
 	if err != nil {
 		return nil, invalidParams(err)
 	}
-	in, e := r.engine().input(r, ctx, MethodPromptsGet, p.Name, args, p.InputResponses, p.RequestState)
+	in, e := r.engine().input(r, ctx, methodPromptsGet, p.Name, args, p.InputResponses, p.RequestState)
 	if e != nil {
 		return nil, e
 	}

@@ -128,7 +128,7 @@ func handleResourcesRead(ctx context.Context, req *Request) (any, error) {
 	}
 	ss, r := req.Session, &req.r
 	src := ss.server.opts.Resources
-	in, e := r.engine().input(r, ctx, MethodResourcesRead, p.URI, nil, p.InputResponses, p.RequestState)
+	in, e := r.engine().input(r, ctx, methodResourcesRead, p.URI, nil, p.InputResponses, p.RequestState)
 	if e != nil {
 		return nil, e
 	}

@@ -195,7 +195,7 @@ func handleToolsCall(ctx context.Context, req *Request) (any, error) {
 	if res, err, handled := r.engine().taskCall(ctx, req, call, &p); handled {
 		return res, err
 	}
-	in, e := r.engine().input(r, ctx, MethodToolsCall, p.Name, p.Arguments, p.InputResponses, p.RequestState)
+	in, e := r.engine().input(r, ctx, methodToolsCall, p.Name, p.Arguments, p.InputResponses, p.RequestState)
 	if e != nil {
 		return nil, e
 	}
