@@ -309,7 +309,7 @@ func TestCapabilityPerRequest(t *testing.T) {
 	c := connect(t, srv, &mcp.ClientOptions{ProtocolVersion: mcp.Version20260728, Capabilities: uiCaps(apps.MIMEType)})
 	assert.Equal(t, "shown in the view", callText(t, c, "show"))
 	var out mcp.ListToolsResult
-	require.NoError(t, c.Call(context.Background(), mcp.MethodToolsList, map[string]any{
+	require.NoError(t, c.Call(context.Background(), "tools/list", map[string]any{
 		"_meta": map[string]any{
 			revision.MetaProtocolVersion:    mcp.Version20260728,
 			revision.MetaClientCapabilities: map[string]any{},

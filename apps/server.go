@@ -52,7 +52,7 @@ func HideAppOnlyTools() mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, req *mcp.Request) (any, error) {
 			res, err := next(ctx, req)
-			if err != nil || req.Method != mcp.MethodToolsList {
+			if err != nil || req.Method != "tools/list" {
 				return res, err
 			}
 			list, ok := res.(*mcp.ListToolsResult)

@@ -237,7 +237,7 @@ func cancelSender(cn *conn, modern string) func(id int64, reason string) {
 		if modern != "" {
 			p.Meta = Meta{revision.MetaProtocolVersion: modern}
 		}
-		_ = cn.notify(context.Background(), NotificationCancelled, p)
+		_ = cn.notify(context.Background(), notificationCancelled, p)
 	}
 }
 
@@ -308,15 +308,15 @@ func notifyDirect(c *Client, ctx context.Context, method string, params any) err
 // Ping sends ping and waits for the answer. A modern client has no ping:
 // the error wraps ErrMethodRemoved.
 func (c *Client) Ping(ctx context.Context) error {
-	if err := c.mod.removed(MethodPing, ""); err != nil {
+	if err := c.mod.removed(methodPing, ""); err != nil {
 		return err
 	}
-	return c.Call(ctx, MethodPing, nil, nil)
+	return c.Call(ctx, methodPing, nil, nil)
 }
 
 // ListTools fetches one page of tools ("" = the first page).
 func (c *Client) ListTools(ctx context.Context, cursor string) (*ListToolsResult, error) {
-	return fetchPage[ListToolsResult](ctx, c, MethodToolsList, cursor)
+	return fetchPage[ListToolsResult](ctx, c, methodToolsList, cursor)
 }
 
 // ListAllTools follows nextCursor until the last page.
@@ -356,7 +356,7 @@ func (c *Client) CallTool(ctx context.Context, name string, args any) (*CallTool
 // task, raw arguments).
 func (c *Client) CallToolWithParams(ctx context.Context, p *CallToolParams) (*CallToolResult, error) {
 	var res CallToolResult
-	if err := c.Call(ctx, MethodToolsCall, p, &res); err != nil {
+	if err := c.Call(ctx, methodToolsCall, p, &res); err != nil {
 		return nil, err
 	}
 	if res.IsError {

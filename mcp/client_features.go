@@ -14,9 +14,9 @@ import (
 // list_changed notifications to their typed callbacks.
 func (r *clientReader) featureNotification(m *jsonrpc.Message) {
 	switch m.Method {
-	case NotificationTasksStatus:
+	case notificationTasksStatus:
 		r.taskStatus(m) // client_tasks.go
-	case NotificationResourceUpdated:
+	case notificationResourceUpdated:
 		if r.opts.OnResourceUpdated != nil {
 			var p ResourceUpdatedNotificationParams
 			if m.Params == nil || json.Unmarshal(m.Params, &p) != nil {
@@ -25,7 +25,7 @@ func (r *clientReader) featureNotification(m *jsonrpc.Message) {
 			}
 			r.opts.OnResourceUpdated(p.URI)
 		}
-	case NotificationToolsListChanged, NotificationResourcesListChanged, NotificationPromptsListChanged:
+	case notificationToolsListChanged, notificationResourcesListChanged, notificationPromptsListChanged:
 		if r.opts.OnListChanged != nil {
 			r.opts.OnListChanged(m.Method)
 		}
@@ -65,7 +65,7 @@ func listAll[T any](ctx context.Context, page func(ctx context.Context, cursor s
 
 // ListResources fetches one page of resources ("" = the first page).
 func (c *Client) ListResources(ctx context.Context, cursor string) (*ListResourcesResult, error) {
-	return fetchPage[ListResourcesResult](ctx, c, MethodResourcesList, cursor)
+	return fetchPage[ListResourcesResult](ctx, c, methodResourcesList, cursor)
 }
 
 // ListAllResources follows nextCursor until the last page.
@@ -82,7 +82,7 @@ func (c *Client) ListAllResources(ctx context.Context) ([]*Resource, error) {
 // ListResourceTemplates fetches one page of resource templates ("" = the
 // first page).
 func (c *Client) ListResourceTemplates(ctx context.Context, cursor string) (*ListResourceTemplatesResult, error) {
-	return fetchPage[ListResourceTemplatesResult](ctx, c, MethodResourcesTemplatesList, cursor)
+	return fetchPage[ListResourceTemplatesResult](ctx, c, methodResourcesTemplatesList, cursor)
 }
 
 // ListAllResourceTemplates follows nextCursor until the last page.
@@ -101,7 +101,7 @@ func (c *Client) ListAllResourceTemplates(ctx context.Context) ([]*ResourceTempl
 // CodeInvalidParams (-32602) with data {"uri"} in revision 2026-07-28.
 func (c *Client) ReadResource(ctx context.Context, uri string) (*ReadResourceResult, error) {
 	var res ReadResourceResult
-	if err := c.Call(ctx, MethodResourcesRead, &ReadResourceParams{URI: uri}, &res); err != nil {
+	if err := c.Call(ctx, methodResourcesRead, &ReadResourceParams{URI: uri}, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -112,23 +112,23 @@ func (c *Client) ReadResource(ctx context.Context, uri string) (*ReadResourceRes
 // resources.subscribe; otherwise the error is -32601. A modern client
 // subscribes with Listen instead: the error wraps ErrMethodRemoved.
 func (c *Client) Subscribe(ctx context.Context, uri string) error {
-	if err := c.mod.removed(MethodResourcesSubscribe, "use Client.Listen with SubscriptionFilter.ResourceSubscriptions"); err != nil {
+	if err := c.mod.removed(methodResourcesSubscribe, "use Client.Listen with SubscriptionFilter.ResourceSubscriptions"); err != nil {
 		return err
 	}
-	return c.Call(ctx, MethodResourcesSubscribe, &SubscribeParams{URI: uri}, nil)
+	return c.Call(ctx, methodResourcesSubscribe, &SubscribeParams{URI: uri}, nil)
 }
 
 // Unsubscribe ends a subscription made with Subscribe.
 func (c *Client) Unsubscribe(ctx context.Context, uri string) error {
-	if err := c.mod.removed(MethodResourcesUnsubscribe, "end the Subscription of Client.Listen"); err != nil {
+	if err := c.mod.removed(methodResourcesUnsubscribe, "end the Subscription of Client.Listen"); err != nil {
 		return err
 	}
-	return c.Call(ctx, MethodResourcesUnsubscribe, &UnsubscribeParams{URI: uri}, nil)
+	return c.Call(ctx, methodResourcesUnsubscribe, &UnsubscribeParams{URI: uri}, nil)
 }
 
 // ListPrompts fetches one page of prompts ("" = the first page).
 func (c *Client) ListPrompts(ctx context.Context, cursor string) (*ListPromptsResult, error) {
-	return fetchPage[ListPromptsResult](ctx, c, MethodPromptsList, cursor)
+	return fetchPage[ListPromptsResult](ctx, c, methodPromptsList, cursor)
 }
 
 // ListAllPrompts follows nextCursor until the last page.
@@ -146,7 +146,7 @@ func (c *Client) ListAllPrompts(ctx context.Context) ([]*Prompt, error) {
 // prompt or a missing required argument is an *Error with code -32602.
 func (c *Client) GetPrompt(ctx context.Context, name string, args map[string]string) (*GetPromptResult, error) {
 	var res GetPromptResult
-	if err := c.Call(ctx, MethodPromptsGet, &GetPromptParams{Name: name, Arguments: args}, &res); err != nil {
+	if err := c.Call(ctx, methodPromptsGet, &GetPromptParams{Name: name, Arguments: args}, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -163,7 +163,7 @@ func (c *Client) Complete(ctx context.Context, p *CompleteParams) (*CompleteResu
 		p = &q
 	}
 	var res CompleteResult
-	if err := c.Call(ctx, MethodCompletionComplete, p, &res); err != nil {
+	if err := c.Call(ctx, methodCompletionComplete, p, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil

@@ -166,7 +166,7 @@ func TestClientComplete(t *testing.T) {
 
 			comp, err = c.CompleteTemplate(ctx, mcptest.TemplateRepo, "repo", "", map[string]string{"owner": "keel"})
 			require.NoError(t, err)
-			sent := rec.last(mcp.MethodCompletionComplete)
+			sent := rec.last("completion/complete")
 			if v == mcp.Version20251125 {
 				assert.Equal(t, []string{"keel-core", "keel-docs"}, comp.Values)
 				assert.Contains(t, sent, `"context"`)
@@ -227,11 +227,11 @@ func TestClientSubscriptionsAndListChanged(t *testing.T) {
 
 	_, err := c.CallTool(ctx, mcptest.ToolAddPrompt, map[string]any{"name": "p1"})
 	require.NoError(t, err)
-	assert.Equal(t, mcp.NotificationPromptsListChanged, next(changed))
+	assert.Equal(t, "notifications/prompts/list_changed", next(changed))
 	require.NoError(t, reg.AddTextResource(&mcp.Resource{URI: "test://new", Name: "new"}, "n"))
-	assert.Equal(t, mcp.NotificationResourcesListChanged, next(changed))
+	assert.Equal(t, "notifications/resources/list_changed", next(changed))
 	require.NoError(t, registry.Register(reg, "extra", "", func(context.Context, struct{}) (string, error) { return "", nil }, nil))
-	assert.Equal(t, mcp.NotificationToolsListChanged, next(changed))
+	assert.Equal(t, "notifications/tools/list_changed", next(changed))
 
 	tools, err := c.ListAllTools(ctx)
 	require.NoError(t, err)
@@ -310,7 +310,7 @@ func TestClientListAllStopsOnRepeatedCursor(t *testing.T) {
 				continue
 			}
 			result := `{"tools":[],"resources":[],"prompts":[],"resourceTemplates":[],"tasks":[],"nextCursor":"again"}`
-			if m.Method == mcp.MethodInitialize {
+			if m.Method == "initialize" {
 				result = `{"protocolVersion":"` + mcp.LatestVersion + `","capabilities":{"tools":{},"resources":{},"prompts":{},"tasks":{"list":{}}},"serverInfo":{"name":"loop","version":"1"}}`
 			}
 			_ = st.Write(ctx, []byte(`{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":`+result+`}`))

@@ -65,7 +65,7 @@ type clientRequestHandler func(s *clientSide, ctx context.Context, params jsonte
 // clientRequestHandlers serve the server's requests; each reports ok=false
 // when the client has no handler (the request then gets -32601).
 var clientRequestHandlers = map[string]func(s *clientSide) (clientRequestHandler, bool){
-	MethodSamplingCreateMessage: func(s *clientSide) (clientRequestHandler, bool) {
+	methodSamplingCreateMessage: func(s *clientSide) (clientRequestHandler, bool) {
 		if s.opts.OnSampling == nil {
 			return nil, false
 		}
@@ -81,7 +81,7 @@ var clientRequestHandlers = map[string]func(s *clientSide) (clientRequestHandler
 			return res, err
 		}, true
 	},
-	MethodElicitationCreate: func(s *clientSide) (clientRequestHandler, bool) {
+	methodElicitationCreate: func(s *clientSide) (clientRequestHandler, bool) {
 		if s.opts.OnElicitation == nil {
 			return nil, false
 		}
@@ -97,7 +97,7 @@ var clientRequestHandlers = map[string]func(s *clientSide) (clientRequestHandler
 			return res, err
 		}, true
 	},
-	MethodRootsList: func(s *clientSide) (clientRequestHandler, bool) {
+	methodRootsList: func(s *clientSide) (clientRequestHandler, bool) {
 		if s.opts.Capabilities.Roots == nil {
 			return nil, false
 		}
@@ -181,7 +181,7 @@ func (s *clientSide) answer(ctx context.Context, method string, params jsontext.
 	if !ok {
 		return nil, fmt.Errorf("the client has no handler for %s (see ClientOptions: %s)", method, inputHandlerOption[method])
 	}
-	if params == nil && method == MethodRootsList {
+	if params == nil && method == methodRootsList {
 		params = jsontext.Value("{}")
 	}
 	serve := func(ctx context.Context, params jsontext.Value) (any, error) { return h(s, ctx, params) }
@@ -195,9 +195,9 @@ func (s *clientSide) answer(ctx context.Context, method string, params jsontext.
 
 // inputHandlerOption names the ClientOptions field that answers each input method.
 var inputHandlerOption = map[string]string{
-	MethodSamplingCreateMessage: "OnSampling",
-	MethodElicitationCreate:     "OnElicitation",
-	MethodRootsList:             "Roots or OnListRoots",
+	methodSamplingCreateMessage: "OnSampling",
+	methodElicitationCreate:     "OnElicitation",
+	methodRootsList:             "Roots or OnListRoots",
 }
 
 // currentRoots returns the roots the client exposes.
@@ -230,7 +230,7 @@ func (c *Client) Roots() []Root { return c.side.currentRoots() }
 func (c *Client) SetRoots(ctx context.Context, roots []Root) error {
 	rc := c.opts.Capabilities.Roots
 	if rc == nil {
-		return &CapabilityError{Method: NotificationRootsListChanged, Capability: "roots", Revision: c.ProtocolVersion()}
+		return &CapabilityError{Method: notificationRootsListChanged, Capability: "roots", Revision: c.ProtocolVersion()}
 	}
 	if roots == nil {
 		roots = []Root{}
@@ -239,7 +239,7 @@ func (c *Client) SetRoots(ctx context.Context, roots []Root) error {
 	if c.conn == nil || c.sess.init.Load() == nil || !rc.ListChanged || c.mod.on {
 		return nil
 	}
-	return c.Notify(ctx, NotificationRootsListChanged, nil)
+	return c.Notify(ctx, notificationRootsListChanged, nil)
 }
 
 // SetLoggingLevel asks the server to send log messages of level and more
@@ -247,8 +247,8 @@ func (c *Client) SetRoots(ctx context.Context, roots []Root) error {
 // client sends its level with each request instead (ClientOptions.LogLevel):
 // the error wraps ErrMethodRemoved.
 func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel) error {
-	if err := c.mod.removed(MethodLoggingSetLevel, "set ClientOptions.LogLevel instead"); err != nil {
+	if err := c.mod.removed(methodLoggingSetLevel, "set ClientOptions.LogLevel instead"); err != nil {
 		return err
 	}
-	return c.Call(ctx, MethodLoggingSetLevel, &SetLevelParams{Level: level}, nil)
+	return c.Call(ctx, methodLoggingSetLevel, &SetLevelParams{Level: level}, nil)
 }

@@ -96,9 +96,9 @@ func TestClientMiddlewareAnswersInPlace(t *testing.T) {
 		Middleware: []mcp.ClientMiddleware{func(next mcp.ClientHandler) mcp.ClientHandler {
 			return func(ctx context.Context, msg *mcp.ClientMessage) (any, error) {
 				switch msg.Method {
-				case mcp.MethodToolsList:
+				case "tools/list":
 					return &mcp.ListToolsResult{Tools: []*mcp.Tool{{Name: "cached"}}}, nil
-				case mcp.MethodToolsCall:
+				case "tools/call":
 					return nil, errRefused
 				}
 				return next(ctx, msg)

@@ -62,7 +62,7 @@ type modernState struct {
 }
 
 // inputMethods are the methods whose results may be input_required.
-var inputMethods = map[string]bool{MethodToolsCall: true, MethodPromptsGet: true, MethodResourcesRead: true}
+var inputMethods = map[string]bool{methodToolsCall: true, methodPromptsGet: true, methodResourcesRead: true}
 
 // setup prepares the per-request _meta of a modern client (o is final:
 // handler capabilities are declared); side answers its input requests.
@@ -105,7 +105,7 @@ func (m *modernState) connect(cn *conn) {
 // as *Error.
 func (m *modernState) discover(ctx context.Context) (*InitializeResult, error) {
 	var res DiscoverResult
-	if err := m.call(ctx, MethodServerDiscover, nil, &res); err != nil {
+	if err := m.call(ctx, methodServerDiscover, nil, &res); err != nil {
 		return nil, err
 	}
 	v := m.opts.ProtocolVersion

@@ -53,7 +53,7 @@ func (c *Client) Listen(ctx context.Context, filter SubscriptionFilter) (*Subscr
 	if c.conn == nil {
 		return nil, errors.New("mcp: client not connected")
 	}
-	if err := c.mod.need(MethodSubscriptionsListen, c.ProtocolVersion()); err != nil {
+	if err := c.mod.need(methodSubscriptionsListen, c.ProtocolVersion()); err != nil {
 		return nil, err
 	}
 	return c.mod.listen(ctx, filter)
@@ -62,7 +62,7 @@ func (c *Client) Listen(ctx context.Context, filter SubscriptionFilter) (*Subscr
 // listen sends subscriptions/listen and waits for its acknowledgement (see
 // Client.Listen).
 func (m *modernState) listen(ctx context.Context, filter SubscriptionFilter) (*Subscription, error) {
-	obj, err := m.withRequestMeta(MethodSubscriptionsListen, &ListenParams{Notifications: filter})
+	obj, err := m.withRequestMeta(methodSubscriptionsListen, &ListenParams{Notifications: filter})
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func (m *modernState) listen(ctx context.Context, filter SubscriptionFilter) (*S
 	s := &Subscription{cn: cn, cancel: m.cancel, id: id, stop: make(chan struct{}), done: make(chan struct{})}
 	rawID := jsontext.Value(strconv.AppendInt(nil, id, 10))
 	err = cn.send(ctx, func(b []byte) ([]byte, error) {
-		return jsonrpc.AppendRequest(b, rawID, MethodSubscriptionsListen, jsontext.Value(wire))
+		return jsonrpc.AppendRequest(b, rawID, methodSubscriptionsListen, jsontext.Value(wire))
 	})
 	if err == nil {
 		select {
@@ -204,7 +204,7 @@ func (s *Subscription) Close() error {
 // acknowledged hands notifications/subscriptions/acknowledged to the
 // Listen call waiting for it; other notifications it leaves alone.
 func (m *modernState) acknowledged(msg *jsonrpc.Message) {
-	if msg.Method != NotificationSubscriptionsAcknowledged {
+	if msg.Method != notificationSubscriptionsAcknowledged {
 		return
 	}
 	var p struct {
@@ -212,20 +212,20 @@ func (m *modernState) acknowledged(msg *jsonrpc.Message) {
 		Meta          map[string]jsontext.Value `json:"_meta"`
 	}
 	if msg.Params == nil || jsonv2.Unmarshal(msg.Params, &p) != nil {
-		m.log.Warn("mcp: client received a malformed " + NotificationSubscriptionsAcknowledged)
+		m.log.Warn("mcp: client received a malformed " + notificationSubscriptionsAcknowledged)
 		return
 	}
 	raw := p.Meta[revision.MetaSubscriptionID]
 	id, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil || raw.Kind() != '0' {
-		m.log.Warn("mcp: "+NotificationSubscriptionsAcknowledged+" for an unknown subscription", "subscriptionId", string(raw))
+		m.log.Warn("mcp: "+notificationSubscriptionsAcknowledged+" for an unknown subscription", "subscriptionId", string(raw))
 		return
 	}
 	m.mu.Lock()
 	ch := m.acks[id]
 	m.mu.Unlock()
 	if ch == nil {
-		m.log.Warn("mcp: "+NotificationSubscriptionsAcknowledged+" for an unknown subscription", "subscriptionId", string(raw))
+		m.log.Warn("mcp: "+notificationSubscriptionsAcknowledged+" for an unknown subscription", "subscriptionId", string(raw))
 		return
 	}
 	select {

@@ -43,11 +43,11 @@ func taskStarted(raw jsontext.Value) error {
 // its error (failed). An unknown task is an *Error with code
 // CodeInvalidParams.
 func (c *Client) PollTask(ctx context.Context, taskID string) (*DetailedTask, error) {
-	if err := c.mod.need(MethodTasksGet, c.ProtocolVersion()); err != nil {
+	if err := c.mod.need(methodTasksGet, c.ProtocolVersion()); err != nil {
 		return nil, err
 	}
 	var res DetailedTask
-	if err := c.Call(ctx, MethodTasksGet, &GetTaskParams{TaskID: taskID}, &res); err != nil {
+	if err := c.Call(ctx, methodTasksGet, &GetTaskParams{TaskID: taskID}, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -56,10 +56,10 @@ func (c *Client) PollTask(ctx context.Context, taskID string) (*DetailedTask, er
 // UpdateTask sends answers to the input requests of an input_required task
 // (tasks/update, 2026-07-28), under the keys PollTask named them by.
 func (c *Client) UpdateTask(ctx context.Context, taskID string, responses map[string]json.RawMessage) error {
-	if err := c.mod.need(MethodTasksUpdate, c.ProtocolVersion()); err != nil {
+	if err := c.mod.need(methodTasksUpdate, c.ProtocolVersion()); err != nil {
 		return err
 	}
-	return c.Call(ctx, MethodTasksUpdate, &UpdateTaskParams{TaskID: taskID, InputResponses: responses}, nil)
+	return c.Call(ctx, methodTasksUpdate, &UpdateTaskParams{TaskID: taskID, InputResponses: responses}, nil)
 }
 
 // AnswerTask answers the input requests of task t (as PollTask returned

@@ -128,7 +128,7 @@ func modernClient(t *testing.T, opts *mcp.ClientOptions) (*mcp.Client, *scripted
 	s := &scripted{t: t, tr: st}
 	c := mcp.NewClient(&o)
 	wait := async(func() (struct{}, error) { return struct{}{}, c.Connect(context.Background(), ct) })
-	m := s.expect(mcp.MethodServerDiscover)
+	m := s.expect("server/discover")
 	s.reply(m.ID, discoverResult)
 	_, err := wait(t)
 	require.NoError(t, err)
@@ -143,7 +143,7 @@ func TestModernClientDiscover(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	wait := async(func() (struct{}, error) { return struct{}{}, c.Connect(context.Background(), ct) })
 
-	m := s.expect(mcp.MethodServerDiscover)
+	m := s.expect("server/discover")
 	assert.JSONEq(t, `{"_meta":{
 		"io.modelcontextprotocol/protocolVersion":"2026-07-28",
 		"io.modelcontextprotocol/clientCapabilities":{},
@@ -165,7 +165,7 @@ func TestModernClientDiscover(t *testing.T) {
 
 	// No notifications/initialized: the next message is the next request.
 	list := async(func() (*mcp.ListToolsResult, error) { return c.ListTools(context.Background(), "") })
-	m = s.expect(mcp.MethodToolsList)
+	m = s.expect("tools/list")
 	s.reply(m.ID, `{"resultType":"complete","tools":[{"name":"t","inputSchema":{"type":"object"}}],"ttlMs":5,"cacheScope":"private"}`)
 	res, err := list(t)
 	require.NoError(t, err)
@@ -209,7 +209,7 @@ func TestModernClientDiscoverFails(t *testing.T) {
 			s := &scripted{t: t, tr: st}
 			c := mcp.NewClient(&mcp.ClientOptions{ProtocolVersion: mcp.Version20260728, Logger: slog.New(slog.DiscardHandler)})
 			wait := async(func() (struct{}, error) { return struct{}{}, c.Connect(context.Background(), ct) })
-			m := s.expect(mcp.MethodServerDiscover)
+			m := s.expect("server/discover")
 			s.write(`{"jsonrpc":"2.0","id":%s,%s}`, m.ID, tt.answer)
 			_, err := wait(t)
 			require.Error(t, err)
@@ -234,7 +234,7 @@ func TestModernClientRequestMeta(t *testing.T) {
 		return c.CallToolWithParams(ctx, &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(`{"x":1}`),
 			Meta: mcp.Meta{mcp.MetaProgressToken: 7, "custom": "yes", revision.MetaLogLevel: "debug"}})
 	})
-	m := s.expect(mcp.MethodToolsCall)
+	m := s.expect("tools/call")
 	assert.JSONEq(t, `{"name":"echo","arguments":{"x":1},"_meta":{
 		"progressToken":7,"custom":"yes",
 		"io.modelcontextprotocol/logLevel":"debug",
@@ -249,10 +249,10 @@ func TestModernClientRequestMeta(t *testing.T) {
 	// Every request, params or not, carries them; resultType is stripped.
 	raw := async(func() (jsontext.Value, error) {
 		var v jsontext.Value
-		err := c.Call(ctx, mcp.MethodPromptsList, nil, &v)
+		err := c.Call(ctx, "prompts/list", nil, &v)
 		return v, err
 	})
-	m = s.expect(mcp.MethodPromptsList)
+	m = s.expect("prompts/list")
 	meta := m.meta(t)
 	assert.JSONEq(t, `"info"`, string(meta[revision.MetaLogLevel]))
 	assert.JSONEq(t, `"2026-07-28"`, string(meta[revision.MetaProtocolVersion]))
@@ -263,7 +263,7 @@ func TestModernClientRequestMeta(t *testing.T) {
 
 	// A result without resultType (an older server) counts as complete.
 	read := async(func() (*mcp.ReadResourceResult, error) { return c.ReadResource(ctx, "file:///a") })
-	m = s.expect(mcp.MethodResourcesRead)
+	m = s.expect("resources/read")
 	assert.JSONEq(t, `"file:///a"`, m.param(t, "uri"))
 	s.reply(m.ID, `{"contents":[{"uri":"file:///a","text":"A"}]}`)
 	rr, err := read(t)
@@ -291,7 +291,7 @@ func TestModernClientRemovedMethods(t *testing.T) {
 	}
 	// Nothing was sent: the next message is the next request.
 	list := async(func() (*mcp.ListToolsResult, error) { return c.ListTools(ctx, "") })
-	m := s.expect(mcp.MethodToolsList)
+	m := s.expect("tools/list")
 	s.reply(m.ID, `{"resultType":"complete","tools":[]}`)
 	_, err := list(t)
 	require.NoError(t, err)
@@ -310,14 +310,14 @@ func TestModernClientInputRequired(t *testing.T) {
 		return c.CallTool(context.Background(), "deploy", map[string]any{"env": "prod"})
 	})
 
-	first := s.expect(mcp.MethodToolsCall)
+	first := s.expect("tools/call")
 	assert.Empty(t, first.param(t, "inputResponses"))
 	s.reply(first.ID, `{"resultType":"input_required","requestState":"sealed/state+1==",
 		"inputRequests":{
 			"confirm":{"method":"elicitation/create","params":{"message":"Deploy?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}}}}},
 			"where":{"method":"roots/list","params":{}}}}`)
 
-	second := s.expect(mcp.MethodToolsCall)
+	second := s.expect("tools/call")
 	assert.NotEqual(t, string(first.ID), string(second.ID), "a retry has a new id")
 	assert.JSONEq(t, `"deploy"`, second.param(t, "name"))
 	assert.JSONEq(t, `{"env":"prod"}`, second.param(t, "arguments"))
@@ -330,7 +330,7 @@ func TestModernClientInputRequired(t *testing.T) {
 
 	// A second round with state only: no inputResponses this time.
 	s.reply(second.ID, `{"resultType":"input_required","requestState":"round-2"}`)
-	third := s.expect(mcp.MethodToolsCall)
+	third := s.expect("tools/call")
 	assert.Equal(t, `"round-2"`, third.param(t, "requestState"))
 	assert.Empty(t, third.param(t, "inputResponses"))
 	s.reply(third.ID, `{"resultType":"complete","content":[{"type":"text","text":"deployed"}]}`)
@@ -348,11 +348,11 @@ func TestModernClientInputRequiredPromptSampling(t *testing.T) {
 		},
 	})
 	get := async(func() (*mcp.GetPromptResult, error) { return c.GetPrompt(context.Background(), "p", nil) })
-	m := s.expect(mcp.MethodPromptsGet)
+	m := s.expect("prompts/get")
 	assert.JSONEq(t, `{"sampling":{}}`, string(m.meta(t)[revision.MetaClientCapabilities]))
 	s.reply(m.ID, `{"resultType":"input_required","inputRequests":{"s":{"method":"sampling/createMessage",
 		"params":{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":10}}}}`)
-	m = s.expect(mcp.MethodPromptsGet)
+	m = s.expect("prompts/get")
 	assert.Empty(t, m.param(t, "requestState"))
 	var resp map[string]mcp.CreateMessageResult
 	require.NoError(t, jsonv2.Unmarshal([]byte(m.param(t, "inputResponses")), &resp))
@@ -369,18 +369,18 @@ func TestModernClientInputRequiredFailures(t *testing.T) {
 		answer string
 		want   string
 	}{
-		{"no handler", mcp.MethodToolsCall,
+		{"no handler", "tools/call",
 			`{"resultType":"input_required","inputRequests":{"s":{"method":"sampling/createMessage","params":{"messages":[],"maxTokens":1}}}}`,
 			`input request "s" (sampling/createMessage): the client has no handler for sampling/createMessage`},
-		{"unknown input method", mcp.MethodToolsCall,
+		{"unknown input method", "tools/call",
 			`{"resultType":"input_required","inputRequests":{"x":{"method":"tools/list","params":{}}}}`,
 			`the client cannot answer method "tools/list"`},
-		{"neither requests nor state", mcp.MethodResourcesRead,
+		{"neither requests nor state", "resources/read",
 			`{"resultType":"input_required"}`, "neither inputRequests nor requestState"},
-		{"not an input method", mcp.MethodToolsList,
+		{"not an input method", "tools/list",
 			`{"resultType":"input_required","requestState":"s"}`, "only tools/call, prompts/get and resources/read"},
-		{"unknown resultType", mcp.MethodToolsCall, `{"resultType":"eventually"}`, `unknown resultType "eventually"`},
-		{"task without the extension", mcp.MethodToolsCall, `{"resultType":"task","taskId":"t"}`, "did not declare the io.modelcontextprotocol/tasks extension"},
+		{"unknown resultType", "tools/call", `{"resultType":"eventually"}`, `unknown resultType "eventually"`},
+		{"task without the extension", "tools/call", `{"resultType":"task","taskId":"t"}`, "did not declare the io.modelcontextprotocol/tasks extension"},
 	}
 	c, s := modernClient(t, nil)
 	for _, tt := range tests {
@@ -401,7 +401,7 @@ func TestModernClientInputRoundsBound(t *testing.T) {
 	call := async(func() (*mcp.CallToolResult, error) { return c.CallTool(context.Background(), "loop", nil) })
 	ids := map[string]bool{}
 	for i := range 3 { // the request, then two retries
-		m := s.expect(mcp.MethodToolsCall)
+		m := s.expect("tools/call")
 		ids[string(m.ID)] = true
 		s.reply(m.ID, fmt.Sprintf(`{"resultType":"input_required","requestState":"s%d"}`, i))
 	}
@@ -425,29 +425,29 @@ func TestModernClientListen(t *testing.T) {
 	listen := async(func() (*mcp.Subscription, error) {
 		return c.Listen(ctx, mcp.SubscriptionFilter{ToolsListChanged: true, PromptsListChanged: true})
 	})
-	m := s.expect(mcp.MethodSubscriptionsListen)
+	m := s.expect("subscriptions/listen")
 	assert.JSONEq(t, `{"toolsListChanged":true,"promptsListChanged":true}`, m.param(t, "notifications"))
 	assert.JSONEq(t, `"2026-07-28"`, string(m.meta(t)[revision.MetaProtocolVersion]))
 	// An acknowledgement of another subscription is not ours.
-	s.notify(mcp.NotificationSubscriptionsAcknowledged, `{"notifications":{},"_meta":{"io.modelcontextprotocol/subscriptionId":999}}`)
-	s.notify(mcp.NotificationSubscriptionsAcknowledged, fmt.Sprintf(`{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/subscriptionId":%s}}`, m.ID))
+	s.notify("notifications/subscriptions/acknowledged", `{"notifications":{},"_meta":{"io.modelcontextprotocol/subscriptionId":999}}`)
+	s.notify("notifications/subscriptions/acknowledged", fmt.Sprintf(`{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/subscriptionId":%s}}`, m.ID))
 	sub, err := listen(t)
 	require.NoError(t, err)
 	assert.Equal(t, mcp.SubscriptionFilter{ToolsListChanged: true}, sub.Honoured())
 	assert.Equal(t, string(m.ID), string(sub.ID()))
 
-	s.notify(mcp.NotificationToolsListChanged, fmt.Sprintf(`{"_meta":{"io.modelcontextprotocol/subscriptionId":%s}}`, m.ID))
+	s.notify("notifications/tools/list_changed", fmt.Sprintf(`{"_meta":{"io.modelcontextprotocol/subscriptionId":%s}}`, m.ID))
 	select {
 	case <-got:
 	case <-time.After(5 * time.Second):
 		t.Fatal("list_changed not delivered")
 	}
 	mu.Lock()
-	assert.Equal(t, []string{mcp.NotificationToolsListChanged}, changed)
+	assert.Equal(t, []string{"notifications/tools/list_changed"}, changed)
 	mu.Unlock()
 
 	cancel()
-	n := s.expect(mcp.NotificationCancelled)
+	n := s.expect("notifications/cancelled")
 	assert.Equal(t, string(m.ID), n.param(t, "requestId"))
 	select {
 	case <-sub.Done():
@@ -467,21 +467,21 @@ func TestModernClientListenEnds(t *testing.T) {
 		listen := async(func() (*mcp.Subscription, error) {
 			return c.Listen(ctx, mcp.SubscriptionFilter{ResourceSubscriptions: []string{"file:///a"}})
 		})
-		m := s.expect(mcp.MethodSubscriptionsListen)
+		m := s.expect("subscriptions/listen")
 		assert.JSONEq(t, `{"resourceSubscriptions":["file:///a"]}`, m.param(t, "notifications"))
-		s.notify(mcp.NotificationSubscriptionsAcknowledged, fmt.Sprintf(`{"notifications":{"resourceSubscriptions":["file:///a"]},"_meta":{"io.modelcontextprotocol/subscriptionId":%s}}`, m.ID))
+		s.notify("notifications/subscriptions/acknowledged", fmt.Sprintf(`{"notifications":{"resourceSubscriptions":["file:///a"]},"_meta":{"io.modelcontextprotocol/subscriptionId":%s}}`, m.ID))
 		sub, err := listen(t)
 		require.NoError(t, err)
 		require.NoError(t, sub.Close())
-		n := s.expect(mcp.NotificationCancelled)
+		n := s.expect("notifications/cancelled")
 		assert.Equal(t, string(m.ID), n.param(t, "requestId"))
 	})
 	t.Run("ended by the server", func(t *testing.T) {
 		listen := async(func() (*mcp.Subscription, error) {
 			return c.Listen(ctx, mcp.SubscriptionFilter{ToolsListChanged: true})
 		})
-		m := s.expect(mcp.MethodSubscriptionsListen)
-		s.notify(mcp.NotificationSubscriptionsAcknowledged, fmt.Sprintf(`{"notifications":{},"_meta":{"io.modelcontextprotocol/subscriptionId":%s}}`, m.ID))
+		m := s.expect("subscriptions/listen")
+		s.notify("notifications/subscriptions/acknowledged", fmt.Sprintf(`{"notifications":{},"_meta":{"io.modelcontextprotocol/subscriptionId":%s}}`, m.ID))
 		sub, err := listen(t)
 		require.NoError(t, err)
 		s.reply(m.ID, `{"resultType":"complete","_meta":{}}`)
@@ -494,7 +494,7 @@ func TestModernClientListenEnds(t *testing.T) {
 	})
 	t.Run("refused", func(t *testing.T) {
 		listen := async(func() (*mcp.Subscription, error) { return c.Listen(ctx, mcp.SubscriptionFilter{}) })
-		m := s.expect(mcp.MethodSubscriptionsListen)
+		m := s.expect("subscriptions/listen")
 		s.write(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"bad filter"}}`, m.ID)
 		_, err := listen(t)
 		var e *mcp.Error
@@ -503,8 +503,8 @@ func TestModernClientListenEnds(t *testing.T) {
 	})
 	t.Run("connection closed", func(t *testing.T) {
 		listen := async(func() (*mcp.Subscription, error) { return c.Listen(ctx, mcp.SubscriptionFilter{}) })
-		m := s.expect(mcp.MethodSubscriptionsListen)
-		s.notify(mcp.NotificationSubscriptionsAcknowledged, fmt.Sprintf(`{"notifications":{},"_meta":{"io.modelcontextprotocol/subscriptionId":%s}}`, m.ID))
+		m := s.expect("subscriptions/listen")
+		s.notify("notifications/subscriptions/acknowledged", fmt.Sprintf(`{"notifications":{},"_meta":{"io.modelcontextprotocol/subscriptionId":%s}}`, m.ID))
 		sub, err := listen(t)
 		require.NoError(t, err)
 		require.NoError(t, s.tr.Close())

@@ -83,7 +83,7 @@ func (r *clientReader) handle(raw []byte) {
 		r.notification(&m)
 	case jsonrpc.KindRequest:
 		ctx := context.Background()
-		if m.Method == MethodPing {
+		if m.Method == methodPing {
 			_ = r.cn.writeResult(ctx, m.ID, EmptyResult{})
 			return
 		}
@@ -101,12 +101,12 @@ func (r *clientReader) notification(m *jsonrpc.Message) {
 	r.mod.acknowledged(m)    // subscriptions/listen acknowledgements (client_modern_listen.go)
 	r.featureNotification(m) // tasks, resources and list_changed (client_features.go)
 	switch m.Method {
-	case NotificationCancelled:
+	case notificationCancelled:
 		var p CancelledParams
 		if m.Params != nil && jsonv2.Unmarshal(m.Params, &p) == nil && p.RequestID != nil {
 			r.side.reqs.cancel(idKey(jsontext.Value(p.RequestID)), p.Reason)
 		}
-	case NotificationMessage:
+	case notificationMessage:
 		if r.opts.OnLog != nil {
 			var p LoggingMessageNotificationParams
 			if m.Params == nil || jsonv2.Unmarshal(m.Params, &p) != nil {
@@ -115,7 +115,7 @@ func (r *clientReader) notification(m *jsonrpc.Message) {
 			}
 			r.opts.OnLog(&p)
 		}
-	case NotificationProgress:
+	case notificationProgress:
 		if r.opts.OnProgress != nil {
 			var p ProgressParams
 			if m.Params == nil || jsonv2.Unmarshal(m.Params, &p) != nil {

@@ -101,7 +101,7 @@ func (ss *Session) call(ctx context.Context, method string, params, result any) 
 		raw := jsontext.Value(strconv.AppendInt(nil, id, 10))
 		nctx, ncancel := context.WithTimeout(context.WithoutCancel(ctx), logSendTimeout)
 		defer ncancel()
-		if err := ss.conn.notify(nctx, NotificationCancelled, &CancelledParams{RequestID: json.RawMessage(raw), Reason: reason}); err != nil && !isClosed(err) {
+		if err := ss.conn.notify(nctx, notificationCancelled, &CancelledParams{RequestID: json.RawMessage(raw), Reason: reason}); err != nil && !isClosed(err) {
 			ss.log.Warn("mcp: sending notifications/cancelled failed", "method", method, "error", err)
 		}
 	})
@@ -121,11 +121,11 @@ func (ss *Session) call(ctx context.Context, method string, params, result any) 
 // Task-augmented sampling (Task) is not supported here. A client that
 // rejects the request answers with an error, returned as *Error.
 func (ss *Session) CreateMessage(ctx context.Context, p *CreateMessageParams) (*CreateMessageResult, error) {
-	if err := ss.modernRefusal(ctx, MethodSamplingCreateMessage); err != nil {
+	if err := ss.modernRefusal(ctx, methodSamplingCreateMessage); err != nil {
 		return nil, err
 	}
 	ss = ss.real()
-	const m = MethodSamplingCreateMessage
+	const m = methodSamplingCreateMessage
 	caps := ss.ClientCapabilities()
 	if err := ss.need(m, "sampling", "", caps.Sampling != nil); err != nil {
 		return nil, err
@@ -214,11 +214,11 @@ func downgradeCreateMessage(p *CreateMessageParams, v string) (*CreateMessagePar
 // the form's values), declined or cancelled. Task-augmented elicitation
 // (Task) is not supported here.
 func (ss *Session) Elicit(ctx context.Context, p *ElicitParams) (*ElicitResult, error) {
-	if err := ss.modernRefusal(ctx, MethodElicitationCreate); err != nil {
+	if err := ss.modernRefusal(ctx, methodElicitationCreate); err != nil {
 		return nil, err
 	}
 	ss = ss.real()
-	const m = MethodElicitationCreate
+	const m = methodElicitationCreate
 	caps := ss.ClientCapabilities()
 	if err := ss.need(m, "elicitation", Version20250618, caps.Elicitation != nil); err != nil {
 		return nil, err
@@ -271,27 +271,27 @@ func (ss *Session) Elicit(ctx context.Context, p *ElicitParams) (*ElicitResult, 
 func (ss *Session) NotifyElicitationComplete(ctx context.Context, elicitationID string) error {
 	ss = ss.real()
 	caps := ss.ClientCapabilities()
-	if err := ss.need(NotificationElicitationComplete, "elicitation.url", Version20251125,
+	if err := ss.need(notificationElicitationComplete, "elicitation.url", Version20251125,
 		caps.Elicitation != nil && caps.Elicitation.URL != nil); err != nil {
 		return err
 	}
-	return ss.conn.notify(ctx, NotificationElicitationComplete, &ElicitationCompleteNotificationParams{ElicitationID: elicitationID})
+	return ss.conn.notify(ctx, notificationElicitationComplete, &ElicitationCompleteNotificationParams{ElicitationID: elicitationID})
 }
 
 // ListRoots asks the client for its roots (roots/list); the client must
 // have declared roots. See ServerOptions.OnRootsListChanged to learn when
 // they change.
 func (ss *Session) ListRoots(ctx context.Context) ([]Root, error) {
-	if err := ss.modernRefusal(ctx, MethodRootsList); err != nil {
+	if err := ss.modernRefusal(ctx, methodRootsList); err != nil {
 		return nil, err
 	}
 	ss = ss.real()
 	caps := ss.ClientCapabilities()
-	if err := ss.need(MethodRootsList, "roots", "", caps.Roots != nil); err != nil {
+	if err := ss.need(methodRootsList, "roots", "", caps.Roots != nil); err != nil {
 		return nil, err
 	}
 	var res ListRootsResult
-	if err := ss.call(ctx, MethodRootsList, nil, &res); err != nil {
+	if err := ss.call(ctx, methodRootsList, nil, &res); err != nil {
 		return nil, err
 	}
 	return res.Roots, nil
@@ -300,7 +300,7 @@ func (ss *Session) ListRoots(ctx context.Context) ([]Root, error) {
 // Ping sends ping to the client and waits for its answer.
 func (ss *Session) Ping(ctx context.Context) error {
 	ss = ss.real()
-	return ss.call(ctx, MethodPing, nil, nil)
+	return ss.call(ctx, methodPing, nil, nil)
 }
 
 // handleRootsListChanged serves notifications/roots/list_changed.

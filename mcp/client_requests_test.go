@@ -232,7 +232,7 @@ func TestServerRequestTimeoutSendsCancelled(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Contains(t, err.Error(), "elicitation/create: no response from the client within 20ms")
 	require.ErrorIs(t, <-handlerErr, context.Canceled)
-	assert.Equal(t, []string{mcp.MethodElicitationCreate, mcp.NotificationCancelled}, rec.seen())
+	assert.Equal(t, []string{"elicitation/create", "notifications/cancelled"}, rec.seen())
 }
 
 // When the client's caller gives up (its ctx ends), the Client sends
@@ -288,7 +288,7 @@ func TestElicitationRoundTrip(t *testing.T) {
 		return &mcp.ElicitResult{Action: mcp.ElicitAccept, Content: map[string]any{"name": "Ann"}}, nil
 	}
 	copts.OnNotification = func(method string, params json.RawMessage) {
-		if method == mcp.NotificationElicitationComplete {
+		if method == "notifications/elicitation/complete" {
 			var p mcp.ElicitationCompleteNotificationParams
 			_ = jsonv2.Unmarshal(params, &p)
 			completed <- p.ElicitationID

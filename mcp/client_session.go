@@ -38,7 +38,7 @@ func (s *clientSession) connect(cn *conn) {
 func (s *clientSession) handshake(ctx context.Context) (*InitializeResult, error) {
 	var res InitializeResult
 	o := s.opts
-	err := s.cn.call(ctx, MethodInitialize, &InitializeParams{
+	err := s.cn.call(ctx, methodInitialize, &InitializeParams{
 		ProtocolVersion: o.ProtocolVersion,
 		Capabilities:    o.Capabilities,
 		ClientInfo:      Implementation{Name: o.Name, Version: o.Version, Title: o.Title},
@@ -47,7 +47,7 @@ func (s *clientSession) handshake(ctx context.Context) (*InitializeResult, error
 		err = fmt.Errorf("mcp: server chose unsupported protocol revision %q", res.ProtocolVersion)
 	}
 	if err == nil {
-		err = s.cn.notify(ctx, NotificationInitialized, nil)
+		err = s.cn.notify(ctx, notificationInitialized, nil)
 	}
 	if err != nil {
 		return nil, err

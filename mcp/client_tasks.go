@@ -52,7 +52,7 @@ func (c *Client) CallToolAsTask(ctx context.Context, name string, args any, ttl 
 		p.Arguments = b
 	}
 	var raw jsontext.Value
-	if err := c.Call(ctx, MethodToolsCall, p, &raw); err != nil {
+	if err := c.Call(ctx, methodToolsCall, p, &raw); err != nil {
 		return nil, err
 	}
 	var res CreateTaskResult
@@ -79,7 +79,7 @@ func (c *Client) GetTask(ctx context.Context, taskID string) (*Task, error) {
 		return nil, fmt.Errorf("mcp: GetTask is the 2025-11-25 tasks/get; a %s client polls with PollTask", Version20260728)
 	}
 	var res GetTaskResult
-	if err := c.Call(ctx, MethodTasksGet, &GetTaskParams{TaskID: taskID}, &res); err != nil {
+	if err := c.Call(ctx, methodTasksGet, &GetTaskParams{TaskID: taskID}, &res); err != nil {
 		return nil, err
 	}
 	return &res.Task, nil
@@ -92,7 +92,7 @@ func (c *Client) GetTask(ctx context.Context, taskID string) (*Task, error) {
 // (MetaRelatedTask). Cancel ctx to stop waiting (the task goes on).
 func (c *Client) TaskResult(ctx context.Context, taskID string) (*CallToolResult, error) {
 	var res CallToolResult
-	if err := c.Call(ctx, MethodTasksResult, &GetTaskPayloadParams{TaskID: taskID}, &res); err != nil {
+	if err := c.Call(ctx, methodTasksResult, &GetTaskPayloadParams{TaskID: taskID}, &res); err != nil {
 		return nil, err
 	}
 	if res.IsError {
@@ -108,10 +108,10 @@ func (c *Client) TaskResult(ctx context.Context, taskID string) (*CallToolResult
 // CancelTask returns a nil *Task; PollTask shows the cancelled status.
 func (c *Client) CancelTask(ctx context.Context, taskID string) (*Task, error) {
 	if c.mod.on {
-		return nil, c.Call(ctx, MethodTasksCancel, &CancelTaskParams{TaskID: taskID}, nil)
+		return nil, c.Call(ctx, methodTasksCancel, &CancelTaskParams{TaskID: taskID}, nil)
 	}
 	var res CancelTaskResult
-	if err := c.Call(ctx, MethodTasksCancel, &CancelTaskParams{TaskID: taskID}, &res); err != nil {
+	if err := c.Call(ctx, methodTasksCancel, &CancelTaskParams{TaskID: taskID}, &res); err != nil {
 		return nil, err
 	}
 	return &res.Task, nil
@@ -119,7 +119,7 @@ func (c *Client) CancelTask(ctx context.Context, taskID string) (*Task, error) {
 
 // ListTasks fetches one page of the caller's tasks ("" = the first page).
 func (c *Client) ListTasks(ctx context.Context, cursor string) (*ListTasksResult, error) {
-	return fetchPage[ListTasksResult](ctx, c, MethodTasksList, cursor)
+	return fetchPage[ListTasksResult](ctx, c, methodTasksList, cursor)
 }
 
 // ListAllTasks follows nextCursor until the last page.
@@ -152,7 +152,7 @@ func RelatedTaskID(meta Meta) string {
 
 // taskStatus hands notifications/tasks/status to ClientOptions.OnTaskStatus.
 func (r *clientReader) taskStatus(m *jsonrpc.Message) {
-	if r.opts.OnTaskStatus == nil || m.Method != NotificationTasksStatus {
+	if r.opts.OnTaskStatus == nil || m.Method != notificationTasksStatus {
 		return
 	}
 	var p TaskStatusNotificationParams

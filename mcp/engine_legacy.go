@@ -23,9 +23,9 @@ type legacyEngine struct{}
 
 func (legacyEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) job {
 	switch m.Method {
-	case MethodInitialize:
+	case methodInitialize:
 		return ss.serveMethod(m, r, &initializeMethod, handleInitialize)
-	case MethodPing:
+	case methodPing:
 		return ss.serveMethod(m, r, &pingMethod, handlePing)
 	}
 	if st := ss.State(); st != StateRunning {

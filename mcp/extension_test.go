@@ -76,7 +76,7 @@ func TestMiddlewareWrapsEveryMethodInOrder(t *testing.T) {
 func TestMiddlewareCanAnswerAndRewrite(t *testing.T) {
 	deny := func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, req *mcp.Request) (any, error) {
-			if req.Method == mcp.MethodPromptsList || req.Method == mcp.MethodToolsList && strings.Contains(string(req.Params), "deny") {
+			if req.Method == "prompts/list" || req.Method == "tools/list" && strings.Contains(string(req.Params), "deny") {
 				return nil, &mcp.Error{Code: mcp.CodeInvalidRequest, Message: "denied by policy"}
 			}
 			res, err := next(ctx, req)
@@ -216,7 +216,7 @@ func TestSessionsNotifyAndSendMiddleware(t *testing.T) {
 	legacy.recv()
 	modern.send(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{},` + modernMeta + `}}`)
 	ack := modern.recv()
-	require.Equal(t, mcp.NotificationSubscriptionsAcknowledged, ack["method"])
+	require.Equal(t, "notifications/subscriptions/acknowledged", ack["method"])
 	require.Eventually(t, func() bool { return len(srv.Sessions()) == 2 }, 5*time.Second, 10*time.Millisecond)
 
 	require.NoError(t, srv.NotifyAll(ctx, "acme/news", map[string]any{"headline": "keel ships"}))
@@ -239,7 +239,7 @@ func TestSessionsNotifyAndSendMiddleware(t *testing.T) {
 	mu.Lock()
 	assert.Contains(t, sent, "acme/news")
 	assert.Contains(t, sent, "acme/direct")
-	assert.Contains(t, sent, mcp.NotificationSubscriptionsAcknowledged)
+	assert.Contains(t, sent, "notifications/subscriptions/acknowledged")
 	mu.Unlock()
 }
 
@@ -278,7 +278,7 @@ func TestPeerIsAnsweredForTheRequest(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"peer","_meta":{"progressToken":"p1","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}}`)
 	prog := c.recv()
-	require.Equal(t, mcp.NotificationProgress, prog["method"])
+	require.Equal(t, "notifications/progress", prog["method"])
 	assert.Equal(t, "half way", prog["params"].(map[string]any)["message"], "2026-07-28 progress carries its message")
 	res := c.recv()["result"].(map[string]any)
 	assert.Equal(t, "2026-07-28 2026-07-28 sampling sampling", res["content"].([]any)[0].(map[string]any)["text"])
@@ -350,7 +350,7 @@ func TestTaskNotStartedWhenItsCreationIsRefused(t *testing.T) {
 	o.Middleware = []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, req *mcp.Request) (any, error) {
 			res, err := next(ctx, req)
-			if req.Method == mcp.MethodToolsCall {
+			if req.Method == "tools/call" {
 				return nil, &mcp.Error{Code: mcp.CodeInvalidRequest, Message: "refused by policy"}
 			}
 			return res, err

@@ -44,14 +44,14 @@ func FuzzParseRequestMeta(f *testing.F) {
 // never a panic.
 func FuzzOpenState(f *testing.F) {
 	s := NewServer(&ServerOptions{StateKey: []byte("fuzz key: 32 bytes or more, fine!"), Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return time.Unix(1e9, 0) }})
-	sealed := s.sealState(&sealedState{Method: MethodToolsCall, Target: "t", Digest: "d", Keys: map[string]string{"k": MethodRootsList}, State: []byte("s")})
+	sealed := s.sealState(&sealedState{Method: methodToolsCall, Target: "t", Digest: "d", Keys: map[string]string{"k": methodRootsList}, State: []byte("s")})
 	f.Add(sealed)
 	f.Add("x" + sealed[1:])
 	f.Add("")
 	f.Add(".")
 	f.Add("e30.e30")
 	f.Fuzz(func(t *testing.T, wire string) {
-		st, e := s.openState(wire, MethodToolsCall, "t", "d", "")
+		st, e := s.openState(wire, methodToolsCall, "t", "d", "")
 		if wire == sealed {
 			if e != nil || string(st.State) != "s" {
 				t.Fatalf("the sealed state did not verify: %v", e)

@@ -39,17 +39,17 @@ type InputRequest struct {
 
 // ElicitInput returns an input request for elicitation/create.
 func ElicitInput(p ElicitParams) InputRequest {
-	return InputRequest{Method: MethodElicitationCreate, Params: p}
+	return InputRequest{Method: methodElicitationCreate, Params: p}
 }
 
 // SamplingInput returns an input request for sampling/createMessage.
 func SamplingInput(p *CreateMessageParams) InputRequest {
-	return InputRequest{Method: MethodSamplingCreateMessage, Params: p}
+	return InputRequest{Method: methodSamplingCreateMessage, Params: p}
 }
 
 // RootsInput returns an input request for roots/list.
 func RootsInput() InputRequest {
-	return InputRequest{Method: MethodRootsList, Params: struct{}{}}
+	return InputRequest{Method: methodRootsList, Params: struct{}{}}
 }
 
 // InputRequiredError is what a handler returns (as its error) when it needs
@@ -164,13 +164,13 @@ func (in *Input) decode(key string, v any) bool {
 func inputResultValid(method string, raw jsontext.Value) bool {
 	in := &Input{Responses: map[string]json.RawMessage{"k": json.RawMessage(raw)}}
 	switch method {
-	case MethodElicitationCreate:
+	case methodElicitationCreate:
 		_, ok := in.Elicit("k")
 		return ok
-	case MethodSamplingCreateMessage:
+	case methodSamplingCreateMessage:
 		_, ok := in.Sample("k")
 		return ok
-	case MethodRootsList:
+	case methodRootsList:
 		_, ok := in.Roots("k")
 		return ok
 	}

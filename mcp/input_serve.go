@@ -178,17 +178,17 @@ func (ss *Session) fulfil(ctx context.Context, ir *InputRequiredError) (map[stri
 		var res any
 		var err error
 		switch req.Method {
-		case MethodElicitationCreate:
+		case methodElicitationCreate:
 			var p ElicitParams
 			if err = convertParams(req.Params, &p); err == nil {
 				res, err = ss.Elicit(ctx, &p)
 			}
-		case MethodSamplingCreateMessage:
+		case methodSamplingCreateMessage:
 			var p CreateMessageParams
 			if err = convertParams(req.Params, &p); err == nil {
 				res, err = ss.CreateMessage(ctx, &p)
 			}
-		case MethodRootsList:
+		case methodRootsList:
 			var roots []Root
 			if roots, err = ss.ListRoots(ctx); err == nil {
 				if roots == nil {
@@ -254,13 +254,13 @@ func sortedKeys[V any](m map[string]V) []string {
 func requiredFor(req InputRequest) ClientCapabilities {
 	var c ClientCapabilities
 	switch req.Method {
-	case MethodElicitationCreate:
+	case methodElicitationCreate:
 		c.Elicitation = &ElicitationCapability{}
 		var p ElicitParams
 		if convertParams(req.Params, &p) == nil && p.Mode == ElicitModeURL {
 			c.Elicitation.URL = &struct{}{}
 		}
-	case MethodSamplingCreateMessage:
+	case methodSamplingCreateMessage:
 		c.Sampling = &SamplingCapability{}
 		var p CreateMessageParams
 		if convertParams(req.Params, &p) == nil {
@@ -271,7 +271,7 @@ func requiredFor(req InputRequest) ClientCapabilities {
 				c.Sampling.Context = &struct{}{}
 			}
 		}
-	case MethodRootsList:
+	case methodRootsList:
 		c.Roots = &RootsCapability{}
 	}
 	return c
@@ -321,7 +321,7 @@ func (r *responder) modernInputRequired(ir *InputRequiredError) {
 	keys := make(map[string]string, len(ir.Requests))
 	for k, req := range ir.Requests {
 		switch req.Method {
-		case MethodElicitationCreate, MethodSamplingCreateMessage, MethodRootsList:
+		case methodElicitationCreate, methodSamplingCreateMessage, methodRootsList:
 		default:
 			r.error(&Error{Code: CodeInternalError, Message: "Internal error: input request " + quote(k) + " has method " + quote(req.Method) +
 				" (want elicitation/create, sampling/createMessage or roots/list)"})

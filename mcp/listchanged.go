@@ -60,9 +60,9 @@ var listKinds = [...]struct {
 	kind   listKind
 	method string
 }{
-	{listTools, NotificationToolsListChanged},
-	{listResources, NotificationResourcesListChanged},
-	{listPrompts, NotificationPromptsListChanged},
+	{listTools, notificationToolsListChanged},
+	{listResources, notificationResourcesListChanged},
+	{listPrompts, notificationPromptsListChanged},
 }
 
 // maxPendingUpdates bounds the distinct resource URIs a session holds for
@@ -327,7 +327,7 @@ func (ss *Session) sendNotes() {
 			}
 		}
 		for _, uri := range uris {
-			ss.sendNote(NotificationResourceUpdated, &ResourceUpdatedNotificationParams{URI: uri})
+			ss.sendNote(notificationResourceUpdated, &ResourceUpdatedNotificationParams{URI: uri})
 		}
 	}
 }

@@ -199,7 +199,7 @@ func handleListen(ctx context.Context, req *Request) (any, error) {
 		req.f.after = func(any) {
 			nctx, cancel := context.WithTimeout(context.WithoutCancel(fctx), logSendTimeout)
 			defer cancel()
-			_ = ss.conn.notify(nctx, NotificationCancelled, &CancelledParams{RequestID: id, Reason: "subscription ended"})
+			_ = ss.conn.notify(nctx, notificationCancelled, &CancelledParams{RequestID: id, Reason: "subscription ended"})
 		}
 	}
 	ss.listen(ctx, jsontext.Value(id), l)
@@ -212,7 +212,7 @@ func (ss *Session) listen(ctx context.Context, id jsontext.Value, l *listener) {
 	// Registered (addListener) before the acknowledgement, so that no
 	// change after it is missed; what is marked meanwhile is sent after it.
 	meta := Meta{revision.MetaSubscriptionID: id}
-	if err := ss.conn.notify(ctx, NotificationSubscriptionsAcknowledged,
+	if err := ss.conn.notify(ctx, notificationSubscriptionsAcknowledged,
 		&SubscriptionAcknowledgedParams{Notifications: l.filter, Meta: meta}); err != nil {
 		return
 	}
@@ -238,13 +238,13 @@ func (ss *Session) listen(ctx context.Context, id jsontext.Value, l *listener) {
 			}
 		}
 		for _, uri := range uris {
-			if ss.conn.notify(ctx, NotificationResourceUpdated, &tagged{URI: uri, Meta: meta}) != nil {
+			if ss.conn.notify(ctx, notificationResourceUpdated, &tagged{URI: uri, Meta: meta}) != nil {
 				return
 			}
 		}
 		for i := range states {
 			p := &TaskNotificationParams{TaskInfo: taskInfo(&states[i]), Meta: meta}
-			if ss.conn.notify(ctx, NotificationTasks, p) != nil {
+			if ss.conn.notify(ctx, notificationTasks, p) != nil {
 				return
 			}
 		}

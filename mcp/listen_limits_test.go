@@ -33,7 +33,7 @@ func TestListenLimits(t *testing.T) {
 				return c.recv()
 			}
 			for id := 1; id <= 2; id++ {
-				require.Equal(t, mcp.NotificationSubscriptionsAcknowledged, listen(id)["method"])
+				require.Equal(t, "notifications/subscriptions/acknowledged", listen(id)["method"])
 			}
 			m := listen(3)
 			e := m["error"].(map[string]any)
@@ -46,11 +46,11 @@ func TestListenLimits(t *testing.T) {
 			c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
 			for {
 				m := c.recv()
-				if m["method"] == mcp.NotificationCancelled { // after its final answer (stdio and memory)
+				if m["method"] == "notifications/cancelled" { // after its final answer (stdio and memory)
 					break
 				}
 			}
-			assert.Equal(t, mcp.NotificationSubscriptionsAcknowledged, listen(4)["method"])
+			assert.Equal(t, "notifications/subscriptions/acknowledged", listen(4)["method"])
 		})
 	}
 }

@@ -100,7 +100,7 @@ func (ss *Session) sendLog(ctx context.Context, p *LoggingMessageNotificationPar
 	}
 	ctx, cancel := context.WithTimeout(ctx, logSendTimeout)
 	defer cancel()
-	return ss.conn.notify(ctx, NotificationMessage, p)
+	return ss.conn.notify(ctx, notificationMessage, p)
 }
 
 func handleSetLevel(_ context.Context, req *Request) (any, error) {

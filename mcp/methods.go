@@ -44,49 +44,49 @@ func both(h MethodHandler) method { return method{legacy: h, modern: h} }
 // could not refer to without an initialization cycle.
 func (s *Server) lookupMethod(name string) (md method, ok bool) {
 	switch name {
-	case MethodToolsList:
+	case methodToolsList:
 		md = both(handleToolsList)
 		md.offered, md.cacheable, md.inline = hasTools, true, true
-	case MethodToolsCall:
+	case methodToolsCall:
 		md = both(handleToolsCall)
 		md.offered = hasTools
-	case MethodResourcesList:
+	case methodResourcesList:
 		md = both(handleResourcesList)
 		md.offered, md.cacheable, md.inline = hasResources, true, true
-	case MethodResourcesTemplatesList:
+	case methodResourcesTemplatesList:
 		md = both(handleResourceTemplatesList)
 		md.offered, md.cacheable, md.inline = hasResources, true, true
-	case MethodResourcesRead:
+	case methodResourcesRead:
 		md = both(handleResourcesRead)
 		md.offered, md.cacheable = hasResources, true
-	case MethodResourcesSubscribe:
+	case methodResourcesSubscribe:
 		md = method{offered: hasSubscriptions, legacy: handleSubscribe, inline: true}
-	case MethodResourcesUnsubscribe:
+	case methodResourcesUnsubscribe:
 		md = method{offered: hasSubscriptions, legacy: handleUnsubscribe, inline: true}
-	case MethodPromptsList:
+	case methodPromptsList:
 		md = both(handlePromptsList)
 		md.offered, md.cacheable, md.inline = hasPrompts, true, true
-	case MethodPromptsGet:
+	case methodPromptsGet:
 		md = both(handlePromptsGet)
 		md.offered = hasPrompts
-	case MethodCompletionComplete:
+	case methodCompletionComplete:
 		md = both(handleComplete)
 		md.offered = hasCompletions
-	case MethodLoggingSetLevel:
+	case methodLoggingSetLevel:
 		md = method{offered: hasLogging, legacy: handleSetLevel, inline: true}
-	case MethodTasksGet:
+	case methodTasksGet:
 		md = method{offered: hasTasks, legacy: legacyTasks(handleTasksGet), modern: handleModernTasksGet, inline: true}
-	case MethodTasksResult:
+	case methodTasksResult:
 		md = method{offered: hasTasks, legacy: legacyTasks(handleTasksResult)}
-	case MethodTasksCancel:
+	case methodTasksCancel:
 		md = method{offered: hasTasks, legacy: legacyTasks(handleTasksCancel), modern: handleModernTasksCancel, inline: true}
-	case MethodTasksUpdate:
+	case methodTasksUpdate:
 		md = method{offered: hasTasks, modern: handleModernTasksUpdate, inline: true}
-	case MethodTasksList:
+	case methodTasksList:
 		md = method{offered: hasTasks, legacy: legacyTasks(handleTasksList), inline: true}
-	case MethodServerDiscover:
+	case methodServerDiscover:
 		md = method{modern: handleDiscover, cacheable: true, inline: true}
-	case MethodSubscriptionsListen:
+	case methodSubscriptionsListen:
 		md = method{modern: handleListen, lasting: true}
 	default:
 		if h, ok := s.inputMethods[name]; ok { // input rounds around the handler (ServerOptions.InputMethods)
@@ -105,7 +105,7 @@ func (s *Server) lookupMethod(name string) (md method, ok bool) {
 // keel serves itself (custom handlers may not take these names).
 func builtinMethod(name string) bool {
 	switch name {
-	case MethodInitialize, MethodPing, NotificationInitialized, NotificationCancelled, NotificationRootsListChanged:
+	case methodInitialize, methodPing, notificationInitialized, notificationCancelled, notificationRootsListChanged:
 		return true
 	}
 	var s Server

@@ -28,11 +28,11 @@ func AllVersions() []string {
 
 // Methods and notifications of revision 2026-07-28.
 const (
-	MethodServerDiscover                  = "server/discover"
-	MethodSubscriptionsListen             = "subscriptions/listen"
-	MethodTasksUpdate                     = "tasks/update"
-	NotificationSubscriptionsAcknowledged = "notifications/subscriptions/acknowledged"
-	NotificationTasks                     = "notifications/tasks"
+	methodServerDiscover                  = "server/discover"
+	methodSubscriptionsListen             = "subscriptions/listen"
+	methodTasksUpdate                     = "tasks/update"
+	notificationSubscriptionsAcknowledged = "notifications/subscriptions/acknowledged"
+	notificationTasks                     = "notifications/tasks"
 )
 
 // Result types (the resultType member of every modern result).

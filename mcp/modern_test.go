@@ -359,7 +359,7 @@ func TestModernClientAgainstServer(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, sub.Honoured().ToolsListChanged)
 	tools.onChange()
-	assert.Equal(t, mcp.NotificationToolsListChanged, recv(t, changed, "the tagged list_changed"))
+	assert.Equal(t, "notifications/tools/list_changed", recv(t, changed, "the tagged list_changed"))
 	require.NoError(t, sub.Close())
 }
 
@@ -425,7 +425,7 @@ func TestListenStreamsFilterAndNotifyAlone(t *testing.T) {
 		t.Cleanup(func() { ct.Close() })
 		c := &rawConn{t: t, tr: mcptest.ValidateTransport(t, ct)}
 		c.send(`{"jsonrpc":"2.0","id":"` + id + `","method":"subscriptions/listen","params":{"notifications":` + filter + `,` + modernMeta + `}}`)
-		require.Equal(t, mcp.NotificationSubscriptionsAcknowledged, c.recv()["method"])
+		require.Equal(t, "notifications/subscriptions/acknowledged", c.recv()["method"])
 		return c
 	}
 	tools := open("tools", `{"toolsListChanged":true}`)
@@ -435,16 +435,16 @@ func TestListenStreamsFilterAndNotifyAlone(t *testing.T) {
 
 	ctx := context.Background()
 	require.NoError(t, srv.NotifyAll(ctx, "acme/news", map[string]any{"headline": "x"}), "no stream opted in to it")
-	require.NoError(t, srv.NotifyAll(ctx, mcp.NotificationResourceUpdated, map[string]any{"uri": "test://other/1"}), "no stream covers the uri")
-	require.NoError(t, srv.NotifyAll(ctx, mcp.NotificationToolsListChanged, nil))
-	require.NoError(t, srv.NotifyAll(ctx, mcp.NotificationResourceUpdated, map[string]any{"uri": "test://users/ada"}))
+	require.NoError(t, srv.NotifyAll(ctx, "notifications/resources/updated", map[string]any{"uri": "test://other/1"}), "no stream covers the uri")
+	require.NoError(t, srv.NotifyAll(ctx, "notifications/tools/list_changed", nil))
+	require.NoError(t, srv.NotifyAll(ctx, "notifications/resources/updated", map[string]any{"uri": "test://users/ada"}))
 	// Each stream's notes are queued in order: a broadcast it must not get
 	// would come before the one it gets.
 	m := tools.recv()
-	assert.Equal(t, mcp.NotificationToolsListChanged, m["method"])
+	assert.Equal(t, "notifications/tools/list_changed", m["method"])
 	assert.Equal(t, "tools", m["params"].(map[string]any)["_meta"].(map[string]any)[revision.MetaSubscriptionID])
 	m = res.recv()
-	assert.Equal(t, mcp.NotificationResourceUpdated, m["method"])
+	assert.Equal(t, "notifications/resources/updated", m["method"])
 	assert.Equal(t, "test://users/ada", m["params"].(map[string]any)["uri"])
 
 	// One stream alone.
@@ -461,13 +461,13 @@ func TestListenStreamsFilterAndNotifyAlone(t *testing.T) {
 	require.NotNil(t, other)
 	assert.Equal(t, []string{"test://users/"}, target.Filter().ResourceSubscriptions)
 	assert.NotEmpty(t, target.Peer().Key)
-	require.NoError(t, target.Notify(mcp.NotificationResourceUpdated, map[string]any{"uri": "test://users/bob"}))
+	require.NoError(t, target.Notify("notifications/resources/updated", map[string]any{"uri": "test://users/bob"}))
 	m = res.recv()
 	assert.Equal(t, "test://users/bob", m["params"].(map[string]any)["uri"])
 	assert.Equal(t, "res", m["params"].(map[string]any)["_meta"].(map[string]any)[revision.MetaSubscriptionID])
-	assert.ErrorIs(t, target.Notify(mcp.NotificationToolsListChanged, nil), mcp.ErrNotSubscribed)
+	assert.ErrorIs(t, target.Notify("notifications/tools/list_changed", nil), mcp.ErrNotSubscribed)
 	assert.ErrorIs(t, other.Notify("acme/news", nil), mcp.ErrNotSubscribed)
-	assert.Error(t, target.Notify(mcp.NotificationResourceUpdated, []int{1}), "params must be an object")
+	assert.Error(t, target.Notify("notifications/resources/updated", []int{1}), "params must be an object")
 
 	// The streams that were not notified got nothing: their next message
 	// is the end of their subscription.
@@ -480,6 +480,6 @@ func TestListenStreamsFilterAndNotifyAlone(t *testing.T) {
 		res.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"res"}}`)
 		assert.Equal(t, "res", res.recv()["id"])
 		require.Eventually(t, func() bool { return len(srv.ListenStreams()) == 0 }, 5*time.Second, time.Millisecond)
-		assert.ErrorIs(t, ls.Notify(mcp.NotificationResourceUpdated, map[string]any{"uri": "test://users/x"}), mcp.ErrClosed, "an ended stream")
+		assert.ErrorIs(t, ls.Notify("notifications/resources/updated", map[string]any{"uri": "test://users/x"}), mcp.ErrClosed, "an ended stream")
 	}
 }

@@ -185,7 +185,7 @@ func (p *Progress) Report(ctx context.Context, progress, total float64, message 
 	if p.task != nil {
 		n.Meta = relatedTaskMeta(p.task.id)
 	}
-	if err := p.ss.conn.notify(ctx, NotificationProgress, &n); err != nil {
+	if err := p.ss.conn.notify(ctx, notificationProgress, &n); err != nil {
 		return err
 	}
 	p.last, p.sent = progress, true

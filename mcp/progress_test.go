@@ -76,7 +76,7 @@ func TestProgressMonotonicAndNothingAfterCompletion(t *testing.T) {
 	require.ErrorIs(t, p.Report(ctx, 10, 10, "late"), mcp.ErrRequestCompleted)
 	require.NoError(t, c.Ping(ctx))
 	assert.Equal(t, []float64{1, 2, 2.5}, log.values(), "nothing after the response")
-	assert.Equal(t, []string{mcp.NotificationProgress, mcp.NotificationProgress, mcp.NotificationProgress}, rec.seen())
+	assert.Equal(t, []string{"notifications/progress", "notifications/progress", "notifications/progress"}, rec.seen())
 
 	log.mu.Lock()
 	first := log.seen[0]
@@ -180,7 +180,7 @@ func TestProgressAndCancellationOfOtherRequests(t *testing.T) {
 	ctx := context.Background()
 
 	var res mcp.ReadResourceResult
-	require.NoError(t, c.Call(ctx, mcp.MethodResourcesRead, &mcp.ReadResourceParams{URI: "file:///a", Meta: mcp.Meta{mcp.MetaProgressToken: 9}}, &res))
+	require.NoError(t, c.Call(ctx, "resources/read", &mcp.ReadResourceParams{URI: "file:///a", Meta: mcp.Meta{mcp.MetaProgressToken: 9}}, &res))
 	require.Len(t, res.Contents, 1)
 	assert.Equal(t, []float64{1, 2}, log.values())
 	p := <-src.leaked
@@ -190,10 +190,10 @@ func TestProgressAndCancellationOfOtherRequests(t *testing.T) {
 	src.block = make(chan struct{})
 	cctx, cancel := context.WithCancel(ctx)
 	go func() { <-src.leaked; cancel() }()
-	err := c.Call(cctx, mcp.MethodResourcesRead, &mcp.ReadResourceParams{URI: "file:///b", Meta: mcp.Meta{mcp.MetaProgressToken: "t"}}, nil)
+	err := c.Call(cctx, "resources/read", &mcp.ReadResourceParams{URI: "file:///b", Meta: mcp.Meta{mcp.MetaProgressToken: "t"}}, nil)
 	require.ErrorIs(t, err, context.Canceled)
 	require.ErrorIs(t, <-src.ended, context.Canceled)
 	require.NoError(t, c.Ping(ctx))
-	assert.Equal(t, []string{mcp.NotificationProgress, mcp.NotificationProgress, mcp.NotificationProgress, mcp.NotificationProgress}, rec.seen(),
+	assert.Equal(t, []string{"notifications/progress", "notifications/progress", "notifications/progress", "notifications/progress"}, rec.seen(),
 		"two progress notifications per read, no response to the cancelled one")
 }

@@ -169,7 +169,7 @@ func (rd *reader) handleBatch(msg []byte) job {
 			responder{ss: ss, id: errs[i].ID, batch: b}.error(&Error{Code: errs[i].Code, Message: errs[i].Message})
 			continue
 		}
-		if msgs[i].Kind == jsonrpc.KindRequest && msgs[i].Method == MethodInitialize {
+		if msgs[i].Kind == jsonrpc.KindRequest && msgs[i].Method == methodInitialize {
 			responder{ss: ss, id: msgs[i].ID, batch: b}.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize must not be part of a batch"})
 			continue
 		}

@@ -27,7 +27,7 @@ func TestRequestContextBehavesAsAContext(t *testing.T) {
 			switch {
 			case mcp.ToolCallFromContext(ctx) != call:
 				return nil, errors.New("ToolCallFromContext is not the call")
-			case mcp.RequestFromContext(ctx) == nil || mcp.RequestFromContext(ctx).Method != mcp.MethodToolsCall:
+			case mcp.RequestFromContext(ctx) == nil || mcp.RequestFromContext(ctx).Method != "tools/call":
 				return nil, errors.New("RequestFromContext is not the request")
 			case ctx.Err() != nil:
 				return nil, errors.New("a live request's context has ended")

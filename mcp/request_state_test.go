@@ -88,8 +88,8 @@ func stateServer(t *testing.T, opts *ServerOptions) (*Server, *logBuffer) {
 	return NewServer(opts), logs
 }
 
-var testBinding = sealedState{Method: MethodToolsCall, Target: "book-flight", Digest: "digest", Subject: "alice",
-	Keys: map[string]string{"confirm": MethodElicitationCreate}, State: []byte("handler-private-payload")}
+var testBinding = sealedState{Method: methodToolsCall, Target: "book-flight", Digest: "digest", Subject: "alice",
+	Keys: map[string]string{"confirm": methodElicitationCreate}, State: []byte("handler-private-payload")}
 
 func seal(s *Server) string {
 	st := testBinding
@@ -248,7 +248,7 @@ func TestStateUnreadable(t *testing.T) {
 	assert.Equal(t, DefaultStateKeyID, kid)
 	raw, err := base64.RawURLEncoding.DecodeString(payload)
 	require.NoError(t, err)
-	for _, secret := range []string{"book-flight", "alice", "handler-private-payload", "confirm", MethodToolsCall, MethodElicitationCreate} {
+	for _, secret := range []string{"book-flight", "alice", "handler-private-payload", "confirm", methodToolsCall, methodElicitationCreate} {
 		assert.NotContains(t, wire, secret)
 		assert.NotContains(t, string(raw), secret)
 	}
@@ -359,15 +359,15 @@ func TestStateRefusalsLogged(t *testing.T) {
 	tests := []struct {
 		name, wire, method, target, subject, reason, level string
 	}{
-		{"garbage", "not a state", MethodToolsCall, "book-flight", "alice", "integrity", "WARN"},
-		{"forged", DefaultStateKeyID + ".AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", MethodToolsCall, "book-flight", "alice", "integrity", "WARN"},
-		{"other secret", seal(other), MethodToolsCall, "book-flight", "alice", "integrity", "WARN"},
-		{"unknown key id", "2025" + fresh[len(DefaultStateKeyID):], MethodToolsCall, "book-flight", "alice", "unknown key id", "WARN"},
-		{"other tool", fresh, MethodToolsCall, "cancel-flight", "alice", "other request", "WARN"},
-		{"other method", fresh, MethodPromptsGet, "book-flight", "alice", "other request", "WARN"},
-		{"other caller", fresh, MethodToolsCall, "book-flight", "mallory", "other caller", "WARN"},
-		{"expired", expired, MethodToolsCall, "book-flight", "alice", "expired", "INFO"},
-		{"replayed", used, MethodToolsCall, "book-flight", "alice", "replayed", "WARN"},
+		{"garbage", "not a state", methodToolsCall, "book-flight", "alice", "integrity", "WARN"},
+		{"forged", DefaultStateKeyID + ".AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", methodToolsCall, "book-flight", "alice", "integrity", "WARN"},
+		{"other secret", seal(other), methodToolsCall, "book-flight", "alice", "integrity", "WARN"},
+		{"unknown key id", "2025" + fresh[len(DefaultStateKeyID):], methodToolsCall, "book-flight", "alice", "unknown key id", "WARN"},
+		{"other tool", fresh, methodToolsCall, "cancel-flight", "alice", "other request", "WARN"},
+		{"other method", fresh, methodPromptsGet, "book-flight", "alice", "other request", "WARN"},
+		{"other caller", fresh, methodToolsCall, "book-flight", "mallory", "other caller", "WARN"},
+		{"expired", expired, methodToolsCall, "book-flight", "alice", "expired", "INFO"},
+		{"replayed", used, methodToolsCall, "book-flight", "alice", "replayed", "WARN"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

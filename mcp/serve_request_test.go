@@ -151,7 +151,7 @@ func TestToolCallMetaFollowsRewrittenParams(t *testing.T) {
 	}})
 	opts.Middleware = []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, req *mcp.Request) (any, error) {
-			if req.Method == mcp.MethodToolsCall {
+			if req.Method == "tools/call" {
 				req.Params = json.RawMessage(strings.Replace(string(req.Params), `"trace":"client"`, `"trace":"middleware"`, 1))
 			}
 			return next(ctx, req)

@@ -59,7 +59,7 @@ func handlePromptsGet(ctx context.Context, req *Request) (any, error) {
 	responses, state := p.InputResponses, p.RequestState
 	p.InputResponses, p.RequestState = nil, "" // the handler reads them with InputFromContext
 	ctx = req.withProgress(ctx)
-	return r.inputRounds(ctx, MethodPromptsGet, p.Name, args, responses, state, func(ctx context.Context) (any, error) {
+	return r.inputRounds(ctx, methodPromptsGet, p.Name, args, responses, state, func(ctx context.Context) (any, error) {
 		res, err := src.GetPrompt(ctx, p)
 		var ir *InputRequiredError
 		switch {

@@ -132,7 +132,7 @@ func handleResourcesRead(ctx context.Context, req *Request) (any, error) {
 	responses, state := p.InputResponses, p.RequestState
 	p.InputResponses, p.RequestState = nil, "" // the handler reads them with InputFromContext
 	ctx = req.withProgress(ctx)
-	return r.inputRounds(ctx, MethodResourcesRead, p.URI, nil, responses, state, func(ctx context.Context) (any, error) {
+	return r.inputRounds(ctx, methodResourcesRead, p.URI, nil, responses, state, func(ctx context.Context) (any, error) {
 		res, err := src.ReadResource(ctx, p)
 		var ir *InputRequiredError
 		switch {

@@ -552,7 +552,7 @@ func (st *taskHost) notifyStatus(e *taskEntry, rec *TaskRecord) {
 	e.notified = rec.Version
 	ctx, cancel := context.WithTimeout(context.Background(), logSendTimeout)
 	defer cancel()
-	if err := e.ss.conn.notify(ctx, NotificationTasksStatus, &TaskStatusNotificationParams{Task: rec.State}); err != nil && !isClosed(err) {
+	if err := e.ss.conn.notify(ctx, notificationTasksStatus, &TaskStatusNotificationParams{Task: rec.State}); err != nil && !isClosed(err) {
 		e.ss.log.Warn("mcp: sending notifications/tasks/status failed", "taskId", e.id, "error", err)
 	}
 }
@@ -576,7 +576,7 @@ func (st *taskHost) taskRequest(ss *Session, ctx context.Context, method string,
 	if err != nil {
 		return nil, nil, err
 	}
-	if method == MethodPing {
+	if method == methodPing {
 		return p, func() {}, nil
 	}
 	if rec := st.setWaiting(e, 1); rec != nil {

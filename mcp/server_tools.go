@@ -206,7 +206,7 @@ func handleToolsCall(ctx context.Context, req *Request) (any, error) {
 	if req.f.vals.call.Store(call); ToolCallFromContext(ctx) != call {
 		ctx = WithToolCall(ctx, call) // a middleware gave a context of its own
 	}
-	out, err := r.inputRounds(ctx, MethodToolsCall, p.Name, jsontext.Value(p.Arguments), p.InputResponses, p.RequestState, func(ctx context.Context) (any, error) {
+	out, err := r.inputRounds(ctx, methodToolsCall, p.Name, jsontext.Value(p.Arguments), p.InputResponses, p.RequestState, func(ctx context.Context) (any, error) {
 		res, err := src.CallTool(ctx, call)
 		if res == nil {
 			return nil, err // not a typed nil in an interface

@@ -438,11 +438,11 @@ func (b *batch) write(parts [][]byte) error {
 // notificationHandler returns the handler of notification name, or nil.
 func (s *Server) notificationHandler(name string) MethodHandler {
 	switch name {
-	case NotificationInitialized:
+	case notificationInitialized:
 		return handleInitialized
-	case NotificationCancelled:
+	case notificationCancelled:
 		return handleCancelled
-	case NotificationRootsListChanged:
+	case notificationRootsListChanged:
 		return handleRootsListChanged
 	}
 	return s.opts.Notifications[name]

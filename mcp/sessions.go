@@ -139,16 +139,16 @@ func (l *listener) allows(method string, members map[string]jsontext.Value) bool
 		return v
 	}
 	switch method {
-	case NotificationToolsListChanged:
+	case notificationToolsListChanged:
 		return f.ToolsListChanged
-	case NotificationPromptsListChanged:
+	case notificationPromptsListChanged:
 		return f.PromptsListChanged
-	case NotificationResourcesListChanged:
+	case notificationResourcesListChanged:
 		return f.ResourcesListChanged
-	case NotificationResourceUpdated:
+	case notificationResourceUpdated:
 		uri := str("uri")
 		return uri != "" && l.covers(uri)
-	case NotificationTasks:
+	case notificationTasks:
 		return l.tasks[str("taskId")]
 	}
 	return false

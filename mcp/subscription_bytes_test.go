@@ -108,7 +108,7 @@ func TestListenFilterBounded(t *testing.T) {
 		})
 	}
 	m := listen(2, []string{"test://r/1", "test://r/2"}, nil)
-	assert.Equal(t, mcp.NotificationSubscriptionsAcknowledged, m["method"])
+	assert.Equal(t, "notifications/subscriptions/acknowledged", m["method"])
 }
 
 // What one peer's subscriptions hold is bounded over all its sessions

@@ -23,7 +23,7 @@ import (
 func callTaskRaw(t *testing.T, c *mcp.Client, name string) (*mcp.CreateTaskResult, *mcp.CallToolResult) {
 	t.Helper()
 	var raw jsontext.Value
-	require.NoError(t, c.Call(context.Background(), mcp.MethodToolsCall,
+	require.NoError(t, c.Call(context.Background(), "tools/call",
 		&mcp.CallToolParams{Name: name, Task: &mcp.TaskMetadata{}}, &raw))
 	var created mcp.CreateTaskResult
 	if err := json.Unmarshal(raw, &created); err == nil && created.Task.TaskID != "" {

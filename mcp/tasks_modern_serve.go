@@ -86,7 +86,7 @@ func (st *taskHost) modernTaskCall(ss *Session, ctx context.Context, req *Reques
 	case support == TaskForbidden || !ext:
 		return nil, nil, false
 	}
-	in, e := r.inputFor(ctx, MethodToolsCall, p.Name, jsontext.Value(p.Arguments), p.InputResponses, p.RequestState) // input_serve.go
+	in, e := r.inputFor(ctx, methodToolsCall, p.Name, jsontext.Value(p.Arguments), p.InputResponses, p.RequestState) // input_serve.go
 	if e != nil {
 		return nil, e, true
 	}
@@ -245,7 +245,7 @@ func (run *modernRun) park(e *taskEntry, ir *InputRequiredError) (*TaskRecord, *
 	var need ClientCapabilities
 	for k, req := range ir.Requests {
 		switch req.Method {
-		case MethodElicitationCreate, MethodSamplingCreateMessage, MethodRootsList:
+		case methodElicitationCreate, methodSamplingCreateMessage, methodRootsList:
 		default:
 			return nil, &Error{Code: CodeInternalError, Message: "Internal error: input request " + quote(k) + " has method " + quote(req.Method)}
 		}

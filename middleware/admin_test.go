@@ -218,7 +218,7 @@ func TestAdminRegisterRules(t *testing.T) {
 	assert.Equal(t, middleware.RegisterToolResult{Name: "say", ToolType: "echo", Registered: true}, out)
 	select {
 	case m := <-changed:
-		assert.Equal(t, mcp.NotificationToolsListChanged, m)
+		assert.Equal(t, "notifications/tools/list_changed", m)
 	case <-time.After(5 * time.Second):
 		t.Fatal("no notifications/tools/list_changed")
 	}

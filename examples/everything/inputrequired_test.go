@@ -244,11 +244,11 @@ func TestCapabilityFixtures(t *testing.T) {
 			for k, req := range ire.Requests {
 				keys = append(keys, k)
 				switch req.Method {
-				case mcp.MethodElicitationCreate:
+				case "elicitation/create":
 					in.Responses[k] = answerElicit(map[string]any{"name": "Alice"})
-				case mcp.MethodSamplingCreateMessage:
+				case "sampling/createMessage":
 					in.Responses[k] = json.RawMessage(answerSample)
-				case mcp.MethodRootsList:
+				case "roots/list":
 					in.Responses[k] = json.RawMessage(answerRoots)
 				}
 			}
@@ -265,7 +265,7 @@ func TestStreamingElicitation(t *testing.T) {
 	_, err := streamingElicitation(nil)
 	var ire *mcp.InputRequiredError
 	require.ErrorAs(t, err, &ire)
-	assert.Equal(t, mcp.MethodElicitationCreate, ire.Requests[keyConfirm].Method)
+	assert.Equal(t, "elicitation/create", ire.Requests[keyConfirm].Method)
 	res, err := streamingElicitation(&mcp.Input{Responses: map[string]json.RawMessage{keyConfirm: answerElicit(map[string]any{"confirm": true})}})
 	require.NoError(t, err)
 	assert.Equal(t, "Elicitation answered: action=accept, confirm=true", res.Content[0].Text)

@@ -450,7 +450,7 @@ func TestProbeMemoryPerSessionAndListen(t *testing.T) {
 		for {
 			line, err := br.ReadString('\n')
 			require.NoError(t, err)
-			if strings.HasPrefix(line, "data: ") && strings.Contains(line, mcp.NotificationSubscriptionsAcknowledged) {
+			if strings.HasPrefix(line, "data: ") && strings.Contains(line, "notifications/subscriptions/acknowledged") {
 				acks = max(acks, len(line))
 				break
 			}

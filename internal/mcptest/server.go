@@ -196,7 +196,7 @@ func (tr *Tracker) Received(msg []byte) error {
 		if method == "" {
 			return fmt.Errorf("a result for id %s, which no request of the client had", s.ID)
 		}
-		if method == mcp.MethodInitialize {
+		if method == "initialize" {
 			var r struct {
 				ProtocolVersion string `json:"protocolVersion"`
 			}

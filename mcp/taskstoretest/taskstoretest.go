@@ -95,7 +95,7 @@ func testRoundTrip(t *testing.T, s mcp.TaskStore) {
 	rec.Revision = mcp.Version20260728
 	rec.ExpiresAt = time.Now().Add(time.Hour).Truncate(time.Microsecond)
 	rec.Input = &mcp.TaskInput{
-		Pending: map[string]mcp.TaskInputRequest{"input-1": {Key: "who", Request: mcp.InputRequest{Method: mcp.MethodRootsList, Params: map[string]any{}}}},
+		Pending: map[string]mcp.TaskInputRequest{"input-1": {Key: "who", Request: mcp.InputRequest{Method: "roots/list", Params: map[string]any{}}}},
 		Answers: map[string]json.RawMessage{"before": json.RawMessage(`{"roots":[]}`)},
 		State:   []byte("opaque"), Round: 2, Minted: 1}
 	require.NoError(t, s.Create(ctx, rec, mcp.TaskLimits{}))
@@ -114,7 +114,7 @@ func testRoundTrip(t *testing.T, s mcp.TaskStore) {
 	assert.True(t, rec.ExpiresAt.Equal(got.ExpiresAt), "ExpiresAt %v, got %v", rec.ExpiresAt, got.ExpiresAt)
 	require.NotNil(t, got.Input)
 	assert.Equal(t, "who", got.Input.Pending["input-1"].Key)
-	assert.Equal(t, mcp.MethodRootsList, got.Input.Pending["input-1"].Request.Method)
+	assert.Equal(t, "roots/list", got.Input.Pending["input-1"].Request.Method)
 	assert.JSONEq(t, `{"roots":[]}`, string(got.Input.Answers["before"]))
 	assert.Equal(t, []byte("opaque"), got.Input.State)
 	assert.Equal(t, 2, got.Input.Round)

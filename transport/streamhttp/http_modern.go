@@ -29,7 +29,7 @@ const (
 	headerMethod = "Mcp-Method"
 	headerName   = "Mcp-Name"
 
-	methodListen = mcp.MethodSubscriptionsListen
+	methodListen = "subscriptions/listen"
 )
 
 // isModernHeader reports whether an MCP-Protocol-Version header value

@@ -89,7 +89,7 @@ func TestModernListenOverHTTP(t *testing.T) {
 	registry.MustRegister(reg, "two", "Second tool", func(context.Context, struct{}) (string, error) { return "2", nil }, nil)
 	select {
 	case m := <-changed:
-		assert.Equal(t, mcp.NotificationToolsListChanged, m)
+		assert.Equal(t, "notifications/tools/list_changed", m)
 	case <-time.After(5 * time.Second):
 		t.Fatal("no list_changed on the subscription")
 	}
