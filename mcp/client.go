@@ -51,7 +51,7 @@ type ClientOptions struct {
 	LogLevel LoggingLevel
 	// MaxInputRounds bounds how many times a modern request answered with
 	// input_required is sent again with the answers (0 =
-	// DefaultMaxInputRounds).
+	// 8).
 	MaxInputRounds int
 	// Capabilities are declared to the server.
 	Capabilities ClientCapabilities
@@ -158,7 +158,7 @@ func NewClient(opts *ClientOptions) *Client {
 		o.MaxDepth = jsonrpc.DefaultMaxDepth
 	}
 	if o.MaxInputRounds <= 0 {
-		o.MaxInputRounds = DefaultMaxInputRounds
+		o.MaxInputRounds = defaultMaxInputRounds
 	}
 	declareHandlerCapabilities(&o)
 	o.Middleware = slices.Clone(o.Middleware)

@@ -28,9 +28,9 @@ import (
 // answers, until the server completes it. Subscriptions replace
 // resources/subscribe and the GET stream: see Client.Listen.
 
-// DefaultMaxInputRounds is how many times a modern request is sent again
+// defaultMaxInputRounds is how many times a modern request is sent again
 // with inputResponses before the client gives up (ClientOptions.MaxInputRounds).
-const DefaultMaxInputRounds = 8
+const defaultMaxInputRounds = 8
 
 // ErrMethodRemoved is matched (errors.Is) by the error of a Client method
 // whose protocol method revision 2026-07-28 removed (Ping,

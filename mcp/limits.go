@@ -4,24 +4,24 @@ import "fmt"
 
 // Defaults of the byte bounds on what a client makes the server hold.
 const (
-	// DefaultMaxURIBytes bounds one resource URI a client subscribes to or
+	// defaultMaxURIBytes bounds one resource URI a client subscribes to or
 	// filters on, and one task id a listen names (ServerOptions.MaxURIBytes).
-	DefaultMaxURIBytes = 8 << 10
-	// DefaultMaxSubscriptionBytes bounds the subscriptions of one session
+	defaultMaxURIBytes = 8 << 10
+	// defaultMaxSubscriptionBytes bounds the subscriptions of one session
 	// and the filter of one listen (ServerOptions.MaxSubscriptionBytes).
-	DefaultMaxSubscriptionBytes = 128 << 10
-	// SubscriptionEntryBytes is what each URI or task id counts against
+	defaultMaxSubscriptionBytes = 128 << 10
+	// subscriptionEntryBytes is what each URI or task id counts against
 	// MaxSubscriptionBytes beyond its own length: the bookkeeping that
 	// holds it.
-	SubscriptionEntryBytes = 64
-	// DefaultMaxPeerSubscriptionBytes bounds what one peer's
+	subscriptionEntryBytes = 64
+	// defaultMaxPeerSubscriptionBytes bounds what one peer's
 	// subscriptions and listen filters hold together, over all its
 	// sessions and requests (ServerOptions.MaxPeerSubscriptionBytes).
-	DefaultMaxPeerSubscriptionBytes = 1 << 20
-	// DefaultMaxTotalSubscriptionBytes bounds what the subscriptions and
+	defaultMaxPeerSubscriptionBytes = 1 << 20
+	// defaultMaxTotalSubscriptionBytes bounds what the subscriptions and
 	// listen filters of every peer hold together
 	// (ServerOptions.MaxTotalSubscriptionBytes).
-	DefaultMaxTotalSubscriptionBytes = 64 << 20
+	defaultMaxTotalSubscriptionBytes = 64 << 20
 )
 
 // limitError refuses a request at one of the server's bounds and names
@@ -40,7 +40,7 @@ func limitError(code int64, sc ErrorCode, retryable bool, what, limit string, ma
 
 // subscriptionCost is what uri (or a task id) counts against
 // MaxSubscriptionBytes.
-func subscriptionCost(uri string) int { return len(uri) + SubscriptionEntryBytes }
+func subscriptionCost(uri string) int { return len(uri) + subscriptionEntryBytes }
 
 // checkURI refuses a URI longer than MaxURIBytes (without echoing it).
 func (o *ServerOptions) checkURI(what, uri string) *Error {

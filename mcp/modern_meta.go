@@ -116,10 +116,10 @@ func modernFromContext(ctx context.Context) *modernReq {
 	return nil
 }
 
-// ProtocolVersionFromContext returns the protocol revision of the request
+// protocolVersionFromContext returns the protocol revision of the request
 // ctx belongs to: the request's own for a 2026-07-28 request, else the
 // session's negotiated one ("" outside a Server).
-func ProtocolVersionFromContext(ctx context.Context) string {
+func protocolVersionFromContext(ctx context.Context) string {
 	if m := modernFromContext(ctx); m != nil {
 		return m.meta.ProtocolVersion
 	}
@@ -127,19 +127,6 @@ func ProtocolVersionFromContext(ctx context.Context) string {
 		return ss.ProtocolVersion()
 	}
 	return ""
-}
-
-// ClientCapabilitiesFromContext returns the client capabilities that apply
-// to the request ctx belongs to: those the request declared in its _meta
-// (2026-07-28), else those the session's client declared in initialize.
-func ClientCapabilitiesFromContext(ctx context.Context) ClientCapabilities {
-	if m := modernFromContext(ctx); m != nil {
-		return m.meta.ClientCapabilities
-	}
-	if ss := SessionFromContext(ctx); ss != nil {
-		return ss.ClientCapabilities()
-	}
-	return ClientCapabilities{}
 }
 
 // ErrNoClientRequests is matched (errors.Is) by the error of a

@@ -93,7 +93,7 @@ func ProgressFromContext(ctx context.Context) *Progress {
 	p.mu.Lock()
 	if !p.init {
 		p.init, p.ss, p.token, p.stopped, p.task = true, call.Session, progressToken(call.Meta), call.answered(), call.task
-		p.version = ProtocolVersionFromContext(ctx)
+		p.version = protocolVersionFromContext(ctx)
 	}
 	p.mu.Unlock()
 	return p

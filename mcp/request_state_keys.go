@@ -27,8 +27,8 @@ const MinStateKeyBytes = 32
 // it sealed still verify.
 const DefaultStateKeyID = "default"
 
-// DefaultMaxUsedStates is the default of ServerOptions.MaxUsedStates.
-const DefaultMaxUsedStates = 100_000
+// defaultMaxUsedStates is the default of ServerOptions.MaxUsedStates.
+const defaultMaxUsedStates = 100_000
 
 // maxStateKeyID bounds the length of a key id.
 const maxStateKeyID = 64

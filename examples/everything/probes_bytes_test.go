@@ -419,8 +419,8 @@ func TestProbeMemoryPerSessionAndListen(t *testing.T) {
 	assert.Less(t, perSession, int64(64<<10))
 
 	// A maximal filter: URIs of 24 bytes up to MaxSubscriptionBytes.
-	per := 24 + mcp.SubscriptionEntryBytes
-	uris := make([]string, mcp.DefaultMaxSubscriptionBytes/per)
+	per := 24 + 64
+	uris := make([]string, (128 << 10)/per)
 	for i := range uris {
 		uris[i] = fmt.Sprintf("test://static/r/%08d", i)
 	}

@@ -25,7 +25,7 @@ func registerStatelessTools(reg *registry.Registry) {
 	registry.MustRegister(reg, "test_missing_capability",
 		"Needs the client's sampling capability: without it the call is refused with -32021 (MissingRequiredClientCapability)",
 		func(ctx context.Context, _ NoArgs) (*mcp.CallToolResult, error) {
-			return needSampling(mcp.ClientCapabilitiesFromContext(ctx), mcp.InputFromContext(ctx))
+			return needSampling(mcp.RequestFromContext(ctx).ClientCapabilities(), mcp.InputFromContext(ctx))
 		}, readOnly)
 	registry.MustRegister(reg, "test_streaming_elicitation",
 		"Asks the user for a confirmation on the call's own response (an input-required result, never a request to the client)",
