@@ -232,7 +232,7 @@ func (c *Client) KeepAliveErr() error {
 // transport knows it is modern.
 func cancelSender(cn *conn, modern string) func(id int64, reason string) {
 	return func(id int64, reason string) {
-		p := &CancelledParams{RequestID: jsontext.Value(strconv.AppendInt(nil, id, 10)), Reason: reason}
+		p := &cancelledParams{RequestID: jsontext.Value(strconv.AppendInt(nil, id, 10)), Reason: reason}
 		if modern != "" {
 			p.Meta = Meta{revision.MetaProtocolVersion: modern}
 		}

@@ -82,7 +82,7 @@ func (r *clientReader) handle(raw []byte) {
 	case jsonrpc.KindRequest:
 		ctx := context.Background()
 		if m.Method == methodPing {
-			_ = r.cn.writeResult(ctx, m.ID, EmptyResult{})
+			_ = r.cn.writeResult(ctx, m.ID, emptyResult{})
 			return
 		}
 		if r.side.serve(r.cn, &m) {
@@ -100,7 +100,7 @@ func (r *clientReader) notification(m *jsonrpc.Message) {
 	r.featureNotification(m) // tasks, resources and list_changed (client_features.go)
 	switch m.Method {
 	case notificationCancelled:
-		var p CancelledParams
+		var p cancelledParams
 		if m.Params != nil && json.Unmarshal(m.Params, &p) == nil && p.RequestID != nil {
 			r.side.reqs.cancel(idKey(p.RequestID), p.Reason)
 		}

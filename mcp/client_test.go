@@ -106,7 +106,7 @@ func TestClientCallToolResults(t *testing.T) {
 	res, err := c.CallTool(ctx, mcptest.ToolEcho, map[string]any{"message": "hello"})
 	require.NoError(t, err)
 	require.Len(t, res.Content, 1)
-	assert.Equal(t, mcp.TextContent("hello"), res.Content[0])
+	assert.Equal(t, mcp.Text("hello"), res.Content[0])
 	assert.False(t, res.IsError)
 
 	res, err = c.CallTool(ctx, mcptest.ToolStructured, nil)

@@ -317,7 +317,7 @@ func (ss *Session) sendNotes() {
 			return
 		}
 		n.mu.Unlock()
-		if ss.State() != StateRunning {
+		if ss.currentState() != stateRunning {
 			continue
 		}
 		for _, lk := range listKinds {
@@ -326,7 +326,7 @@ func (ss *Session) sendNotes() {
 			}
 		}
 		for _, uri := range uris {
-			ss.sendNote(notificationResourceUpdated, &ResourceUpdatedNotificationParams{URI: uri})
+			ss.sendNote(notificationResourceUpdated, &resourceUpdatedNotificationParams{URI: uri})
 		}
 	}
 }

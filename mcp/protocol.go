@@ -62,5 +62,5 @@ const MetaCorrelationID = "correlationId"
 // MetaProgressToken is the _meta key that carries a request's progress token.
 const MetaProgressToken = "progressToken"
 
-// MetaRelatedTask is the _meta key that ties a request or notification to a task.
-const MetaRelatedTask = "io.modelcontextprotocol/related-task"
+// metaRelatedTask is the _meta key that ties a request or notification to a task.
+const metaRelatedTask = "io.modelcontextprotocol/related-task"

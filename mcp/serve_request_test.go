@@ -75,7 +75,7 @@ func TestServeRequestTakesTheTransportsReading(t *testing.T) {
 	}
 	answer := func(text string) func(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) {
 		return func(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(text)}}, nil
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.Text(text)}}, nil
 		}
 	}
 	opts := mcptest.ServerOptions(handlerTools{"a": answer("from the message"), "b": answer("from the reading")})
@@ -123,7 +123,7 @@ func TestModernMetaMemberBeyondFloat64(t *testing.T) {
 	assert.Equal(t, mcp.Meta{"y": "z"}, rm.Meta)
 
 	srv := mcp.NewServer(mcptest.ServerOptions(handlerTools{"a": func(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("ran")}}, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.Text("ran")}}, nil
 	}}))
 	for _, tc := range []struct {
 		name, msg, want string
@@ -147,7 +147,7 @@ func TestToolCallMetaFollowsRewrittenParams(t *testing.T) {
 	got := make(chan mcp.Meta, 1)
 	opts := mcptest.ServerOptions(handlerTools{"a": func(_ context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
 		got <- call.Meta
-		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("ran")}}, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.Text("ran")}}, nil
 	}})
 	opts.Middleware = []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, req *mcp.Request) (any, error) {

@@ -33,7 +33,7 @@ func (ss *Session) applyTransportContext(ctx context.Context) {
 	ss.mu.Lock()
 	ss.version = v
 	ss.mu.Unlock()
-	ss.state.Store(int32(StateRunning))
+	ss.state.Store(int32(stateRunning))
 }
 
 // Peer is who a request comes from: see transport.Peer.

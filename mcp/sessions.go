@@ -44,7 +44,7 @@ func (ss *Session) Notify(ctx context.Context, method string, params any) error 
 	if ss.modernOnly {
 		return ErrNoChannel
 	}
-	if ss.State() == StateClosed {
+	if ss.currentState() == stateClosed {
 		return ErrClosed
 	}
 	return ss.conn.notify(ctx, method, params)
@@ -77,7 +77,7 @@ func (s *Server) NotifyAll(ctx context.Context, method string, params any) error
 	s.hub.mu.Unlock()
 	var errs []error
 	for _, ss := range s.Sessions() {
-		if ss.State() != StateRunning {
+		if ss.currentState() != stateRunning {
 			continue
 		}
 		if err := ss.Notify(ctx, method, params); err != nil && !errors.Is(err, ErrClosed) {

@@ -372,7 +372,7 @@ func handleModernTasksCancel(ctx context.Context, req *Request) (any, error) {
 	if ok {
 		st.changed(rec.State)
 	}
-	return EmptyResult{}, nil
+	return emptyResult{}, nil
 }
 
 // handleModernTasksUpdate delivers answers to an input_required task.
@@ -385,7 +385,7 @@ func handleModernTasksUpdate(ctx context.Context, req *Request) (any, error) {
 	if perr != nil {
 		return nil, perr
 	}
-	var p UpdateTaskParams
+	var p updateTaskParams
 	if err := json.Unmarshal(req.Params, &p); err != nil {
 		return nil, invalidParams(err)
 	}
@@ -433,5 +433,5 @@ func handleModernTasksUpdate(ctx context.Context, req *Request) (any, error) {
 			e.run.start(in)
 		}
 	}
-	return EmptyResult{}, nil
+	return emptyResult{}, nil
 }

@@ -124,7 +124,7 @@ func HealthToolType(opts *HealthOptions) ToolType {
 			if err != nil {
 				return nil, err
 			}
-			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(string(b))}, StructuredContent: b}, nil
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.Text(string(b))}, StructuredContent: b}, nil
 		}
 	}
 }
@@ -439,7 +439,7 @@ func structured(v any) (*mcp.CallToolResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(string(b))}, StructuredContent: b}, nil
+	return &mcp.CallToolResult{Content: []mcp.Content{mcp.Text(string(b))}, StructuredContent: b}, nil
 }
 
 // register is admin/registerTool.
