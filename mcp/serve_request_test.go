@@ -13,6 +13,7 @@ import (
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/mcptest"
+	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/mcp"
 )
 
@@ -28,15 +29,15 @@ type prereadTransport struct {
 	written [][]byte
 }
 
-func (p *prereadTransport) PrereadMessage() (*jsonrpc.Message, int, bool) {
+func (p *prereadTransport) PrereadMessage() (*jsonrpc.Message, int, revision.Reading, bool) {
 	if !p.ok {
-		return nil, 0, false
+		return nil, 0, revision.Reading{}, false
 	}
 	m, derr := jsonrpc.Decode(p.pre, jsonrpc.DefaultMaxDepth)
 	if derr != nil {
 		panic(derr.Message)
 	}
-	return &m, p.maxDepth, true
+	return &m, p.maxDepth, revision.Read(m.Params), true
 }
 
 func (p *prereadTransport) Read(ctx context.Context) ([]byte, error) {
