@@ -130,9 +130,10 @@ func (c *Client) ListAllTasks(ctx context.Context) ([]*Task, error) {
 	})
 }
 
-// relatedTaskID returns the task id of _meta[metaRelatedTask] ("" when
-// absent): the task a request, notification or result is tied to.
-func relatedTaskID(meta Meta) string {
+// RelatedTaskID returns the task id of
+// _meta["io.modelcontextprotocol/related-task"] ("" when absent): the task
+// a request, notification or result is tied to.
+func RelatedTaskID(meta Meta) string {
 	switch v := meta[metaRelatedTask].(type) {
 	case map[string]any:
 		id, _ := v["taskId"].(string)

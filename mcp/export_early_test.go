@@ -63,7 +63,6 @@ const (
 
 var (
 	LoggingLevelForSlog = loggingLevelForSlog
-	RelatedTaskID       = relatedTaskID
 )
 
 // StateForTest returns the session's state.

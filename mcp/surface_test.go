@@ -1,4 +1,4 @@
-package mcp_test
+package mcp
 
 import (
 	"go/ast"
@@ -51,7 +51,7 @@ func exportedNames(t *testing.T, dir string) []string {
 					names = append(names, "func "+d.Name.Name)
 					continue
 				}
-				recv := receiverType(d.Recv.List[0].Type)
+				recv := receiverName(d.Recv.List[0].Type)
 				if ast.IsExported(recv) {
 					names = append(names, "method "+recv+"."+d.Name.Name)
 				}
@@ -79,24 +79,6 @@ func exportedNames(t *testing.T, dir string) []string {
 	return names
 }
 
-// receiverType names the type of a method receiver (T, *T, T[P], *T[P]).
-func receiverType(x ast.Expr) string {
-	for {
-		switch e := x.(type) {
-		case *ast.StarExpr:
-			x = e.X
-		case *ast.IndexExpr:
-			x = e.X
-		case *ast.IndexListExpr:
-			x = e.X
-		case *ast.Ident:
-			return e.Name
-		default:
-			return ""
-		}
-	}
-}
-
 // memberNames lists the exported fields of a struct type and the exported
 // methods of an interface type.
 func memberNames(typ string, x ast.Expr) []string {
@@ -110,7 +92,7 @@ func memberNames(typ string, x ast.Expr) []string {
 				}
 			}
 			if len(f.Names) == 0 { // embedded: its name is the type's
-				if n := receiverType(f.Type); ast.IsExported(n) {
+				if n := receiverName(f.Type); ast.IsExported(n) {
 					out = append(out, "field "+typ+"."+n)
 				}
 			}
