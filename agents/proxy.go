@@ -64,7 +64,7 @@ func AgentProxyTool(c *Coordinator) (*mcp.Tool, registry.ToolHandler) {
 				"the response of agent "+quote(target)+" cannot be encoded as JSON: "+err.Error(),
 				map[string]any{reasonKey: ReasonResultNotSerializable, agentIDKey: target})
 		}
-		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(string(b))}, StructuredContent: b}, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.Text(string(b))}, StructuredContent: b}, nil
 	}
 }
 

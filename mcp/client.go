@@ -31,7 +31,7 @@ type ClientOptions struct {
 	Name    string
 	Version string
 	Title   string
-	// ProtocolVersion is the revision requested (default LatestVersion).
+	// ProtocolVersion is the revision requested (default Version20251125).
 	// A modern revision (Version20260728) makes the client stateless
 	// (client_modern.go): Connect calls server/discover instead of
 	// initialize, and every request carries the revision, Capabilities
@@ -149,7 +149,7 @@ func NewClient(opts *ClientOptions) *Client {
 		o.Version = "0.0.0"
 	}
 	if o.ProtocolVersion == "" {
-		o.ProtocolVersion = LatestVersion
+		o.ProtocolVersion = latestVersion
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -233,7 +233,7 @@ func (c *Client) KeepAliveErr() error {
 // transport knows it is modern.
 func cancelSender(cn *conn, modern string) func(id int64, reason string) {
 	return func(id int64, reason string) {
-		p := &CancelledParams{RequestID: json.RawMessage(strconv.AppendInt(nil, id, 10)), Reason: reason}
+		p := &cancelledParams{RequestID: jsontext.Value(strconv.AppendInt(nil, id, 10)), Reason: reason}
 		if modern != "" {
 			p.Meta = Meta{revision.MetaProtocolVersion: modern}
 		}

@@ -18,7 +18,7 @@ func (r *clientReader) featureNotification(m *jsonrpc.Message) {
 		r.taskStatus(m) // client_tasks.go
 	case notificationResourceUpdated:
 		if r.opts.OnResourceUpdated != nil {
-			var p ResourceUpdatedNotificationParams
+			var p resourceUpdatedNotificationParams
 			if m.Params == nil || json.Unmarshal(m.Params, &p) != nil {
 				r.log.Warn("mcp: client received a malformed notifications/resources/updated")
 				return
@@ -36,7 +36,7 @@ func (r *clientReader) featureNotification(m *jsonrpc.Message) {
 // the first) and decodes its result into a new R.
 func fetchPage[R any](ctx context.Context, c *Client, method, cursor string) (*R, error) {
 	var res R
-	if err := c.Call(ctx, method, &PaginatedParams{Cursor: cursor}, &res); err != nil {
+	if err := c.Call(ctx, method, &paginatedParams{Cursor: cursor}, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -115,7 +115,7 @@ func (c *Client) Subscribe(ctx context.Context, uri string) error {
 	if err := c.mod.removed(methodResourcesSubscribe, "use Client.Listen with SubscriptionFilter.ResourceSubscriptions"); err != nil {
 		return err
 	}
-	return c.Call(ctx, methodResourcesSubscribe, &SubscribeParams{URI: uri}, nil)
+	return c.Call(ctx, methodResourcesSubscribe, &subscribeParams{URI: uri}, nil)
 }
 
 // Unsubscribe ends a subscription made with Subscribe.
@@ -123,7 +123,7 @@ func (c *Client) Unsubscribe(ctx context.Context, uri string) error {
 	if err := c.mod.removed(methodResourcesUnsubscribe, "end the Subscription of Client.Listen"); err != nil {
 		return err
 	}
-	return c.Call(ctx, methodResourcesUnsubscribe, &UnsubscribeParams{URI: uri}, nil)
+	return c.Call(ctx, methodResourcesUnsubscribe, &unsubscribeParams{URI: uri}, nil)
 }
 
 // ListPrompts fetches one page of prompts ("" = the first page).

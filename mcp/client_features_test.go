@@ -311,7 +311,7 @@ func TestClientListAllStopsOnRepeatedCursor(t *testing.T) {
 			}
 			result := `{"tools":[],"resources":[],"prompts":[],"resourceTemplates":[],"tasks":[],"nextCursor":"again"}`
 			if m.Method == "initialize" {
-				result = `{"protocolVersion":"` + mcp.LatestVersion + `","capabilities":{"tools":{},"resources":{},"prompts":{},"tasks":{"list":{}}},"serverInfo":{"name":"loop","version":"1"}}`
+				result = `{"protocolVersion":"` + mcp.Version20251125 + `","capabilities":{"tools":{},"resources":{},"prompts":{},"tasks":{"list":{}}},"serverInfo":{"name":"loop","version":"1"}}`
 			}
 			_ = st.Write(ctx, []byte(`{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":`+result+`}`))
 		}

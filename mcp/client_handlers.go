@@ -250,5 +250,5 @@ func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel) error 
 	if err := c.mod.removed(methodLoggingSetLevel, "set ClientOptions.LogLevel instead"); err != nil {
 		return err
 	}
-	return c.Call(ctx, methodLoggingSetLevel, &SetLevelParams{Level: level}, nil)
+	return c.Call(ctx, methodLoggingSetLevel, &setLevelParams{Level: level}, nil)
 }

@@ -62,7 +62,7 @@ func (c *Client) Listen(ctx context.Context, filter SubscriptionFilter) (*Subscr
 // listen sends subscriptions/listen and waits for its acknowledgement (see
 // Client.Listen).
 func (m *modernState) listen(ctx context.Context, filter SubscriptionFilter) (*Subscription, error) {
-	obj, err := m.withRequestMeta(methodSubscriptionsListen, &ListenParams{Notifications: filter})
+	obj, err := m.withRequestMeta(methodSubscriptionsListen, &listenParams{Notifications: filter})
 	if err != nil {
 		return nil, err
 	}

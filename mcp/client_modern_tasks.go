@@ -47,7 +47,7 @@ func (c *Client) PollTask(ctx context.Context, taskID string) (*DetailedTask, er
 		return nil, err
 	}
 	var res DetailedTask
-	if err := c.Call(ctx, methodTasksGet, &GetTaskParams{TaskID: taskID}, &res); err != nil {
+	if err := c.Call(ctx, methodTasksGet, &getTaskParams{TaskID: taskID}, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -59,7 +59,7 @@ func (c *Client) UpdateTask(ctx context.Context, taskID string, responses map[st
 	if err := c.mod.need(methodTasksUpdate, c.ProtocolVersion()); err != nil {
 		return err
 	}
-	return c.Call(ctx, methodTasksUpdate, &UpdateTaskParams{TaskID: taskID, InputResponses: responses}, nil)
+	return c.Call(ctx, methodTasksUpdate, &updateTaskParams{TaskID: taskID, InputResponses: responses}, nil)
 }
 
 // AnswerTask answers the input requests of task t (as PollTask returned

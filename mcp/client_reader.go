@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/go-json-experiment/json/jsontext"
 	"log/slog"
 	"sync"
 
@@ -84,7 +83,7 @@ func (r *clientReader) handle(raw []byte) {
 	case jsonrpc.KindRequest:
 		ctx := context.Background()
 		if m.Method == methodPing {
-			_ = r.cn.writeResult(ctx, m.ID, EmptyResult{})
+			_ = r.cn.writeResult(ctx, m.ID, emptyResult{})
 			return
 		}
 		if r.side.serve(r.cn, &m) {
@@ -102,9 +101,9 @@ func (r *clientReader) notification(m *jsonrpc.Message) {
 	r.featureNotification(m) // tasks, resources and list_changed (client_features.go)
 	switch m.Method {
 	case notificationCancelled:
-		var p CancelledParams
+		var p cancelledParams
 		if m.Params != nil && jsonv2.Unmarshal(m.Params, &p) == nil && p.RequestID != nil {
-			r.side.reqs.cancel(idKey(jsontext.Value(p.RequestID)), p.Reason)
+			r.side.reqs.cancel(idKey(p.RequestID), p.Reason)
 		}
 	case notificationMessage:
 		if r.opts.OnLog != nil {

@@ -43,7 +43,7 @@ func TestClientReinitializesAfterSessionEnds(t *testing.T) {
 	c := mcp.NewClient(&mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler),
 		OnReinitialized: func(_ context.Context, res *mcp.InitializeResult) {
 			reinits.Add(1)
-			assert.Equal(t, mcp.LatestVersion, res.ProtocolVersion)
+			assert.Equal(t, mcp.Version20251125, res.ProtocolVersion)
 		}})
 	tr := streamhttp.NewClientTransport(url, &streamhttp.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
 	ctx := context.Background()

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -83,8 +82,8 @@ func (ss *Session) call(ctx context.Context, method string, params, result any) 
 	if ss.modernOnly || modernFromContext(ctx) != nil {
 		return fmt.Errorf("mcp: %s not sent: %w", method, ErrNoClientRequests)
 	}
-	if ss.State() != StateRunning {
-		return fmt.Errorf("mcp: %s not sent: the session is %s, not RUNNING", method, ss.State())
+	if ss.currentState() != stateRunning {
+		return fmt.Errorf("mcp: %s not sent: the session is %s, not RUNNING", method, ss.currentState())
 	}
 	params, done, err := ss.server.tasks.taskRequest(ss, ctx, method, params) // related-task _meta, input_required (server_tasks.go)
 	if err != nil {
@@ -101,7 +100,7 @@ func (ss *Session) call(ctx context.Context, method string, params, result any) 
 		raw := jsontext.Value(strconv.AppendInt(nil, id, 10))
 		nctx, ncancel := context.WithTimeout(context.WithoutCancel(ctx), logSendTimeout)
 		defer ncancel()
-		if err := ss.conn.notify(nctx, notificationCancelled, &CancelledParams{RequestID: json.RawMessage(raw), Reason: reason}); err != nil && !isClosed(err) {
+		if err := ss.conn.notify(nctx, notificationCancelled, &cancelledParams{RequestID: raw, Reason: reason}); err != nil && !isClosed(err) {
 			ss.log.Warn("mcp: sending notifications/cancelled failed", "method", method, "error", err)
 		}
 	})
@@ -140,11 +139,11 @@ func (ss *Session) CreateMessage(ctx context.Context, p *CreateMessageParams) (*
 	}
 	v := ss.ProtocolVersion()
 	switch p.IncludeContext {
-	case "", IncludeContextNone, IncludeContextThisServer, IncludeContextAllServers:
+	case "", includeContextNone, includeContextThisServer, includeContextAllServers:
 	default:
 		return nil, fmt.Errorf("mcp: CreateMessage: unknown IncludeContext %q", p.IncludeContext)
 	}
-	if (p.IncludeContext == IncludeContextThisServer || p.IncludeContext == IncludeContextAllServers) && revision.AtLeast(v, Version20251125) {
+	if (p.IncludeContext == includeContextThisServer || p.IncludeContext == includeContextAllServers) && revision.AtLeast(v, Version20251125) {
 		if err := ss.need(m, "sampling.context", "", caps.Sampling.Context != nil); err != nil {
 			return nil, err
 		}
@@ -275,7 +274,7 @@ func (ss *Session) NotifyElicitationComplete(ctx context.Context, elicitationID 
 		caps.Elicitation != nil && caps.Elicitation.URL != nil); err != nil {
 		return err
 	}
-	return ss.conn.notify(ctx, notificationElicitationComplete, &ElicitationCompleteNotificationParams{ElicitationID: elicitationID})
+	return ss.conn.notify(ctx, notificationElicitationComplete, &elicitationCompleteNotificationParams{ElicitationID: elicitationID})
 }
 
 // ListRoots asks the client for its roots (roots/list); the client must
@@ -310,7 +309,7 @@ func handleRootsListChanged(_ context.Context, req *Request) (any, error) {
 	if f == nil {
 		return nil, nil
 	}
-	if caps := ss.ClientCapabilities(); caps.Roots == nil || ss.State() != StateRunning {
+	if caps := ss.ClientCapabilities(); caps.Roots == nil || ss.currentState() != stateRunning {
 		ss.log.Warn("mcp: notifications/roots/list_changed ignored (roots not declared, or not RUNNING)")
 		return nil, nil
 	}

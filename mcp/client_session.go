@@ -38,7 +38,7 @@ func (s *clientSession) connect(cn *conn) {
 func (s *clientSession) handshake(ctx context.Context) (*InitializeResult, error) {
 	var res InitializeResult
 	o := s.opts
-	err := s.cn.call(ctx, methodInitialize, &InitializeParams{
+	err := s.cn.call(ctx, methodInitialize, &initializeParams{
 		ProtocolVersion: o.ProtocolVersion,
 		Capabilities:    o.Capabilities,
 		ClientInfo:      Implementation{Name: o.Name, Version: o.Version, Title: o.Title},

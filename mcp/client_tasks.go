@@ -79,7 +79,7 @@ func (c *Client) GetTask(ctx context.Context, taskID string) (*Task, error) {
 		return nil, fmt.Errorf("mcp: GetTask is the 2025-11-25 tasks/get; a %s client polls with PollTask", Version20260728)
 	}
 	var res GetTaskResult
-	if err := c.Call(ctx, methodTasksGet, &GetTaskParams{TaskID: taskID}, &res); err != nil {
+	if err := c.Call(ctx, methodTasksGet, &getTaskParams{TaskID: taskID}, &res); err != nil {
 		return nil, err
 	}
 	return &res.Task, nil
@@ -89,10 +89,10 @@ func (c *Client) GetTask(ctx context.Context, taskID string) (*Task, error) {
 // tools/call would have returned, like CallToolWithParams: a JSON-RPC error
 // as *Error; an isError result (a failed or cancelled task) together with
 // its *StructuredError. The result's _meta names the task
-// (MetaRelatedTask). Cancel ctx to stop waiting (the task goes on).
+// (metaRelatedTask). Cancel ctx to stop waiting (the task goes on).
 func (c *Client) TaskResult(ctx context.Context, taskID string) (*CallToolResult, error) {
 	var res CallToolResult
-	if err := c.Call(ctx, methodTasksResult, &GetTaskPayloadParams{TaskID: taskID}, &res); err != nil {
+	if err := c.Call(ctx, methodTasksResult, &getTaskPayloadParams{TaskID: taskID}, &res); err != nil {
 		return nil, err
 	}
 	if res.IsError {
@@ -108,10 +108,10 @@ func (c *Client) TaskResult(ctx context.Context, taskID string) (*CallToolResult
 // CancelTask returns a nil *Task; PollTask shows the cancelled status.
 func (c *Client) CancelTask(ctx context.Context, taskID string) (*Task, error) {
 	if c.mod.on {
-		return nil, c.Call(ctx, methodTasksCancel, &CancelTaskParams{TaskID: taskID}, nil)
+		return nil, c.Call(ctx, methodTasksCancel, &cancelTaskParams{TaskID: taskID}, nil)
 	}
 	var res CancelTaskResult
-	if err := c.Call(ctx, methodTasksCancel, &CancelTaskParams{TaskID: taskID}, &res); err != nil {
+	if err := c.Call(ctx, methodTasksCancel, &cancelTaskParams{TaskID: taskID}, &res); err != nil {
 		return nil, err
 	}
 	return &res.Task, nil
@@ -133,16 +133,17 @@ func (c *Client) ListAllTasks(ctx context.Context) ([]*Task, error) {
 	})
 }
 
-// RelatedTaskID returns the task id of _meta[MetaRelatedTask] ("" when
-// absent): the task a request, notification or result is tied to.
+// RelatedTaskID returns the task id of
+// _meta["io.modelcontextprotocol/related-task"] ("" when absent): the task
+// a request, notification or result is tied to.
 func RelatedTaskID(meta Meta) string {
-	switch v := meta[MetaRelatedTask].(type) {
+	switch v := meta[metaRelatedTask].(type) {
 	case map[string]any:
 		id, _ := v["taskId"].(string)
 		return id
-	case RelatedTaskMetadata:
+	case relatedTaskMetadata:
 		return v.TaskID
-	case *RelatedTaskMetadata:
+	case *relatedTaskMetadata:
 		if v != nil {
 			return v.TaskID
 		}

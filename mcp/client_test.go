@@ -52,14 +52,14 @@ func connect(t *testing.T, opts *mcp.ServerOptions, copts *mcp.ClientOptions) (*
 }
 
 func TestClientConnectNegotiatesEachRevision(t *testing.T) {
-	for _, v := range append(mcp.SupportedVersions, "1999-01-01") {
+	for _, v := range append(mcp.SupportedVersionsForTest, "1999-01-01") {
 		t.Run(v, func(t *testing.T) {
 			copts := *quietClient
 			copts.ProtocolVersion = v
 			c, end := connect(t, mcptest.ServerOptions(mcptest.NewTools(mcptest.ToolEcho)), &copts)
 			want := v
 			if !revision.Negotiated(v) {
-				want = mcp.LatestVersion
+				want = mcp.Version20251125
 			}
 			assert.Equal(t, want, c.ProtocolVersion())
 			assert.Equal(t, "keel-test", c.InitializeResult().ServerInfo.Name)
@@ -106,7 +106,7 @@ func TestClientCallToolResults(t *testing.T) {
 	res, err := c.CallTool(ctx, mcptest.ToolEcho, map[string]any{"message": "hello"})
 	require.NoError(t, err)
 	require.Len(t, res.Content, 1)
-	assert.Equal(t, mcp.TextContent("hello"), res.Content[0])
+	assert.Equal(t, mcp.Text("hello"), res.Content[0])
 	assert.False(t, res.IsError)
 
 	res, err = c.CallTool(ctx, mcptest.ToolStructured, nil)

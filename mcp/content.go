@@ -163,9 +163,6 @@ func (c *Content) unmarshalWire(dec *jsontext.Decoder) error {
 	return nil
 }
 
-// TextContent returns a text content block.
-func TextContent(text string) Content { return Content{Type: ContentText, Text: text} }
-
 // missingMember is the error for a content block of type typ that lacks a
 // member its type requires.
 func missingMember(typ, member string) error {

@@ -15,8 +15,7 @@ import (
 // helpers encode binary data as base64 themselves, check MIME types with
 // mime.ParseMediaType, and return errors (never panic) on bad input.
 
-// Text returns a text content block. It is TextContent under the name the
-// other helpers share.
+// Text returns a text content block.
 func Text(text string) Content { return Content{Type: ContentText, Text: text} }
 
 // Image returns an image content block holding data (raw bytes, encoded

@@ -192,18 +192,18 @@ type ElicitResult struct {
 	Meta    Meta           `json:"_meta,omitempty"`
 }
 
-// ElicitationCompleteNotificationParams are the params of
+// elicitationCompleteNotificationParams are the params of
 // notifications/elicitation/complete: the out-of-band interaction of a URL
 // elicitation finished (2025-11-25).
-type ElicitationCompleteNotificationParams struct {
+type elicitationCompleteNotificationParams struct {
 	ElicitationID string `json:"elicitationId"`
 	Meta          Meta   `json:"_meta,omitempty"`
 }
 
-// URLElicitationRequiredData is error.data of a -32042 error
+// uRLElicitationRequiredData is error.data of a -32042 error
 // (CodeURLElicitation): the URL elicitations the client must complete
 // before the request can succeed (2025-11-25).
-type URLElicitationRequiredData struct {
+type uRLElicitationRequiredData struct {
 	Elicitations []ElicitParams `json:"elicitations"`
 }
 
@@ -215,5 +215,5 @@ func NewURLElicitationRequiredError(message string, elicitations ...ElicitParams
 		e.Mode = ElicitModeURL
 		list[i] = e
 	}
-	return &Error{Code: CodeURLElicitation, Message: message, Data: &URLElicitationRequiredData{Elicitations: list}}
+	return &Error{Code: CodeURLElicitation, Message: message, Data: &uRLElicitationRequiredData{Elicitations: list}}
 }

@@ -28,7 +28,7 @@ func (legacyEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) job {
 	case methodPing:
 		return ss.serveMethod(m, r, &pingMethod, handlePing)
 	}
-	if st := ss.State(); st != StateRunning {
+	if st := ss.currentState(); st != stateRunning {
 		r.error(&Error{Code: CodeNotInitialized, Message: "Not initialized",
 			Data: &StructuredError{Code: ErrNotInitialized,
 				Message:       "method " + quote(m.Method) + " received in state " + st.String() + "; send initialize and notifications/initialized first",
@@ -49,10 +49,10 @@ var (
 	pingMethod       = method{legacy: handlePing, inline: true}
 )
 
-func handlePing(context.Context, *Request) (any, error) { return EmptyResult{}, nil }
+func handlePing(context.Context, *Request) (any, error) { return emptyResult{}, nil }
 
 func handleInitialize(_ context.Context, req *Request) (any, error) {
-	var p InitializeParams
+	var p initializeParams
 	if req.Params == nil {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: initialize requires params"}
 	}
@@ -63,12 +63,12 @@ func handleInitialize(_ context.Context, req *Request) (any, error) {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: protocolVersion is required"}
 	}
 	ss := req.Session
-	if !ss.state.CompareAndSwap(int32(StateStarting), int32(StateInitializing)) {
+	if !ss.state.CompareAndSwap(int32(stateStarting), int32(stateInitializing)) {
 		return nil, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize was already received on this connection"}
 	}
 	v := p.ProtocolVersion
 	if !revision.Negotiated(v) {
-		v = LatestVersion
+		v = latestVersion
 	}
 	ss.mu.Lock()
 	ss.version, ss.clientInfo, ss.clientCaps = v, p.ClientInfo, p.Capabilities

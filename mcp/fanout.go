@@ -22,34 +22,39 @@ type FanOut interface {
 	Subscribe(deliver func(Change)) (stop func())
 }
 
-// ChangeKind says what a Change is.
-type ChangeKind string
-
-// The kinds of Change.
+// The kinds of Change (Change.Kind): what a Server sets and reads; a
+// FanOut carries them as they are.
 const (
-	ChangeToolsList       ChangeKind = "tools"     // notifications/tools/list_changed
-	ChangeResourcesList   ChangeKind = "resources" // notifications/resources/list_changed
-	ChangePromptsList     ChangeKind = "prompts"   // notifications/prompts/list_changed
-	ChangeResourceUpdated ChangeKind = "updated"   // notifications/resources/updated (URI)
-	ChangeTask            ChangeKind = "task"      // notifications/tasks (Task)
-	ChangeNotification    ChangeKind = "notify"    // NotifyAll (Method, Params)
+	changeToolsList       = "tools"     // notifications/tools/list_changed
+	changeResourcesList   = "resources" // notifications/resources/list_changed
+	changePromptsList     = "prompts"   // notifications/prompts/list_changed
+	changeResourceUpdated = "updated"   // notifications/resources/updated (URI)
+	changeTask            = "task"      // notifications/tasks (Task)
+	changeNotification    = "notify"    // NotifyAll (Method, Params)
 )
 
 // Change is one change a Server announces to its clients.
 type Change struct {
-	Kind ChangeKind `json:"kind"`
-	// URI is the resource of ChangeResourceUpdated.
+	// Kind says what the change is; a Server sets it (a FanOut carries it
+	// as it is, and TaskChange makes the change of a task's status).
+	Kind string `json:"kind"`
+	// URI is the resource of a resource update.
 	URI string `json:"uri,omitempty"`
-	// Task is the new state of a ChangeTask.
+	// Task is the new state of a task.
 	Task *Task `json:"task,omitempty"`
 	// Method and Params (a JSON object, or empty) are the notification
-	// of a ChangeNotification.
+	// of a NotifyAll.
 	Method string          `json:"method,omitempty"`
 	Params json.RawMessage `json:"params,omitempty"`
 }
 
-// changeKinds maps the list kinds to their ChangeKind.
-var changeKinds = map[listKind]ChangeKind{listTools: ChangeToolsList, listResources: ChangeResourcesList, listPrompts: ChangePromptsList}
+// changeKinds maps the list kinds to their Change kinds.
+var changeKinds = map[listKind]string{listTools: changeToolsList, listResources: changeResourcesList, listPrompts: changePromptsList}
+
+// TaskChange is the Change that tells every process's listen streams of
+// t's new status. A Server publishes it itself; a shared TaskStore that
+// ends a task on its own (its runner's lease expired) publishes it too.
+func TaskChange(t Task) Change { return Change{Kind: changeTask, Task: &t} }
 
 // publishTimeout bounds one FanOut.Publish.
 const publishTimeout = 5 * time.Second
@@ -63,7 +68,7 @@ func (s *Server) publish(c Change) {
 	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
 	defer cancel()
 	if err := s.opts.FanOut.Publish(ctx, c); err != nil {
-		s.log.Warn("mcp: a change did not reach the other processes", "kind", string(c.Kind), "error", err)
+		s.log.Warn("mcp: a change did not reach the other processes", "kind", c.Kind, "error", err)
 	}
 }
 
@@ -78,14 +83,14 @@ func (s *Server) listChanged(k listKind) {
 // and publishes it.
 func (s *Server) resourceUpdated(uri string) {
 	s.hub.updated(uri)
-	s.publish(Change{Kind: ChangeResourceUpdated, URI: uri})
+	s.publish(Change{Kind: changeResourceUpdated, URI: uri})
 }
 
 // taskChanged delivers a 2026-07-28 task's new state to this process's
 // listen streams and publishes it.
 func (s *Server) taskChanged(t Task) {
 	s.hub.taskChanged(t)
-	s.publish(Change{Kind: ChangeTask, Task: &t})
+	s.publish(TaskChange(t))
 }
 
 // subscribeFanOut delivers the other processes' changes to this
@@ -97,19 +102,19 @@ func (s *Server) subscribeFanOut() {
 	}
 	s.opts.FanOut.Subscribe(func(c Change) {
 		switch c.Kind {
-		case ChangeToolsList:
+		case changeToolsList:
 			s.hub.changed(listTools)
-		case ChangeResourcesList:
+		case changeResourcesList:
 			s.hub.changed(listResources)
-		case ChangePromptsList:
+		case changePromptsList:
 			s.hub.changed(listPrompts)
-		case ChangeResourceUpdated:
+		case changeResourceUpdated:
 			s.hub.updated(c.URI)
-		case ChangeTask:
+		case changeTask:
 			if c.Task != nil {
 				s.hub.taskChanged(*c.Task)
 			}
-		case ChangeNotification:
+		case changeNotification:
 			var params any
 			if len(c.Params) > 0 {
 				params = c.Params
@@ -118,7 +123,7 @@ func (s *Server) subscribeFanOut() {
 				s.log.Warn("mcp: a notification from another process did not reach every client", "method", c.Method, "error", err)
 			}
 		default:
-			s.log.Warn("mcp: a change of an unknown kind from another process is ignored", "kind", string(c.Kind))
+			s.log.Warn("mcp: a change of an unknown kind from another process is ignored", "kind", c.Kind)
 		}
 	})
 }

@@ -85,7 +85,7 @@ func TestFanOutCarriesChanges(t *testing.T) {
 	for _, r := range []*replica{a, other} { // both sessions initialized
 		require.Eventually(t, func() bool {
 			ss := r.srv.Sessions()
-			return len(ss) == 1 && ss[0].State() == mcp.StateRunning
+			return len(ss) == 1 && ss[0].StateForTest() == mcp.StateRunning
 		}, 5*time.Second, 5*time.Millisecond)
 	}
 	require.NoError(t, a.srv.NotifyAll(context.Background(), "notifications/custom", map[string]any{"n": 1}))
@@ -105,5 +105,5 @@ func TestFanOutCarriesChanges(t *testing.T) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	require.Len(t, b.sent, 1)
-	assert.Equal(t, mcp.Change{Kind: mcp.ChangeNotification, Method: "notifications/custom", Params: json.RawMessage(`{"n":1}`)}, b.sent[0])
+	assert.Equal(t, mcp.Change{Kind: "notify", Method: "notifications/custom", Params: json.RawMessage(`{"n":1}`)}, b.sent[0])
 }

@@ -77,8 +77,8 @@ func (e *InputRequiredError) Error() string {
 	return "mcp: input required from the client: " + strings.Join(keys, ", ")
 }
 
-// InputRequiredResult is the wire form of an input-required answer.
-type InputRequiredResult struct {
+// inputRequiredResult is the wire form of an input-required answer.
+type inputRequiredResult struct {
 	ResultType    string                  `json:"resultType"`
 	InputRequests map[string]InputRequest `json:"inputRequests,omitempty"`
 	RequestState  string                  `json:"requestState,omitempty"`

@@ -267,7 +267,7 @@ func requiredFor(req InputRequest) ClientCapabilities {
 			if p.Tools != nil || p.ToolChoice != nil {
 				c.Sampling.Tools = &struct{}{}
 			}
-			if p.IncludeContext != "" && p.IncludeContext != IncludeContextNone {
+			if p.IncludeContext != "" && p.IncludeContext != includeContextNone {
 				c.Sampling.Context = &struct{}{}
 			}
 		}
@@ -349,7 +349,7 @@ func (r *responder) modernInputRequired(ir *InputRequiredError) {
 			reqs[k] = q
 		}
 	}
-	r.result(&InputRequiredResult{ResultType: resultTypeInputRequired, InputRequests: reqs, RequestState: r.ss.server.sealState(&st)})
+	r.result(&inputRequiredResult{ResultType: resultTypeInputRequired, InputRequests: reqs, RequestState: r.ss.server.sealState(&st)})
 }
 
 func mergeCaps(dst *ClientCapabilities, c ClientCapabilities) {

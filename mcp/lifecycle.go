@@ -19,8 +19,8 @@ type Icon struct {
 	Theme    string   `json:"theme,omitempty"` // "light" or "dark"
 }
 
-// InitializeParams are the params of initialize.
-type InitializeParams struct {
+// initializeParams are the params of initialize.
+type initializeParams struct {
 	ProtocolVersion string             `json:"protocolVersion"`
 	Capabilities    ClientCapabilities `json:"capabilities"`
 	ClientInfo      Implementation     `json:"clientInfo"`
@@ -126,13 +126,13 @@ type ToolTaskRequests struct {
 	Call *struct{} `json:"call,omitzero"`
 }
 
-// EmptyResult is the result of ping and other requests that return nothing.
-type EmptyResult struct {
+// emptyResult is the result of ping and other requests that return nothing.
+type emptyResult struct {
 	Meta Meta `json:"_meta,omitempty"`
 }
 
-// PaginatedParams are the params of every list request.
-type PaginatedParams struct {
+// paginatedParams are the params of every list request.
+type paginatedParams struct {
 	Cursor string `json:"cursor,omitempty"`
 	Meta   Meta   `json:"_meta,omitempty"`
 }

@@ -46,8 +46,8 @@ func TestSessionSeenByHandler(t *testing.T) {
 	call := recv(t, tools.SlowStarted, "the slow call")
 	ss := call.Session
 	require.NotNil(t, ss)
-	assert.Equal(t, mcp.StateRunning, ss.State())
-	assert.Equal(t, "RUNNING", ss.State().String())
+	assert.Equal(t, mcp.StateRunning, ss.StateForTest())
+	assert.Equal(t, "RUNNING", ss.StateForTest().String())
 	assert.Equal(t, mcp.Version20250618, ss.ProtocolVersion())
 	assert.Equal(t, "lifecycle-client", ss.ClientInfo().Name)
 	assert.Equal(t, "id-1", ss.ConnectionCorrelationID(), "the first id of the deterministic generator")
@@ -59,7 +59,7 @@ func TestSessionSeenByHandler(t *testing.T) {
 	require.ErrorIs(t, recv(t, errc, "CallTool"), context.Canceled)
 	require.ErrorIs(t, recv(t, tools.SlowDone, "the handler's cancellation"), context.Canceled)
 	require.NoError(t, end())
-	assert.Equal(t, mcp.StateClosed, ss.State())
+	assert.Equal(t, mcp.StateClosed, ss.StateForTest())
 }
 
 // Cancelling Run's context ends Run with the context's error and cancels

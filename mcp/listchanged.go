@@ -318,7 +318,7 @@ func (ss *Session) sendNotes() {
 			return
 		}
 		n.mu.Unlock()
-		if ss.State() != StateRunning {
+		if ss.currentState() != stateRunning {
 			continue
 		}
 		for _, lk := range listKinds {
@@ -327,7 +327,7 @@ func (ss *Session) sendNotes() {
 			}
 		}
 		for _, uri := range uris {
-			ss.sendNote(notificationResourceUpdated, &ResourceUpdatedNotificationParams{URI: uri})
+			ss.sendNote(notificationResourceUpdated, &resourceUpdatedNotificationParams{URI: uri})
 		}
 	}
 }

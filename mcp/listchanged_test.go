@@ -40,7 +40,7 @@ func (n *notifyingTools) change() {
 
 // testSession returns a session of a server over tools, in state, whose
 // output the returned transport reads.
-func testSession(t *testing.T, tools ToolSource, state SessionState) (*Server, *Session, transport.Transport) {
+func testSession(t *testing.T, tools ToolSource, state sessionState) (*Server, *Session, transport.Transport) {
 	t.Helper()
 	ct, st := transport.NewPipe(nil)
 	t.Cleanup(func() { ct.Close(); st.Close() })
@@ -68,8 +68,8 @@ func readAll(t *testing.T, ct transport.Transport) []string {
 
 func TestListChangedCoalescesPerSession(t *testing.T) {
 	tools := &notifyingTools{}
-	srv, ss, ct := testSession(t, tools, StateRunning)
-	assert.True(t, srv.initializeResult(LatestVersion).Capabilities.Tools.ListChanged, "a ChangeNotifier source declares listChanged")
+	srv, ss, ct := testSession(t, tools, stateRunning)
+	assert.True(t, srv.initializeResult(latestVersion).Capabilities.Tools.ListChanged, "a ChangeNotifier source declares listChanged")
 
 	// While a send is under way, changes only mark the session ...
 	ss.notes.sending = true
@@ -89,10 +89,10 @@ func TestListChangedCoalescesPerSession(t *testing.T) {
 
 func TestListChangedOnlyWhenRunning(t *testing.T) {
 	tools := &notifyingTools{}
-	_, ss, ct := testSession(t, tools, StateInitializing)
+	_, ss, ct := testSession(t, tools, stateInitializing)
 	tools.change()
 	assert.Empty(t, readAll(t, ct), "nothing before RUNNING")
-	ss.state.Store(int32(StateClosed))
+	ss.state.Store(int32(stateClosed))
 	tools.change()
 	assert.Empty(t, readAll(t, ct), "nothing after CLOSED")
 	ss.notes.mu.Lock()
@@ -102,7 +102,7 @@ func TestListChangedOnlyWhenRunning(t *testing.T) {
 
 func TestListChangedNotDeclaredWithoutNotifier(t *testing.T) {
 	srv := NewServer(&ServerOptions{Tools: struct{ ToolSource }{&notifyingTools{}}, Logger: slog.New(slog.DiscardHandler)})
-	caps := srv.initializeResult(LatestVersion).Capabilities
+	caps := srv.initializeResult(latestVersion).Capabilities
 	require.NotNil(t, caps.Tools)
 	assert.False(t, caps.Tools.ListChanged)
 	assert.Nil(t, caps.Resources)
@@ -111,8 +111,8 @@ func TestListChangedNotDeclaredWithoutNotifier(t *testing.T) {
 }
 
 func TestResourceUpdatesReachSubscribersOnce(t *testing.T) {
-	srv, ss, ct := testSession(t, nil, StateRunning)
-	_, other, otherCT := testSession(t, nil, StateRunning)
+	srv, ss, ct := testSession(t, nil, stateRunning)
+	_, other, otherCT := testSession(t, nil, stateRunning)
 	srv.hub.add(other) // a second session of the same server
 
 	require.Nil(t, srv.hub.subscribe(ss, "file:///dir"))
@@ -140,7 +140,7 @@ func TestResourceUpdatesReachSubscribersOnce(t *testing.T) {
 }
 
 func TestSubscriptionLimit(t *testing.T) {
-	srv, ss, _ := testSession(t, nil, StateRunning)
+	srv, ss, _ := testSession(t, nil, stateRunning)
 	srv.opts.MaxSubscriptionBytes = 1 << 30 // the count bound alone
 	for i := range maxSubscriptions {
 		require.Nil(t, srv.hub.subscribe(ss, "test://r/"+strconv.Itoa(i)))
@@ -156,7 +156,7 @@ func TestSubscriptionLimit(t *testing.T) {
 // notification per change (for -race).
 func TestListChangedConcurrentChanges(t *testing.T) {
 	tools := &notifyingTools{}
-	_, ss, ct := testSession(t, tools, StateRunning)
+	_, ss, ct := testSession(t, tools, stateRunning)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)

@@ -69,9 +69,9 @@ func (h *changeHub) taskChanged(t Task) {
 	}
 }
 
-// TaskNotificationParams are the params of notifications/tasks (the tasks
+// taskNotificationParams are the params of notifications/tasks (the tasks
 // extension): the task's state, tagged with the subscription.
-type TaskNotificationParams struct {
+type taskNotificationParams struct {
 	TaskInfo `json:",inline"`
 	Meta     Meta `json:"_meta,omitempty"`
 }
@@ -199,11 +199,11 @@ func handleListen(ctx context.Context, req *Request) (any, error) {
 		req.f.after = func(any) {
 			nctx, cancel := context.WithTimeout(context.WithoutCancel(fctx), logSendTimeout)
 			defer cancel()
-			_ = ss.conn.notify(nctx, notificationCancelled, &CancelledParams{RequestID: id, Reason: "subscription ended"})
+			_ = ss.conn.notify(nctx, notificationCancelled, &cancelledParams{RequestID: jsontext.Value(id), Reason: "subscription ended"})
 		}
 	}
 	ss.listen(ctx, jsontext.Value(id), l)
-	return EmptyResult{}, nil
+	return emptyResult{}, nil
 }
 
 // listen acknowledges the subscription and sends its notifications until
@@ -213,7 +213,7 @@ func (ss *Session) listen(ctx context.Context, id jsontext.Value, l *listener) {
 	// change after it is missed; what is marked meanwhile is sent after it.
 	meta := Meta{revision.MetaSubscriptionID: id}
 	if err := ss.conn.notify(ctx, notificationSubscriptionsAcknowledged,
-		&SubscriptionAcknowledgedParams{Notifications: l.filter, Meta: meta}); err != nil {
+		&subscriptionAcknowledgedParams{Notifications: l.filter, Meta: meta}); err != nil {
 		return
 	}
 	type tagged struct {
@@ -243,7 +243,7 @@ func (ss *Session) listen(ctx context.Context, id jsontext.Value, l *listener) {
 			}
 		}
 		for i := range states {
-			p := &TaskNotificationParams{TaskInfo: taskInfo(&states[i]), Meta: meta}
+			p := &taskNotificationParams{TaskInfo: taskInfo(&states[i]), Meta: meta}
 			if ss.conn.notify(ctx, notificationTasks, p) != nil {
 				return
 			}

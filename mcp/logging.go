@@ -107,7 +107,7 @@ func handleSetLevel(_ context.Context, req *Request) (any, error) {
 	if req.Params == nil || jsontext.Value(req.Params).Kind() != '{' {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: logging/setLevel requires params {level}"}
 	}
-	var p SetLevelParams
+	var p setLevelParams
 	if err := json.Unmarshal(req.Params, &p); err != nil {
 		return nil, invalidParams(err)
 	}
@@ -120,9 +120,9 @@ func handleSetLevel(_ context.Context, req *Request) (any, error) {
 			" (want debug, info, notice, warning, error, critical, alert or emergency)"}
 	}
 	ss := req.Session
-	ss.feat.logLevel.Store(int32(p.Level.Severity()) + 1)
+	ss.feat.logLevel.Store(int32(p.Level.severity()) + 1)
 	ss.log.Debug("mcp: client set the logging level", "level", string(p.Level))
-	return EmptyResult{}, nil
+	return emptyResult{}, nil
 }
 
 var discardLogger = slog.New(slog.DiscardHandler)
@@ -149,14 +149,14 @@ func ClientLogger(ctx context.Context) *slog.Logger {
 
 // LogHandler returns a slog.Handler that sends records to this session's
 // client as notifications/message with the given logger name (may be
-// empty). A record's level maps to an MCP level with LoggingLevelForSlog;
+// empty). A record's level maps to an MCP level with loggingLevelForSlog;
 // its data is a JSON object holding "message" and the record's attributes
 // (groups as nested objects; time and source are left out). Records below
 // the session's level, or all of them when the server does not declare
 // logging, are dropped before anything is encoded. Sending never blocks the
 // caller for more than a short while: a record that cannot be written in
 // time is dropped, and Handle returns the error.
-func (ss *Session) LogHandler(logger string) slog.Handler {
+func (ss *Session) logHandler(logger string) slog.Handler {
 	return &clientLogHandler{ss: ss.real(), logger: logger}
 }
 
@@ -177,7 +177,7 @@ type clientLogHandler struct {
 }
 
 func (h *clientLogHandler) Enabled(_ context.Context, l slog.Level) bool {
-	return h.ss.logEnabledFor(h.levelContext(), LoggingLevelForSlog(l))
+	return h.ss.logEnabledFor(h.levelContext(), loggingLevelForSlog(l))
 }
 
 // levelContext is the context whose request decides the level: the one
@@ -211,7 +211,7 @@ func (h *clientLogHandler) with(g groupOrAttrs) *clientLogHandler {
 }
 
 func (h *clientLogHandler) Handle(ctx context.Context, r slog.Record) error {
-	level := LoggingLevelForSlog(r.Level)
+	level := loggingLevelForSlog(r.Level)
 	if !h.ss.logEnabledFor(h.levelContext(), level) {
 		return nil
 	}

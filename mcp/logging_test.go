@@ -102,7 +102,7 @@ func TestClientLogHandlerData(t *testing.T) {
 	logErrs := make(chan error, 1)
 	opts := mcptest.ServerOptions(handlerTools{"work": func(ctx context.Context, _ *mcp.ToolCall) (*mcp.CallToolResult, error) {
 		ss := mcp.SessionFromContext(ctx)
-		h := ss.LogHandler("db")
+		h := mcp.LogHandlerForTest(ss, "db")
 		log := slog.New(h)
 		log.Info("dup", "a", 1, "a", 2, "message", "attr named message")
 		log.Warn("kinds", "err", errors.New("broken"), "nan", math.NaN(), "d", 1500*time.Millisecond, "t", when,

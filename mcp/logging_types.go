@@ -20,7 +20,7 @@ const (
 
 // Severity returns the RFC 5424 numerical code of the level: 0 for emergency
 // (most severe) to 7 for debug, and -1 for a level MCP does not define.
-func (l LoggingLevel) Severity() int {
+func (l LoggingLevel) severity() int {
 	switch l {
 	case LoggingLevelEmergency:
 		return 0
@@ -43,21 +43,21 @@ func (l LoggingLevel) Severity() int {
 }
 
 // Valid reports whether l is one of the eight levels MCP defines.
-func (l LoggingLevel) Valid() bool { return l.Severity() >= 0 }
+func (l LoggingLevel) Valid() bool { return l.severity() >= 0 }
 
 // AtLeast reports whether l is as severe as min or more, i.e. whether a
 // message of level l passes a logging/setLevel threshold of min. It is false
 // when either level is not valid.
 func (l LoggingLevel) AtLeast(min LoggingLevel) bool {
-	s, m := l.Severity(), min.Severity()
+	s, m := l.severity(), min.severity()
 	return s >= 0 && m >= 0 && s <= m
 }
 
-// LoggingLevelForSlog maps a slog level to the MCP level of the same
+// loggingLevelForSlog maps a slog level to the MCP level of the same
 // severity: below Info is debug, Info to below Warn info, Warn to below
 // Error warning, Error error; each further step of 4 above Error is one
 // level more severe (critical, alert, emergency).
-func LoggingLevelForSlog(l slog.Level) LoggingLevel {
+func loggingLevelForSlog(l slog.Level) LoggingLevel {
 	switch {
 	case l < slog.LevelInfo:
 		return LoggingLevelDebug
@@ -76,7 +76,7 @@ func LoggingLevelForSlog(l slog.Level) LoggingLevel {
 }
 
 // SlogLevel returns the slog level of the same severity: the lowest level
-// LoggingLevelForSlog maps back to l. Notice, which slog lacks, is Info+2
+// loggingLevelForSlog maps back to l. Notice, which slog lacks, is Info+2
 // (which maps back to info); a level that is not valid is slog.LevelInfo.
 func (l LoggingLevel) SlogLevel() slog.Level {
 	switch l {
@@ -98,9 +98,9 @@ func (l LoggingLevel) SlogLevel() slog.Level {
 	return slog.LevelInfo
 }
 
-// SetLevelParams are the params of logging/setLevel: the client asks for
+// setLevelParams are the params of logging/setLevel: the client asks for
 // messages of Level and more severe.
-type SetLevelParams struct {
+type setLevelParams struct {
 	Level LoggingLevel `json:"level"`
 	Meta  Meta         `json:"_meta,omitempty"`
 }

@@ -18,12 +18,12 @@ import (
 const Version20260728 = "2026-07-28"
 
 // AllVersions returns every revision keel serves, newest first: those
-// served per request (Version20260728), then SupportedVersions.
+// served per request (Version20260728), then supportedVersions.
 // server/discover lists them as supportedVersions, and -32022 errors as
 // data.supported.
 func AllVersions() []string {
-	out := make([]string, 0, len(revision.PerRequestVersions)+len(SupportedVersions))
-	return append(append(out, revision.PerRequestVersions...), SupportedVersions...)
+	out := make([]string, 0, len(revision.PerRequestVersions)+len(supportedVersions))
+	return append(append(out, revision.PerRequestVersions...), supportedVersions...)
 }
 
 // Methods and notifications of revision 2026-07-28.
@@ -81,8 +81,8 @@ func unsupportedVersionError(requested string) *Error {
 		Data:    UnsupportedVersionData{Supported: AllVersions(), Requested: requested}}
 }
 
-// MissingCapabilityData is error.data of -32021.
-type MissingCapabilityData struct {
+// missingCapabilityData is error.data of -32021.
+type missingCapabilityData struct {
 	RequiredCapabilities ClientCapabilities `json:"requiredCapabilities"`
 }
 
@@ -95,7 +95,7 @@ func MissingCapabilityError(required ClientCapabilities, message string) *Error 
 		message = "Missing required client capability"
 	}
 	return &Error{Code: CodeMissingClientCapability, Message: message,
-		Data: MissingCapabilityData{RequiredCapabilities: required}}
+		Data: missingCapabilityData{RequiredCapabilities: required}}
 }
 
 // DiscoverResult is the result of server/discover (2026-07-28).
@@ -118,16 +118,16 @@ type SubscriptionFilter struct {
 	TaskIDs []string `json:"taskIds,omitempty"`
 }
 
-// ListenParams are the params of subscriptions/listen.
-type ListenParams struct {
+// listenParams are the params of subscriptions/listen.
+type listenParams struct {
 	Notifications SubscriptionFilter `json:"notifications"`
 	Meta          Meta               `json:"_meta,omitempty"`
 }
 
-// SubscriptionAcknowledgedParams are the params of
+// subscriptionAcknowledgedParams are the params of
 // notifications/subscriptions/acknowledged: the subset of the filter the
 // server honours.
-type SubscriptionAcknowledgedParams struct {
+type subscriptionAcknowledgedParams struct {
 	Notifications SubscriptionFilter `json:"notifications"`
 	Meta          Meta               `json:"_meta"`
 }

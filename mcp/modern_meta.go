@@ -56,6 +56,23 @@ func parseRequestMeta(params jsontext.Value) (RequestMeta, *Error) {
 	return w.check(decodeMeta(jsontext.Value(params), &w))
 }
 
+// classified is the server's reading of a marked request's _meta, as a
+// transport hands it over (revision.Reading.Server).
+type classified struct {
+	meta RequestMeta
+	e    *Error
+}
+
+func init() {
+	revision.Read = func(params jsontext.Value) revision.Reading {
+		modern, meta, e := classifyRequest(params)
+		if !modern {
+			return revision.Reading{}
+		}
+		return revision.Reading{Marked: true, Version: meta.ProtocolVersion, Refused: e != nil, Server: &classified{meta: meta, e: e}}
+	}
+}
+
 // classifyRequest is revision.Marked and, for a marked request,
 // parseRequestMeta, reading params once where revision.Marked alone would
 // read them: the hand-off of a request to its era's rules. When modern is

@@ -1,15 +1,15 @@
 package mcp
 
-// NotificationParams are the params of notifications that carry nothing
+// notificationParams are the params of notifications that carry nothing
 // but _meta: notifications/initialized and every list_changed notification
 // (NotificationTools/Resources/Prompts/RootsListChanged). Such
 // notifications may also omit params.
-type NotificationParams struct {
+type notificationParams struct {
 	Meta Meta `json:"_meta,omitempty"`
 }
 
-// RequestParams are the params of requests that carry nothing but _meta
+// requestParams are the params of requests that carry nothing but _meta
 // (ping, roots/list). Such requests may also omit params.
-type RequestParams struct {
+type requestParams struct {
 	Meta Meta `json:"_meta,omitempty"`
 }

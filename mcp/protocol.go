@@ -7,13 +7,13 @@ const (
 	Version20250326 = "2025-03-26"
 	Version20241105 = "2024-11-05"
 
-	// LatestVersion is the revision a server answers with when the client
+	// latestVersion is the revision a server answers with when the client
 	// asks for one it does not support.
-	LatestVersion = Version20251125
+	latestVersion = Version20251125
 )
 
-// SupportedVersions lists the protocol revisions keel negotiates, newest first.
-var SupportedVersions = []string{Version20251125, Version20250618, Version20250326, Version20241105}
+// supportedVersions lists the protocol revisions keel negotiates, newest first.
+var supportedVersions = []string{Version20251125, Version20250618, Version20250326, Version20241105}
 
 // Method names.
 const (
@@ -62,5 +62,5 @@ const MetaCorrelationID = "correlationId"
 // MetaProgressToken is the _meta key that carries a request's progress token.
 const MetaProgressToken = "progressToken"
 
-// MetaRelatedTask is the _meta key that ties a request or notification to a task.
-const MetaRelatedTask = "io.modelcontextprotocol/related-task"
+// metaRelatedTask is the _meta key that ties a request or notification to a task.
+const metaRelatedTask = "io.modelcontextprotocol/related-task"

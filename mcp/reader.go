@@ -197,10 +197,11 @@ type limitErrData struct {
 type prereader interface {
 	// PrereadMessage returns the message the last Read returned (or the
 	// one handed to Server.ServeRequest), decoded with at most maxDepth
-	// levels of nesting; ok is false when the transport has no such
-	// reading (a batch, say). The message's bytes are the caller's to
-	// keep: they never change.
-	PrereadMessage() (m *jsonrpc.Message, maxDepth int, ok bool)
+	// levels of nesting, and for a request or notification the reading
+	// of its params by revision.Read; ok is false when the transport has
+	// no such reading (a batch, say). The message's bytes are the
+	// caller's to keep: they never change.
+	PrereadMessage() (m *jsonrpc.Message, maxDepth int, rd revision.Reading, ok bool)
 }
 
 // handleRead handles msg, the message just read (or handed to
@@ -209,8 +210,15 @@ type prereader interface {
 func (rd *reader) handleRead(msg []byte) job {
 	ss := rd.ss
 	if p, ok := ss.conn.t.(prereader); ok {
-		if m, depth, ok := p.PrereadMessage(); ok && depth <= ss.server.opts.MaxDepth {
-			return rd.handleMessage(m, nil)
+		if m, depth, reading, ok := p.PrereadMessage(); ok && depth <= ss.server.opts.MaxDepth {
+			if m.Kind != jsonrpc.KindRequest {
+				return rd.handleMessage(m, nil)
+			}
+			var c classified
+			if reading.Marked {
+				c = *reading.Server.(*classified)
+			}
+			return rd.route(m, responder{ss: ss, id: m.ID, params: m.Params}, reading.Marked, c.meta, c.e)
 		}
 	}
 	return rd.handleRaw(msg)

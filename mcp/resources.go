@@ -61,22 +61,22 @@ type ReadResourceResult struct {
 	Meta     Meta               `json:"_meta,omitempty"`
 }
 
-// SubscribeParams are the params of resources/subscribe.
-type SubscribeParams struct {
+// subscribeParams are the params of resources/subscribe.
+type subscribeParams struct {
 	URI  string `json:"uri"`
 	Meta Meta   `json:"_meta,omitempty"`
 }
 
-// UnsubscribeParams are the params of resources/unsubscribe.
-type UnsubscribeParams struct {
+// unsubscribeParams are the params of resources/unsubscribe.
+type unsubscribeParams struct {
 	URI  string `json:"uri"`
 	Meta Meta   `json:"_meta,omitempty"`
 }
 
-// ResourceUpdatedNotificationParams are the params of
+// resourceUpdatedNotificationParams are the params of
 // notifications/resources/updated, sent for a resource the client
 // subscribed to.
-type ResourceUpdatedNotificationParams struct {
+type resourceUpdatedNotificationParams struct {
 	URI  string `json:"uri"` // may be a sub-resource of the subscribed one
 	Meta Meta   `json:"_meta,omitempty"`
 }

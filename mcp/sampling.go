@@ -190,9 +190,9 @@ type SamplingMessage struct {
 
 // Values of CreateMessageParams.IncludeContext.
 const (
-	IncludeContextNone       = "none"       // the default
-	IncludeContextThisServer = "thisServer" // soft-deprecated in 2025-11-25
-	IncludeContextAllServers = "allServers" // soft-deprecated in 2025-11-25
+	includeContextNone       = "none"       // the default
+	includeContextThisServer = "thisServer" // soft-deprecated in 2025-11-25
+	includeContextAllServers = "allServers" // soft-deprecated in 2025-11-25
 )
 
 // ModelPreferences are the server's preferences for the model the client
@@ -212,9 +212,9 @@ type ModelHint struct {
 
 // Values of ToolChoice.Mode (2025-11-25).
 const (
-	ToolChoiceAuto     = "auto"     // the model decides (the default)
-	ToolChoiceRequired = "required" // the model must use at least one tool
-	ToolChoiceNone     = "none"     // the model must not use tools
+	toolChoiceAuto     = "auto"     // the model decides (the default)
+	toolChoiceRequired = "required" // the model must use at least one tool
+	toolChoiceNone     = "none"     // the model must not use tools
 )
 
 // ToolChoice controls how the model uses the tools of a sampling request
@@ -241,10 +241,10 @@ type CreateMessageParams struct {
 
 // Standard values of CreateMessageResult.StopReason, an open string.
 const (
-	StopReasonEndTurn      = "endTurn"
-	StopReasonStopSequence = "stopSequence"
-	StopReasonMaxTokens    = "maxTokens"
-	StopReasonToolUse      = "toolUse" // 2025-11-25
+	stopReasonEndTurn      = "endTurn"
+	stopReasonStopSequence = "stopSequence"
+	stopReasonMaxTokens    = "maxTokens"
+	stopReasonToolUse      = "toolUse" // 2025-11-25
 )
 
 // CreateMessageResult is the result of sampling/createMessage: the message

@@ -13,6 +13,7 @@ import (
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/mcptest"
+	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/mcp"
 )
 
@@ -28,15 +29,15 @@ type prereadTransport struct {
 	written [][]byte
 }
 
-func (p *prereadTransport) PrereadMessage() (*jsonrpc.Message, int, bool) {
+func (p *prereadTransport) PrereadMessage() (*jsonrpc.Message, int, revision.Reading, bool) {
 	if !p.ok {
-		return nil, 0, false
+		return nil, 0, revision.Reading{}, false
 	}
 	m, derr := jsonrpc.Decode(p.pre, jsonrpc.DefaultMaxDepth)
 	if derr != nil {
 		panic(derr.Message)
 	}
-	return &m, p.maxDepth, true
+	return &m, p.maxDepth, revision.Read(m.Params), true
 }
 
 func (p *prereadTransport) Read(ctx context.Context) ([]byte, error) {
@@ -75,7 +76,7 @@ func TestServeRequestTakesTheTransportsReading(t *testing.T) {
 	}
 	answer := func(text string) func(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) {
 		return func(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(text)}}, nil
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.Text(text)}}, nil
 		}
 	}
 	opts := mcptest.ServerOptions(handlerTools{"a": answer("from the message"), "b": answer("from the reading")})
@@ -123,7 +124,7 @@ func TestModernMetaMemberBeyondFloat64(t *testing.T) {
 	assert.Equal(t, mcp.Meta{"y": "z"}, rm.Meta)
 
 	srv := mcp.NewServer(mcptest.ServerOptions(handlerTools{"a": func(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("ran")}}, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.Text("ran")}}, nil
 	}}))
 	for _, tc := range []struct {
 		name, msg, want string
@@ -147,7 +148,7 @@ func TestToolCallMetaFollowsRewrittenParams(t *testing.T) {
 	got := make(chan mcp.Meta, 1)
 	opts := mcptest.ServerOptions(handlerTools{"a": func(_ context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
 		got <- call.Meta
-		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("ran")}}, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.Text("ran")}}, nil
 	}})
 	opts.Middleware = []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, req *mcp.Request) (any, error) {

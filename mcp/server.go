@@ -571,7 +571,7 @@ func (ss *Session) serve(parent context.Context) error {
 		kaDone := make(chan struct{})
 		go func() {
 			defer close(kaDone)
-			keepAlive(ctx, d, func() bool { return ss.State() == StateRunning }, ss.Ping, func(err error) {
+			keepAlive(ctx, d, func() bool { return ss.currentState() == stateRunning }, ss.Ping, func(err error) {
 				ss.log.Warn("mcp: closing the connection: the client does not answer pings", "keepAlive", d)
 				cancelCause(err)
 			})

@@ -28,12 +28,12 @@ func (ss *Session) applyTransportContext(ctx context.Context) {
 		return
 	}
 	if !revision.Negotiated(v) {
-		v = LatestVersion
+		v = latestVersion
 	}
 	ss.mu.Lock()
 	ss.version = v
 	ss.mu.Unlock()
-	ss.state.Store(int32(StateRunning))
+	ss.state.Store(int32(stateRunning))
 }
 
 // Peer is who a request comes from: see transport.Peer.

@@ -112,7 +112,7 @@ func TestHTTPEndToEnd(t *testing.T) {
 	tr := streamhttp.NewClientTransport(hs.URL+"/mcp", &streamhttp.ClientOptions{BearerToken: "secret",
 		DisableGETStream: true, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, c.Connect(ctx, mcptest.ValidateTransport(t, tr)))
-	assert.Equal(t, mcp.LatestVersion, c.ProtocolVersion())
+	assert.Equal(t, mcp.Version20251125, c.ProtocolVersion())
 	assert.Equal(t, 1, h.SessionCount())
 
 	text := func(name string) string {

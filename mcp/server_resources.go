@@ -61,8 +61,8 @@ func (s *Server) declareFeatures(v string, caps *ServerCapabilities) {
 }
 
 // decodePaginated decodes the params of a list request.
-func decodePaginated(req *Request) (PaginatedParams, *Error) {
-	var p PaginatedParams
+func decodePaginated(req *Request) (paginatedParams, *Error) {
+	var p paginatedParams
 	if req.Params != nil {
 		if err := json.Unmarshal(req.Params, &p); err != nil {
 			return p, invalidParams(err)
@@ -207,7 +207,7 @@ func handleUnsubscribe(_ context.Context, req *Request) (any, error) {
 }
 
 func subscribe(req *Request, on bool) (any, error) {
-	p := new(ReadResourceParams) // same shape as SubscribeParams and UnsubscribeParams
+	p := new(ReadResourceParams) // same shape as subscribeParams and unsubscribeParams
 	if e := decodeURIParams(req, p); e != nil {
 		return nil, e
 	}
@@ -217,5 +217,5 @@ func subscribe(req *Request, on bool) (any, error) {
 	} else if e := ss.server.hub.subscribe(ss, p.URI); e != nil {
 		return nil, e
 	}
-	return EmptyResult{}, nil
+	return emptyResult{}, nil
 }

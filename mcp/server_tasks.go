@@ -560,7 +560,7 @@ func (st *taskHost) notifyStatus(e *taskEntry, rec *TaskRecord) {
 
 // relatedTaskMeta is the _meta of a message tied to task id.
 func relatedTaskMeta(id string) Meta {
-	return Meta{MetaRelatedTask: RelatedTaskMetadata{TaskID: id}}
+	return Meta{metaRelatedTask: relatedTaskMetadata{TaskID: id}}
 }
 
 // taskRequest prepares a request to the client sent from inside a task
@@ -591,7 +591,7 @@ func (st *taskHost) taskRequest(ss *Session, ctx context.Context, method string,
 }
 
 // withRelatedTask returns params (a JSON object, or nil) encoded with
-// _meta[MetaRelatedTask] set to {taskId: id}; other members are kept.
+// _meta[metaRelatedTask] set to {taskId: id}; other members are kept.
 func withRelatedTask(params any, id string) (jsontext.Value, error) {
 	obj := map[string]jsontext.Value{}
 	if params != nil {
@@ -611,11 +611,11 @@ func withRelatedTask(params any, id string) (jsontext.Value, error) {
 			return nil, errors.New("mcp: request _meta is not a JSON object")
 		}
 	}
-	rel, err := json.Marshal(RelatedTaskMetadata{TaskID: id})
+	rel, err := json.Marshal(relatedTaskMetadata{TaskID: id})
 	if err != nil {
 		return nil, err
 	}
-	meta[MetaRelatedTask] = rel
+	meta[metaRelatedTask] = rel
 	mb, err := json.Marshal(meta, json.Deterministic(true))
 	if err != nil {
 		return nil, err
@@ -627,7 +627,7 @@ func withRelatedTask(params any, id string) (jsontext.Value, error) {
 // taskParams decodes the params of tasks/get, tasks/result and
 // tasks/cancel (which share their shape).
 func taskParams(req *Request) (string, *Error) {
-	var p GetTaskParams
+	var p getTaskParams
 	if req.Params == nil {
 		return "", &Error{Code: CodeInvalidParams, Message: "Invalid params: taskId is required"}
 	}
@@ -752,7 +752,7 @@ func handleTasksResult(ctx context.Context, req *Request) (any, error) {
 	for k, v := range res.Meta {
 		c.Meta[k] = v
 	}
-	c.Meta[MetaRelatedTask] = RelatedTaskMetadata{TaskID: id}
+	c.Meta[metaRelatedTask] = relatedTaskMetadata{TaskID: id}
 	return &c, nil
 }
 

@@ -3,7 +3,6 @@ package mcp
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"strconv"
@@ -19,28 +18,28 @@ import (
 	"github.com/keelmcp/keel/transport"
 )
 
-// SessionState is the lifecycle state of one connection.
-type SessionState int32
+// sessionState is the lifecycle state of one connection.
+type sessionState int32
 
 // Lifecycle states: STARTING → INITIALIZING (initialize answered) →
 // RUNNING (notifications/initialized received) → CLOSED (terminal).
 const (
-	StateStarting SessionState = iota
-	StateInitializing
-	StateRunning
-	StateClosed
+	stateStarting sessionState = iota
+	stateInitializing
+	stateRunning
+	stateClosed
 )
 
 // String returns the state's name as the lifecycle names it (e.g. "RUNNING").
-func (s SessionState) String() string {
+func (s sessionState) String() string {
 	switch s {
-	case StateStarting:
+	case stateStarting:
 		return "STARTING"
-	case StateInitializing:
+	case stateInitializing:
 		return "INITIALIZING"
-	case StateRunning:
+	case stateRunning:
 		return "RUNNING"
-	case StateClosed:
+	case stateClosed:
 		return "CLOSED"
 	}
 	return "UNKNOWN"
@@ -161,7 +160,7 @@ func (ss *Session) runWorker(j job) {
 }
 
 // State returns the session's lifecycle state.
-func (ss *Session) State() SessionState { return SessionState(ss.real().state.Load()) }
+func (ss *Session) currentState() sessionState { return sessionState(ss.real().state.Load()) }
 
 // ProtocolVersion returns the negotiated revision ("" before initialize).
 // Inside the handler of a 2026-07-28 request (SessionFromContext) it is
@@ -206,7 +205,7 @@ func (ss *Session) ConnectionCorrelationID() string { return ss.real().connID() 
 func (ss *Session) TransportKind() string { return ss.real().conn.t.Kind() }
 
 func (ss *Session) close() {
-	ss.state.Store(int32(StateClosed))
+	ss.state.Store(int32(stateClosed))
 	ss.conn.close()
 	ss.cancelAll()
 }
@@ -450,14 +449,14 @@ func (s *Server) notificationHandler(name string) MethodHandler {
 
 func handleInitialized(_ context.Context, req *Request) (any, error) {
 	ss := req.Session
-	if !ss.state.CompareAndSwap(int32(StateInitializing), int32(StateRunning)) {
-		ss.log.Warn("mcp: notifications/initialized out of order", "state", ss.State().String())
+	if !ss.state.CompareAndSwap(int32(stateInitializing), int32(stateRunning)) {
+		ss.log.Warn("mcp: notifications/initialized out of order", "state", ss.currentState().String())
 	}
 	return nil, nil
 }
 
 func handleCancelled(_ context.Context, req *Request) (any, error) {
-	var p CancelledParams
+	var p cancelledParams
 	if req.Params == nil || jsonv2.Unmarshal(req.Params, &p) != nil || p.RequestID == nil {
 		req.Session.log.Warn("mcp: malformed notifications/cancelled ignored")
 		return nil, nil
@@ -466,11 +465,11 @@ func handleCancelled(_ context.Context, req *Request) (any, error) {
 	return nil, nil
 }
 
-// CancelledParams are the params of notifications/cancelled.
-type CancelledParams struct {
-	RequestID json.RawMessage `json:"requestId"`
-	Reason    string          `json:"reason,omitempty"`
-	Meta      Meta            `json:"_meta,omitempty"`
+// cancelledParams are the params of notifications/cancelled.
+type cancelledParams struct {
+	RequestID jsontext.Value `json:"requestId"`
+	Reason    string         `json:"reason,omitempty"`
+	Meta      Meta           `json:"_meta,omitempty"`
 }
 
 func (s *Server) initializeResult(v string) *InitializeResult {

@@ -45,7 +45,7 @@ func (ss *Session) Notify(ctx context.Context, method string, params any) error 
 	if ss.modernOnly {
 		return ErrNoChannel
 	}
-	if ss.State() == StateClosed {
+	if ss.currentState() == stateClosed {
 		return ErrClosed
 	}
 	return ss.conn.notify(ctx, method, params)
@@ -70,7 +70,7 @@ func (s *Server) NotifyAll(ctx context.Context, method string, params any) error
 		return err
 	}
 	if s.opts.FanOut != nil { // the other processes' clients too (fanout.go)
-		c := Change{Kind: ChangeNotification, Method: method}
+		c := Change{Kind: changeNotification, Method: method}
 		if members != nil {
 			if c.Params, err = jsonv2.Marshal(members, jsonv2.Deterministic(true)); err != nil {
 				return fmt.Errorf("mcp: NotifyAll: encoding params: %w", err)
@@ -100,7 +100,7 @@ func (s *Server) notifyAllLocal(ctx context.Context, method string, params any, 
 	s.hub.mu.Unlock()
 	var errs []error
 	for _, ss := range s.Sessions() {
-		if ss.State() != StateRunning {
+		if ss.currentState() != stateRunning {
 			continue
 		}
 		if err := ss.Notify(ctx, method, params); err != nil && !errors.Is(err, ErrClosed) {

@@ -17,25 +17,6 @@ import (
 // cut by concern instead.
 func TestTypesMethodCount(t *testing.T) {
 	const maxMethods = 40
-	// receiver returns the name of a receiver type (T for *T, T[P], *T[P]).
-	receiver := func(e ast.Expr) string {
-		for {
-			switch x := e.(type) {
-			case *ast.StarExpr:
-				e = x.X
-			case *ast.IndexExpr:
-				e = x.X
-			case *ast.IndexListExpr:
-				e = x.X
-			case *ast.ParenExpr:
-				e = x.X
-			case *ast.Ident:
-				return x.Name
-			default:
-				return ""
-			}
-		}
-	}
 	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)
 	fset := token.NewFileSet()
@@ -51,7 +32,7 @@ func TestTypesMethodCount(t *testing.T) {
 			switch d := d.(type) {
 			case *ast.FuncDecl:
 				if d.Recv != nil && len(d.Recv.List) == 1 {
-					methods[receiver(d.Recv.List[0].Type)]++
+					methods[receiverName(d.Recv.List[0].Type)]++
 				}
 			case *ast.GenDecl:
 				if d.Tok != token.TYPE {
@@ -68,6 +49,27 @@ func TestTypesMethodCount(t *testing.T) {
 	require.Positive(t, methods["Session"])
 	for typ := range types {
 		assert.LessOrEqual(t, methods[typ], maxMethods, "methods of %s", typ)
+	}
+}
+
+// receiverName returns the name of a receiver type (T for *T, T[P],
+// *T[P]), "" for anything else.
+func receiverName(e ast.Expr) string {
+	for {
+		switch x := e.(type) {
+		case *ast.StarExpr:
+			e = x.X
+		case *ast.IndexExpr:
+			e = x.X
+		case *ast.IndexListExpr:
+			e = x.X
+		case *ast.ParenExpr:
+			e = x.X
+		case *ast.Ident:
+			return x.Name
+		default:
+			return ""
+		}
 	}
 }
 

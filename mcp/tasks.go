@@ -43,8 +43,8 @@ type CreateTaskResult struct {
 	Meta Meta `json:"_meta,omitempty"`
 }
 
-// GetTaskParams are the params of tasks/get (2025-11-25).
-type GetTaskParams struct {
+// getTaskParams are the params of tasks/get (2025-11-25).
+type getTaskParams struct {
 	TaskID string `json:"taskId"`
 	Meta   Meta   `json:"_meta,omitempty"`
 }
@@ -56,17 +56,17 @@ type GetTaskResult struct {
 	Meta Meta `json:"_meta,omitempty"`
 }
 
-// GetTaskPayloadParams are the params of tasks/result, which waits for the
+// getTaskPayloadParams are the params of tasks/result, which waits for the
 // task to finish and returns the result of the original request (e.g. a
-// CallToolResult for tools/call), with MetaRelatedTask in its _meta
+// CallToolResult for tools/call), with metaRelatedTask in its _meta
 // (2025-11-25).
-type GetTaskPayloadParams struct {
+type getTaskPayloadParams struct {
 	TaskID string `json:"taskId"`
 	Meta   Meta   `json:"_meta,omitempty"`
 }
 
-// CancelTaskParams are the params of tasks/cancel (2025-11-25).
-type CancelTaskParams struct {
+// cancelTaskParams are the params of tasks/cancel (2025-11-25).
+type cancelTaskParams struct {
 	TaskID string `json:"taskId"`
 	Meta   Meta   `json:"_meta,omitempty"`
 }
@@ -79,7 +79,7 @@ type CancelTaskResult struct {
 }
 
 // ListTasksResult is the result of tasks/list (2025-11-25); its params are
-// PaginatedParams. Tasks is always written (an empty array when nil).
+// paginatedParams. Tasks is always written (an empty array when nil).
 type ListTasksResult struct {
 	Tasks      []*Task `json:"tasks"`
 	NextCursor string  `json:"nextCursor,omitempty"`
@@ -93,8 +93,8 @@ type TaskStatusNotificationParams struct {
 	Meta Meta `json:"_meta,omitempty"`
 }
 
-// RelatedTaskMetadata is the value of _meta[MetaRelatedTask]: it ties a
+// relatedTaskMetadata is the value of _meta[metaRelatedTask]: it ties a
 // request, result or notification to a task (2025-11-25).
-type RelatedTaskMetadata struct {
+type relatedTaskMetadata struct {
 	TaskID string `json:"taskId"`
 }

@@ -92,10 +92,10 @@ type TaskError struct {
 	Data    any    `json:"data,omitempty"`
 }
 
-// UpdateTaskParams are the params of tasks/update (2026-07-28): answers to
+// updateTaskParams are the params of tasks/update (2026-07-28): answers to
 // the input requests of an input_required task, under the keys tasks/get
 // named them by. Keys the task is not waiting for are ignored.
-type UpdateTaskParams struct {
+type updateTaskParams struct {
 	TaskID         string                     `json:"taskId"`
 	InputResponses map[string]json.RawMessage `json:"inputResponses"`
 	Meta           Meta                       `json:"_meta,omitempty"`

@@ -373,7 +373,7 @@ func handleModernTasksCancel(ctx context.Context, req *Request) (any, error) {
 	if ok {
 		st.changed(rec.State)
 	}
-	return EmptyResult{}, nil
+	return emptyResult{}, nil
 }
 
 // handleModernTasksUpdate delivers answers to an input_required task.
@@ -386,7 +386,7 @@ func handleModernTasksUpdate(ctx context.Context, req *Request) (any, error) {
 	if perr != nil {
 		return nil, perr
 	}
-	var p UpdateTaskParams
+	var p updateTaskParams
 	if err := jsonv2.Unmarshal(req.Params, &p); err != nil {
 		return nil, invalidParams(err)
 	}
@@ -439,5 +439,5 @@ func handleModernTasksUpdate(ctx context.Context, req *Request) (any, error) {
 			}
 		}
 	}
-	return EmptyResult{}, nil
+	return emptyResult{}, nil
 }

@@ -259,7 +259,7 @@ func vocabCases() []vocabCase {
 		vocabCaseOf("ListPromptsResult", mcp.ListPromptsResult{Prompts: []*mcp.Prompt{{Name: "review"}}, NextCursor: "n", Meta: vocabMeta}),
 		vocabCaseOf("GetPromptRequestParams", mcp.GetPromptParams{Name: "review", Arguments: map[string]string{"code": "x := 1"}, Meta: vocabMeta}),
 		vocabCaseOf("GetPromptResult", mcp.GetPromptResult{Description: "A review", Messages: []mcp.PromptMessage{
-			{Role: mcp.RoleUser, Content: mcp.TextContent("")}, {Role: mcp.RoleAssistant, Content: image}}, Meta: vocabMeta}),
+			{Role: mcp.RoleUser, Content: mcp.Text("")}, {Role: mcp.RoleAssistant, Content: image}}, Meta: vocabMeta}),
 
 		// completion
 		vocabCaseOf("CompleteRequestParams", mcp.CompleteParams{Ref: mcp.CompleteReference{Type: mcp.RefPrompt, Name: "review", Title: "Review"},
@@ -287,7 +287,7 @@ func vocabCases() []vocabCase {
 		vocabCaseOf("ToolUseContent", mcp.SamplingContent{Type: mcp.ContentToolUse, ID: "call_1", Name: "get_weather",
 			Input: json.RawMessage(`{"city":"Paris"}`), Meta: vocabMeta}),
 		vocabCaseOf("ToolResultContent", mcp.SamplingContent{Type: mcp.ContentToolResult, ToolUseID: "call_1",
-			Content: []mcp.Content{mcp.TextContent("18°C")}, StructuredContent: json.RawMessage(`{"celsius":18}`),
+			Content: []mcp.Content{mcp.Text("18°C")}, StructuredContent: json.RawMessage(`{"celsius":18}`),
 			IsError: true, Meta: vocabMeta}),
 		vocabCaseOf("SamplingMessage", mcp.SamplingMessage{Role: mcp.RoleUser, Content: mcp.SamplingMessageContent{mcp.SamplingText("What's the weather?")}, Meta: vocabMeta}),
 		vocabCaseOf("SamplingMessage", mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.SamplingMessageContent{
@@ -298,7 +298,7 @@ func vocabCases() []vocabCase {
 			Messages: []mcp.SamplingMessage{
 				{Role: mcp.RoleUser, Content: mcp.SamplingMessageContent{mcp.SamplingText("Weather in Paris?")}},
 				{Role: mcp.RoleAssistant, Content: mcp.SamplingMessageContent{{Type: mcp.ContentToolUse, ID: "c1", Name: "get_weather", Input: json.RawMessage(`{"city":"Paris"}`)}}},
-				{Role: mcp.RoleUser, Content: mcp.SamplingMessageContent{{Type: mcp.ContentToolResult, ToolUseID: "c1", Content: []mcp.Content{mcp.TextContent("18°C")}}}},
+				{Role: mcp.RoleUser, Content: mcp.SamplingMessageContent{{Type: mcp.ContentToolResult, ToolUseID: "c1", Content: []mcp.Content{mcp.Text("18°C")}}}},
 			},
 			ModelPreferences: &mcp.ModelPreferences{Hints: []mcp.ModelHint{{Name: "claude-3-sonnet"}, {}},
 				CostPriority: vocabPtr(0.3), SpeedPriority: vocabPtr(0.8), IntelligencePriority: vocabPtr(0.5)},
@@ -444,7 +444,7 @@ func TestVocabularyWireForm(t *testing.T) {
 		{"nil contents", &mcp.ReadResourceResult{}, `{"contents":[]}`, "ReadResourceResult"},
 		{"nil roots", &mcp.ListRootsResult{}, `{"roots":[]}`, "ListRootsResult"},
 		{"nil tasks", &mcp.ListTasksResult{}, `{"tasks":[]}`, "ListTasksResult"},
-		{"empty text prompt message", &mcp.PromptMessage{Role: mcp.RoleUser, Content: mcp.TextContent("")},
+		{"empty text prompt message", &mcp.PromptMessage{Role: mcp.RoleUser, Content: mcp.Text("")},
 			`{"role":"user","content":{"type":"text","text":""}}`, "PromptMessage"},
 		{"zero progress", &mcp.ProgressParams{ProgressToken: json.RawMessage(`0`)},
 			`{"progressToken":0,"progress":0}`, "ProgressNotificationParams"},
@@ -549,7 +549,7 @@ func TestVocabularyLoggingLevel(t *testing.T) {
 		mcp.LoggingLevelError, mcp.LoggingLevelCritical, mcp.LoggingLevelAlert, mcp.LoggingLevelEmergency}
 	for i, l := range order {
 		assert.True(t, l.Valid(), l)
-		assert.Equal(t, 7-i, l.Severity(), l)
+		assert.Equal(t, 7-i, mcp.SeverityForTest(l), l)
 		for j, min := range order {
 			assert.Equal(t, i >= j, l.AtLeast(min), "%s.AtLeast(%s)", l, min)
 		}
@@ -561,7 +561,7 @@ func TestVocabularyLoggingLevel(t *testing.T) {
 	assert.Equal(t, mcp.LoggingLevelInfo, mcp.LoggingLevelForSlog(mcp.LoggingLevelNotice.SlogLevel()))
 	for _, bad := range []mcp.LoggingLevel{"", "verbose", "WARNING"} {
 		assert.False(t, bad.Valid(), bad)
-		assert.Equal(t, -1, bad.Severity(), bad)
+		assert.Equal(t, -1, mcp.SeverityForTest(bad), bad)
 		assert.False(t, bad.AtLeast(mcp.LoggingLevelDebug), bad)
 		assert.False(t, mcp.LoggingLevelEmergency.AtLeast(bad), bad)
 	}

@@ -23,97 +23,75 @@ import (
 // Each xxxFields type is its protocol type without these methods: what the
 // methods hand to the codec.
 type (
-	annotationsFields                           Annotations
-	callToolParamsFields                        CallToolParams
-	callToolResultFields                        CallToolResult
-	cancelTaskParamsFields                      CancelTaskParams
-	cancelTaskResultFields                      CancelTaskResult
-	cancelledParamsFields                       CancelledParams
-	clientCapabilitiesFields                    ClientCapabilities
-	clientTaskRequestsCapabilityFields          ClientTaskRequestsCapability
-	clientTasksCapabilityFields                 ClientTasksCapability
-	completeArgumentFields                      CompleteArgument
-	completeContextFields                       CompleteContext
-	completeParamsFields                        CompleteParams
-	completeResultFields                        CompleteResult
-	completionFields                            Completion
-	createMessageParamsFields                   CreateMessageParams
-	createMessageResultFields                   CreateMessageResult
-	createTaskResultFields                      CreateTaskResult
-	detailedTaskFields                          DetailedTask
-	discoverResultFields                        DiscoverResult
-	elicitResultFields                          ElicitResult
-	elicitationCapabilityFields                 ElicitationCapability
-	elicitationCompleteNotificationParamsFields ElicitationCompleteNotificationParams
-	elicitationSchemaFields                     ElicitationSchema
-	emptyResultFields                           EmptyResult
-	enumItemsFields                             EnumItems
-	enumOptionFields                            EnumOption
-	getPromptParamsFields                       GetPromptParams
-	getPromptResultFields                       GetPromptResult
-	getTaskParamsFields                         GetTaskParams
-	getTaskPayloadParamsFields                  GetTaskPayloadParams
-	getTaskResultFields                         GetTaskResult
-	iconFields                                  Icon
-	implementationFields                        Implementation
-	initializeParamsFields                      InitializeParams
-	initializeResultFields                      InitializeResult
-	inputRequestFields                          InputRequest
-	inputRequiredResultFields                   InputRequiredResult
-	listChangedCapabilityFields                 ListChangedCapability
-	listPromptsResultFields                     ListPromptsResult
-	listResourceTemplatesResultFields           ListResourceTemplatesResult
-	listResourcesResultFields                   ListResourcesResult
-	listRootsResultFields                       ListRootsResult
-	listTasksResultFields                       ListTasksResult
-	listToolsResultFields                       ListToolsResult
-	listenParamsFields                          ListenParams
-	loggingMessageNotificationParamsFields      LoggingMessageNotificationParams
-	missingCapabilityDataFields                 MissingCapabilityData
-	modelHintFields                             ModelHint
-	modelPreferencesFields                      ModelPreferences
-	notificationParamsFields                    NotificationParams
-	paginatedParamsFields                       PaginatedParams
-	primitiveSchemaFields                       PrimitiveSchema
-	progressParamsFields                        ProgressParams
-	promptFields                                Prompt
-	promptArgumentFields                        PromptArgument
-	promptMessageFields                         PromptMessage
-	readResourceParamsFields                    ReadResourceParams
-	readResourceResultFields                    ReadResourceResult
-	relatedTaskMetadataFields                   RelatedTaskMetadata
-	requestParamsFields                         RequestParams
-	resourceFields                              Resource
-	resourceContentsFields                      ResourceContents
-	resourceTemplateFields                      ResourceTemplate
-	resourceUpdatedNotificationParamsFields     ResourceUpdatedNotificationParams
-	resourcesCapabilityFields                   ResourcesCapability
-	rootFields                                  Root
-	rootsCapabilityFields                       RootsCapability
-	samplingCapabilityFields                    SamplingCapability
-	samplingMessageFields                       SamplingMessage
-	serverCapabilitiesFields                    ServerCapabilities
-	serverTasksCapabilityFields                 ServerTasksCapability
-	setLevelParamsFields                        SetLevelParams
-	structuredErrorFields                       StructuredError
-	subscribeParamsFields                       SubscribeParams
-	subscriptionAcknowledgedParamsFields        SubscriptionAcknowledgedParams
-	subscriptionFilterFields                    SubscriptionFilter
-	taskCreatedResultFields                     TaskCreatedResult
-	taskErrorFields                             TaskError
-	taskMetadataFields                          TaskMetadata
-	taskNotificationParamsFields                TaskNotificationParams
-	taskRequestsCapabilityFields                TaskRequestsCapability
-	taskStatusNotificationParamsFields          TaskStatusNotificationParams
-	toolFields                                  Tool
-	toolAnnotationsFields                       ToolAnnotations
-	toolChoiceFields                            ToolChoice
-	toolExecutionFields                         ToolExecution
-	toolTaskRequestsFields                      ToolTaskRequests
-	uRLElicitationRequiredDataFields            URLElicitationRequiredData
-	unsubscribeParamsFields                     UnsubscribeParams
-	unsupportedVersionDataFields                UnsupportedVersionData
-	updateTaskParamsFields                      UpdateTaskParams
+	annotationsFields                      Annotations
+	callToolParamsFields                   CallToolParams
+	callToolResultFields                   CallToolResult
+	cancelTaskResultFields                 CancelTaskResult
+	clientCapabilitiesFields               ClientCapabilities
+	clientTaskRequestsCapabilityFields     ClientTaskRequestsCapability
+	clientTasksCapabilityFields            ClientTasksCapability
+	completeArgumentFields                 CompleteArgument
+	completeContextFields                  CompleteContext
+	completeParamsFields                   CompleteParams
+	completeResultFields                   CompleteResult
+	completionFields                       Completion
+	createMessageParamsFields              CreateMessageParams
+	createMessageResultFields              CreateMessageResult
+	createTaskResultFields                 CreateTaskResult
+	detailedTaskFields                     DetailedTask
+	discoverResultFields                   DiscoverResult
+	elicitResultFields                     ElicitResult
+	elicitationCapabilityFields            ElicitationCapability
+	elicitationSchemaFields                ElicitationSchema
+	enumItemsFields                        EnumItems
+	enumOptionFields                       EnumOption
+	getPromptParamsFields                  GetPromptParams
+	getPromptResultFields                  GetPromptResult
+	getTaskResultFields                    GetTaskResult
+	iconFields                             Icon
+	implementationFields                   Implementation
+	initializeResultFields                 InitializeResult
+	inputRequestFields                     InputRequest
+	listChangedCapabilityFields            ListChangedCapability
+	listPromptsResultFields                ListPromptsResult
+	listResourceTemplatesResultFields      ListResourceTemplatesResult
+	listResourcesResultFields              ListResourcesResult
+	listRootsResultFields                  ListRootsResult
+	listTasksResultFields                  ListTasksResult
+	listToolsResultFields                  ListToolsResult
+	loggingMessageNotificationParamsFields LoggingMessageNotificationParams
+	modelHintFields                        ModelHint
+	modelPreferencesFields                 ModelPreferences
+	primitiveSchemaFields                  PrimitiveSchema
+	progressParamsFields                   ProgressParams
+	promptFields                           Prompt
+	promptArgumentFields                   PromptArgument
+	promptMessageFields                    PromptMessage
+	readResourceParamsFields               ReadResourceParams
+	readResourceResultFields               ReadResourceResult
+	resourceFields                         Resource
+	resourceContentsFields                 ResourceContents
+	resourceTemplateFields                 ResourceTemplate
+	resourcesCapabilityFields              ResourcesCapability
+	rootFields                             Root
+	rootsCapabilityFields                  RootsCapability
+	samplingCapabilityFields               SamplingCapability
+	samplingMessageFields                  SamplingMessage
+	serverCapabilitiesFields               ServerCapabilities
+	serverTasksCapabilityFields            ServerTasksCapability
+	structuredErrorFields                  StructuredError
+	subscriptionFilterFields               SubscriptionFilter
+	taskCreatedResultFields                TaskCreatedResult
+	taskErrorFields                        TaskError
+	taskMetadataFields                     TaskMetadata
+	taskRequestsCapabilityFields           TaskRequestsCapability
+	taskStatusNotificationParamsFields     TaskStatusNotificationParams
+	toolFields                             Tool
+	toolAnnotationsFields                  ToolAnnotations
+	toolChoiceFields                       ToolChoice
+	toolExecutionFields                    ToolExecution
+	toolTaskRequestsFields                 ToolTaskRequests
+	unsupportedVersionDataFields           UnsupportedVersionData
 )
 
 func (v *Annotations) unmarshalWire(dec *jsontext.Decoder) error {
@@ -272,13 +250,6 @@ func (v *ElicitationSchema) marshalWire(enc *jsontext.Encoder) error {
 // MarshalJSON returns the wire form of v, as keel writes it in a message.
 func (v ElicitationSchema) MarshalJSON() ([]byte, error) { return jsonrpc.Marshal(&v) }
 
-func (v *EmptyResult) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*emptyResultFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *EmptyResult) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
 func (v *EnumItems) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*enumItemsFields)(v))
 }
@@ -341,13 +312,6 @@ func (v *InputRequest) unmarshalWire(dec *jsontext.Decoder) error {
 
 // UnmarshalJSON decodes v as keel's codec does.
 func (v *InputRequest) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
-func (v *InputRequiredResult) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*inputRequiredResultFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *InputRequiredResult) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
 
 func (v *ListChangedCapability) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*listChangedCapabilityFields)(v))
@@ -442,13 +406,6 @@ func (v *ListToolsResult) marshalWire(enc *jsontext.Encoder) error {
 // MarshalJSON returns the wire form of v, as keel writes it in a message.
 func (v ListToolsResult) MarshalJSON() ([]byte, error) { return jsonrpc.Marshal(&v) }
 
-func (v *MissingCapabilityData) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*missingCapabilityDataFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *MissingCapabilityData) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
 func (v *ModelHint) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*modelHintFields)(v))
 }
@@ -504,13 +461,6 @@ func (v *ReadResourceResult) marshalWire(enc *jsontext.Encoder) error {
 
 // MarshalJSON returns the wire form of v, as keel writes it in a message.
 func (v ReadResourceResult) MarshalJSON() ([]byte, error) { return jsonrpc.Marshal(&v) }
-
-func (v *RelatedTaskMetadata) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*relatedTaskMetadataFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *RelatedTaskMetadata) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
 
 func (v *Resource) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*resourceFields)(v))
@@ -658,22 +608,6 @@ func (v *ToolTaskRequests) unmarshalWire(dec *jsontext.Decoder) error {
 
 // UnmarshalJSON decodes v as keel's codec does.
 func (v *ToolTaskRequests) UnmarshalJSON(data []byte) error { return jsonrpc.Unmarshal(data, v) }
-
-func (v *URLElicitationRequiredData) unmarshalWire(dec *jsontext.Decoder) error {
-	return jsonv2.UnmarshalDecode(dec, (*uRLElicitationRequiredDataFields)(v))
-}
-
-// UnmarshalJSON decodes v as keel's codec does.
-func (v *URLElicitationRequiredData) UnmarshalJSON(data []byte) error {
-	return jsonrpc.Unmarshal(data, v)
-}
-
-func (v *URLElicitationRequiredData) marshalWire(enc *jsontext.Encoder) error {
-	return jsonv2.MarshalEncode(enc, (*uRLElicitationRequiredDataFields)(v))
-}
-
-// MarshalJSON returns the wire form of v, as keel writes it in a message.
-func (v URLElicitationRequiredData) MarshalJSON() ([]byte, error) { return jsonrpc.Marshal(&v) }
 
 func (v *UnsupportedVersionData) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*unsupportedVersionDataFields)(v))

@@ -125,7 +125,7 @@ func HealthToolType(opts *HealthOptions) ToolType {
 			if err != nil {
 				return nil, err
 			}
-			return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(string(b))}, StructuredContent: b}, nil
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.Text(string(b))}, StructuredContent: b}, nil
 		}
 	}
 }
@@ -440,7 +440,7 @@ func structured(v any) (*mcp.CallToolResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent(string(b))}, StructuredContent: b}, nil
+	return &mcp.CallToolResult{Content: []mcp.Content{mcp.Text(string(b))}, StructuredContent: b}, nil
 }
 
 // register is admin/registerTool.

@@ -27,12 +27,12 @@ func TestResponseLimit(t *testing.T) {
 	blocks := func(n int) *mcp.CallToolResult {
 		r := &mcp.CallToolResult{}
 		for range n {
-			r.Content = append(r.Content, mcp.TextContent("x"))
+			r.Content = append(r.Content, mcp.Text("x"))
 		}
 		return r
 	}
 	structured := func(sc string) *mcp.CallToolResult {
-		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("s")}, StructuredContent: json.RawMessage(sc)}
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.Text("s")}, StructuredContent: json.RawMessage(sc)}
 	}
 	sized := structured(`{"text":"` + strings.Repeat("a", 100) + `"}`)
 	size := len(must(jsonv2.Marshal(sized)))
@@ -203,7 +203,7 @@ func TestFitsSurelyIsAnUpperBound(t *testing.T) {
 		text(strings.Repeat("\x01", 1000)),
 		text(strings.Repeat("é", 500)),
 		{Content: []mcp.Content{{Type: "resource", Resource: &mcp.ResourceContents{URI: "x:" + blob, Text: &blob, Blob: &blob}}}},
-		{Content: []mcp.Content{mcp.TextContent(blob), mcp.TextContent(blob)}, StructuredContent: json.RawMessage(`{"a":"\u0001\u0001"}`), IsError: true},
+		{Content: []mcp.Content{mcp.Text(blob), mcp.Text(blob)}, StructuredContent: json.RawMessage(`{"a":"\u0001\u0001"}`), IsError: true},
 		{Content: []mcp.Content{{Type: "image", Data: blob, MimeType: blob}}},
 	} {
 		size := len(must(jsonv2.Marshal(res)))

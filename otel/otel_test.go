@@ -132,7 +132,7 @@ func (r *rig) waitSpan(t *testing.T, name string, k trace.SpanKind) tracetest.Sp
 }
 
 func TestToolCallSpans(t *testing.T) {
-	for _, version := range []string{mcp.LatestVersion, mcp.Version20260728} {
+	for _, version := range []string{mcp.Version20251125, mcp.Version20260728} {
 		t.Run(version, func(t *testing.T) {
 			r := newRig(t, version)
 			tracer := r.tp.Tracer("test")

@@ -56,10 +56,11 @@ func fanReplica(t *testing.T, dsn string) (*mcp.Server, *notes) {
 	c := mcp.NewClient(&mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler), OnNotification: n.add})
 	require.NoError(t, c.Connect(ctx, ct))
 	t.Cleanup(func() { c.Close(); cancel(); <-done })
-	require.Eventually(t, func() bool { // notifications go to initialized sessions
-		ss := srv.Sessions()
-		return len(ss) == 1 && ss[0].State() == mcp.StateRunning
-	}, 5*time.Second, 5*time.Millisecond)
+	// Notifications go to initialized sessions: a connection's messages
+	// are served in order, so once a ping is answered the server has
+	// taken notifications/initialized too.
+	require.NoError(t, c.Ping(ctx))
+	require.Len(t, srv.Sessions(), 1)
 	return srv, n
 }
 
@@ -87,7 +88,7 @@ func TestFanOutNotifyAll(t *testing.T) {
 // A change over MaxChangeBytes is refused with an error naming the limit.
 func TestFanOutRefusesOverLimit(t *testing.T) {
 	f := postgres.NewFanOut(open(t, pgtest.Schema(t)))
-	err := f.Publish(context.Background(), mcp.Change{Kind: mcp.ChangeNotification, Method: "x",
+	err := f.Publish(context.Background(), mcp.Change{Kind: "notify", Method: "x",
 		Params: json.RawMessage(`{"a":"` + strings.Repeat("x", postgres.MaxChangeBytes) + `"}`)})
 	assert.ErrorContains(t, err, "MaxChangeBytes")
 }

@@ -96,7 +96,7 @@ const sweeperOrigin = "sweeper"
 // the new state of a task the sweeper failed. A failure is logged: the
 // state is in the record for tasks/get.
 func (s *TaskStore) announce(ctx context.Context, t mcp.Task) {
-	b, err := json.Marshal(mcp.Change{Kind: mcp.ChangeTask, Task: &t})
+	b, err := json.Marshal(mcp.TaskChange(t))
 	if err == nil && len(b)+len(sweeperOrigin)+1 <= MaxNotifyPayload {
 		_, err = s.db.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, chanFanOut, sweeperOrigin+"|"+string(b))
 	}

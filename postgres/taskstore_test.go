@@ -139,7 +139,7 @@ func TestTaskStoreLeaseExpiry(t *testing.T) {
 	for range 2 { // the listen streams of every replica are told
 		select {
 		case c := <-changes:
-			assert.Equal(t, mcp.ChangeTask, c.Kind)
+			assert.Equal(t, mcp.TaskChange(mcp.Task{}).Kind, c.Kind)
 			require.NotNil(t, c.Task)
 			assert.Equal(t, mcp.TaskStatusFailed, c.Task.Status)
 		case <-time.After(5 * time.Second):

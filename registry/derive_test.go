@@ -122,7 +122,7 @@ func TestZeroOutputsMatchTheirOwnSchema(t *testing.T) {
 			IntPtr:   &n,
 			Tree:     Tree{Children: []*Tree{nil, {Name: "c"}}, Meta: map[string]*Tree{"x": nil}},
 			Page:     Page[leaf]{Items: []leaf{{ID: 2}}, Next: &leaf{ID: 3}},
-			Content:  []mcp.Content{mcp.TextContent("hi")},
+			Content:  []mcp.Content{mcp.Text("hi")},
 			Raw:      jsontext.Value(`[1,{"a":null}]`),
 			Any:      map[string]any{"k": nil},
 		}

@@ -296,7 +296,7 @@ func TestResultWrapping(t *testing.T) {
 	registry.MustRegister(r, "add", "Adds.", func(_ context.Context, v in) (out, error) { return out{Sum: v.A + v.B}, nil }, nil)
 	registry.MustRegister(r, "addp", "Adds.", func(_ context.Context, v *in) (*out, error) { return &out{Sum: v.A + v.B, Label: "p"}, nil }, nil)
 	registry.MustRegister(r, "raw", "", func(_ context.Context, v in) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{mcp.TextContent("a"), mcp.TextContent("b")}}, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.Text("a"), mcp.Text("b")}}, nil
 	}, nil)
 	registry.MustRegister(r, "nilres", "", func(context.Context, in) (*mcp.CallToolResult, error) { return nil, nil }, nil)
 
@@ -398,7 +398,7 @@ func TestOutputSchemaMismatch(t *testing.T) {
 		require.Len(t, vs, 1)
 		assert.Contains(t, vs[0].Message, "structuredContent is missing")
 
-		res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{mcp.TextContent("failed")}}
+		res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{mcp.Text("failed")}}
 		got, err := r.CallTool(context.Background(), newCall("rawout", `{}`))
 		require.NoError(t, err, "error results are not checked")
 		assert.True(t, got.IsError)

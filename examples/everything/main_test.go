@@ -149,7 +149,7 @@ func TestSamplingAndElicitation(t *testing.T) {
 	schemas := map[string]mcp.ElicitationSchema{}
 	c, _ := connect(t, &mcp.ClientOptions{
 		OnSampling: func(_ context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-			return &mcp.CreateMessageResult{Role: mcp.RoleAssistant, Model: "test-model", StopReason: mcp.StopReasonEndTurn,
+			return &mcp.CreateMessageResult{Role: mcp.RoleAssistant, Model: "test-model", StopReason: "endTurn",
 				Content: mcp.SamplingMessageContent{mcp.SamplingText("echo: " + p.Messages[0].Content[0].Text)}}, nil
 		},
 		OnElicitation: func(_ context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {

@@ -420,7 +420,7 @@ func TestProbeMemoryPerSessionAndListen(t *testing.T) {
 
 	// A maximal filter: URIs of 24 bytes up to MaxSubscriptionBytes.
 	per := 24 + 64
-	uris := make([]string, (128 << 10)/per)
+	uris := make([]string, (128<<10)/per)
 	for i := range uris {
 		uris[i] = fmt.Sprintf("test://static/r/%08d", i)
 	}

@@ -188,7 +188,7 @@ func callSample(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, e
 	}
 	if in.Tools {
 		p.Tools = []*mcp.Tool{{Name: "lookup", Description: "Looks a word up.", InputSchema: json.RawMessage(`{"type":"object","properties":{"word":{"type":"string"}}}`)}}
-		p.ToolChoice = &mcp.ToolChoice{Mode: mcp.ToolChoiceAuto}
+		p.ToolChoice = &mcp.ToolChoice{Mode: "auto"}
 	}
 	res, err := ss.CreateMessage(ctx, p)
 	if err != nil {

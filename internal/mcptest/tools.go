@@ -142,7 +142,7 @@ func (t *Tools) CallTool(ctx context.Context, call *mcp.ToolCall) (*mcp.CallTool
 		size := int64(12)
 		return &mcp.CallToolResult{
 			Content: []mcp.Content{
-				mcp.TextContent(string(b)),
+				mcp.Text(string(b)),
 				{Type: mcp.ContentAudio, Data: "UklGRiQAAABXQVZF", MimeType: "audio/wav"},
 				{Type: mcp.ContentResourceLink, URI: "file:///reports/weather.txt", Name: "weather.txt", MimeType: "text/plain", Size: &size},
 			},

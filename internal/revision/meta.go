@@ -246,3 +246,26 @@ func decodeString(dec *jsontext.Decoder) (string, error) {
 	err := json.UnmarshalDecode(dec, &s)
 	return s, err
 }
+
+// Reading is a request's params as the server reads them to hand the
+// request to its revision's rules, read once by the transport that routes
+// the request (streamable HTTP) and handed to the server with it, so that
+// params are read once.
+type Reading struct {
+	// Marked is Marked(params).
+	Marked bool
+	// Version is the revision the _meta names when the reading succeeded
+	// (Refused is false).
+	Version string
+	// Refused reports that the server refuses the _meta (with a -32602
+	// that may concern members CheckMeta leaves alone, such as logLevel).
+	Refused bool
+	// Server is the server's own reading (package mcp's), opaque here;
+	// nil when Marked is false.
+	Server any
+}
+
+// Read reads a request's params as the server does: package mcp sets it
+// when it is initialised, before any transport can run. Transports call
+// it once per message and hand the Reading to the server with the message.
+var Read func(params jsontext.Value) Reading

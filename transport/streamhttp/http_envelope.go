@@ -27,9 +27,12 @@ type envelope struct {
 	// params._meta["io.modelcontextprotocol/protocolVersion"]: the mark of
 	// a modern (2026-07-28) message.
 	metaVersion bool
-	// The single message of a body that is not a batch.
-	msg jsonrpc.Message
-	one [1]string // requests' room for the single message's id
+	// The single message of a body that is not a batch, and for a
+	// request or notification the server's reading of its params
+	// (revision.Read): read here once, for the routing and the server.
+	msg     jsonrpc.Message
+	reading revision.Reading
+	one     [1]string // requests' room for the single message's id
 }
 
 // hasRequests reports whether the message carries at least one request.
@@ -47,7 +50,8 @@ func parseIncoming(body []byte, maxDepth int) (*envelope, *jsonrpc.DecodeError) 
 			return nil, derr
 		}
 		if m.Kind != jsonrpc.KindResponse {
-			env.metaVersion = revision.Marked(m.Params)
+			env.reading = revision.Read(m.Params)
+			env.metaVersion = env.reading.Marked
 		}
 		env.requests = env.one[:0]
 		env.add(&m)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/transport"
 	"github.com/keelmcp/keel/transport/streamhttp"
 )
@@ -477,13 +478,15 @@ func TestHTTPModernNotSupportedByDefault(t *testing.T) {
 }
 
 // A modern POST served in its POST (Options.ServeRequest) hands the
-// server its own decoding of the request's message, so that the server
-// does not decode the body again; the reading is that of the body.
+// server its own reading of the request — the message and the server's
+// reading of its _meta — so that the server does not read the body
+// again; the reading is that of the body.
 func TestHTTPModernHandsItsReadingToServeRequest(t *testing.T) {
 	type reading struct {
 		id, method string
 		ok         bool
 		maxDepth   int
+		reading    revision.Reading
 	}
 	got := make(chan reading, 1)
 	h := streamhttp.NewHandler(&streamhttp.Options{
@@ -492,12 +495,12 @@ func TestHTTPModernHandsItsReadingToServeRequest(t *testing.T) {
 		Serve:             func(ctx context.Context, t transport.Transport) error { <-ctx.Done(); return nil },
 		ServeRequest: func(ctx context.Context, t transport.Transport, msg []byte) error {
 			p, ok := t.(interface {
-				PrereadMessage() (*jsonrpc.Message, int, bool)
+				PrereadMessage() (*jsonrpc.Message, int, revision.Reading, bool)
 			})
 			var r reading
 			if ok {
 				var m *jsonrpc.Message
-				m, r.maxDepth, r.ok = p.PrereadMessage()
+				m, r.maxDepth, r.reading, r.ok = p.PrereadMessage()
 				if r.ok {
 					r.id, r.method = string(m.ID), m.Method
 				}
@@ -515,6 +518,10 @@ func TestHTTPModernHandsItsReadingToServeRequest(t *testing.T) {
 	assert.Equal(t, "7", r.id)
 	assert.Equal(t, "tools/call", r.method)
 	assert.Equal(t, 40, r.maxDepth)
+	assert.True(t, r.reading.Marked)
+	assert.False(t, r.reading.Refused)
+	assert.Equal(t, modern, r.reading.Version)
+	assert.NotNil(t, r.reading.Server, "the server's own reading rides along")
 }
 
 // A session reading a POSTed message gets the transport's reading of it
@@ -535,8 +542,8 @@ func TestHTTPSessionHandsItsReadingAfterRead(t *testing.T) {
 				return err
 			}
 			var r reading
-			m, _, ok := t.(interface {
-				PrereadMessage() (*jsonrpc.Message, int, bool)
+			m, _, _, ok := t.(interface {
+				PrereadMessage() (*jsonrpc.Message, int, revision.Reading, bool)
 			}).PrereadMessage()
 			if r.ok = ok; ok {
 				r.id = string(m.ID)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/transport"
 )
 
@@ -145,15 +146,16 @@ func (s *httpSession) OnAbort(end func()) {
 
 // PrereadMessage returns the message Read returned last (or the one a
 // session served in its POST hands to mcp.Server.ServeRequest) as
-// parseIncoming decoded it, so that mcp does not decode it again; ok is
-// false for a batch, and for a message the session made itself. The POST's
-// body is its own: the message's bytes never change.
-func (s *httpSession) PrereadMessage() (m *jsonrpc.Message, maxDepth int, ok bool) {
+// parseIncoming read it, with the server's reading of its params, so that
+// mcp does not read it again; ok is false for a batch, and for a message
+// the session made itself. The POST's body is its own: the message's bytes
+// never change.
+func (s *httpSession) PrereadMessage() (m *jsonrpc.Message, maxDepth int, rd revision.Reading, ok bool) {
 	env := s.cur.env
 	if env == nil || env.batch {
-		return nil, 0, false
+		return nil, 0, rd, false
 	}
-	return &env.msg, s.h.opts.MaxDepth, true
+	return &env.msg, s.h.opts.MaxDepth, env.reading, true
 }
 
 // MessageContext implements transport.MessageContexter: parent overlaid with the

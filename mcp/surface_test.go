@@ -1,0 +1,168 @@
+package mcp
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// maxExportedNames bounds the public surface of package mcp: every
+// exported type, function, method (interface methods included), constant
+// and variable counts as one name. maxExportedFields bounds the exported
+// struct fields apart: they are mostly the protocol's own members, which
+// the specification, not keel, decides; the bound keeps them from
+// growing unnoticed.
+const (
+	maxExportedNames  = 400
+	maxExportedFields = 475
+)
+
+// exportedNames lists the exported identifiers of the non-test Go files in
+// dir, as "Kind Name" (methods and fields as "Type.Name"). Methods and fields
+// count only on exported types, since others are unreachable by name;
+// MarshalJSON and UnmarshalJSON, which make the protocol types speak
+// encoding/json, implement the standard library's interfaces and add no
+// name a user has to learn, so they do not count.
+func exportedNames(t *testing.T, dir string) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		n := e.Name()
+		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if !d.Name.IsExported() {
+					continue
+				}
+				if d.Recv == nil {
+					names = append(names, "func "+d.Name.Name)
+					continue
+				}
+				recv := receiverName(d.Recv.List[0].Type)
+				if d.Name.Name == "MarshalJSON" || d.Name.Name == "UnmarshalJSON" {
+					continue // encoding/json's interfaces: no name a user learns
+				}
+				if ast.IsExported(recv) {
+					names = append(names, "method "+recv+"."+d.Name.Name)
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.ValueSpec:
+						for _, id := range s.Names {
+							if id.IsExported() {
+								names = append(names, d.Tok.String()+" "+id.Name)
+							}
+						}
+					case *ast.TypeSpec:
+						if !s.Name.IsExported() {
+							continue
+						}
+						names = append(names, "type "+s.Name.Name)
+						names = append(names, memberNames(s.Name.Name, s.Type)...)
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// memberNames lists the exported fields of a struct type and the exported
+// methods of an interface type.
+func memberNames(typ string, x ast.Expr) []string {
+	var out []string
+	switch e := x.(type) {
+	case *ast.StructType:
+		for _, f := range e.Fields.List {
+			for _, id := range f.Names {
+				if id.IsExported() {
+					out = append(out, "field "+typ+"."+id.Name)
+				}
+			}
+			if len(f.Names) == 0 { // embedded: its name is the type's
+				if n := receiverName(f.Type); ast.IsExported(n) {
+					out = append(out, "field "+typ+"."+n)
+				}
+			}
+		}
+	case *ast.InterfaceType:
+		for _, m := range e.Methods.List {
+			for _, id := range m.Names {
+				if id.IsExported() {
+					out = append(out, "method "+typ+"."+id.Name)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestExportedSurface(t *testing.T) {
+	names := exportedNames(t, ".")
+	var fields, others int
+	for _, n := range names {
+		if testing.Verbose() && os.Getenv("KEEL_LIST_SURFACE") != "" {
+			t.Log(n)
+		}
+		if strings.HasPrefix(n, "field ") {
+			fields++
+		} else {
+			others++
+		}
+		assert.NotContains(t, n, "Modern", "exported names say the revision, not its age")
+	}
+	t.Logf("package mcp exports %d names and %d struct fields", others, fields)
+	assert.LessOrEqual(t, others, maxExportedNames, "package mcp exports too many names")
+	assert.LessOrEqual(t, fields, maxExportedFields, "package mcp exports too many struct fields")
+}
+
+// TestExportedNamesCountsEveryKind runs the counter on a file with one
+// name of each kind, exported and not.
+func TestExportedNamesCountsEveryKind(t *testing.T) {
+	dir := t.TempDir()
+	src := `package p
+
+const A, b = 1, 2
+var V int
+type T struct {
+	F, g int
+	Embedded
+	*Ptr
+}
+type Embedded struct{}
+type Ptr struct{}
+type hidden struct{ H int }
+type I interface{ M(); n() }
+type G[X any] struct{}
+func F() {}
+func f() {}
+func (T) M() {}
+func (*G[X]) N() {}
+func (hidden) O() {}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.go"), []byte(src), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p_test.go"), []byte("package p\nfunc TestX() {}\n"), 0o600))
+	assert.Equal(t, []string{
+		"const A", "field T.Embedded", "field T.F", "field T.Ptr", "func F",
+		"method G.N", "method I.M", "method T.M",
+		"type Embedded", "type G", "type I", "type Ptr", "type T", "var V",
+	}, exportedNames(t, dir))
+}
