@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	stdjson "encoding/json"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -24,7 +25,7 @@ type ClientMiddleware func(next ClientHandler) ClientHandler
 
 // ClientHandler handles one message a Client sends or serves, as
 // ClientMiddleware sees it. For a request the client sends, the result is
-// the server's result as raw JSON (a jsontext.Value), which the Client
+// the server's result as raw JSON (a json.RawMessage), which the Client
 // then decodes into Call's result; a middleware may return another value,
 // which is encoded and decoded in its place. For a request the client
 // serves, the result is what the client's handler returns, which the
@@ -39,7 +40,7 @@ type ClientMessage struct {
 	// request the client sends, it is the params as the caller gave them:
 	// the members a revision adds on the wire (2026-07-28's _meta) are
 	// added after the chain, and input rounds send again underneath it.
-	Params jsontext.Value
+	Params stdjson.RawMessage
 	// Incoming reports a request the server sent the client; false for
 	// what the client sends.
 	Incoming bool
@@ -79,7 +80,7 @@ func (m *clientChains) setup(c *Client) {
 		if err := callDirect(c, ctx, msg.Method, params, &raw); err != nil {
 			return nil, err
 		}
-		return raw, nil
+		return stdjson.RawMessage(raw), nil
 	}, c.opts.Middleware)
 }
 
@@ -90,6 +91,8 @@ func (m *clientChains) sendThrough(ctx context.Context, method string, params, r
 	switch p := params.(type) {
 	case nil:
 	case jsontext.Value:
+		msg.Params = stdjson.RawMessage(p)
+	case stdjson.RawMessage:
 		msg.Params = p
 	default:
 		b, err := json.Marshal(p)
@@ -102,8 +105,13 @@ func (m *clientChains) sendThrough(ctx context.Context, method string, params, r
 	if err != nil || notification || result == nil || res == nil {
 		return err
 	}
-	raw, ok := res.(jsontext.Value)
-	if !ok {
+	var raw []byte
+	switch r := res.(type) {
+	case stdjson.RawMessage:
+		raw = r
+	case jsontext.Value:
+		raw = r
+	default:
 		if raw, err = json.Marshal(res); err != nil {
 			return err
 		}
@@ -118,6 +126,6 @@ func (s *clientSide) serveThrough(ctx context.Context, method string, params jso
 		return h(ctx, params)
 	}
 	return chainClient(func(ctx context.Context, msg *ClientMessage) (any, error) {
-		return h(ctx, msg.Params)
-	}, s.opts.Middleware)(ctx, &ClientMessage{Method: method, Params: params, Incoming: true})
+		return h(ctx, jsontext.Value(msg.Params))
+	}, s.opts.Middleware)(ctx, &ClientMessage{Method: method, Params: stdjson.RawMessage(params), Incoming: true})
 }

@@ -2,12 +2,12 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"sync"
 	"testing"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -29,7 +29,7 @@ func (l *clientLog) middleware(name string) mcp.ClientMiddleware {
 			}
 			l.add(name + ">" + dir + " " + msg.Method)
 			res, err := next(ctx, msg)
-			if _, raw := res.(jsontext.Value); raw && !msg.Incoming {
+			if _, raw := res.(json.RawMessage); raw && !msg.Incoming {
 				l.add(name + "<raw " + msg.Method)
 			}
 			return res, err
