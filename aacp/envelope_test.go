@@ -3,6 +3,7 @@ package aacp
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -137,6 +138,47 @@ func TestIsUUIDv4(t *testing.T) {
 		"6f1c1f0e-6f55-4b8e-9a0e-3a3f1e1b2c3g", "{6f1c1f0e-6f55-4b8e-9a0e-3a3f1e1b2c3d}"} {
 		assert.False(t, IsUUIDv4(s), s)
 	}
+}
+
+// TestNewUUIDTimeOrdered: ids a Node creates keep the v4 layout the
+// envelope requires, carry their creation time in milliseconds in their
+// first 48 bits (so ids made in a later millisecond sort after), and do not
+// repeat within one millisecond.
+func TestNewUUIDTimeOrdered(t *testing.T) {
+	tests := []struct {
+		name       string
+		ms, r1, r2 uint64
+		want       string
+	}{
+		{"zero", 0, 0, 0, "00000000-0000-4000-8000-000000000000"},
+		{"all ones", 1<<48 - 1, ^uint64(0), ^uint64(0), "ffffffff-ffff-4fff-bfff-ffffffffffff"},
+		{"time above 48 bits dropped", 1<<48 | 0x0123456789ab, 0xabc, 0x123456789abcdef0, "01234567-89ab-4abc-9234-56789abcdef0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := formatUUID(tt.ms, tt.r1, tt.r2)
+			assert.Equal(t, tt.want, got)
+			assert.True(t, IsUUIDv4(got))
+		})
+	}
+	before := uint64(time.Now().UnixMilli())
+	first := newUUID()
+	for uint64(time.Now().UnixMilli()) <= before+1 {
+		time.Sleep(time.Millisecond)
+	}
+	seen := map[string]bool{}
+	var last string
+	for i := 0; i < 10000; i++ {
+		id := newUUID()
+		require.False(t, seen[id], "repeated id %s", id)
+		seen[id] = true
+		require.Less(t, first, id, "an id of a later millisecond sorts after")
+		require.LessOrEqual(t, last[:min(len(last), 13)], id[:13], "time prefixes never go back")
+		last = id
+	}
+	stamp, err := strconv.ParseUint(strings.ReplaceAll(first[:13], "-", ""), 16, 64)
+	require.NoError(t, err)
+	assert.InDelta(t, float64(before), float64(stamp), 5, "the first 48 bits are the creation time in ms")
 }
 
 // FuzzDecodeEnvelope: the decoder never panics, and whatever it accepts
