@@ -130,8 +130,14 @@ func TestCustomMethodsAndNotifications(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","id":2,"method":"acme/echo","params":{` + modernMeta + `}}`)
 	assert.Equal(t, float64(mcp.CodeInvalidParams), c.recv()["error"].(map[string]any)["code"])
 	// a 2025 session: after the handshake, the plain result.
+	// A custom notification before the handshake is not served: the
+	// session has not begun (a ping answered after it shows it was read).
+	c.send(`{"jsonrpc":"2.0","method":"acme/poke","params":{"n":0}}`)
+	c.send(`{"jsonrpc":"2.0","id":30,"method":"ping"}`)
+	c.recv()
 	c.send(`{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
 	c.recv()
+	c.send(`{"jsonrpc":"2.0","method":"acme/poke","params":{"n":0}}`) // initializing: not yet
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	c.send(`{"jsonrpc":"2.0","method":"acme/poke","params":{"n":1}}`)
 	select {

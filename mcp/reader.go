@@ -260,6 +260,10 @@ func (rd *reader) handleNotification(m *jsonrpc.Message) {
 		ss.log.Debug("mcp: notification ignored", logclip.Attr("method", m.Method))
 		return
 	}
+	if !servesCustomNotification(ss, m) {
+		ss.log.Debug("mcp: notification before the session is initialized ignored", logclip.Attr("method", m.Method))
+		return
+	}
 	req := &Request{Method: m.Method, Params: json.RawMessage(m.Params), Session: ss, r: responder{ss: ss}, handle: h}
 	ctx := context.WithValue(rd.messageContext(), requestKey{}, req)
 	func() {
@@ -269,6 +273,19 @@ func (rd *reader) handleNotification(m *jsonrpc.Message) {
 			ss.log.Warn("mcp: notification handler failed", logclip.Attr("method", m.Method), "error", err)
 		}
 	}()
+}
+
+// servesCustomNotification reports whether the session may serve m now:
+// the built-in notifications always, a custom one (ServerOptions.
+// Notifications) on a 2025 session only once it is initialized, and on a
+// 2026-07-28 connection, or with the revision's _meta, at any time (there
+// is no handshake to wait for).
+func servesCustomNotification(ss *Session, m *jsonrpc.Message) bool {
+	switch m.Method {
+	case notificationInitialized, notificationCancelled, notificationRootsListChanged:
+		return true
+	}
+	return ss.modernOnly || ss.currentState() == stateRunning || revision.Marked(m.Params)
 }
 
 // handleRequest hands request m to its era's engine.
