@@ -49,12 +49,18 @@ type DB struct {
 // handler is one subscriber to a channel: its notifications are queued
 // (bounded) and delivered by a goroutine of its own, one at a time.
 type handler struct {
-	fn    func(origin, payload string)
-	queue chan notification
-	done  chan struct{}
+	fn     func(origin, payload string)
+	resync func() // nil: none
+	queue  chan notification
+	done   chan struct{}
 }
 
-type notification struct{ origin, payload string }
+// notification is one notification of a channel, or (resync) the sign that
+// notifications may have been missed.
+type notification struct {
+	origin, payload string
+	resync          bool
+}
 
 // handlerQueue bounds the notifications queued for one subscriber; beyond
 // it a notification is dropped with a warning naming the channel.
@@ -150,13 +156,21 @@ const (
 
 // subscribe calls fn (on a goroutine of its own, one call at a time) with
 // the origin replica and payload of every notification on channel, until
-// the returned function is called or db is closed.
-func (db *DB) subscribe(channel string, fn func(origin, payload string)) (unsubscribe func()) {
-	h := &handler{fn: fn, queue: make(chan notification, handlerQueue), done: make(chan struct{})}
+// the returned function is called or db is closed. resync (nil: none),
+// called on the same goroutine, is told when notifications may have been
+// missed: after the LISTEN connection was made again, and whenever
+// db.resync asks.
+func (db *DB) subscribe(channel string, fn func(origin, payload string), resync func()) (unsubscribe func()) {
+	h := &handler{fn: fn, resync: resync, queue: make(chan notification, handlerQueue), done: make(chan struct{})}
 	go func() {
 		defer close(h.done)
 		for n := range h.queue {
-			h.fn(n.origin, n.payload)
+			switch {
+			case !n.resync:
+				h.fn(n.origin, n.payload)
+			case h.resync != nil:
+				h.resync()
+			}
 		}
 	}()
 	db.mu.Lock()
@@ -204,6 +218,18 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
+// resync tells the subscribers of channel (every channel when empty) that
+// notifications may have been missed.
+func (db *DB) resync(channel string) {
+	if channel != "" {
+		db.dispatch(channel, notification{resync: true})
+		return
+	}
+	for _, ch := range channels {
+		db.dispatch(ch, notification{resync: true})
+	}
+}
+
 // dispatch queues n for the subscribers of channel.
 func (db *DB) dispatch(channel string, n notification) {
 	db.mu.Lock()
@@ -229,6 +255,8 @@ func (db *DB) listen(ctx context.Context, cc *pgx.ConnConfig, ready chan<- error
 			if first {
 				first = false
 				ready <- nil
+			} else {
+				db.resync("") // what was sent while the connection was down
 			}
 			pause = 100 * time.Millisecond
 		})
@@ -239,7 +267,7 @@ func (db *DB) listen(ctx context.Context, cc *pgx.ConnConfig, ready chan<- error
 			ready <- fmt.Errorf("postgres: listen: %w", err)
 			return
 		}
-		db.log.Warn("postgres: the LISTEN connection was lost; notifications sent meanwhile are missed", "error", err, "retryIn", pause)
+		db.log.Warn("postgres: the LISTEN connection was lost; the subscribers re-read their state once it is back", "error", err, "retryIn", pause)
 		select {
 		case <-time.After(pause):
 		case <-ctx.Done():

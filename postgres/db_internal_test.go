@@ -48,7 +48,7 @@ func TestSlowSubscriberBounded(t *testing.T) {
 	stop := db.subscribe(chanFanOut, func(_, p string) {
 		<-release
 		got <- p
-	})
+	}, nil)
 	for _, p := range []string{"1", "2", "3", "4", "5"} {
 		_, err := db.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, chanFanOut, "other|"+p)
 		require.NoError(t, err)

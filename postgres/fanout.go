@@ -20,7 +20,10 @@ import (
 // MaxChangeBytes is refused with an error naming the limit.
 //
 // Delivery follows the listener connection: a replica whose connection
-// was lost misses the changes published until it is back (it logs so).
+// was lost misses the changes published until it is back; it then
+// delivers the tools, resources and prompts list changes, so that clients
+// list them again (a missed NotifyAll, resource update or task status is
+// not recovered: tasks/get has the status).
 type FanOut struct{ db *DB }
 
 var _ mcp.FanOut = (*FanOut)(nil)
@@ -96,5 +99,13 @@ func (f *FanOut) Subscribe(deliver func(mcp.Change)) (stop func()) {
 			return
 		}
 		deliver(c)
+	}, func() {
+		for _, kind := range listKinds {
+			deliver(mcp.Change{Kind: kind})
+		}
 	})
 }
+
+// listKinds are the Change kinds of the tools, resources and prompts list
+// changes (the mcp package's wire of a fan-out).
+var listKinds = []string{"tools", "resources", "prompts"}

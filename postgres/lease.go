@@ -16,8 +16,9 @@ import (
 // replica that ran it stopped renewing its lease.
 const LeaseExpiredMessage = "Internal error: the replica that ran the task stopped (its lease expired)"
 
-// keepLeases renews this replica's leases and sweeps the others' expired
-// ones every lease/3, until ctx ends.
+// keepLeases renews this instance's leases, sweeps the expired ones and
+// has the task watchers re-read the tasks this instance runs every
+// lease/3, until ctx ends.
 func (s *TaskStore) keepLeases(ctx context.Context) {
 	defer close(s.done)
 	t := time.NewTicker(s.lease / 3)
@@ -34,6 +35,7 @@ func (s *TaskStore) keepLeases(ctx context.Context) {
 		if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("postgres: sweeping expired task leases failed", "error", err)
 		}
+		s.db.resync(chanTasks) // a backstop for a notification lost in a full queue
 	}
 }
 

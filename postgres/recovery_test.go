@@ -147,8 +147,7 @@ func TestTaskStoreReportsChangesMadeWhileListenWasDown(t *testing.T) {
 	var t0 time.Time
 	require.NoError(t, admin.Pool().QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&t0))
 	dbA := open(t, dsn)
-	var pidA int32
-	require.NoError(t, admin.Pool().QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE query LIKE 'LISTEN keel_%' AND backend_start > $1 ORDER BY backend_start LIMIT 1`, t0).Scan(&pidA))
+	pidA := listenPID(t, admin, t0)
 	a := newStore(t, dbA, nil)
 	b := newStore(t, open(t, dsn), nil)
 	seen := make(chan string, 4)
@@ -166,4 +165,37 @@ func TestTaskStoreReportsChangesMadeWhileListenWasDown(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("replica A was never told of the cancel made during its LISTEN reconnect")
 	}
+}
+
+// listenPID is the backend of the first LISTEN connection made after t0.
+func listenPID(t *testing.T, admin *postgres.DB, t0 time.Time) int32 {
+	var pid int32
+	require.NoError(t, admin.Pool().QueryRow(context.Background(), `SELECT pid FROM pg_stat_activity
+		WHERE query LIKE 'LISTEN keel_%' AND backend_start > $1 ORDER BY backend_start LIMIT 1`, t0).Scan(&pid))
+	return pid
+}
+
+// Once its LISTEN connection is back, a FanOut delivers the tools,
+// resources and prompts list changes (any may have been missed meanwhile).
+func TestFanOutDeliversListChangesAfterReconnect(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	ctx := context.Background()
+	admin := open(t, dsn)
+	var t0 time.Time
+	require.NoError(t, admin.Pool().QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&t0))
+	f := postgres.NewFanOut(open(t, dsn))
+	got := make(chan string, 8)
+	defer f.Subscribe(func(c mcp.Change) { got <- c.Kind })()
+	_, err := admin.Pool().Exec(ctx, `SELECT pg_terminate_backend($1)`, listenPID(t, admin, t0))
+	require.NoError(t, err)
+	var kinds []string
+	for range 3 {
+		select {
+		case k := <-got:
+			kinds = append(kinds, k)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("after the reconnect only %v were delivered", kinds)
+		}
+	}
+	assert.ElementsMatch(t, []string{"tools", "resources", "prompts"}, kinds)
 }

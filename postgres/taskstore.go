@@ -547,10 +547,18 @@ func (s *TaskStore) update(ctx context.Context, rec *mcp.TaskRecord, lim mcp.Tas
 
 // WatchTaskChanges implements mcp.TaskChangeSource: changed is called
 // with the id of every record another replica updates or deletes, one
-// call at a time, until stop is called.
+// call at a time, until stop is called. Since a change made while the
+// replica's LISTEN connection is down is never notified to it, changed is
+// also called with the id of every task this instance runs once that
+// connection is back and on every lease tick (LeaseTimeout/3); a Server
+// re-reads the record, so a repeat is harmless.
 func (s *TaskStore) WatchTaskChanges(changed func(id string)) (stop func()) {
 	return s.db.subscribe(chanTasks, func(origin, id string) {
 		if origin != s.db.id {
+			changed(id)
+		}
+	}, func() {
+		for _, id := range s.runIDs() {
 			changed(id)
 		}
 	})
