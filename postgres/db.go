@@ -23,7 +23,9 @@ type Options struct {
 	// notifications (nil: slog.Default()).
 	Logger *slog.Logger
 	// ReplicaID names this process among the replicas (default: a random
-	// id); a task's lease and a notification's origin carry it.
+	// id); a task's lease and a notification's origin carry it. It may
+	// not contain '|' nor be "sweeper" (the origin of the lease sweeper's
+	// announcements).
 	ReplicaID string
 }
 
@@ -42,6 +44,7 @@ type DB struct {
 	handlers map[string][]*handler // channel → subscribers
 	closed   bool
 
+	life context.Context // cancelled by Close
 	stop context.CancelFunc
 	done chan struct{} // closed when the listener has returned
 }
@@ -86,6 +89,9 @@ func Open(ctx context.Context, dsn string, o *Options) (*DB, error) {
 	if strings.ContainsRune(opt.ReplicaID, '|') {
 		return nil, fmt.Errorf("postgres: Options.ReplicaID %q contains '|'", opt.ReplicaID)
 	}
+	if opt.ReplicaID == sweeperOrigin {
+		return nil, fmt.Errorf("postgres: Options.ReplicaID %q is the origin of the lease sweeper's announcements", opt.ReplicaID)
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse DSN: %w", err)
@@ -100,7 +106,7 @@ func Open(ctx context.Context, dsn string, o *Options) (*DB, error) {
 		return nil, err
 	}
 	lctx, stop := context.WithCancel(context.Background())
-	db := &DB{pool: pool, log: opt.Logger, id: opt.ReplicaID, handlers: map[string][]*handler{}, stop: stop, done: make(chan struct{})}
+	db := &DB{pool: pool, log: opt.Logger, id: opt.ReplicaID, handlers: map[string][]*handler{}, life: lctx, stop: stop, done: make(chan struct{})}
 	ready := make(chan error, 1)
 	go db.listen(lctx, cfg.ConnConfig, ready)
 	select {

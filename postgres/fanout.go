@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-json-experiment/json"
 
@@ -37,6 +38,9 @@ const (
 	// MaxChangeBytes bounds the JSON of one change.
 	MaxChangeBytes = 1 << 20
 )
+
+// payloadReadTimeout bounds the read of a stored change.
+const payloadReadTimeout = 5 * time.Second
 
 // PayloadRetention is how long a stored payload is kept for the replicas
 // to read: it is read as soon as its notification arrives.
@@ -86,7 +90,9 @@ func (f *FanOut) Subscribe(deliver func(mcp.Change)) (stop func()) {
 		if ref, ok := strings.CutPrefix(payload, "@"); ok {
 			id, err := strconv.ParseInt(ref, 10, 64)
 			if err == nil {
-				err = f.db.pool.QueryRow(context.Background(), `SELECT payload FROM keel_fanout_payloads WHERE id = $1`, id).Scan(&b)
+				ctx, cancel := context.WithTimeout(f.db.life, payloadReadTimeout) // Close does not wait on a stalled read
+				err = f.db.pool.QueryRow(ctx, `SELECT payload FROM keel_fanout_payloads WHERE id = $1`, id).Scan(&b)
+				cancel()
 			}
 			if err != nil {
 				f.db.log.Warn("postgres: a stored change could not be read: dropped", "id", ref, "error", err)
