@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -198,4 +199,47 @@ func TestFanOutDeliversListChangesAfterReconnect(t *testing.T) {
 		}
 	}
 	assert.ElementsMatch(t, []string{"tools", "resources", "prompts"}, kinds)
+}
+
+// orphans creates n working tasks of quota "q" through a replica that then
+// stops, with a lease of 50ms, and waits for the lease to expire.
+func orphans(t *testing.T, dsn string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	s := postgres.NewTaskStore(open(t, dsn), &postgres.TaskStoreOptions{LeaseTimeout: 50 * time.Millisecond})
+	for i := range n {
+		rec := working(fmt.Sprintf("t%03d", i), "alice")
+		rec.Quota = "q"
+		require.NoError(t, s.Create(ctx, rec, mcp.TaskLimits{}))
+	}
+	require.NoError(t, s.Close())
+	time.Sleep(100 * time.Millisecond)
+}
+
+// One Sweep fails every expired task, however many batches they take.
+func TestSweepFailsEveryExpiredTask(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	orphans(t, dsn, 250)
+	s := newStore(t, open(t, dsn), &postgres.TaskStoreOptions{LeaseTimeout: time.Hour})
+	n, err := s.Sweep(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 250, n)
+	n, err = s.Sweep(context.Background())
+	require.NoError(t, err)
+	assert.Zero(t, n, "none left")
+}
+
+// A fresh replica's sweeper counts the bounds of TaskStoreOptions.Limits:
+// the finished tasks of a quota beyond MaxFinishedTasks are evicted.
+func TestSweepCountsLimitsOfOptions(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	orphans(t, dsn, 3)
+	s := newStore(t, open(t, dsn), &postgres.TaskStoreOptions{LeaseTimeout: time.Hour, Limits: mcp.TaskLimits{MaxFinishedTasks: 1}})
+	n, err := s.Sweep(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
+	recs, err := s.List(context.Background(), "alice")
+	require.NoError(t, err)
+	require.Len(t, recs, 1, "MaxFinishedTasks 1 holds")
+	assert.Equal(t, mcp.TaskStatusFailed, recs[0].State.Status)
 }

@@ -28,6 +28,10 @@ type TaskStoreOptions struct {
 	// leases. Replicas' clocks should agree within a fraction of
 	// LeaseTimeout.
 	Now func() time.Time
+	// Limits are the bounds the lease sweeper counts when it fails a task
+	// (give the Server's mcp.TaskOptions limits); once a call passes
+	// bounds, the last call's are used. Zero: none until then.
+	Limits mcp.TaskLimits
 }
 
 // DefaultLeaseTimeout is TaskStoreOptions.LeaseTimeout when zero.
@@ -53,7 +57,7 @@ type TaskStore struct {
 	now   func() time.Time
 	lease time.Duration
 	log   *slog.Logger
-	lim   atomic.Pointer[mcp.TaskLimits] // the bounds of the last call, for the sweeper
+	lim   atomic.Pointer[mcp.TaskLimits] // the bounds of the last call (first TaskStoreOptions.Limits), for the sweeper
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -106,7 +110,7 @@ func NewTaskStore(db *DB, o *TaskStoreOptions) *TaskStore {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	s := &TaskStore{db: db, now: opt.Now, lease: opt.LeaseTimeout, log: db.log, stop: stop, done: make(chan struct{}), runs: map[string]bool{}}
-	s.lim.Store(&mcp.TaskLimits{})
+	s.lim.Store(&opt.Limits)
 	go s.keepLeases(ctx)
 	return s
 }
