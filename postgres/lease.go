@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -117,7 +118,11 @@ const sweeperOrigin = "sweeper"
 // state is in the record for tasks/get.
 func (s *TaskStore) announce(ctx context.Context, t mcp.Task) {
 	b, err := json.Marshal(mcp.TaskChange(t))
-	if err == nil && len(b)+len(sweeperOrigin)+1 <= MaxNotifyPayload {
+	switch {
+	case err != nil:
+	case len(b)+len(sweeperOrigin)+1 > MaxNotifyPayload:
+		err = fmt.Errorf("postgres: the announcement is %d bytes, over MaxNotifyPayload (%d)", len(b)+len(sweeperOrigin)+1, MaxNotifyPayload)
+	default:
 		_, err = s.db.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, chanFanOut, sweeperOrigin+"|"+string(b))
 	}
 	if err != nil {
