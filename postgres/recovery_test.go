@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -242,4 +243,53 @@ func TestSweepCountsLimitsOfOptions(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, recs, 1, "MaxFinishedTasks 1 holds")
 	assert.Equal(t, mcp.TaskStatusFailed, recs[0].State.Status)
+}
+
+// The list changes a FanOut delivers after a reconnect are kinds a Server
+// acts on: its clients are told the lists changed.
+func TestFanOutReconnectReachesClients(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	ctx := context.Background()
+	admin := open(t, dsn)
+	var t0 time.Time
+	require.NoError(t, admin.Pool().QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&t0))
+	var cat changingCatalog
+	srv := mcp.NewServer(&mcp.ServerOptions{Name: "r", Version: "1", Logger: slog.New(slog.DiscardHandler),
+		Tools: cat, Resources: cat, Prompts: cat, FanOut: postgres.NewFanOut(open(t, dsn))})
+	ct, st := transport.NewPipe(nil)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _ = srv.Run(rctx, st) }()
+	n := &notes{}
+	c := mcp.NewClient(&mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler), OnNotification: n.add})
+	require.NoError(t, c.Connect(ctx, ct))
+	defer c.Close()
+	require.NoError(t, c.Ping(ctx)) // the session is initialized
+	_, err := admin.Pool().Exec(ctx, `SELECT pg_terminate_backend($1)`, listenPID(t, admin, t0))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		return n.count("notifications/tools/list_changed") > 0 && n.count("notifications/resources/list_changed") > 0 &&
+			n.count("notifications/prompts/list_changed") > 0
+	}, 5*time.Second, 10*time.Millisecond)
+}
+
+// changingCatalog is an empty catalog whose lists may change: a Server
+// declares listChanged for its tools, resources and prompts.
+type changingCatalog struct{ quickTools }
+
+func (changingCatalog) OnChange(func())          {}
+func (changingCatalog) OnResourcesChange(func()) {}
+func (changingCatalog) OnPromptsChange(func())   {}
+func (changingCatalog) ListResources(context.Context) ([]*mcp.Resource, error) {
+	return nil, nil
+}
+func (changingCatalog) ListResourceTemplates(context.Context) ([]*mcp.ResourceTemplate, error) {
+	return nil, nil
+}
+func (changingCatalog) ReadResource(context.Context, *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+	return nil, fmt.Errorf("the catalog is empty")
+}
+func (changingCatalog) ListPrompts(context.Context) ([]*mcp.Prompt, error) { return nil, nil }
+func (changingCatalog) GetPrompt(context.Context, *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+	return nil, fmt.Errorf("the catalog is empty")
 }
