@@ -11,7 +11,9 @@
 #
 # Needs KEEL_TEST_POSTGRES_DSN (eval "$(.ci/postgres.sh)"); installs
 # haproxy with .ci/haproxy.sh when it is missing. The conformance suite is
-# copied from KEEL_SHARED (default ../shared) as .ci/conformance.sh does.
+# copied from KEEL_SHARED (default ../shared) as .ci/conformance.sh does;
+# when it or node is missing the script fails under CI (CI=true or
+# KEEL_REQUIRE_CONFORMANCE=1) and only warns otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -27,6 +29,10 @@ if [ -x "$shared/tools/conformance/run-conformance.sh" ] && command -v node >/de
   cp -r "$shared/tools/conformance" "$work/conformance"
   chmod -R u+w "$work/conformance"
   export KEEL_CONFORMANCE=$work/conformance/run-conformance.sh
+elif [ "${CI:-}" = true ] || [ "${KEEL_REQUIRE_CONFORMANCE:-}" = 1 ]; then
+  # Under CI the suite's "0 failed" must not vanish with a missing tool.
+  echo "FAILED: replicas.sh: no conformance suite at $shared/tools/conformance or no node (CI=true or KEEL_REQUIRE_CONFORMANCE=1 requires them)" >&2
+  exit 1
 else
   echo "replicas.sh: no conformance suite (or node): the suite does not run through the balancer" >&2
 fi

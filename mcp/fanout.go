@@ -56,8 +56,11 @@ var changeKinds = map[listKind]string{listTools: changeToolsList, listResources:
 // ends a task on its own (its runner's lease expired) publishes it too.
 func TaskChange(t Task) Change { return Change{Kind: changeTask, Task: &t} }
 
-// publishTimeout bounds one FanOut.Publish.
+// publishTimeout bounds one FanOut.Publish, and remoteNotifyTimeout the
+// delivery of another process's NotifyAll to this one's sessions.
 const publishTimeout = 5 * time.Second
+
+var remoteNotifyTimeout = 5 * time.Second // a variable for tests
 
 // publish sends c to the other processes, if there are any; a failure is
 // logged (this process's clients have had the change already).
@@ -119,7 +122,12 @@ func (s *Server) subscribeFanOut() {
 			if len(c.Params) > 0 {
 				params = c.Params
 			}
-			if err := s.notifyLocal(context.Background(), c.Method, params); err != nil {
+			// One goroutine delivers every change: a client that does not
+			// read holds it for remoteNotifyTimeout at most.
+			ctx, cancel := context.WithTimeout(context.Background(), remoteNotifyTimeout)
+			err := s.notifyLocal(ctx, c.Method, params)
+			cancel()
+			if err != nil {
 				s.log.Warn("mcp: a notification from another process did not reach every client", "method", c.Method, "error", err)
 			}
 		default:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,4 +107,56 @@ func TestFanOutCarriesChanges(t *testing.T) {
 	defer b.mu.Unlock()
 	require.Len(t, b.sent, 1)
 	assert.Equal(t, mcp.Change{Kind: "notify", Method: "notifications/custom", Params: json.RawMessage(`{"n":1}`)}, b.sent[0])
+}
+
+// stallingTransport stops writing once stall is set: its Writes wait for
+// their context (a client that does not read).
+type stallingTransport struct {
+	transport.Transport
+	stall atomic.Bool
+}
+
+func (s *stallingTransport) Write(ctx context.Context, msg []byte) error {
+	if s.stall.Load() {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return s.Transport.Write(ctx, msg)
+}
+
+// Another process's NotifyAll holds the one delivery goroutine for a
+// bounded time when a client of this one does not read.
+func TestFanOutRemoteNotifyAllIsBounded(t *testing.T) {
+	defer mcp.SetRemoteNotifyTimeoutForTest(100 * time.Millisecond)()
+	b := &bus{subs: map[*busFanOut]func(mcp.Change){}}
+	o := mcptest.ServerOptions(httpTools(t))
+	o.Logger = slog.New(slog.DiscardHandler)
+	o.FanOut = &busFanOut{bus: b}
+	srv := mcp.NewServer(o)
+	ct, pst := transport.NewPipe(nil)
+	st := &stallingTransport{Transport: pst}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = srv.Run(ctx, st) }()
+	c := mcp.NewClient(&mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, c.Connect(ctx, ct))
+	defer c.Close()
+	require.Eventually(t, func() bool {
+		ss := srv.Sessions()
+		return len(ss) == 1 && ss[0].StateForTest() == mcp.StateRunning
+	}, 5*time.Second, 5*time.Millisecond)
+	st.stall.Store(true)
+	other := &busFanOut{bus: b}
+	done := make(chan struct{})
+	go func() { // the bus delivers on the publisher's goroutine
+		defer close(done)
+		for range 3 {
+			_ = other.Publish(ctx, mcp.Change{Kind: "notify", Method: "notifications/custom", Params: json.RawMessage(`{}`)})
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the delivery of another process's NotifyAll is held by a client that does not read")
+	}
 }

@@ -347,7 +347,7 @@ func (st *taskHost) finish(e *taskEntry, status TaskStatus, message string, res 
 		r.Result, r.Error, r.Size = res, rpcErr, size
 		return true, nil
 	}
-	rec, ok, err := updateTask(context.Background(), st.store, st.lim, e.owner, e.id, set)
+	rec, ok, err := st.finalWrite(e, set)
 	if errors.Is(err, ErrTaskLimit) && size > 0 {
 		var msg string
 		status, res, size = TaskStatusFailed, nil, 0
@@ -357,7 +357,7 @@ func (st *taskHost) finish(e *taskEntry, status TaskStatus, message string, res 
 			message = "Tool execution failed: " + msg
 		}
 		e.call.Logger.Warn("mcp: the finished tasks hold MaxFinishedBytesTotal: the task fails", "tool", e.call.Name, "taskId", e.id)
-		rec, ok, err = updateTask(context.Background(), st.store, st.lim, e.owner, e.id, set)
+		rec, ok, err = st.finalWrite(e, set)
 	}
 	if err != nil && !errors.Is(err, ErrTaskNotFound) {
 		e.call.Logger.Error("mcp: the task store failed: the task's outcome is lost", "taskId", e.id, "error", err)
@@ -369,6 +369,30 @@ func (st *taskHost) finish(e *taskEntry, status TaskStatus, message string, res 
 		return nil
 	}
 	return rec
+}
+
+// finalWriteAttempts bounds the writes of a task's outcome; the pause
+// between two doubles from finalWritePause. A store that keeps failing
+// leaves the record as it was (a shared store's lease sweeper fails it).
+const (
+	finalWriteAttempts = 4
+	finalWritePause    = 50 * time.Millisecond
+)
+
+// finalWrite writes e's outcome with set, again after a store error other
+// than a bound or the record's absence (a transient failure of a shared
+// store), up to finalWriteAttempts times.
+func (st *taskHost) finalWrite(e *taskEntry, set func(*TaskRecord) (bool, error)) (*TaskRecord, bool, error) {
+	pause := finalWritePause
+	for attempt := 1; ; attempt++ {
+		rec, ok, err := updateTask(context.Background(), st.store, st.lim, e.owner, e.id, set)
+		if err == nil || errors.Is(err, ErrTaskLimit) || errors.Is(err, ErrTaskNotFound) || attempt == finalWriteAttempts {
+			return rec, ok, err
+		}
+		e.call.Logger.Warn("mcp: writing the task's outcome failed: trying again", "taskId", e.id, "attempt", attempt, "error", err)
+		time.Sleep(pause)
+		pause *= 2
+	}
 }
 
 // cancel is the one cancel path of both revisions: it moves owner's task

@@ -23,7 +23,9 @@ type Options struct {
 	// notifications (nil: slog.Default()).
 	Logger *slog.Logger
 	// ReplicaID names this process among the replicas (default: a random
-	// id); a task's lease and a notification's origin carry it.
+	// id); a task's lease and a notification's origin carry it. It may
+	// not contain '|' nor be "sweeper" (the origin of the lease sweeper's
+	// announcements).
 	ReplicaID string
 }
 
@@ -42,6 +44,7 @@ type DB struct {
 	handlers map[string][]*handler // channel → subscribers
 	closed   bool
 
+	life context.Context // cancelled by Close
 	stop context.CancelFunc
 	done chan struct{} // closed when the listener has returned
 }
@@ -49,12 +52,18 @@ type DB struct {
 // handler is one subscriber to a channel: its notifications are queued
 // (bounded) and delivered by a goroutine of its own, one at a time.
 type handler struct {
-	fn    func(origin, payload string)
-	queue chan notification
-	done  chan struct{}
+	fn     func(origin, payload string)
+	resync func() // nil: none
+	queue  chan notification
+	done   chan struct{}
 }
 
-type notification struct{ origin, payload string }
+// notification is one notification of a channel, or (resync) the sign that
+// notifications may have been missed.
+type notification struct {
+	origin, payload string
+	resync          bool
+}
 
 // handlerQueue bounds the notifications queued for one subscriber; beyond
 // it a notification is dropped with a warning naming the channel.
@@ -80,6 +89,9 @@ func Open(ctx context.Context, dsn string, o *Options) (*DB, error) {
 	if strings.ContainsRune(opt.ReplicaID, '|') {
 		return nil, fmt.Errorf("postgres: Options.ReplicaID %q contains '|'", opt.ReplicaID)
 	}
+	if opt.ReplicaID == sweeperOrigin {
+		return nil, fmt.Errorf("postgres: Options.ReplicaID %q is the origin of the lease sweeper's announcements", opt.ReplicaID)
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse DSN: %w", err)
@@ -94,7 +106,7 @@ func Open(ctx context.Context, dsn string, o *Options) (*DB, error) {
 		return nil, err
 	}
 	lctx, stop := context.WithCancel(context.Background())
-	db := &DB{pool: pool, log: opt.Logger, id: opt.ReplicaID, handlers: map[string][]*handler{}, stop: stop, done: make(chan struct{})}
+	db := &DB{pool: pool, log: opt.Logger, id: opt.ReplicaID, handlers: map[string][]*handler{}, life: lctx, stop: stop, done: make(chan struct{})}
 	ready := make(chan error, 1)
 	go db.listen(lctx, cfg.ConnConfig, ready)
 	select {
@@ -150,13 +162,21 @@ const (
 
 // subscribe calls fn (on a goroutine of its own, one call at a time) with
 // the origin replica and payload of every notification on channel, until
-// the returned function is called or db is closed.
-func (db *DB) subscribe(channel string, fn func(origin, payload string)) (unsubscribe func()) {
-	h := &handler{fn: fn, queue: make(chan notification, handlerQueue), done: make(chan struct{})}
+// the returned function is called or db is closed. resync (nil: none),
+// called on the same goroutine, is told when notifications may have been
+// missed: after the LISTEN connection was made again, and whenever
+// db.resync asks.
+func (db *DB) subscribe(channel string, fn func(origin, payload string), resync func()) (unsubscribe func()) {
+	h := &handler{fn: fn, resync: resync, queue: make(chan notification, handlerQueue), done: make(chan struct{})}
 	go func() {
 		defer close(h.done)
 		for n := range h.queue {
-			h.fn(n.origin, n.payload)
+			switch {
+			case !n.resync:
+				h.fn(n.origin, n.payload)
+			case h.resync != nil:
+				h.resync()
+			}
 		}
 	}()
 	db.mu.Lock()
@@ -204,6 +224,18 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
+// resync tells the subscribers of channel (every channel when empty) that
+// notifications may have been missed.
+func (db *DB) resync(channel string) {
+	if channel != "" {
+		db.dispatch(channel, notification{resync: true})
+		return
+	}
+	for _, ch := range channels {
+		db.dispatch(ch, notification{resync: true})
+	}
+}
+
 // dispatch queues n for the subscribers of channel.
 func (db *DB) dispatch(channel string, n notification) {
 	db.mu.Lock()
@@ -229,6 +261,8 @@ func (db *DB) listen(ctx context.Context, cc *pgx.ConnConfig, ready chan<- error
 			if first {
 				first = false
 				ready <- nil
+			} else {
+				db.resync("") // what was sent while the connection was down
 			}
 			pause = 100 * time.Millisecond
 		})
@@ -239,7 +273,7 @@ func (db *DB) listen(ctx context.Context, cc *pgx.ConnConfig, ready chan<- error
 			ready <- fmt.Errorf("postgres: listen: %w", err)
 			return
 		}
-		db.log.Warn("postgres: the LISTEN connection was lost; notifications sent meanwhile are missed", "error", err, "retryIn", pause)
+		db.log.Warn("postgres: the LISTEN connection was lost; the subscribers re-read their state once it is back", "error", err, "retryIn", pause)
 		select {
 		case <-time.After(pause):
 		case <-ctx.Done():

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keelmcp/keel/internal/pgtest"
+	"github.com/keelmcp/keel/mcp"
 )
 
 // lockedBuffer is a log sink safe for concurrent writes.
@@ -48,7 +49,7 @@ func TestSlowSubscriberBounded(t *testing.T) {
 	stop := db.subscribe(chanFanOut, func(_, p string) {
 		<-release
 		got <- p
-	})
+	}, nil)
 	for _, p := range []string{"1", "2", "3", "4", "5"} {
 		_, err := db.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, chanFanOut, "other|"+p)
 		require.NoError(t, err)
@@ -68,4 +69,43 @@ func TestSlowSubscriberBounded(t *testing.T) {
 	}
 	assert.Equal(t, []string{"1", "2", "3"}, delivered, "in order")
 	stop()
+}
+
+// Open refuses the replica ids a notification's origin cannot carry.
+func TestOpenRejectsReservedReplicaID(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	for _, id := range []string{"a|b", sweeperOrigin} {
+		_, err := Open(context.Background(), dsn, &Options{ReplicaID: id})
+		require.Error(t, err, id)
+		assert.Contains(t, err.Error(), "ReplicaID")
+	}
+}
+
+// Close does not wait for a stored change's read that stalls (here on a
+// table lock): the read's context ends with the DB.
+func TestCloseDoesNotWaitForStalledPayloadRead(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	ctx := context.Background()
+	admin, err := Open(ctx, dsn, nil)
+	require.NoError(t, err)
+	defer admin.Close()
+	db, err := Open(ctx, dsn, nil)
+	require.NoError(t, err)
+	stop := NewFanOut(db).Subscribe(func(mcp.Change) {})
+	defer stop()
+	tx, err := admin.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx) //nolint:errcheck // the lock only
+	_, err = tx.Exec(ctx, `LOCK TABLE keel_fanout_payloads IN ACCESS EXCLUSIVE MODE`)
+	require.NoError(t, err)
+	_, err = admin.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, chanFanOut, "other|@1")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { // the read waits on the lock
+		var n int
+		_ = admin.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT payload FROM keel_fanout_payloads%' AND wait_event_type = 'Lock'`).Scan(&n)
+		return n > 0
+	}, 5*time.Second, 10*time.Millisecond)
+	start := time.Now()
+	db.Close()
+	assert.Less(t, time.Since(start), 2*time.Second, "Close waited for the stalled read")
 }

@@ -52,10 +52,17 @@ func NewEventStore(db *DB, o *EventStoreOptions) *EventStore {
 }
 
 // errOutOfOrder refuses an event whose seq does not follow its stream's.
+// appendTimeout bounds one Append, so that a stalled database delays a
+// stream's events by at most that much (the event is then lost, and a
+// later Append drops the stream's earlier ones).
+const appendTimeout = 5 * time.Second
+
 var errOutOfOrder = errors.New("postgres: event store: seq out of order")
 
 // Append implements streamhttp.EventStore.
 func (e *EventStore) Append(ctx context.Context, sessionID, streamID string, seq uint64, data []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, appendTimeout)
+	defer cancel()
 	return pgx.BeginFunc(ctx, e.db.pool, func(tx pgx.Tx) error {
 		var bytes int64
 		// The session's row serializes its appends (and counts its bytes).
@@ -70,8 +77,18 @@ func (e *EventStore) Append(ctx context.Context, sessionID, streamID string, seq
 			sessionID, streamID).Scan(&last); err != nil {
 			return err
 		}
-		if last != nil && uint64(*last)+1 != seq {
+		switch {
+		case last != nil && seq <= uint64(*last):
 			return errOutOfOrder
+		case last != nil && seq > uint64(*last)+1:
+			// An earlier append failed: the events before the gap cannot be
+			// replayed in order any more, so they go (Replay then reports
+			// them lost) and their bytes leave the session's count.
+			if err := tx.QueryRow(ctx, `WITH d AS (DELETE FROM keel_sse_events WHERE session_id = $1 AND stream_id = $2 RETURNING length(data) AS n)
+				UPDATE keel_sse_sessions SET bytes = bytes - (SELECT coalesce(sum(n), 0) FROM d) WHERE session_id = $1 RETURNING bytes`,
+				sessionID, streamID).Scan(&bytes); err != nil {
+				return err
+			}
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO keel_sse_events (session_id, stream_id, seq, data) VALUES ($1, $2, $3, $4)`,
 			sessionID, streamID, int64(seq), data); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-json-experiment/json"
 
@@ -20,7 +21,10 @@ import (
 // MaxChangeBytes is refused with an error naming the limit.
 //
 // Delivery follows the listener connection: a replica whose connection
-// was lost misses the changes published until it is back (it logs so).
+// was lost misses the changes published until it is back; it then
+// delivers the tools, resources and prompts list changes, so that clients
+// list them again (a missed NotifyAll, resource update or task status is
+// not recovered: tasks/get has the status).
 type FanOut struct{ db *DB }
 
 var _ mcp.FanOut = (*FanOut)(nil)
@@ -34,6 +38,9 @@ const (
 	// MaxChangeBytes bounds the JSON of one change.
 	MaxChangeBytes = 1 << 20
 )
+
+// payloadReadTimeout bounds the read of a stored change.
+const payloadReadTimeout = 5 * time.Second
 
 // PayloadRetention is how long a stored payload is kept for the replicas
 // to read: it is read as soon as its notification arrives.
@@ -83,7 +90,9 @@ func (f *FanOut) Subscribe(deliver func(mcp.Change)) (stop func()) {
 		if ref, ok := strings.CutPrefix(payload, "@"); ok {
 			id, err := strconv.ParseInt(ref, 10, 64)
 			if err == nil {
-				err = f.db.pool.QueryRow(context.Background(), `SELECT payload FROM keel_fanout_payloads WHERE id = $1`, id).Scan(&b)
+				ctx, cancel := context.WithTimeout(f.db.life, payloadReadTimeout) // Close does not wait on a stalled read
+				err = f.db.pool.QueryRow(ctx, `SELECT payload FROM keel_fanout_payloads WHERE id = $1`, id).Scan(&b)
+				cancel()
 			}
 			if err != nil {
 				f.db.log.Warn("postgres: a stored change could not be read: dropped", "id", ref, "error", err)
@@ -96,5 +105,13 @@ func (f *FanOut) Subscribe(deliver func(mcp.Change)) (stop func()) {
 			return
 		}
 		deliver(c)
+	}, func() {
+		for _, kind := range listKinds {
+			deliver(mcp.Change{Kind: kind})
+		}
 	})
 }
+
+// listKinds are the Change kinds of the tools, resources and prompts list
+// changes (the mcp package's wire of a fan-out).
+var listKinds = []string{"tools", "resources", "prompts"}

@@ -28,6 +28,10 @@ type TaskStoreOptions struct {
 	// leases. Replicas' clocks should agree within a fraction of
 	// LeaseTimeout.
 	Now func() time.Time
+	// Limits are the bounds the lease sweeper counts when it fails a task
+	// (give the Server's mcp.TaskOptions limits); once a call passes
+	// bounds, the last call's are used. Zero: none until then.
+	Limits mcp.TaskLimits
 }
 
 // DefaultLeaseTimeout is TaskStoreOptions.LeaseTimeout when zero.
@@ -53,11 +57,36 @@ type TaskStore struct {
 	now   func() time.Time
 	lease time.Duration
 	log   *slog.Logger
-	lim   atomic.Pointer[mcp.TaskLimits] // the bounds of the last call, for the sweeper
+	lim   atomic.Pointer[mcp.TaskLimits] // the bounds of the last call (first TaskStoreOptions.Limits), for the sweeper
 
 	stop context.CancelFunc
 	done chan struct{}
 	once sync.Once
+
+	runsMu sync.Mutex
+	runs   map[string]bool // the non-terminal records this instance created: the only leases it renews
+}
+
+// setRun adds id to (on) or removes it from the records this instance runs.
+func (s *TaskStore) setRun(id string, on bool) {
+	s.runsMu.Lock()
+	defer s.runsMu.Unlock()
+	if on {
+		s.runs[id] = true
+	} else {
+		delete(s.runs, id)
+	}
+}
+
+// runIDs returns the ids of the records this instance runs.
+func (s *TaskStore) runIDs() []string {
+	s.runsMu.Lock()
+	defer s.runsMu.Unlock()
+	ids := make([]string, 0, len(s.runs))
+	for id := range s.runs {
+		ids = append(ids, id)
+	}
+	return ids
 }
 
 var (
@@ -80,8 +109,8 @@ func NewTaskStore(db *DB, o *TaskStoreOptions) *TaskStore {
 		opt.Now = time.Now
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s := &TaskStore{db: db, now: opt.Now, lease: opt.LeaseTimeout, log: db.log, stop: stop, done: make(chan struct{})}
-	s.lim.Store(&mcp.TaskLimits{})
+	s := &TaskStore{db: db, now: opt.Now, lease: opt.LeaseTimeout, log: db.log, stop: stop, done: make(chan struct{}), runs: map[string]bool{}}
+	s.lim.Store(&opt.Limits)
 	go s.keepLeases(ctx)
 	return s
 }
@@ -174,6 +203,7 @@ func (s *TaskStore) List(ctx context.Context, owner string) ([]*mcp.TaskRecord, 
 
 // Delete implements mcp.TaskStore.
 func (s *TaskStore) Delete(ctx context.Context, owner, id string) error {
+	defer s.setRun(id, false)
 	return pgx.BeginFunc(ctx, s.db.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM keel_tasks WHERE id = @id AND owner = @owner AND `+live,
 			pgx.NamedArgs{"id": id, "owner": owner, "now": s.now().UnixNano()})
@@ -264,6 +294,9 @@ func (s *TaskStore) Create(ctx context.Context, rec *mcp.TaskRecord, lim mcp.Tas
 		return err
 	}
 	rec.Seq, rec.Version = uint64(seq), 1
+	if !rec.Terminal() {
+		s.setRun(rec.ID, true)
+	}
 	return nil
 }
 
@@ -430,6 +463,12 @@ func deleteIDs(ctx context.Context, tx pgx.Tx, ids []string) error {
 
 // Update implements mcp.TaskStore.
 func (s *TaskStore) Update(ctx context.Context, rec *mcp.TaskRecord, lim mcp.TaskLimits) error {
+	if rec.Terminal() {
+		// The run is over, whether this write lands or not: the lease is no
+		// longer renewed, so a record the host could not finish is failed
+		// by the sweeper rather than kept working.
+		defer s.setRun(rec.ID, false)
+	}
 	s.lim.Store(&lim)
 	return s.update(ctx, rec, lim, 0)
 }
@@ -512,10 +551,18 @@ func (s *TaskStore) update(ctx context.Context, rec *mcp.TaskRecord, lim mcp.Tas
 
 // WatchTaskChanges implements mcp.TaskChangeSource: changed is called
 // with the id of every record another replica updates or deletes, one
-// call at a time, until stop is called.
+// call at a time, until stop is called. Since a change made while the
+// replica's LISTEN connection is down is never notified to it, changed is
+// also called with the id of every task this instance runs once that
+// connection is back and on every lease tick (LeaseTimeout/3); a Server
+// re-reads the record, so a repeat is harmless.
 func (s *TaskStore) WatchTaskChanges(changed func(id string)) (stop func()) {
 	return s.db.subscribe(chanTasks, func(origin, id string) {
 		if origin != s.db.id {
+			changed(id)
+		}
+	}, func() {
+		for _, id := range s.runIDs() {
 			changed(id)
 		}
 	})

@@ -120,6 +120,7 @@ func (rs *replicaSet) start(i int) {
 	cmd.Env = append(os.Environ(), "KEEL_SERVER_STATE_KEY="+rs.key)
 	rs.logs[i] = &syncBuffer{}
 	cmd.Stderr = rs.logs[i]
+	dieWithTest(cmd)
 	require.NoError(t, cmd.Start())
 	rs.procs[i] = cmd
 	waitPort(t, rs.ports[i])
@@ -168,6 +169,7 @@ func startReplicas(t *testing.T, haproxy string) *replicaSet {
 	lb := exec.Command(haproxy, "-db", "-f", cfg)
 	lbLog := &syncBuffer{}
 	lb.Stdout, lb.Stderr = lbLog, lbLog
+	dieWithTest(lb)
 	require.NoError(t, lb.Start())
 	t.Cleanup(func() {
 		_ = lb.Process.Signal(syscall.SIGTERM)
