@@ -493,7 +493,7 @@ func checkKnown(res *Resolution) (*Resolution, error) {
 	return res, nil
 }
 
-// encodeValue returns v as JSON: a jsontext.Value as is (it must be valid
+// encodeValue returns v as JSON: a json.RawMessage or jsontext.Value as is (it must be valid
 // and must not be modified afterwards), nil as null, anything else
 // marshaled.
 func encodeValue(v any) (jsontext.Value, error) {

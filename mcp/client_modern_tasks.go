@@ -102,7 +102,13 @@ func (c *Client) WaitTask(ctx context.Context, taskID string) (*CallToolResult, 
 			if t.Error == nil {
 				return nil, &Error{Code: CodeInternalError, Message: "task " + taskID + " failed: " + t.StatusMessage}
 			}
-			return nil, &Error{Code: t.Error.Code, Message: t.Error.Message, Data: t.Error.Data}
+			e := &Error{Code: t.Error.Code, Message: t.Error.Message}
+			if t.Error.Data != nil { // the raw JSON, as every error the Client returns carries it
+				if b, err := jsonv2.Marshal(t.Error.Data); err == nil {
+					e.Data = json.RawMessage(b)
+				}
+			}
+			return nil, e
 		case TaskStatusCancelled:
 			return nil, fmt.Errorf("mcp: task %s was cancelled", taskID)
 		case TaskStatusInputRequired:

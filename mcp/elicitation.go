@@ -200,10 +200,10 @@ type elicitationCompleteNotificationParams struct {
 	Meta          Meta   `json:"_meta,omitempty"`
 }
 
-// uRLElicitationRequiredData is error.data of a -32042 error
+// urlElicitationRequiredData is error.data of a -32042 error
 // (CodeURLElicitation): the URL elicitations the client must complete
 // before the request can succeed (2025-11-25).
-type uRLElicitationRequiredData struct {
+type urlElicitationRequiredData struct {
 	Elicitations []ElicitParams `json:"elicitations"`
 }
 
@@ -215,5 +215,5 @@ func NewURLElicitationRequiredError(message string, elicitations ...ElicitParams
 		e.Mode = ElicitModeURL
 		list[i] = e
 	}
-	return &Error{Code: CodeURLElicitation, Message: message, Data: &uRLElicitationRequiredData{Elicitations: list}}
+	return &Error{Code: CodeURLElicitation, Message: message, Data: &urlElicitationRequiredData{Elicitations: list}}
 }

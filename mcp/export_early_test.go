@@ -43,7 +43,7 @@ type (
 	NotificationParams                    = notificationParams
 	InputRequiredResult                   = inputRequiredResult
 	MissingCapabilityData                 = missingCapabilityData
-	URLElicitationRequiredData            = uRLElicitationRequiredData
+	URLElicitationRequiredData            = urlElicitationRequiredData
 	ResourceUpdatedNotificationParams     = resourceUpdatedNotificationParams
 	ElicitationCompleteNotificationParams = elicitationCompleteNotificationParams
 	EmptyResult                           = emptyResult

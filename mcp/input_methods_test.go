@@ -109,10 +109,3 @@ func TestCustomMethodInputRounds2025(t *testing.T) {
 	assert.Equal(t, int64(mcp.CodeInternalError), e.Code)
 	assert.Equal(t, 1, asked, "an undeclared method asks nothing")
 }
-
-// InputMethods must name methods of Methods.
-func TestInputMethodsMustBeMethods(t *testing.T) {
-	assert.PanicsWithValue(t, `mcp: ServerOptions.InputMethods names "acme/x", which is not in Methods`, func() {
-		mcp.NewServer(&mcp.ServerOptions{InputMethods: []string{"acme/x"}})
-	})
-}

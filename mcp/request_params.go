@@ -21,8 +21,10 @@ type decodedParams struct {
 // Params returns the params of req decoded into a T, the way the Server
 // decodes the params of its own methods: member names are case-sensitive,
 // duplicate names and invalid UTF-8 are refused, absent or null params
-// give the zero T. The error is the *Error to answer (-32602, naming the
-// member at fault), so a middleware or handler can return it as it is.
+// give the zero T. The error is the *Error to answer (-32602, which names
+// the member when the fault is a member's value), so a middleware or
+// handler can return it as it is; with an error, the *T is the zero T,
+// never a value half read.
 //
 // Params decodes once per request and type: every later call for the same
 // T, from any middleware or from the method's handler, returns the same *T
@@ -41,7 +43,7 @@ func Params[T any](req *Request) (*T, error) {
 	var err error
 	if len(req.Params) > 0 && string(req.Params) != "null" {
 		if e := json.Unmarshal(req.Params, p); e != nil {
-			err = invalidParams(e)
+			p, err = new(T), invalidParams(e)
 		}
 	}
 	c.decoded = append(c.decoded, decodedParams{v: p, err: err})

@@ -45,6 +45,7 @@ func TestParamsDecodesStrictly(t *testing.T) {
 				require.ErrorAs(t, err, &e)
 				assert.Equal(t, int64(mcp.CodeInvalidParams), e.Code)
 				assert.Contains(t, e.Message, tc.errPart)
+				assert.Equal(t, greetParams{}, *p, "with an error, the zero value, never half read")
 				return
 			}
 			require.NoError(t, err)

@@ -80,6 +80,11 @@ func (o *ServerOptions) Validate() error {
 	if _, err := o.registryFeatures(); err != nil {
 		return err
 	}
+	for i, name := range o.InputMethods {
+		if _, ok := o.Methods[name]; !ok {
+			return &OptionError{Option: fmt.Sprintf("InputMethods[%d]", i), Problem: fmt.Sprintf("%q is not in Methods; InputMethods names custom methods that declare input rounds", name)}
+		}
+	}
 	if o.StateKey != nil && o.StateKeys != nil {
 		return &OptionError{Option: "StateKey", Problem: "StateKey and StateKeys are both set; set StateKey for a single key, or StateKeys for a ring of keys (rotation), not both"}
 	}

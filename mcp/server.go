@@ -412,6 +412,7 @@ func (o *ServerOptions) clone() ServerOptions {
 	c.SendMiddleware = slices.Clone(o.SendMiddleware)
 	c.Methods = maps.Clone(o.Methods)
 	c.Notifications = maps.Clone(o.Notifications)
+	c.InputMethods = slices.Clone(o.InputMethods)
 	c.StateKey = slices.Clone(o.StateKey)
 	c.StateKeys = slices.Clone(o.StateKeys)
 	for i := range c.StateKeys {

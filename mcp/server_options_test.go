@@ -15,11 +15,13 @@ import (
 func TestServerOptionsIsACopy(t *testing.T) {
 	echo := func(context.Context, *mcp.Request) (any, error) { return map[string]any{}, nil }
 	srv := mcp.NewServer(&mcp.ServerOptions{
-		Name:          "s",
-		Icons:         []mcp.Icon{{Src: "https://example.com/i.png", Sizes: []string{"48x48"}}},
-		Methods:       map[string]mcp.MethodHandler{"x/echo": echo},
-		Notifications: map[string]mcp.MethodHandler{"notifications/x": echo},
-		Middleware:    []mcp.Middleware{func(h mcp.MethodHandler) mcp.MethodHandler { return h }},
+		Name:           "s",
+		Icons:          []mcp.Icon{{Src: "https://example.com/i.png", Sizes: []string{"48x48"}}},
+		Methods:        map[string]mcp.MethodHandler{"x/echo": echo},
+		Notifications:  map[string]mcp.MethodHandler{"notifications/x": echo},
+		InputMethods:   []string{"x/echo"},
+		Middleware:     []mcp.Middleware{func(h mcp.MethodHandler) mcp.MethodHandler { return h }},
+		SendMiddleware: []mcp.SendMiddleware{func(h mcp.SendHandler) mcp.SendHandler { return h }},
 		Capabilities: &mcp.ServerCapabilities{
 			Experimental: map[string]any{"x": map[string]any{}},
 			Extensions:   map[string]any{"io.example/x": map[string]any{}},
@@ -38,6 +40,8 @@ func TestServerOptionsIsACopy(t *testing.T) {
 	delete(got.Methods, "x/echo")
 	got.Notifications["notifications/y"] = echo
 	got.Middleware[0] = nil
+	got.SendMiddleware[0] = nil
+	got.InputMethods[0] = "x/changed"
 	got.Capabilities.Experimental["y"] = true
 	got.Capabilities.Extensions["io.example/y"] = true
 	got.Capabilities.Tools.ListChanged = false
@@ -53,6 +57,9 @@ func TestServerOptionsIsACopy(t *testing.T) {
 	assert.Len(t, again.Notifications, 1)
 	require.Len(t, again.Middleware, 1)
 	assert.NotNil(t, again.Middleware[0])
+	require.Len(t, again.SendMiddleware, 1)
+	assert.NotNil(t, again.SendMiddleware[0])
+	assert.Equal(t, []string{"x/echo"}, again.InputMethods)
 	assert.Equal(t, want.Capabilities, again.Capabilities)
 	assert.True(t, again.Capabilities.Tools.ListChanged)
 	assert.Nil(t, again.Capabilities.Tasks.Requests.Tools.Call)
@@ -63,4 +70,16 @@ func TestServerOptionsIsACopy(t *testing.T) {
 	// Each call hands out copies of its own.
 	assert.NotSame(t, got.Capabilities, again.Capabilities)
 	assert.NotSame(t, got.Tasks, again.Tasks)
+}
+
+// An InputMethods name that is not a custom method is an option error of
+// Validate, which NewServer raises: the server fails at start-up.
+func TestValidateRefusesUnknownInputMethod(t *testing.T) {
+	o := &mcp.ServerOptions{InputMethods: []string{"acme/missing"}}
+	err := o.Validate()
+	var oe *mcp.OptionError
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, "InputMethods[0]", oe.Option)
+	assert.Contains(t, oe.Problem, `"acme/missing" is not in Methods`)
+	assert.PanicsWithError(t, err.Error(), func() { mcp.NewServer(o) })
 }

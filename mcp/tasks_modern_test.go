@@ -62,7 +62,8 @@ func (tt *extTaskTools) CallTool(ctx context.Context, call *mcp.ToolCall) (*mcp.
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{mcp.Text("it went wrong")}}, nil
 	case "rpcerr":
 		mcp.StartTask(ctx)
-		return nil, &mcp.Error{Code: mcp.CodeInternalError, Message: "Internal error: broken"}
+		return nil, &mcp.Error{Code: mcp.CodeInternalError, Message: "Internal error: broken",
+			Data: map[string]any{"code": "INTERNAL", "message": "broken"}}
 	case "ask":
 		mcp.StartTask(ctx)
 		if !in.Has("a") || !in.Has("b") {
@@ -508,6 +509,10 @@ func TestModernClientFollowsTasks(t *testing.T) {
 	var e *mcp.Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, int64(mcp.CodeInternalError), e.Code)
+	assert.IsType(t, json.RawMessage(nil), e.Data, "a failed task's error data is the raw JSON, as every error's")
+	se, ok := e.StructuredError()
+	require.True(t, ok, "data %v", e.Data)
+	assert.Equal(t, "broken", se.Message)
 
 	id := started("slow")
 	task, err := c.CancelTask(ctx, id)
