@@ -24,6 +24,7 @@ type window struct {
 	// in the ledger) since it last reopened; refusedTop is the highest.
 	refused    int
 	refusedTop uint64
+	refusedMin uint64 // the lowest seq refused since the window last reopened
 }
 
 // load reads the persisted ack the first time the window is used.
@@ -66,12 +67,13 @@ func (w *window) fits(seq uint64) bool {
 }
 
 // reopen reports, once, that the window has room again (at most half its
-// limit buffered) after it refused seqs: their messages, left in the
-// ledger, must be claimed now rather than at their retransmission time.
-// w.mu must be held.
+// limit buffered), or that the seq it waits for next is one it refused
+// (then nothing else would ever advance it), after it refused seqs: their
+// messages, left in the ledger, must be claimed now rather than at their
+// retransmission time. w.mu must be held.
 // It returns how many seqs were refused (0: nothing to claim).
 func (w *window) reopen() int {
-	if w.refused == 0 || len(w.above) > w.limit/2 {
+	if w.refused == 0 || (len(w.above) > w.limit/2 && w.refusedMin > w.ack+1) {
 		return 0
 	}
 	n := w.refused
@@ -81,6 +83,9 @@ func (w *window) reopen() int {
 
 // refuse records that seq was refused for lack of room. w.mu must be held.
 func (w *window) refuse(seq uint64) {
+	if w.refused == 0 || seq < w.refusedMin {
+		w.refusedMin = seq
+	}
 	w.refused++
 	w.refusedTop = max(w.refusedTop, seq)
 }
