@@ -136,9 +136,10 @@ func (m *callMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		if err != nil {
 			return err
 		}
-		if nameIs(name, revision.MetaProtocolVersion) || nameIs(name, revision.MetaClientCapabilities) || nameIs(name, revision.MetaClientInfo) || nameIs(name, revision.MetaLogLevel) {
-			err = dec.SkipValue()
-		} else {
+		switch revision.MemberOf(name) {
+		case revision.MemberVersion, revision.MemberCaps, revision.MemberInfo, revision.MemberLevel:
+			err = dec.SkipValue() // the revision's own members
+		default:
 			err = decodeMetaMember(dec, name, (*Meta)(m))
 		}
 		if err != nil {
