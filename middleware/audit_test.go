@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/keelmcp/keel/internal/exampletest"
 	"github.com/keelmcp/keel/mcp"
 )
 
@@ -93,7 +94,7 @@ func TestAuditExitOutsideValidateRecordsValidationFailure(t *testing.T) {
 func TestAuditEnterFailureStopsTheCall(t *testing.T) {
 	tt := newTestTools(t)
 	sink := &memSink{enterErr: errors.New("db down: secret dsn")}
-	var logs syncBuffer
+	var logs exampletest.SafeBuffer
 	ran := false
 	probe := func(next Handler) Handler {
 		return func(ctx context.Context, c *Call) (*mcp.CallToolResult, error) { ran = true; return next(ctx, c) }
@@ -116,7 +117,7 @@ func TestAuditEnterFailureStopsTheCall(t *testing.T) {
 func TestAuditExitFailureNeverHidesTheResult(t *testing.T) {
 	tt := newTestTools(t)
 	sink := &memSink{exitErr: errors.New("disk full")}
-	var logs syncBuffer
+	var logs exampletest.SafeBuffer
 	ch := Standard(tt.reg, &StandardOptions{AuditSink: sink})
 	res, err := ch.CallTool(context.Background(), call("echo", `{"message":"kept"}`, &logs))
 	require.NoError(t, err)

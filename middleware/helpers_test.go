@@ -1,7 +1,6 @@
 package middleware
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/keelmcp/keel/internal/exampletest"
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/registry"
 	"github.com/keelmcp/keel/transport"
@@ -69,7 +69,7 @@ func newTestTools(t testing.TB) *testTools {
 
 // call returns a ToolCall with fixed ids and, if logs is not nil, a logger
 // writing to it.
-func call(name, args string, logs *syncBuffer) *mcp.ToolCall {
+func call(name, args string, logs *exampletest.SafeBuffer) *mcp.ToolCall {
 	tc := &mcp.ToolCall{Name: name, Arguments: json.RawMessage(args), CorrelationID: "corr-1", RunID: "run-1"}
 	if logs != nil {
 		tc.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -84,9 +84,9 @@ func call(name, args string, logs *syncBuffer) *mcp.ToolCall {
 // Server answered, and early answers are observed as the peer sees them.
 type served struct {
 	client  *mcp.Client
-	wire    *wire         // every message the client read
-	logs    *syncBuffer   // the Server's records (the calls' included), from Debug up
-	returns chan returned // what the ToolSource's CallTool returned, in order
+	wire    *wire                   // every message the client read
+	logs    *exampletest.SafeBuffer // the Server's records (the calls' included), from Debug up
+	returns chan returned           // what the ToolSource's CallTool returned, in order
 }
 
 // returned is one return of the served ToolSource's CallTool.
@@ -142,7 +142,7 @@ func (w *wire) count(sub string) int {
 // with the test (the test must let blocked handlers return first).
 func serve(t testing.TB, src mcp.ToolSource) *served {
 	t.Helper()
-	s := &served{logs: new(syncBuffer), returns: make(chan returned, 100)}
+	s := &served{logs: new(exampletest.SafeBuffer), returns: make(chan returned, 100)}
 	srv := mcp.NewServer(&mcp.ServerOptions{
 		Tools:  tap{src, s.returns},
 		Logger: slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -202,24 +202,6 @@ func (s *served) flush(t testing.TB) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	require.NoError(t, s.client.Ping(ctx))
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes (log output).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // recorder records the order in which stages run.

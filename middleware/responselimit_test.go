@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/keelmcp/keel/internal/exampletest"
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/registry"
 	"github.com/keelmcp/keel/transport"
@@ -62,7 +63,7 @@ func TestResponseLimit(t *testing.T) {
 		{"invalid structured content is left to the Server", nil, structured(`{"a":`), "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs syncBuffer
+			var logs exampletest.SafeBuffer
 			ch := New(registry.New(nil), ResponseLimit(tc.opts), func(Handler) Handler {
 				return func(context.Context, *Call) (*mcp.CallToolResult, error) { return tc.res, nil }
 			})

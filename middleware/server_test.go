@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,28 +11,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/keelmcp/keel/internal/exampletest"
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/middleware"
 	"github.com/keelmcp/keel/registry"
 	"github.com/keelmcp/keel/transport"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // End to end over the in-memory transport: the client gets TIMEOUT at the
 // deadline while the handler still runs; the slot stays taken until the
@@ -54,7 +37,7 @@ func TestServerTimeoutAnsweredAtOnce(t *testing.T) {
 		return in.Message, nil
 	}, nil)
 	lim := middleware.NewLimiter(1)
-	var logs lockedBuffer
+	var logs exampletest.SafeBuffer
 	srv := mcp.NewServer(&mcp.ServerOptions{
 		Tools:  middleware.Standard(reg, &middleware.StandardOptions{Limiter: lim}),
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),

@@ -12,13 +12,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/keelmcp/keel/internal/exampletest"
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/registry"
 )
 
 func TestRecoverTurnsPanicIntoInternal(t *testing.T) {
 	tt := newTestTools(t)
-	var logs syncBuffer
+	var logs exampletest.SafeBuffer
 	ch := New(tt.reg, Recover())
 	res, err := ch.CallTool(context.Background(), call("panic", `{}`, &logs))
 	assert.Nil(t, res)
@@ -233,7 +234,7 @@ func TestTimeoutWithoutServerReturnsWhenHandlerReturns(t *testing.T) {
 		t.Run(tool, func(t *testing.T) {
 			tt := newTestTools(t)
 			defer tt.free()
-			var logs syncBuffer
+			var logs exampletest.SafeBuffer
 			ch := New(tt.reg, Timeout(5*time.Millisecond))
 			done := make(chan error, 1)
 			go func() {

@@ -4,34 +4,16 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/keelmcp/keel/internal/exampletest"
 	"github.com/keelmcp/keel/internal/pgtest"
 	"github.com/keelmcp/keel/mcp"
 )
-
-// lockedBuffer is a log sink safe for concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A subscriber that does not keep up holds at most handlerQueue
 // notifications; the others are dropped with a warning naming the
@@ -39,7 +21,7 @@ func (l *lockedBuffer) String() string {
 func TestSlowSubscriberBounded(t *testing.T) {
 	defer func(n int) { handlerQueue = n }(handlerQueue)
 	handlerQueue = 2
-	logs := &lockedBuffer{}
+	logs := &exampletest.SafeBuffer{}
 	ctx := context.Background()
 	db, err := Open(ctx, pgtest.Schema(t), &Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	require.NoError(t, err)

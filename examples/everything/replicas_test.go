@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -23,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/keelmcp/keel/internal/exampletest"
 	"github.com/keelmcp/keel/internal/pgtest"
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/transport/streamhttp"
@@ -72,26 +72,8 @@ type replicaSet struct {
 	key   string
 	ports []int
 	procs []*exec.Cmd
-	logs  []*syncBuffer
+	logs  []*exampletest.SafeBuffer
 	lb    string // the balancer's URL
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's output and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func freePort(t *testing.T) int {
@@ -118,7 +100,7 @@ func (rs *replicaSet) start(i int) {
 	t := rs.t
 	cmd := exec.Command(rs.bin, "-http", fmt.Sprintf("127.0.0.1:%d", rs.ports[i]), "-postgres", rs.dsn, "-lease", replicaLease.String(), "-v")
 	cmd.Env = append(os.Environ(), "KEEL_SERVER_STATE_KEY="+rs.key)
-	rs.logs[i] = &syncBuffer{}
+	rs.logs[i] = &exampletest.SafeBuffer{}
 	cmd.Stderr = rs.logs[i]
 	dieWithTest(cmd)
 	require.NoError(t, cmd.Start())
@@ -143,7 +125,7 @@ func startReplicas(t *testing.T, haproxy string) *replicaSet {
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)
 	rs := &replicaSet{t: t, bin: bin, dsn: pgtest.Schema(t), key: base64.StdEncoding.EncodeToString(secret),
-		procs: make([]*exec.Cmd, 3), logs: make([]*syncBuffer, 3)}
+		procs: make([]*exec.Cmd, 3), logs: make([]*exampletest.SafeBuffer, 3)}
 	var servers strings.Builder
 	for i := range 3 {
 		rs.ports = append(rs.ports, freePort(t))
@@ -167,7 +149,7 @@ func startReplicas(t *testing.T, haproxy string) *replicaSet {
 	cfg := filepath.Join(dir, "haproxy.cfg")
 	require.NoError(t, os.WriteFile(cfg, fmt.Appendf(nil, haproxyConfig, lbPort, servers.String()), 0o600))
 	lb := exec.Command(haproxy, "-db", "-f", cfg)
-	lbLog := &syncBuffer{}
+	lbLog := &exampletest.SafeBuffer{}
 	lb.Stdout, lb.Stderr = lbLog, lbLog
 	dieWithTest(lb)
 	require.NoError(t, lb.Start())

@@ -2,7 +2,6 @@ package streamhttp_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/keelmcp/keel/internal/exampletest"
 	"github.com/keelmcp/keel/transport/streamhttp"
 )
 
@@ -246,28 +246,10 @@ func TestHTTPBodyReadTimeoutSparesStreams(t *testing.T) {
 	assert.Contains(t, evs[1].data, "unrelated", "the GET stream outlived the deadline")
 }
 
-// lockedBuffer is a bytes.Buffer safe for a logger and a test at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // Refusals log what the peer sent cut to 64 bytes with its length, at a
 // bounded rate; the suppressed lines are counted a second later.
 func TestHTTPRefusalLogsBounded(t *testing.T) {
-	var logs lockedBuffer
+	var logs exampletest.SafeBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	srv, _, _ := startHTTP(t, &streamhttp.Options{Logger: logger})
 	huge := strings.Repeat("a", 100<<10)

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/keelmcp/keel/internal/exampletest"
 	"github.com/keelmcp/keel/transport/streamhttp"
 )
 
@@ -75,7 +76,7 @@ func dialFrom(t *testing.T, ip, addr string) (net.Conn, bool) {
 func TestLimitListener(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	var logs lockedBuffer
+	var logs exampletest.SafeBuffer
 	lln := streamhttp.LimitListener(ln, &streamhttp.ListenerOptions{MaxConns: 4, MaxConnsPerPeer: 2,
 		TrustedProxies: []string{"127.0.0.9"}, LogsPerSecond: 2, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	assert.Equal(t, 4, lln.MaxConns())
@@ -141,7 +142,7 @@ func serveHTTPServer(t *testing.T, hs *http.Server) string {
 // NewHTTPServer: a keep-alive connection left idle is closed after
 // IdleTimeout; net/http's error log goes to the slog logger.
 func TestNewHTTPServerIdleTimeout(t *testing.T) {
-	var logs lockedBuffer
+	var logs exampletest.SafeBuffer
 	hs := streamhttp.NewHTTPServer(http.NotFoundHandler(), &streamhttp.HTTPServerOptions{IdleTimeout: 100 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	assert.Equal(t, streamhttp.DefaultReadHeaderTimeout, hs.ReadHeaderTimeout)
@@ -172,7 +173,7 @@ func TestNewHTTPServerIdleTimeout(t *testing.T) {
 // TLS handshakes in a loop writes a few clipped lines, not one line of any
 // length per handshake.
 func TestNewHTTPServerErrorLogBounded(t *testing.T) {
-	var logs lockedBuffer
+	var logs exampletest.SafeBuffer
 	hs := streamhttp.NewHTTPServer(http.NotFoundHandler(), &streamhttp.HTTPServerOptions{
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	long := strings.Repeat("x", 16<<10)
