@@ -103,28 +103,6 @@ func (ss *Session) sendLog(ctx context.Context, p *LoggingMessageNotificationPar
 	return ss.conn.notify(ctx, notificationMessage, p)
 }
 
-func handleSetLevel(_ context.Context, req *Request) (any, error) {
-	if req.Params == nil || jsontext.Value(req.Params).Kind() != '{' {
-		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: logging/setLevel requires params {level}"}
-	}
-	var p setLevelParams
-	if err := json.Unmarshal(req.Params, &p); err != nil {
-		return nil, invalidParams(err)
-	}
-	if !p.Level.Valid() {
-		what := "unknown logging level " + quote(string(p.Level))
-		if p.Level == "" {
-			what = "level is required"
-		}
-		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: " + what +
-			" (want debug, info, notice, warning, error, critical, alert or emergency)"}
-	}
-	ss := req.Session
-	ss.feat.logLevel.Store(int32(p.Level.severity()) + 1)
-	ss.log.Debug("mcp: client set the logging level", "level", string(p.Level))
-	return emptyResult{}, nil
-}
-
 var discardLogger = slog.New(slog.DiscardHandler)
 
 // ClientLogger returns a logger whose records go to the client of the

@@ -143,17 +143,6 @@ func (req *Request) serve(ctx context.Context) (any, error) {
 // dispatch is the innermost handler of the chain: the method's own.
 func dispatch(ctx context.Context, req *Request) (any, error) { return req.handle(ctx, req) }
 
-// legacyTasks serves a tasks method to 2025 sessions whose revision has
-// tasks (2025-11-25): -32601 for the others.
-func legacyTasks(h MethodHandler) MethodHandler {
-	return func(ctx context.Context, req *Request) (any, error) {
-		if !req.Session.server.tasks.tasksOn(req.Session) {
-			return nil, methodNotFound(req.Method)
-		}
-		return h(ctx, req)
-	}
-}
-
 // hasTasks reports whether the server offers tasks at all (the legacy
 // rows narrow it to sessions of 2025-11-25: tasksOn).
 func hasTasks(ss *Session) bool { return ss.server.tasks != nil && ss.server.opts.Tools != nil }

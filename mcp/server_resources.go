@@ -3,10 +3,10 @@ package mcp
 import (
 	"context"
 	"errors"
-	"github.com/go-json-experiment/json/jsontext"
 	"io/fs"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/revision"
 )
@@ -196,26 +196,4 @@ func (ss *Session) featureError(err error) *Error {
 		return &Error{Code: CodeInternalError, Message: "Internal error: " + se.Message, Data: &c}
 	}
 	return protocolError(ss, "request", err)
-}
-
-func handleSubscribe(_ context.Context, req *Request) (any, error) {
-	return subscribe(req, true)
-}
-
-func handleUnsubscribe(_ context.Context, req *Request) (any, error) {
-	return subscribe(req, false)
-}
-
-func subscribe(req *Request, on bool) (any, error) {
-	p := new(ReadResourceParams) // same shape as subscribeParams and unsubscribeParams
-	if e := decodeURIParams(req, p); e != nil {
-		return nil, e
-	}
-	ss := req.Session
-	if !on {
-		ss.server.hub.unsubscribe(ss, p.URI)
-	} else if e := ss.server.hub.subscribe(ss, p.URI); e != nil {
-		return nil, e
-	}
-	return emptyResult{}, nil
 }

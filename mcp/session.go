@@ -14,7 +14,6 @@ import (
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/logclip"
-	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/transport"
 )
 
@@ -447,14 +446,6 @@ func (s *Server) notificationHandler(name string) MethodHandler {
 	return s.opts.Notifications[name]
 }
 
-func handleInitialized(_ context.Context, req *Request) (any, error) {
-	ss := req.Session
-	if !ss.state.CompareAndSwap(int32(stateInitializing), int32(stateRunning)) {
-		ss.log.Warn("mcp: notifications/initialized out of order", "state", ss.currentState().String())
-	}
-	return nil, nil
-}
-
 func handleCancelled(_ context.Context, req *Request) (any, error) {
 	var p cancelledParams
 	if req.Params == nil || jsonv2.Unmarshal(req.Params, &p) != nil || p.RequestID == nil {
@@ -470,28 +461,6 @@ type cancelledParams struct {
 	RequestID jsontext.Value `json:"requestId"`
 	Reason    string         `json:"reason,omitempty"`
 	Meta      Meta           `json:"_meta,omitempty"`
-}
-
-func (s *Server) initializeResult(v string) *InitializeResult {
-	o := &s.opts
-	res := &InitializeResult{ProtocolVersion: v, Instructions: o.Instructions,
-		ServerInfo: Implementation{Name: o.Name, Version: o.Version}}
-	if revision.AtLeast(v, Version20250618) {
-		res.ServerInfo.Title = o.Title
-	}
-	if revision.AtLeast(v, Version20251125) {
-		res.ServerInfo.Description, res.ServerInfo.WebsiteURL, res.ServerInfo.Icons = o.Description, o.WebsiteURL, o.Icons
-	}
-	if o.Tools != nil {
-		res.Capabilities.Tools = &ListChangedCapability{ListChanged: s.hub.watch&listTools != 0}
-	}
-	s.declareFeatures(v, &res.Capabilities) // resources, prompts, completions
-	s.declareTasks(v, &res.Capabilities)    // server_tasks.go
-	if o.Logging {
-		res.Capabilities.Logging = &struct{}{}
-	}
-	s.declareCustom(&res.Capabilities, false)
-	return res
 }
 
 // declareCustom merges ServerOptions.Capabilities into caps: Experimental

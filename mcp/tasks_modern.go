@@ -158,3 +158,29 @@ func errTasksExtensionRequired(what string) *Error {
 	return MissingCapabilityError(ClientCapabilities{Extensions: tasksExtension()},
 		"Missing required client capability: "+what+" needs the "+ExtensionTasks+" extension")
 }
+
+// withoutExecution returns tools without their execution member, which
+// revision 2026-07-28 removed (task support is the tasks extension's
+// business: tasks_modern.go). Tools without one are shared, not copied.
+func withoutExecution(tools []*Tool) []*Tool {
+	var out []*Tool
+	for i, t := range tools {
+		if t.Execution == nil {
+			if out != nil {
+				out[i] = t
+			}
+			continue
+		}
+		if out == nil {
+			out = make([]*Tool, len(tools))
+			copy(out, tools[:i])
+		}
+		c := *t
+		c.Execution = nil
+		out[i] = &c
+	}
+	if out == nil {
+		return tools
+	}
+	return out
+}

@@ -1,6 +1,8 @@
 package mcp
 
-import "github.com/keelmcp/keel/internal/revision"
+import (
+	"github.com/keelmcp/keel/internal/revision"
+)
 
 // Downgrading: nothing a negotiated revision lacks is ever sent. These
 // functions return their input unchanged when there is nothing to strip, and
@@ -24,32 +26,6 @@ func downgradeTools(tools []*Tool, v string) []*Tool {
 		if out != nil {
 			out[i] = d
 		}
-	}
-	if out == nil {
-		return tools
-	}
-	return out
-}
-
-// withoutExecution returns tools without their execution member, which
-// revision 2026-07-28 removed (task support is the tasks extension's
-// business: tasks_modern.go). Tools without one are shared, not copied.
-func withoutExecution(tools []*Tool) []*Tool {
-	var out []*Tool
-	for i, t := range tools {
-		if t.Execution == nil {
-			if out != nil {
-				out[i] = t
-			}
-			continue
-		}
-		if out == nil {
-			out = make([]*Tool, len(tools))
-			copy(out, tools[:i])
-		}
-		c := *t
-		c.Execution = nil
-		out[i] = &c
 	}
 	if out == nil {
 		return tools
@@ -145,4 +121,48 @@ func downgradeContent(blocks []Content, v string) []Content {
 		out[i] = b
 	}
 	return out
+}
+
+// shapeResult returns result v without what revision ver lacks (copies
+// where something is stripped; v is never modified).
+func shapeResult(v any, ver string) any {
+	switch x := v.(type) {
+	case *ListToolsResult:
+		if t := downgradeTools(x.Tools, ver); !sameSlice(t, x.Tools) {
+			c := *x
+			c.Tools = t
+			return &c
+		}
+	case *CallToolResult:
+		return downgradeResult(x, ver)
+	case *ListResourcesResult:
+		if l := downgradeResources(x.Resources, ver); !sameSlice(l, x.Resources) {
+			c := *x
+			c.Resources = l
+			return &c
+		}
+	case *ListResourceTemplatesResult:
+		if l := downgradeTemplates(x.ResourceTemplates, ver); !sameSlice(l, x.ResourceTemplates) {
+			c := *x
+			c.ResourceTemplates = l
+			return &c
+		}
+	case *ListPromptsResult:
+		if l := downgradePrompts(x.Prompts, ver); !sameSlice(l, x.Prompts) {
+			c := *x
+			c.Prompts = l
+			return &c
+		}
+	case *ReadResourceResult:
+		return downgradeReadResult(x, ver)
+	case *GetPromptResult:
+		return downgradePromptResult(x, ver)
+	}
+	return v
+}
+
+// sameSlice reports whether a and b are the same slice (a downgrade that
+// stripped nothing returns its input).
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
