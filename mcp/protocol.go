@@ -12,9 +12,6 @@ const (
 	latestVersion = Version20251125
 )
 
-// supportedVersions lists the protocol revisions keel negotiates, newest first.
-var supportedVersions = []string{Version20251125, Version20250618, Version20250326, Version20241105}
-
 // Method names.
 const (
 	methodInitialize             = "initialize"

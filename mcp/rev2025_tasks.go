@@ -308,3 +308,15 @@ func handleTasksList(ctx context.Context, req *Request) (any, error) {
 	}
 	return &ListTasksResult{Tasks: tasks, NextCursor: next}, nil
 }
+
+// announce tells the task's client of its new state: a 2025-11-25 task
+// with notifications/tasks/status to the session that created it, a
+// 2026-07-28 task with notifications/tasks to the subscriptions that
+// listen to it.
+func (st *taskHost) announce(e *taskEntry, rec *TaskRecord) {
+	if e.rev == Version20260728 {
+		st.changed(rec.State)
+		return
+	}
+	st.notifyStatus(e, rec)
+}

@@ -161,8 +161,5 @@ func shapeResult(v any, ver string) any {
 	return v
 }
 
-// sameSlice reports whether a and b are the same slice (a downgrade that
-// stripped nothing returns its input).
-func sameSlice[T any](a, b []T) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
-}
+// supportedVersions lists the protocol revisions keel negotiates, newest first.
+var supportedVersions = []string{Version20251125, Version20250618, Version20250326, Version20241105}
