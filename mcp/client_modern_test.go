@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/keelmcp/keel/internal/mcptest"
 	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/transport"
@@ -515,11 +514,4 @@ func TestModernClientListenEnds(t *testing.T) {
 		}
 		assert.True(t, errors.Is(sub.Err(), mcp.ErrClosed))
 	})
-}
-
-func TestLegacyClientHasNoListen(t *testing.T) {
-	c, _ := connect(t, mcptest.ServerOptions(mcptest.NewTools(mcptest.ToolEcho)), nil)
-	_, err := c.Listen(context.Background(), mcp.SubscriptionFilter{ToolsListChanged: true})
-	assert.ErrorIs(t, err, mcp.ErrNeedsVersion20260728)
-	assert.Nil(t, c.DiscoverResult())
 }

@@ -1,11 +1,11 @@
+//go:build !keel_omit2025
+
 package mcp_test
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,84 +17,7 @@ import (
 
 	"github.com/keelmcp/keel/internal/mcptest"
 	"github.com/keelmcp/keel/mcp"
-	"github.com/keelmcp/keel/transport"
 )
-
-// handlerTools is a ToolSource of tools written inline by a test.
-type handlerTools map[string]func(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error)
-
-func (h handlerTools) ListTools(context.Context) ([]*mcp.Tool, error) {
-	var defs []*mcp.Tool
-	for name := range h {
-		defs = append(defs, &mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)})
-	}
-	slices.SortFunc(defs, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
-	return defs, nil
-}
-
-func (h handlerTools) CallTool(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
-	f, ok := h[call.Name]
-	if !ok {
-		return nil, &mcp.Error{Code: mcp.CodeInvalidParams, Message: "unknown tool"}
-	}
-	return f(ctx, call)
-}
-
-// recorder wraps the client's end of a connection and records the method of
-// every request and notification the server sent.
-type recorder struct {
-	transport.Transport
-	mu      sync.Mutex
-	methods []string
-}
-
-func (r *recorder) Read(ctx context.Context) ([]byte, error) {
-	msg, err := r.Transport.Read(ctx)
-	if err == nil {
-		var m struct {
-			Method string `json:"method"`
-		}
-		if jsonv2.Unmarshal(msg, &m) == nil && m.Method != "" {
-			r.mu.Lock()
-			r.methods = append(r.methods, m.Method)
-			r.mu.Unlock()
-		}
-	}
-	return msg, err
-}
-
-func (r *recorder) seen() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.methods)
-}
-
-// connectRecorded is connect with a recorder between the client and the
-// schema-validating transport.
-func connectRecorded(t *testing.T, opts *mcp.ServerOptions, copts *mcp.ClientOptions) (*mcp.Client, *recorder) {
-	t.Helper()
-	ct, wait := mcptest.StartServer(t, opts, nil)
-	rec := &recorder{Transport: mcptest.ValidateTransport(t, ct)}
-	if copts == nil {
-		copts = quietClient
-	}
-	c := mcp.NewClient(copts)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	require.NoError(t, c.Connect(ctx, rec))
-	t.Cleanup(func() {
-		c.Close()
-		_ = wait()
-	})
-	return c, rec
-}
-
-func textOf(t *testing.T, res *mcp.CallToolResult) string {
-	t.Helper()
-	require.NotNil(t, res)
-	require.Len(t, res.Content, 1)
-	return res.Content[0].Text
-}
 
 // A tool that calls CreateMessage blocks until the client answers, which
 // the session's reader must read meanwhile: with the default budget (the

@@ -1,3 +1,5 @@
+//go:build !keel_omit2025
+
 package mcp_test
 
 import (
@@ -16,57 +18,7 @@ import (
 
 	"github.com/keelmcp/keel/internal/mcptest"
 	"github.com/keelmcp/keel/mcp"
-	"github.com/keelmcp/keel/transport"
 )
-
-// taskTools is a ToolSource of task-capable tools written inline by a test
-// (execution.taskSupport optional).
-type taskTools map[string]func(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error)
-
-func (h taskTools) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
-	defs, _ := handlerTools(h).ListTools(ctx)
-	for _, d := range defs {
-		d.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskOptional}
-	}
-	return defs, nil
-}
-
-func (h taskTools) CallTool(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
-	return handlerTools(h).CallTool(ctx, call)
-}
-
-func taskServerOptions(tools mcp.ToolSource, topts *mcp.TaskOptions) *mcp.ServerOptions {
-	o := mcptest.ServerOptions(tools)
-	if topts == nil {
-		topts = &mcp.TaskOptions{}
-	}
-	o.Tasks = topts
-	return o
-}
-
-// dial runs one more session of srv over a pipe and connects a Client to it.
-func dial(t *testing.T, srv *mcp.Server, copts *mcp.ClientOptions) *mcp.Client {
-	t.Helper()
-	ct, st := transport.NewPipe(nil)
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(context.Background(), st) }()
-	if copts == nil {
-		copts = quietClient
-	}
-	c := mcp.NewClient(copts)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	require.NoError(t, c.Connect(ctx, mcptest.ValidateTransport(t, ct)))
-	t.Cleanup(func() {
-		c.Close()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("server Run did not return")
-		}
-	})
-	return c
-}
 
 func TestClientTaskLifecycle(t *testing.T) {
 	ctx := context.Background()

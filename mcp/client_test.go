@@ -1,3 +1,5 @@
+//go:build !keel_omit2025
+
 package mcp_test
 
 import (
@@ -21,35 +23,6 @@ import (
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/transport"
 )
-
-var quietClient = &mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler)}
-
-// connect runs a deterministic test server over a pipe and connects a
-// Client to it through a schema-validating transport. The returned function
-// closes the client and returns the server's Run result.
-func connect(t *testing.T, opts *mcp.ServerOptions, copts *mcp.ClientOptions) (*mcp.Client, func() error) {
-	t.Helper()
-	ct, wait := mcptest.StartServer(t, opts, nil)
-	if copts == nil {
-		copts = quietClient
-	}
-	c := mcp.NewClient(copts)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	require.NoError(t, c.Connect(ctx, mcptest.ValidateTransport(t, ct)))
-	closed := false
-	t.Cleanup(func() {
-		if !closed {
-			c.Close()
-			_ = wait()
-		}
-	})
-	return c, func() error {
-		closed = true
-		require.NoError(t, c.Close())
-		return wait()
-	}
-}
 
 func TestClientConnectNegotiatesEachRevision(t *testing.T) {
 	for _, v := range append(mcp.SupportedVersionsForTest, "1999-01-01") {

@@ -45,7 +45,7 @@ type engine interface {
 // engine returns the engine r's request was handed to.
 func (r *responder) engine() engine {
 	if r.eng == nil {
-		return legacyEngine{}
+		return connectionEngine
 	}
 	return r.eng
 }

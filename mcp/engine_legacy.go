@@ -1,3 +1,5 @@
+//go:build !keel_omit2025
+
 package mcp
 
 import (
@@ -20,6 +22,10 @@ import (
 // (2025-03-26), logging/setLevel, resources/subscribe and the 2025-11-25
 // tasks are its methods too (see the legacy column of the method table).
 type legacyEngine struct{}
+
+// connectionEngine serves the requests that do not name their revision in
+// _meta: by the rules of the revision their connection negotiated.
+var connectionEngine engine = legacyEngine{}
 
 func (legacyEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) job {
 	switch m.Method {

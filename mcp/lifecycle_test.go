@@ -1,3 +1,5 @@
+//go:build !keel_omit2025
+
 package mcp_test
 
 import (
@@ -14,18 +16,6 @@ import (
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/transport"
 )
-
-func recv[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(5 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-		var zero T
-		return zero
-	}
-}
 
 // A handler sees the session it runs on: state, negotiated revision, client
 // info, connection correlation id and transport kind.

@@ -308,7 +308,7 @@ func (rd *reader) route(m *jsonrpc.Message, r responder, modern bool, meta Reque
 		r.eng = modernEngine{}
 		return modernEngine{}.dispatch(ss, m, r)
 	}
-	return legacyEngine{}.dispatch(ss, m, r)
+	return connectionEngine.dispatch(ss, m, r)
 }
 
 // noteMessage records the context the transport attached to the message

@@ -1,3 +1,5 @@
+//go:build !keel_omit2025
+
 package mcp
 
 import (
@@ -81,4 +83,17 @@ func subscribe(req *Request, on bool) (any, error) {
 		return nil, e
 	}
 	return emptyResult{}, nil
+}
+
+// startStateless starts the session of a stateless HTTP request of 2025
+// revision v already initialized: RUNNING at v (the newest negotiated
+// revision when v is none of them), with no declared client capabilities.
+func startStateless(ss *Session, v string) {
+	if !revision.Negotiated(v) {
+		v = latestVersion
+	}
+	ss.mu.Lock()
+	ss.version = v
+	ss.mu.Unlock()
+	ss.state.Store(int32(stateRunning))
 }

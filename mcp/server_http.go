@@ -14,9 +14,9 @@ func TokenInfoFromContext(ctx context.Context) *transport.TokenInfo {
 	return transport.TokenInfoFromContext(ctx)
 }
 
-// applyTransportContext starts a session of a stateless HTTP handler
-// already initialized: RUNNING at the revision the client speaks, with no
-// declared client capabilities.
+// applyTransportContext starts the session of a stateless HTTP handler:
+// per request for revision 2026-07-28, else already initialized at the
+// revision the client speaks (startStateless).
 func (ss *Session) applyTransportContext(ctx context.Context) {
 	sr, ok := transport.StatelessRequestFromContext(ctx)
 	if !ok {
@@ -27,13 +27,7 @@ func (ss *Session) applyTransportContext(ctx context.Context) {
 		ss.modernOnly = true // every request carries its own revision
 		return
 	}
-	if !revision.Negotiated(v) {
-		v = latestVersion
-	}
-	ss.mu.Lock()
-	ss.version = v
-	ss.mu.Unlock()
-	ss.state.Store(int32(stateRunning))
+	startStateless(ss, v) // rev2025_handshake.go
 }
 
 // Peer is who a request comes from: see transport.Peer.

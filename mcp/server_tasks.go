@@ -377,9 +377,6 @@ func (st *taskHost) settle(e *taskEntry, res *CallToolResult, err error) *TaskRe
 	if res == nil && rpcErr == nil {
 		res = &CallToolResult{}
 	}
-	if modern && res != nil {
-		res = downgradeResult(res, Version20260728)
-	}
 	size, over, merr := st.opts.measureOutcome(call, res, rpcErr)
 	switch {
 	case merr != nil:

@@ -34,14 +34,8 @@ const (
 func exportedNames(t *testing.T, dir string) []string {
 	t.Helper()
 	fset := token.NewFileSet()
-	entries, err := os.ReadDir(dir)
-	require.NoError(t, err)
 	var names []string
-	for _, e := range entries {
-		n := e.Name()
-		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
-			continue
-		}
+	for _, n := range sourceFiles(t, dir) {
 		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.SkipObjectResolution)
 		require.NoError(t, err)
 		for _, d := range f.Decls {

@@ -1,0 +1,134 @@
+//go:build keel_omit2025
+
+package mcp
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+)
+
+// Built with the tag keel_omit2025, the package has no 2025 rules (the
+// rev2025_* files, engine_legacy.go, version.go and downgrade_features.go
+// are left out): the server serves revision 2026-07-28 only. This file
+// holds what the shared code needs in their place.
+//
+//   - A request that does not name its revision in _meta is refused by
+//     the 2026-07-28 rules (-32602), and initialize is answered with
+//     -32022 (Unsupported protocol version), whose data lists the one
+//     supported revision and echoes the requested one.
+//   - The 2025 methods (logging/setLevel, resources/subscribe and
+//     unsubscribe, the 2025-11-25 tasks/get, tasks/result, tasks/list and
+//     tasks/cancel) do not exist: -32601. So are the 2025 notifications
+//     (notifications/initialized, notifications/roots/list_changed)
+//     ignored.
+//   - Session's server-to-client requests (CreateMessage, Elicit,
+//     ListRoots, Ping, NotifyElicitationComplete) send nothing and return
+//     an error matching ErrNoClientRequests; a handler asks for input
+//     with InputRequired.
+//   - server/discover and -32022 list Version20260728 alone.
+
+// supportedVersions: no revision is negotiated by initialize.
+var supportedVersions []string
+
+// connectionEngine serves the requests that do not name their revision
+// in _meta: by the 2026-07-28 rules, which refuse them, except initialize,
+// refused with the revisions this server supports.
+var connectionEngine engine = omitted2025Engine{}
+
+// omitted2025Engine is connectionEngine without the 2025 rules. A
+// notification, which is handed to no engine, is served at no revision
+// (version "").
+type omitted2025Engine struct{ modernEngine }
+
+func (omitted2025Engine) dispatch(ss *Session, m *jsonrpc.Message, r responder) job {
+	if m.Method == methodInitialize {
+		r.error(initializeRefused(m.Params))
+		return nil
+	}
+	r.eng = modernEngine{}
+	return modernEngine{}.dispatch(ss, m, r)
+}
+
+func (omitted2025Engine) version(*responder) string { return "" }
+
+// initializeRefused is the answer to initialize without the 2025 rules:
+// -32022 naming the supported revisions and echoing the requested one
+// (empty when params name none).
+func initializeRefused(params jsontext.Value) *Error {
+	var p struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	_ = jsonrpc.Unmarshal(params, &p) // malformed params: requested ""
+	e := unsupportedVersionError(p.ProtocolVersion)
+	e.Message += "; this server serves " + Version20260728 + " only, which has no initialize"
+	return e
+}
+
+// The method table's 2025 column (methods.go) is empty, and so are the
+// handlers of the 2025 notifications (session.go).
+var (
+	handleSetLevel, handleSubscribe, handleUnsubscribe                    MethodHandler
+	handleTasksGet, handleTasksResult, handleTasksCancel, handleTasksList MethodHandler
+	handleInitialized, handleRootsListChanged                             MethodHandler
+)
+
+// legacyTasks: there are no 2025-11-25 tasks.
+func legacyTasks(MethodHandler) MethodHandler { return nil }
+
+// shapeResult returns v fit for revision 2026-07-28, the only one served:
+// tools without their execution member.
+func shapeResult(v any, _ string) any {
+	if x, ok := v.(*ListToolsResult); ok {
+		if t := withoutExecution(x.Tools); !sameSlice(t, x.Tools) {
+			c := *x
+			c.Tools = t
+			return &c
+		}
+	}
+	return v
+}
+
+// announce tells a task's subscriptions of its new state (every task is a
+// 2026-07-28 task).
+func (st *taskHost) announce(_ *taskEntry, rec *TaskRecord) { st.changed(rec.State) }
+
+// startStateless: a stateless HTTP request of a 2025 revision starts no
+// session; its requests are refused by the 2026-07-28 rules.
+func startStateless(*Session, string) {}
+
+// noClientRequests is the error of every server-to-client request.
+func noClientRequests(method string) error {
+	return fmt.Errorf("mcp: %s not sent: %w", method, ErrNoClientRequests)
+}
+
+// CreateMessage sends nothing: this build serves no revision with
+// server-to-client requests. The error matches ErrNoClientRequests.
+func (ss *Session) CreateMessage(context.Context, *CreateMessageParams) (*CreateMessageResult, error) {
+	return nil, noClientRequests(methodSamplingCreateMessage)
+}
+
+// Elicit sends nothing: this build serves no revision with
+// server-to-client requests. The error matches ErrNoClientRequests.
+func (ss *Session) Elicit(context.Context, *ElicitParams) (*ElicitResult, error) {
+	return nil, noClientRequests(methodElicitationCreate)
+}
+
+// NotifyElicitationComplete sends nothing: this build serves no revision
+// with it. The error matches ErrNoClientRequests.
+func (ss *Session) NotifyElicitationComplete(context.Context, string) error {
+	return noClientRequests(notificationElicitationComplete)
+}
+
+// ListRoots sends nothing: this build serves no revision with
+// server-to-client requests. The error matches ErrNoClientRequests.
+func (ss *Session) ListRoots(context.Context) ([]Root, error) {
+	return nil, noClientRequests(methodRootsList)
+}
+
+// Ping sends nothing: this build serves no revision with
+// server-to-client requests. The error matches ErrNoClientRequests.
+func (ss *Session) Ping(context.Context) error { return noClientRequests(methodPing) }

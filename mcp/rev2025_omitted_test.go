@@ -1,0 +1,132 @@
+//go:build keel_omit2025
+
+package mcp_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keelmcp/keel/internal/mcptest"
+	"github.com/keelmcp/keel/mcp"
+)
+
+// clientRequestTools has one tool, "ask-client", which tries every
+// server-to-client request of the session and answers, one per line,
+// whether each was refused with ErrNoClientRequests.
+type clientRequestTools struct{ modernTools }
+
+func (t clientRequestTools) CallTool(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
+	if call.Name != "ask-client" {
+		return t.modernTools.CallTool(ctx, call)
+	}
+	ss := mcp.SessionFromContext(ctx)
+	_, e1 := ss.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 1})
+	_, e2 := ss.Elicit(ctx, &mcp.ElicitParams{Message: "m"})
+	_, e3 := ss.ListRoots(ctx)
+	e4 := ss.Ping(ctx)
+	e5 := ss.NotifyElicitationComplete(ctx, "e")
+	out := ""
+	for _, err := range []error{e1, e2, e3, e4, e5} {
+		out += fmt.Sprintln(errors.Is(err, mcp.ErrNoClientRequests))
+	}
+	return mcp.TextResult(out), nil
+}
+
+// TestOmit2025ServesOnly20260728 runs with the build tag keel_omit2025:
+// a 2026-07-28 request is served, and what only the 2025 rules serve is
+// refused as the package documents it.
+func TestOmit2025ServesOnly20260728(t *testing.T) {
+	c := startRaw(t, modernOptions(&modernTools{}))
+	tests := []struct {
+		name, line string
+		code       float64 // 0: a result
+		check      func(t *testing.T, m map[string]any)
+	}{
+		{"2026-07-28 tools/call is served", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hello",` + modernMeta + `}}`, 0,
+			func(t *testing.T, m map[string]any) {
+				res := m["result"].(map[string]any)
+				assert.Equal(t, "complete", res["resultType"])
+				assert.Equal(t, "hello", res["content"].([]any)[0].(map[string]any)["text"])
+			}},
+		{"server/discover lists 2026-07-28 alone", `{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{` + modernMeta + `}}`, 0,
+			func(t *testing.T, m map[string]any) {
+				assert.Equal(t, []any{"2026-07-28"}, m["result"].(map[string]any)["supportedVersions"])
+			}},
+		{"2025 initialize is refused with -32022", `{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}`, -32022,
+			func(t *testing.T, m map[string]any) {
+				e := m["error"].(map[string]any)
+				assert.Contains(t, e["message"], `"2025-11-25"`)
+				assert.Contains(t, e["message"], "2026-07-28 only")
+				data := e["data"].(map[string]any)
+				assert.Equal(t, []any{"2026-07-28"}, data["supported"])
+				assert.Equal(t, "2025-11-25", data["requested"])
+				assert.NotEmpty(t, data["correlationId"])
+			}},
+		{"initialize without params names no revision", `{"jsonrpc":"2.0","id":4,"method":"initialize"}`, -32022,
+			func(t *testing.T, m map[string]any) {
+				assert.Equal(t, "", m["error"].(map[string]any)["data"].(map[string]any)["requested"])
+			}},
+		{"a request without _meta gets the 2026-07-28 rules", `{"jsonrpc":"2.0","id":5,"method":"tools/list"}`, -32602, nil},
+		{"ping (2025) does not exist", `{"jsonrpc":"2.0","id":6,"method":"ping","params":{` + modernMeta + `}}`, -32601, nil},
+		{"logging/setLevel (2025) does not exist", `{"jsonrpc":"2.0","id":7,"method":"logging/setLevel","params":{"level":"debug",` + modernMeta + `}}`, -32601, nil},
+		{"tasks/list (2025-11-25) does not exist", `{"jsonrpc":"2.0","id":8,"method":"tasks/list","params":{` + modernMeta + `}}`, -32601, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c.send(tt.line)
+			m := c.recv()
+			if tt.code == 0 {
+				require.Contains(t, m, "result", "%v", m)
+			} else {
+				require.Contains(t, m, "error", "%v", m)
+				assert.Equal(t, tt.code, m["error"].(map[string]any)["code"])
+			}
+			if tt.check != nil {
+				tt.check(t, m)
+			}
+		})
+	}
+	// The 2025 notification is ignored, and the connection serves on.
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.send(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"hello",` + modernMeta + `}}`)
+	assert.Equal(t, float64(9), c.recv()["id"])
+}
+
+// TestOmit2025NoClientRequests: every server-to-client request of a
+// Session returns an error matching ErrNoClientRequests and sends nothing.
+func TestOmit2025NoClientRequests(t *testing.T) {
+	o := modernOptions(&modernTools{})
+	o.Tools = clientRequestTools{}
+	c := startRaw(t, o)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask-client",` + modernMeta + `}}`)
+	m := c.recv()
+	res := m["result"].(map[string]any)
+	assert.Equal(t, "true\ntrue\ntrue\ntrue\ntrue\n", res["content"].([]any)[0].(map[string]any)["text"])
+}
+
+// TestOmit2025ClientConnect: the Client keeps both revisions; one asking
+// for a 2025 revision learns at Connect that the server refuses it, one
+// asking for 2026-07-28 is served.
+func TestOmit2025ClientConnect(t *testing.T) {
+	ct, wait := mcptest.StartServer(t, modernOptions(&modernTools{}), nil)
+	old := mcp.NewClient(quietClient)
+	err := old.Connect(context.Background(), ct)
+	var rpc *mcp.Error
+	require.ErrorAs(t, err, &rpc)
+	assert.EqualValues(t, mcp.CodeUnsupportedProtocolVersion, rpc.Code)
+	require.NoError(t, wait())
+
+	ct, wait = mcptest.StartServer(t, modernOptions(&modernTools{}), nil)
+	c := mcp.NewClient(&mcp.ClientOptions{ProtocolVersion: mcp.Version20260728, Logger: quietClient.Logger})
+	require.NoError(t, c.Connect(context.Background(), ct))
+	res, err := c.CallTool(context.Background(), "hello", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "hello", res.Content[0].Text)
+	require.NoError(t, c.Close())
+	require.NoError(t, wait())
+}
