@@ -444,6 +444,13 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 		h.serveModern(w, r, body, env)
 		return
 	}
+	h.serveUnmarked(w, r, body, env)
+}
+
+// serveUnmarked serves a POST that names no per-request revision: by the
+// 2025 rules, in the session its Mcp-Session-Id names (a new one for
+// initialize), or in a fresh session per POST in Stateless mode.
+func (h *Handler) serveUnmarked(w http.ResponseWriter, r *http.Request, body []byte, env *envelope) {
 	if h.opts.Stateless {
 		h.serveStateless(w, r, body, env)
 		return
