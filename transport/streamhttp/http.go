@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"github.com/keelmcp/keel/transport"
 	"log/slog"
 	"mime"
 	"net"
@@ -17,7 +16,7 @@ import (
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/logclip"
-	"github.com/keelmcp/keel/internal/revision"
+	"github.com/keelmcp/keel/transport"
 )
 
 // Header names of the streamable HTTP transport.
@@ -318,20 +317,6 @@ func isJSONContentType(ct string) bool {
 	return err == nil && mt == "application/json"
 }
 
-// checkVersion validates MCP-Protocol-Version; absent means 2025-03-26.
-func (h *Handler) checkVersion(w http.ResponseWriter, r *http.Request) (string, bool) {
-	v := r.Header.Get(headerProtocolVersion)
-	if v == "" {
-		return "2025-03-26", true
-	}
-	if !h.versions[v] {
-		writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
-			"Bad Request: unsupported MCP-Protocol-Version "+quoteHeader(v)+" (supported: "+strings.Join(h.opts.SupportedVersions, ", ")+")")
-		return "", false
-	}
-	return v, true
-}
-
 func quoteHeader(v string) string {
 	if len(v) > 64 {
 		v = v[:64] + "..."
@@ -342,29 +327,6 @@ func quoteHeader(v string) string {
 		}
 		return r
 	}, v) + `"`
-}
-
-// lookup finds the session a request names: 400 when the header is
-// missing, 404 when the session is unknown, ended, or bound to another
-// user. On success the session counts the request as active (call end).
-func (h *Handler) lookup(w http.ResponseWriter, r *http.Request) *httpSession {
-	id := r.Header.Get(headerSessionID)
-	if id == "" {
-		writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
-		return nil
-	}
-	h.mu.Lock()
-	s := h.sessions[id]
-	h.mu.Unlock()
-	if s != nil && s.subject != subjectOf(r) {
-		h.refusals.print("transport: session used by another user refused", clipped("session", id))
-		s = nil
-	}
-	if s == nil || !s.begin() {
-		writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
-		return nil
-	}
-	return s
 }
 
 // subjectOf returns the verified identity a session is bound to: the
@@ -381,16 +343,6 @@ func subjectOf(r *http.Request) string {
 func peerKey(r *http.Request) string {
 	p, _ := transport.PeerFromContext(r.Context())
 	return p.Key
-}
-
-func (h *Handler) removeSession(s *httpSession) {
-	h.mu.Lock()
-	delete(h.stateless, s)
-	if s.id != "" && h.sessions[s.id] == s {
-		delete(h.sessions, s.id)
-		h.peerSessions.release(s.peer)
-	}
-	h.mu.Unlock()
 }
 
 // startSession runs Serve for s on a new goroutine (telling
@@ -445,158 +397,6 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.serveUnmarked(w, r, body, env)
-}
-
-// serveUnmarked serves a POST that names no per-request revision: by the
-// 2025 rules, in the session its Mcp-Session-Id names (a new one for
-// initialize), or in a fresh session per POST in Stateless mode.
-func (h *Handler) serveUnmarked(w http.ResponseWriter, r *http.Request, body []byte, env *envelope) {
-	if h.opts.Stateless {
-		h.serveStateless(w, r, body, env)
-		return
-	}
-	var s *httpSession
-	created := env.initialize && r.Header.Get(headerSessionID) == ""
-	if created {
-		if s = h.createSession(w, r, env.msg.ID); s == nil {
-			return
-		}
-	} else {
-		if !env.initialize {
-			if _, ok := h.checkVersion(w, r); !ok {
-				return
-			}
-		}
-		if s = h.lookup(w, r); s == nil {
-			return
-		}
-		s.used()
-	}
-	defer s.end()
-	if env.batch {
-		s.mu.Lock()
-		v := s.version
-		s.mu.Unlock()
-		if !revision.BatchAllowed(v) {
-			writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, revision.BatchRefused)
-			return
-		}
-	}
-	h.dispatch(w, r, s, body, env, created)
-}
-
-// createSession starts a stateful session for the initialize request id.
-func (h *Handler) createSession(w http.ResponseWriter, r *http.Request, reqID []byte) *httpSession {
-	h.mu.Lock()
-	if max := h.opts.MaxSessions; max > 0 && len(h.sessions) >= max {
-		h.mu.Unlock()
-		h.refuseAtLimit(w, http.StatusServiceUnavailable, reqID, "MaxSessions", int64(max), "too many sessions")
-		return nil
-	}
-	peer := peerKey(r)
-	if !h.peerSessions.acquire(peer, h.opts.MaxSessionsPerPeer) {
-		h.mu.Unlock()
-		h.refuseAtLimit(w, http.StatusTooManyRequests, reqID, "MaxSessionsPerPeer", int64(h.opts.MaxSessionsPerPeer), "too many sessions for this peer")
-		return nil
-	}
-	id := h.opts.NewSessionID()
-	for h.sessions[id] != nil {
-		id = h.opts.NewSessionID()
-	}
-	p, _ := transport.PeerFromContext(r.Context())
-	s := h.newHTTPSession(transport.WithPeer(context.Background(), p), id, subjectOf(r), false, false)
-	s.peer = peer
-	h.sessions[id] = s
-	h.mu.Unlock()
-	s.begin()
-	h.startSession(s, s.ctx)
-	h.log.Debug("transport: session created", "session", id)
-	return s
-}
-
-// dispatch hands a POSTed message to session s and answers the POST: 202
-// when it carries no request, else the stream of its responses.
-// created marks the POST of the initialize request that created s.
-func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, s *httpSession, body []byte, env *envelope, created bool) {
-	if !env.hasRequests() {
-		if !s.deliver(r, env, body, nil) {
-			writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
-			return
-		}
-		if len(env.cancelled) > 0 {
-			s.release(env.cancelled)
-		}
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
-	st, dup := s.newStream(env.requests)
-	if st == nil {
-		writeHTTPErrorID(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
-			"Invalid Request: id is already in use by an unanswered request", []byte(dup))
-		return
-	}
-	if created {
-		st.initPOST = true
-		s.mu.Lock()
-		s.initID = env.requests[0]
-		s.mu.Unlock()
-	}
-	st.mu.Lock()
-	a := st.attachLocked(w)
-	if h.opts.ResponseMode == ResponseSSE && !st.initPOST {
-		st.mode = modeSSE
-		st.writeHeaderLocked(a, true)
-	} else if h.opts.ResponseMode == ResponseAuto && h.opts.SSEAfter > 0 && st.useIDs && s.canPrime() {
-		st.sseTimer = time.AfterFunc(h.opts.SSEAfter, st.switchToSSE)
-	}
-	st.mu.Unlock()
-	if !s.deliver(r, env, body, st) {
-		st.detach(a)
-		s.release(env.requests)
-		st.mu.Lock()
-		sent := a.headerSent
-		st.mu.Unlock()
-		if !sent && r.Context().Err() == nil {
-			writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
-		}
-		return
-	}
-	if len(env.cancelled) > 0 {
-		s.release(env.cancelled)
-	}
-	finished := st.wait(r, a)
-	st.mu.Lock()
-	sent := a.headerSent
-	resumable := st.mode == modeSSE && s.resumable()
-	st.mu.Unlock()
-	if !finished && r.Context().Err() != nil && !resumable {
-		s.cancelAbandoned(env.requests)
-	}
-	if !sent && r.Context().Err() == nil {
-		writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found (it ended before the response)")
-	}
-}
-
-// serveStateless serves one POST with a fresh session (Stateless mode).
-func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, body []byte, env *envelope) {
-	v := revision.V20250326
-	if !env.initialize {
-		var ok bool
-		if v, ok = h.checkVersion(w, r); !ok {
-			return
-		}
-	}
-	if env.batch && !revision.BatchAllowed(v) {
-		writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, revision.BatchRefused)
-		return
-	}
-	if !env.hasRequests() {
-		// No session outlives a POST: notifications and responses have
-		// nothing to act on.
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
-	h.serveEphemeral(w, r, body, env, v, false)
 }
 
 // serveEphemeral serves the requests of one POST with a fresh session that
@@ -741,4 +541,14 @@ func (h *Handler) Close() error {
 		s.close()
 	}
 	return nil
+}
+
+func (h *Handler) removeSession(s *httpSession) {
+	h.mu.Lock()
+	delete(h.stateless, s)
+	if s.id != "" && h.sessions[s.id] == s {
+		delete(h.sessions, s.id)
+		h.peerSessions.release(s.peer)
+	}
+	h.mu.Unlock()
 }
