@@ -154,79 +154,6 @@ func TestLimiterUnlimitedAndMisuse(t *testing.T) {
 	assert.Panics(t, func() { lim.Release() })
 }
 
-// The slot is held until the handler returns, even after TIMEOUT was
-// answered.
-func TestConcurrencySlotHeldUntilHandlerReturnsAfterTimeout(t *testing.T) {
-	tt := newTestTools(t)
-	lim := NewLimiter(1)
-	s := serve(t, New(tt.reg, lim.Middleware(), Timeout(10*time.Millisecond)))
-	defer tt.free()
-	a := s.call(t.Context(), "block", `{}`) // TIMEOUT, answered while the handler still runs
-	hctx := <-tt.started
-	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, a.err).Code)
-	assert.Error(t, hctx.Err(), "the handler's context is cancelled before TIMEOUT is answered")
-	assert.Equal(t, 1, lim.InUse(), "slot still held")
-	a = s.call(t.Context(), "echo", `{"message":"x"}`)
-	assert.Equal(t, mcp.ErrResourceExhausted, structuredErr(t, a.err).Code)
-	assert.Equal(t, "echo", s.next(t).name)
-	select {
-	case r := <-s.returns:
-		t.Fatalf("CallTool of %s returned before the handler", r.name)
-	default:
-	}
-	tt.free()
-	r := s.next(t)
-	assert.Equal(t, "block", r.name)
-	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, r.err).Code, "the late return is the TIMEOUT the Server drops")
-	assert.Equal(t, 0, lim.InUse())
-}
-
-// Served by a Server, the TIMEOUT answer goes out at the deadline while the
-// handler still runs, with the call's ids; what the handler returns later
-// is logged and never sent.
-func TestTimeoutAnswersAtOnce(t *testing.T) {
-	tt := newTestTools(t)
-	s := serve(t, New(tt.reg, Timeout(20*time.Millisecond)))
-	defer tt.free()
-	start := time.Now()
-	a := s.call(t.Context(), "block", `{}`) // block waits for release: only the deadline can answer
-	hctx := <-tt.started
-	dl, ok := hctx.Deadline()
-	assert.True(t, ok, "the handler sees the deadline")
-	assert.False(t, dl.Before(start.Add(20*time.Millisecond)), "deadline %v", dl.Sub(start))
-	assert.False(t, dl.After(a.at.Add(20*time.Millisecond)), "deadline %v", dl.Sub(start))
-	assert.GreaterOrEqual(t, a.at.Sub(start), 20*time.Millisecond, "never before the deadline")
-	require.NotNil(t, a.res)
-	assert.True(t, a.res.IsError)
-	assert.Nil(t, a.res.StructuredContent)
-	tc := mcp.ToolCallFromContext(hctx)
-	require.NotNil(t, tc)
-	se := structuredErr(t, a.err)
-	assert.Equal(t, mcp.ErrTimeout, se.Code)
-	assert.Equal(t, "corr-1", se.CorrelationID)
-	assert.Equal(t, tc.RunID, se.RunID)
-	assert.NotEmpty(t, se.RunID)
-	assert.EqualValues(t, 20, se.Details["timeoutMs"])
-	assert.ErrorIs(t, hctx.Err(), context.DeadlineExceeded)
-	select {
-	case r := <-s.returns:
-		t.Fatalf("CallTool of %s returned before the handler", r.name)
-	default:
-	}
-	assert.Eventually(t, func() bool { return strings.Contains(s.logs.String(), "answered at the response deadline") }, waitLimit, time.Millisecond)
-
-	tt.free() // the handler finishes late
-	r := s.next(t)
-	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, r.err).Code)
-	assert.Contains(t, s.logs.String(), "returned after its deadline")
-	assert.Eventually(t, func() bool { return strings.Contains(s.logs.String(), "late result dropped") }, waitLimit, time.Millisecond)
-	s.flush(t)
-	assert.Equal(t, 1, s.wire.count(tc.RunID), "one answer on the wire: the late result is dropped")
-	a = s.call(t.Context(), "echo", `{"message":"alive"}`)
-	require.NoError(t, a.err)
-	assert.Equal(t, "alive", a.res.Content[0].Text)
-}
-
 // Outside a Server there is no request to answer early: Timeout returns
 // TIMEOUT when the handler returns, however long after the deadline.
 func TestTimeoutWithoutServerReturnsWhenHandlerReturns(t *testing.T) {
@@ -284,26 +211,6 @@ func TestTimeoutPerToolOverrideAndInTime(t *testing.T) {
 	_, err = New(tt.reg, Timeout(0)).CallTool(context.Background(), call("nodeadline", `{}`, nil))
 	require.NoError(t, err)
 	assert.False(t, hasDeadline)
-}
-
-// A caller that goes away is no timeout: the handler's own error passes
-// through, nothing is answered (the Server suppresses the response).
-func TestTimeoutCallerCancellationIsNotTimeout(t *testing.T) {
-	tt := newTestTools(t)
-	s := serve(t, New(tt.reg, Timeout(time.Hour)))
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan answer, 1)
-	go func() { done <- s.call(ctx, "cooperate", `{}`) }()
-	<-tt.started
-	cancel() // the client sends notifications/cancelled
-	a := <-done
-	assert.ErrorIs(t, a.err, context.Canceled)
-	r := s.next(t)
-	assert.ErrorIs(t, r.err, context.Canceled, "the handler's own error passes through")
-	assert.Eventually(t, func() bool { return strings.Contains(s.logs.String(), "response suppressed") }, waitLimit, time.Millisecond)
-	s.flush(t)
-	assert.Zero(t, s.wire.count(string(mcp.ErrTimeout)), "no early response")
-	assert.NotContains(t, s.logs.String(), "answered at the response deadline")
 }
 
 func registerRaw(t *testing.T, tt *testTools, name string, timeout time.Duration, h func(ctx context.Context) (*mcp.CallToolResult, error)) {
