@@ -267,6 +267,4 @@ type Options struct {
 	NewSessionID func() string
 }
 
-var defaultVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
-
 var defaultLocalHosts = []string{"localhost", "127.0.0.1", "::1"}

@@ -199,3 +199,5 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, body []
 	}
 	h.serveEphemeral(w, r, body, env, v, false)
 }
+
+var defaultVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
