@@ -56,6 +56,14 @@
 // ClientCapabilities() and ClientInfo() are the request's own, as are
 // those of RequestFromContext(ctx).
 //
+// Built with the tag keel_omit2025, the Server serves revision 2026-07-28
+// only: the files of the 2025 rules (rev2025_*.go) are left out, a
+// request that names no revision gets the 2026-07-28 rules, initialize is
+// answered with -32022 (data.supported lists 2026-07-28 alone), the 2025
+// methods answer -32601 and the Session's requests to the client return
+// an error matching ErrNoClientRequests. The API is the same, and the
+// Client keeps both eras.
+//
 // # Asking the client
 //
 // A handler that needs the user or the client's model returns an

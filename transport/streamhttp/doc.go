@@ -11,6 +11,12 @@
 // Mcp-Name and Mcp-Param-* headers, and answers its errors with their HTTP
 // statuses (404 for -32601; 400 for -32020, -32021 and -32022).
 //
+// Built with the tag keel_omit2025, the Handler serves revision 2026-07-28
+// only: no sessions (GET and DELETE get 405, Options.EventStore is not
+// used), a POST that names no revision gets the 2026-07-28 rules, except
+// initialize, which Serve answers, and SupportedVersions defaults to
+// 2026-07-28. The ClientTransport keeps both eras.
+//
 // # Peers
 //
 // Who a request comes from is what the network, or a verified credential,
