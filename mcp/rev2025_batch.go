@@ -1,0 +1,75 @@
+package mcp
+
+import (
+	"strconv"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/revision"
+)
+
+// handleBatch handles a batch; the requests that run user code are run
+// one after another by the returned job (the batch is answered as one
+// array once all are done), on the reading goroutine as a single
+// tools/call would be (see runInline).
+func (rd *reader) handleBatch(msg []byte) job {
+	ss := rd.ss
+	r := responder{ss: ss, wctx: rd.messageContext()} // a refusal of the whole batch has id null
+	if derr := jsonrpc.CheckDepth(msg, ss.server.opts.MaxDepth); derr != nil {
+		r.error(&Error{Code: derr.Code, Message: derr.Message})
+		return nil
+	}
+	elems, derr := jsonrpc.SplitBatch(msg)
+	if derr != nil {
+		r.error(&Error{Code: derr.Code, Message: derr.Message})
+		return nil
+	}
+	if v := ss.ProtocolVersion(); !revision.BatchAllowed(v) {
+		if v == "" {
+			v = "none (before initialize)"
+		}
+		r.error(&Error{Code: CodeInvalidRequest, Message: revision.BatchRefused + "; negotiated: " + v})
+		return nil
+	}
+	if len(elems) > ss.server.opts.MaxBatch {
+		r.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: batch of " + strconv.Itoa(len(elems)) + " messages exceeds MaxBatch (" + strconv.Itoa(ss.server.opts.MaxBatch) + ")",
+			Data: limitErrData{Limit: "MaxBatch", Max: ss.server.opts.MaxBatch, CorrelationID: ss.connID()}})
+		return nil
+	}
+	msgs := make([]jsonrpc.Message, len(elems))
+	errs := make([]*jsonrpc.DecodeError, len(elems))
+	b := &batch{ss: ss}
+	var jobs batchJobs
+	for i, e := range elems {
+		msgs[i], errs[i] = jsonrpc.Decode(e, ss.server.opts.MaxDepth)
+		if errs[i] != nil || msgs[i].Kind == jsonrpc.KindRequest {
+			b.want++
+		}
+	}
+	for i := range elems {
+		if errs[i] != nil {
+			responder{ss: ss, id: errs[i].ID, batch: b}.error(&Error{Code: errs[i].Code, Message: errs[i].Message})
+			continue
+		}
+		if msgs[i].Kind == jsonrpc.KindRequest && msgs[i].Method == methodInitialize {
+			responder{ss: ss, id: msgs[i].ID, batch: b}.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize must not be part of a batch"})
+			continue
+		}
+		if job := rd.handleMessage(&msgs[i], b); job != nil {
+			jobs = append(jobs, job)
+		}
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	return jobs
+}
+
+// batchJobs are the requests of a batch that run user code, run one after
+// another.
+type batchJobs []job
+
+func (b batchJobs) run() {
+	for _, j := range b {
+		j.run()
+	}
+}
