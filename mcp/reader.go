@@ -125,14 +125,6 @@ func (rd *reader) handleRaw(msg []byte) job {
 	return rd.handleMessage(&m, nil)
 }
 
-// limitErrData is error.data of a protocol error refusing a message at a
-// bound: the option that sets it and its value.
-type limitErrData struct {
-	Limit         string `json:"limit"`
-	Max           int    `json:"max"`
-	CorrelationID string `json:"correlationId"`
-}
-
 // prereader is a transport that has read the message it hands over
 // (streamable HTTP reads each POST's to route it and check its headers),
 // so that the message is not read twice.

@@ -73,3 +73,11 @@ func (b batchJobs) run() {
 		j.run()
 	}
 }
+
+// limitErrData is error.data of a protocol error refusing a message at a
+// bound: the option that sets it and its value.
+type limitErrData struct {
+	Limit         string `json:"limit"`
+	Max           int    `json:"max"`
+	CorrelationID string `json:"correlationId"`
+}
