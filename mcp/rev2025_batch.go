@@ -1,3 +1,5 @@
+//go:build !keel_omit2025
+
 package mcp
 
 import (

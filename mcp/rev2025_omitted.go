@@ -9,6 +9,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/revision"
 )
 
 // Built with the tag keel_omit2025, the package has no 2025 rules (the
@@ -20,11 +21,11 @@ import (
 //     the 2026-07-28 rules (-32602), and initialize is answered with
 //     -32022 (Unsupported protocol version), whose data lists the one
 //     supported revision and echoes the requested one.
-//   - The 2025 methods (logging/setLevel, resources/subscribe and
-//     unsubscribe, the 2025-11-25 tasks/get, tasks/result, tasks/list and
-//     tasks/cancel) do not exist: -32601. So are the 2025 notifications
-//     (notifications/initialized, notifications/roots/list_changed)
-//     ignored.
+//   - The 2025 methods (ping, logging/setLevel, resources/subscribe and
+//     unsubscribe, the 2025-11-25 tasks/result and tasks/list) answer
+//     -32601, the 2025 notifications (notifications/initialized,
+//     notifications/roots/list_changed) are ignored, and a batch is
+//     refused (-32600).
 //   - Session's server-to-client requests (CreateMessage, Elicit,
 //     ListRoots, Ping, NotifyElicitationComplete) send nothing and return
 //     an error matching ErrNoClientRequests; a handler asks for input
@@ -132,3 +133,9 @@ func (ss *Session) ListRoots(context.Context) ([]Root, error) {
 // Ping sends nothing: this build serves no revision with
 // server-to-client requests. The error matches ErrNoClientRequests.
 func (ss *Session) Ping(context.Context) error { return noClientRequests(methodPing) }
+
+// handleBatch refuses a batch: revision 2026-07-28 has none.
+func (rd *reader) handleBatch([]byte) job {
+	responder{ss: rd.ss, wctx: rd.messageContext()}.error(&Error{Code: CodeInvalidRequest, Message: revision.BatchRefusedPerRequest})
+	return nil
+}

@@ -75,6 +75,10 @@ func TestOmit2025ServesOnly20260728(t *testing.T) {
 		{"ping (2025) does not exist", `{"jsonrpc":"2.0","id":6,"method":"ping","params":{` + modernMeta + `}}`, -32601, nil},
 		{"logging/setLevel (2025) does not exist", `{"jsonrpc":"2.0","id":7,"method":"logging/setLevel","params":{"level":"debug",` + modernMeta + `}}`, -32601, nil},
 		{"tasks/list (2025-11-25) does not exist", `{"jsonrpc":"2.0","id":8,"method":"tasks/list","params":{` + modernMeta + `}}`, -32601, nil},
+		{"a batch (2025-03-26) is refused", `[{"jsonrpc":"2.0","id":10,"method":"tools/list","params":{` + modernMeta + `}}]`, -32600,
+			func(t *testing.T, m map[string]any) {
+				assert.Contains(t, m["error"].(map[string]any)["message"], "batches are not accepted")
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
