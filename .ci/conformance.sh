@@ -6,8 +6,11 @@
 #   0.2.0-alpha.12  --alpha --requirements 2025-11-25  (the frozen 2025-11-25 set)
 #   0.2.0-alpha.12  --alpha --requirements 2026-07-28  (the stateless revision,
 #                                                       against everything -stateless)
+#   0.2.0-alpha.12  --alpha --requirements 2026-07-28  (the same, against everything
+#                                                       built with -tags keel_omit2025:
+#                                                       the 2026-07-28 rules alone)
 #
-# and exits non-zero unless all three print "N passed, 0 failed".
+# and exits non-zero unless all four print "N passed, 0 failed".
 #
 # The suite lives in ../shared/tools/conformance (read-only); it is copied
 # to a temporary directory, where run-conformance.sh installs its pinned npm
@@ -45,6 +48,7 @@ fi
 echo "== build examples/everything"
 # examples/everything is a module of its own (it imports the otel and postgres modules).
 (cd examples/everything && GOWORK=off go build -o "$work/everything" .)
+(cd examples/everything && GOWORK=off go build -tags keel_omit2025 -o "$work/everything-omit2025" .)
 
 # free_port prints a loopback TCP port nobody listens on right now.
 free_port() {
@@ -66,7 +70,7 @@ run() {
   echo "== conformance $label (port $port)"
   # run-conformance.sh reads CONFORMANCE_HOME as the package folder: keep ours from it.
   env -u CONFORMANCE_HOME "$suite/run-conformance.sh" "${suite_args[@]}" "http://127.0.0.1:$port/mcp" \
-    -- "$work/everything" -http "127.0.0.1:$port" ${server_args[@]+"${server_args[@]}"} >"$log" 2>&1 || rc=$?
+    -- "$work/${server:-everything}" -http "127.0.0.1:$port" ${server_args[@]+"${server_args[@]}"} >"$log" 2>&1 || rc=$?
   if [ $rc -ne 0 ] || [ "${VERBOSE:-0}" = 1 ]; then
     cat "$log"
   else
@@ -82,4 +86,5 @@ run() {
 run "0.1.16 --suite all" --suite all
 run "alpha --requirements 2025-11-25" --alpha --requirements 2025-11-25
 run "alpha --requirements 2026-07-28 (stateless)" --alpha --requirements 2026-07-28 -- -stateless
+server=everything-omit2025 run "alpha --requirements 2026-07-28 (keel_omit2025)" --alpha --requirements 2026-07-28
 exit $status
