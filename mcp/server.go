@@ -569,15 +569,8 @@ func (ss *Session) serve(parent context.Context) error {
 	// to drain and close.
 	go ss.rd.readLoop()
 	if d := ss.server.opts.KeepAlive; d > 0 && !ss.modernOnly {
-		kaDone := make(chan struct{})
-		go func() {
-			defer close(kaDone)
-			keepAlive(ctx, d, func() bool { return ss.currentState() == stateRunning }, ss.Ping, func(err error) {
-				ss.log.Warn("mcp: closing the connection: the client does not answer pings", "keepAlive", d)
-				cancelCause(err)
-			})
-		}()
-		defer func() { cancel(); <-kaDone }() // the pinger ends with the session
+		waitPinger := pingClient(ss, ctx, d, cancelCause)
+		defer func() { cancel(); waitPinger() }() // the pinger ends with the session
 	}
 	var runErr error
 	select {
@@ -630,4 +623,20 @@ func (ss *Session) drain(ctx context.Context) {
 		ss.log.Warn("mcp: shutdown timeout; dropping in-flight results", "timeout", ss.server.opts.ShutdownTimeout)
 	case <-ctx.Done():
 	}
+}
+
+// pingClient pings the client of session ss every d once it is
+// initialized (ServerOptions.KeepAlive), until ctx ends; a client that
+// does not answer in time ends the session with fail. The returned
+// function waits for the pinger to end.
+func pingClient(ss *Session, ctx context.Context, d time.Duration, fail context.CancelCauseFunc) (wait func()) {
+	kaDone := make(chan struct{})
+	go func() {
+		defer close(kaDone)
+		keepAlive(ctx, d, func() bool { return ss.currentState() == stateRunning }, ss.Ping, func(err error) {
+			ss.log.Warn("mcp: closing the connection: the client does not answer pings", "keepAlive", d)
+			fail(err)
+		})
+	}()
+	return func() { <-kaDone }
 }
