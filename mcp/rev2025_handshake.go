@@ -4,6 +4,7 @@ package mcp
 
 import (
 	"context"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -96,4 +97,20 @@ func startStateless(ss *Session, v string) {
 	ss.version = v
 	ss.mu.Unlock()
 	ss.state.Store(int32(stateRunning))
+}
+
+// pingClient pings the client of session ss every d once it is
+// initialized (ServerOptions.KeepAlive), until ctx ends; a client that
+// does not answer in time ends the session with fail. The returned
+// function waits for the pinger to end.
+func pingClient(ss *Session, ctx context.Context, d time.Duration, fail context.CancelCauseFunc) (wait func()) {
+	kaDone := make(chan struct{})
+	go func() {
+		defer close(kaDone)
+		keepAlive(ctx, d, func() bool { return ss.currentState() == stateRunning }, ss.Ping, func(err error) {
+			ss.log.Warn("mcp: closing the connection: the client does not answer pings", "keepAlive", d)
+			fail(err)
+		})
+	}()
+	return func() { <-kaDone }
 }

@@ -3,13 +3,13 @@ package mcp
 import (
 	"context"
 	"errors"
-
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 	"log/slog"
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/ids"
 	"github.com/keelmcp/keel/internal/jsonrpc"
@@ -623,20 +623,4 @@ func (ss *Session) drain(ctx context.Context) {
 		ss.log.Warn("mcp: shutdown timeout; dropping in-flight results", "timeout", ss.server.opts.ShutdownTimeout)
 	case <-ctx.Done():
 	}
-}
-
-// pingClient pings the client of session ss every d once it is
-// initialized (ServerOptions.KeepAlive), until ctx ends; a client that
-// does not answer in time ends the session with fail. The returned
-// function waits for the pinger to end.
-func pingClient(ss *Session, ctx context.Context, d time.Duration, fail context.CancelCauseFunc) (wait func()) {
-	kaDone := make(chan struct{})
-	go func() {
-		defer close(kaDone)
-		keepAlive(ctx, d, func() bool { return ss.currentState() == stateRunning }, ss.Ping, func(err error) {
-			ss.log.Warn("mcp: closing the connection: the client does not answer pings", "keepAlive", d)
-			fail(err)
-		})
-	}()
-	return func() { <-kaDone }
 }
