@@ -5,6 +5,7 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -30,7 +31,8 @@ import (
 //     ListRoots, Ping, NotifyElicitationComplete) send nothing and return
 //     an error matching ErrNoClientRequests; a handler asks for input
 //     with InputRequired.
-//   - server/discover and -32022 list Version20260728 alone.
+//   - server/discover and -32022 list Version20260728 alone, and
+//     ServerOptions.KeepAlive is not used (no session to ping).
 
 // supportedVersions: no revision is negotiated by initialize.
 var supportedVersions []string
@@ -138,4 +140,10 @@ func (ss *Session) Ping(context.Context) error { return noClientRequests(methodP
 func (rd *reader) handleBatch([]byte) job {
 	responder{ss: rd.ss, wctx: rd.messageContext()}.error(&Error{Code: CodeInvalidRequest, Message: revision.BatchRefusedPerRequest})
 	return nil
+}
+
+// pingClient: there is no 2025 session to keep alive
+// (ServerOptions.KeepAlive is not used).
+func pingClient(*Session, context.Context, time.Duration, context.CancelCauseFunc) (wait func()) {
+	return func() {}
 }
