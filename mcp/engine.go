@@ -21,8 +21,10 @@ type engine interface {
 	// dispatch checks m under the era's rules (handshake and state gate;
 	// _meta, revision) and starts its method's handler in this era.
 	dispatch(ss *Session, m *jsonrpc.Message, r responder) job
-	// version is the revision the request is served at.
-	version(r *responder) string
+	// notification is dispatch's gate for notification m: whether it is
+	// served (false: it is ignored, and logged) and the scope it is
+	// served in.
+	notification(ss *Session, m *jsonrpc.Message) (r responder, ok bool)
 	// encode returns the wire form of result v.
 	encode(r *responder, v any) (any, error)
 	// input returns the Input a request's own params carry for target
@@ -50,8 +52,15 @@ func (r *responder) engine() engine {
 	return r.eng
 }
 
-// version returns the revision r's request is served at.
-func (r *responder) version() string { return r.engine().version(r) }
+// version returns the revision r's request is served at: its own for a
+// 2026-07-28 request (its scope, set when the engine took it), else the
+// one its session negotiated.
+func (r *responder) version() string {
+	if r.mod != nil {
+		return r.mod.meta.ProtocolVersion
+	}
+	return r.ss.negotiated()
+}
 
 // shapeResult returns result v without what revision ver lacks (copies
 // where something is stripped; v is never modified).

@@ -43,6 +43,21 @@ func (legacyEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) job {
 	return ss.serveMethod(m, r, &md, md.legacy)
 }
 
+// notification: the built-in notifications are served in every state, a
+// custom one (ServerOptions.Notifications) only once the session is
+// initialized.
+func (legacyEngine) notification(ss *Session, m *jsonrpc.Message) (responder, bool) {
+	switch m.Method {
+	case notificationInitialized, notificationCancelled, notificationRootsListChanged:
+	default:
+		if ss.currentState() != stateRunning {
+			ss.log.Debug("mcp: notification before the session is initialized ignored", logclip.Attr("method", m.Method))
+			return responder{}, false
+		}
+	}
+	return responder{ss: ss}, true
+}
+
 // initialize and ping are served in every state, before the state gate.
 var (
 	initializeMethod = method{legacy: handleInitialize, inline: true}
@@ -77,10 +92,8 @@ func handleInitialize(_ context.Context, req *Request) (any, error) {
 	return ss.server.initializeResult(v), nil
 }
 
-func (legacyEngine) version(r *responder) string { return r.ss.ProtocolVersion() }
-
 func (legacyEngine) encode(r *responder, v any) (any, error) {
-	return shapeResult(v, r.ss.ProtocolVersion()), nil
+	return shapeResult(v, r.ss.negotiated()), nil
 }
 
 // input: a legacy request carries no input of its own; the server asks

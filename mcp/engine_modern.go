@@ -10,6 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/logclip"
 	"github.com/keelmcp/keel/internal/revision"
 )
 
@@ -38,6 +39,9 @@ func (modernEngine) dispatchMeta(ss *Session, m *jsonrpc.Message, r responder, m
 		r.error(unsupportedVersionError(meta.ProtocolVersion))
 		return nil
 	}
+	if !ss.servedPerRequest.Load() { // read first: most requests find it set
+		ss.servedPerRequest.Store(true)
+	}
 	md, ok := ss.server.lookupMethod(m.Method)
 	if !ok || md.modern == nil || (md.offered != nil && !md.offered(ss)) {
 		r.error(methodNotFound(m.Method))
@@ -47,7 +51,34 @@ func (modernEngine) dispatchMeta(ss *Session, m *jsonrpc.Message, r responder, m
 	return ss.serveMethod(m, r, &md, md.modern)
 }
 
-func (modernEngine) version(r *responder) string { return r.mod.meta.ProtocolVersion }
+// notification: a notification that carries the revision's _meta is
+// served in the scope of that _meta, whatever the connection's state (the
+// revision has no handshake), unless the _meta is not valid or the
+// notification is one the revision removed (notifications/initialized,
+// notifications/roots/list_changed): those are ignored. Without the _meta
+// (on a connection serving only this revision) it is served with no
+// request scope.
+func (modernEngine) notification(ss *Session, m *jsonrpc.Message) (responder, bool) {
+	r := responder{ss: ss, eng: modernEngine{}}
+	switch m.Method {
+	case notificationInitialized, notificationRootsListChanged:
+		ss.log.Debug("mcp: notification of an earlier revision ignored", logclip.Attr("method", m.Method))
+		return r, false
+	}
+	if !revision.Marked(m.Params) {
+		return r, true
+	}
+	meta, e := parseRequestMeta(m.Params)
+	if e == nil && !revision.ServedPerRequest(meta.ProtocolVersion) {
+		e = unsupportedVersionError(meta.ProtocolVersion)
+	}
+	if e != nil {
+		ss.log.Debug("mcp: notification ignored", logclip.Attr("method", m.Method), "error", e.Message)
+		return r, false
+	}
+	r.mod = &modernReq{meta: meta}
+	return r, true
+}
 
 func (e modernEngine) encode(r *responder, v any) (any, error) {
 	v = shapeResult(v, r.mod.meta.ProtocolVersion)

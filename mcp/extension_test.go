@@ -275,8 +275,9 @@ func boolWord(b bool) string {
 }
 
 // A 2026-07-28 request on a connection whose 2024-11-05 session declared
-// no capabilities: everything the handler asks about the peer, and the
-// progress message, follow the request.
+// no capabilities: what the handler asks the request about the peer, and
+// the progress message, follow the request; the Session stays the
+// connection, which negotiated 2024-11-05 and declared nothing.
 func TestPeerIsAnsweredForTheRequest(t *testing.T) {
 	c := startPlain(t, mcptest.ServerOptions(peerTools{}))
 	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
@@ -287,8 +288,8 @@ func TestPeerIsAnsweredForTheRequest(t *testing.T) {
 	require.Equal(t, "notifications/progress", prog["method"])
 	assert.Equal(t, "half way", prog["params"].(map[string]any)["message"], "2026-07-28 progress carries its message")
 	res := c.recv()["result"].(map[string]any)
-	assert.Equal(t, "2026-07-28 2026-07-28 sampling sampling", res["content"].([]any)[0].(map[string]any)["text"])
-	// the legacy request on the same connection: the session's view
+	assert.Equal(t, "2024-11-05 2026-07-28 none sampling", res["content"].([]any)[0].(map[string]any)["text"])
+	// the legacy request on the same connection: the session's
 	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"peer","_meta":{"progressToken":"p2"}}}`)
 	prog = c.recv()
 	assert.NotContains(t, prog["params"], "message", "2024-11-05 progress has no message")

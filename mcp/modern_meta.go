@@ -137,11 +137,11 @@ func modernFromContext(ctx context.Context) *modernReq {
 // ctx belongs to: the request's own for a 2026-07-28 request, else the
 // session's negotiated one ("" outside a Server).
 func protocolVersionFromContext(ctx context.Context) string {
-	if m := modernFromContext(ctx); m != nil {
-		return m.meta.ProtocolVersion
+	if req, ok := ctx.Value(requestKey{}).(*Request); ok {
+		return req.ProtocolVersion()
 	}
 	if ss := SessionFromContext(ctx); ss != nil {
-		return ss.ProtocolVersion()
+		return ss.negotiated()
 	}
 	return ""
 }

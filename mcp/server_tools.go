@@ -17,25 +17,17 @@ import (
 
 type sessionKey struct{}
 
-// SessionFromContext returns the server session a request is served on, or
-// nil outside a Server. For a 2026-07-28 request what it tells about the
-// peer (ProtocolVersion, ClientCapabilities, ClientInfo) is the request's
-// own; everything else is the connection's.
+// SessionFromContext returns the server session (the connection) a
+// request is served on, or nil outside a Server: the same *Session for
+// every request of a connection, whatever their revision. What applies to
+// the request itself (its revision, client capabilities and info, log
+// level) is RequestFromContext's to answer.
 func SessionFromContext(ctx context.Context) *Session {
 	if req, ok := ctx.Value(requestKey{}).(*Request); ok {
-		return req.session()
+		return req.Session
 	}
 	s, _ := ctx.Value(sessionKey{}).(*Session)
 	return s
-}
-
-// sessionFromContext returns the connection's session of the request ctx
-// belongs to (never a view), or nil.
-func sessionFromContext(ctx context.Context) *Session {
-	if ss := SessionFromContext(ctx); ss != nil {
-		return ss.real()
-	}
-	return nil
 }
 
 // withSession returns ctx carrying ss (SessionFromContext outside a request).

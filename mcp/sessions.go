@@ -41,7 +41,6 @@ func (ss *Session) Notify(ctx context.Context, method string, params any) error 
 	if method == "" {
 		return errors.New("mcp: Notify: empty method")
 	}
-	ss = ss.real()
 	if ss.modernOnly {
 		return ErrNoChannel
 	}
