@@ -333,6 +333,22 @@ func (r responder) error(e *Error) {
 			d.CorrelationID = r.correlationID()
 			e = &Error{Code: e.Code, Message: e.Message, Data: d}
 		}
+	case missingCapabilityData:
+		if d.CorrelationID == "" {
+			d.CorrelationID = r.correlationID()
+			e = &Error{Code: e.Code, Message: e.Message, Data: d}
+		}
+	case *urlElicitationRequiredData:
+		if d.CorrelationID == "" {
+			c := *d
+			c.CorrelationID = r.correlationID()
+			e = &Error{Code: e.Code, Message: e.Message, Data: &c}
+		}
+	case taskErrData:
+		if d.CorrelationID == "" {
+			d.CorrelationID = r.correlationID()
+			e = &Error{Code: e.Code, Message: e.Message, Data: d}
+		}
 	case *StructuredError:
 		if d.CorrelationID == r.ss.connID() { // the connection's id stood in for the request's
 			if c := r.correlationID(); c != d.CorrelationID {
