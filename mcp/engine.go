@@ -14,9 +14,17 @@ import (
 // engine once: the 2024/2025 revisions negotiated per connection
 // (engine_legacy.go) or revision 2026-07-28, served per request from its
 // own _meta (engine_modern.go). Method handlers never ask which revision
-// they serve: what differs between the eras — which methods exist, how a
-// result is shaped, how a handler's need for input is met — is the
-// engine's. Dropping an era one day means deleting its engine's files.
+// they serve: what differs between the eras — which methods exist and
+// who may call them (the gate: dispatch, notification), how a result and
+// an error are encoded (encode, errorCode), how a handler's need for input
+// is met (rounds, inputRequired) — is the engine's. The revision a request
+// is served at is its scope's (responder.version), not a question for the
+// engine. Dropping an era one day means deleting its engine's files.
+//
+// The answer path (responder.answer, result, error) consults encode,
+// errorCode and inputRequired; handlers reach the engine only through the
+// input rounds (responder.inputRounds) and tools/call's task rules
+// (taskCall).
 type engine interface {
 	// dispatch checks m under the era's rules (handshake and state gate;
 	// _meta, revision) and starts its method's handler in this era.
@@ -27,18 +35,18 @@ type engine interface {
 	notification(ss *Session, m *jsonrpc.Message) (r responder, ok bool)
 	// encode returns the wire form of result v.
 	encode(r *responder, v any) (any, error)
-	// input returns the Input a request's own params carry for target
-	// (2026-07-28: verified against its sealed requestState), or nil.
-	input(r *responder, ctx context.Context, method, target string, args jsontext.Value, responses map[string]json.RawMessage, state string) (*Input, *Error)
-	// complete runs call with in; when the handler asks for input, the
-	// legacy engine asks the client and runs it again, the modern engine
-	// returns the *InputRequiredError for its answer.
-	complete(r *responder, ctx context.Context, in *Input, call func(ctx context.Context) (any, error)) (any, error)
+	// rounds runs call as a handler that may need input from the client
+	// (for target, with arguments args, and the request's own
+	// inputResponses and requestState): the legacy engine asks the client
+	// and runs call again; the modern engine hands call the Input the
+	// request carries (its requestState verified) and returns the
+	// *InputRequiredError for its answer.
+	rounds(r *responder, ctx context.Context, method, target string, args jsontext.Value, responses map[string]json.RawMessage, state string, call func(ctx context.Context) (any, error)) (any, error)
 	// inputRequired answers a request whose handler needs input.
 	inputRequired(r *responder, ir *InputRequiredError)
-	// resourceNotFound is the error of a resources/read of an unknown
-	// resource (rpc: the source's own error, or nil).
-	resourceNotFound(uri string, rpc *Error) *Error
+	// errorCode is the code an error of code c is answered with: one
+	// error (ResourceNotFoundError's -32002) is -32602 in 2026-07-28.
+	errorCode(c int64) int64
 	// taskCall applies the era's task rules to a tools/call: handled
 	// false means "serve it as a plain call".
 	taskCall(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (res any, err error, handled bool)

@@ -96,18 +96,14 @@ func (legacyEngine) encode(r *responder, v any) (any, error) {
 	return shapeResult(v, r.ss.negotiated()), nil
 }
 
-// input: a legacy request carries no input of its own; the server asks
-// the client when the handler needs some (complete).
-func (legacyEngine) input(*responder, context.Context, string, string, jsontext.Value, map[string]json.RawMessage, string) (*Input, *Error) {
-	return nil, nil
-}
-
-func (legacyEngine) complete(r *responder, ctx context.Context, in *Input, call func(ctx context.Context) (any, error)) (any, error) {
-	res, err := call(withInput(ctx, in))
+// rounds: a legacy request carries no input of its own; the server asks
+// the client when the handler needs some, and runs it again.
+func (legacyEngine) rounds(r *responder, ctx context.Context, _, _ string, _ jsontext.Value, _ map[string]json.RawMessage, _ string, call func(ctx context.Context) (any, error)) (any, error) {
+	res, err := call(withInput(ctx, nil))
 	if err == nil {
 		return res, nil
 	}
-	return r.bridgeIfInput(ctx, in, res, err, call)
+	return r.bridgeIfInput(ctx, nil, res, err, call)
 }
 
 // bridgeIfInput asks the client for the input err asks for, if it is an
@@ -125,12 +121,7 @@ func (legacyEngine) inputRequired(r *responder, _ *InputRequiredError) {
 	r.error(&Error{Code: CodeInternalError, Message: "Internal error: the handler needs input from the client, which this request cannot ask for"})
 }
 
-func (legacyEngine) resourceNotFound(uri string, rpc *Error) *Error {
-	if rpc != nil {
-		return rpc
-	}
-	return ResourceNotFoundError(uri)
-}
+func (legacyEngine) errorCode(c int64) int64 { return c }
 
 func (legacyEngine) taskCall(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (any, error, bool) {
 	if p.Task == nil && req.Session.server.tasks == nil {

@@ -102,11 +102,14 @@ func (e modernEngine) encode(r *responder, v any) (any, error) {
 	return r.ss.server.stamp(b, r.mod)
 }
 
-func (modernEngine) input(r *responder, ctx context.Context, method, target string, args jsontext.Value, responses map[string]json.RawMessage, state string) (*Input, *Error) {
-	return r.inputFor(ctx, method, target, args, responses, state) // input_serve.go
-}
-
-func (modernEngine) complete(_ *responder, ctx context.Context, in *Input, call func(ctx context.Context) (any, error)) (any, error) {
+// rounds: the request's inputResponses and requestState are checked
+// (input_serve.go) and handed to call as its Input; the handler's need for
+// more input is its answer.
+func (modernEngine) rounds(r *responder, ctx context.Context, method, target string, args jsontext.Value, responses map[string]json.RawMessage, state string, call func(ctx context.Context) (any, error)) (any, error) {
+	in, e := r.inputFor(ctx, method, target, args, responses, state)
+	if e != nil {
+		return nil, e
+	}
 	return call(withInput(ctx, in))
 }
 
@@ -114,14 +117,13 @@ func (modernEngine) inputRequired(r *responder, ir *InputRequiredError) {
 	r.modernInputRequired(ir) // input_serve.go
 }
 
-// resourceNotFound: 2026-07-28 answers -32602 (-32002 must not be used).
-func (modernEngine) resourceNotFound(uri string, rpc *Error) *Error {
-	if rpc != nil {
-		e := *rpc
-		e.Code = CodeInvalidParams
-		return &e
+// errorCode: 2026-07-28 answers an unknown resource with -32602 (-32002
+// must not be used).
+func (modernEngine) errorCode(c int64) int64 {
+	if c == CodeResourceNotFound {
+		return CodeInvalidParams
 	}
-	return &Error{Code: CodeInvalidParams, Message: "Resource not found", Data: resourceErrData{URI: uri}}
+	return c
 }
 
 func (modernEngine) taskCall(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (any, error, bool) {

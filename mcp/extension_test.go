@@ -447,7 +447,9 @@ func TestEveryProtocolErrorCarriesTheCorrelationID(t *testing.T) {
 // resultType, is refused with an error that names the rule, and the
 // server logs it; nothing is dropped silently.
 func TestCustomMethodNonObjectResult(t *testing.T) {
-	results := map[string]any{"acme/array": []int{1, 2, 3}, "acme/number": 42, "acme/string": "hi", "acme/bool": true}
+	results := map[string]any{"acme/array": []int{1, 2, 3}, "acme/number": 42, "acme/string": "hi", "acme/bool": true,
+		"acme/raw": json.RawMessage(`[{"a":1}]`)} // encoded already: the raw path
+
 	methods := map[string]mcp.MethodHandler{}
 	for name, v := range results {
 		methods[name] = func(context.Context, *mcp.Request) (any, error) { return v, nil }
@@ -464,7 +466,7 @@ func TestCustomMethodNonObjectResult(t *testing.T) {
 	c := startPlain(t, opts)
 
 	id := 0
-	for name, kind := range map[string]string{"acme/array": "a JSON array", "acme/number": "a JSON number", "acme/string": "a JSON string", "acme/bool": "a JSON boolean"} {
+	for name, kind := range map[string]string{"acme/array": "a JSON array", "acme/number": "a JSON number", "acme/string": "a JSON string", "acme/bool": "a JSON boolean", "acme/raw": "a JSON array"} {
 		id++
 		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{%s}}`, id, name, modernMeta))
 		m := c.recv()

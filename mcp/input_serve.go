@@ -79,12 +79,7 @@ func (r *responder) inputFor(ctx context.Context, method, target string, args js
 // through server-to-client requests, and call runs again with the
 // answers.
 func (r *responder) inputRounds(ctx context.Context, method, target string, args jsontext.Value, responses map[string]json.RawMessage, state string, call func(ctx context.Context) (any, error)) (any, error) {
-	eng := r.engine()
-	in, e := eng.input(r, ctx, method, target, args, responses, state)
-	if e != nil {
-		return nil, e
-	}
-	return eng.complete(r, ctx, in, call)
+	return r.engine().rounds(r, ctx, method, target, args, responses, state, call)
 }
 
 // withInputRounds returns h as the handler of a custom method that

@@ -148,22 +148,18 @@ func handleResourcesRead(ctx context.Context, req *Request) (any, error) {
 }
 
 // resourceError maps a read error to its JSON-RPC error: not found (a
-// NOT_FOUND StructuredError or fs.ErrNotExist) is -32002 with the uri
-// (-32602 on 2026-07-28 requests: the engine's resourceNotFound).
+// NOT_FOUND StructuredError or fs.ErrNotExist) is ResourceNotFoundError,
+// the one not-found error of both revisions (the engine answers its code:
+// errorCode).
 func (r *responder) resourceError(err error, uri string) *Error {
-	ss := r.ss
 	var se *StructuredError
 	var rpc *Error
 	switch {
 	case errors.As(err, &rpc):
-		if rpc.Code == CodeResourceNotFound {
-			return r.engine().resourceNotFound(uri, rpc)
-		}
-		return ss.featureError(err)
 	case errors.As(err, &se) && se.Code == ErrNotFound, errors.Is(err, fs.ErrNotExist):
-		return r.engine().resourceNotFound(uri, nil)
+		return ResourceNotFoundError(uri)
 	}
-	return ss.featureError(err)
+	return r.ss.featureError(err)
 }
 
 // featureError maps an error of a resource, prompt or completion source to

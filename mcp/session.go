@@ -320,6 +320,11 @@ type protoErrData struct {
 }
 
 func (r responder) error(e *Error) {
+	if c := r.engine().errorCode(e.Code); c != e.Code {
+		ce := *e
+		ce.Code = c
+		e = &ce
+	}
 	switch d := e.Data.(type) {
 	case nil:
 		e = &Error{Code: e.Code, Message: e.Message, Data: protoErrData{CorrelationID: r.correlationID()}}
