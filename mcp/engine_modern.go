@@ -39,7 +39,7 @@ func (modernEngine) dispatchMeta(ss *Session, m *jsonrpc.Message, r responder, m
 		r.error(unsupportedVersionError(meta.ProtocolVersion))
 		return nil
 	}
-	if !ss.servedPerRequest.Load() { // read first: most requests find it set
+	if !ss.modernOnly && !ss.servedPerRequest.Load() { // read first: most requests find it set
 		ss.servedPerRequest.Store(true)
 	}
 	md, ok := ss.server.lookupMethod(m.Method)
