@@ -98,6 +98,12 @@ func TestSessionIsTheConnection(t *testing.T) {
 	kinds := map[string]int{}
 	for _, ss := range srv.Sessions() {
 		kinds[ss.ProtocolVersion()]++
+		if ss.ProtocolVersion() == mcp.Version20260728 {
+			// outside any request too: the connection's client takes no
+			// server-to-client requests
+			_, err := ss.CreateMessage(context.Background(), &mcp.CreateMessageParams{MaxTokens: 1})
+			assert.ErrorIs(t, err, mcp.ErrNoClientRequests)
+		}
 	}
 	assert.Equal(t, map[string]int{mcp.Version20251125: 2 * conns, mcp.Version20260728: conns, "": 1}, kinds,
 		"a 2026-07-28 connection does not look like an uninitialized one")
