@@ -10,7 +10,6 @@ import (
 
 	"github.com/keelmcp/keel/internal/mcptest"
 	"github.com/keelmcp/keel/mcp"
-	"github.com/keelmcp/keel/transport"
 )
 
 // Every protocol error echoes the correlationId of the request it answers
@@ -29,20 +28,7 @@ func TestEveryProtocolErrorCarriesItsCorrelationID(t *testing.T) {
 			mcp.ElicitParams{Message: "sign in", URL: "https://example.com/auth", ElicitationID: "e1"})
 	}}
 	srv := mcp.NewServer(o)
-	open := func(init bool) *rawConn {
-		ct, st := transport.NewPipe(nil)
-		done := make(chan struct{})
-		go func() { defer close(done); _ = srv.Run(context.Background(), st) }()
-		t.Cleanup(func() { ct.Close(); <-done })
-		c := &rawConn{t: t, tr: mcptest.ValidateTransport(t, ct)}
-		if init {
-			c.send(rawInitLine)
-			require.Contains(t, c.recv(), "result")
-			c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-		}
-		return c
-	}
-	fresh, legacy, modern := open(false), open(true), open(false)
+	fresh, legacy, modern := connectRaw(t, srv, false, true), connectRaw(t, srv, true, true), connectRaw(t, srv, false, true)
 	// meta2026 is the _meta of a 2026-07-28 request: the revision, the
 	// client's capabilities (caps) and the correlationId.
 	meta2026 := func(version, caps, corr string) string {

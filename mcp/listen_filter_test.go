@@ -13,7 +13,6 @@ import (
 	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/registry"
-	"github.com/keelmcp/keel/transport"
 )
 
 // Every broadcast (Server.NotifyAll, the list changes and resource updates
@@ -33,11 +32,7 @@ func TestBroadcastsHonourEachListenFilter(t *testing.T) {
 		"resources": `{"resourcesListChanged":true}`,
 		"x":         `{"resourceSubscriptions":["test://x/"]}`,
 	} {
-		ct, st := transport.NewPipe(nil)
-		done := make(chan struct{})
-		go func() { defer close(done); _ = srv.Run(context.Background(), st) }()
-		t.Cleanup(func() { ct.Close(); <-done })
-		c := &rawConn{t: t, tr: mcptest.ValidateTransport(t, ct)}
+		c := connectRaw(t, srv, false, true)
 		c.send(`{"jsonrpc":"2.0","id":"` + id + `","method":"subscriptions/listen","params":{"notifications":` + filter + `,` + modernMeta + `}}`)
 		require.Equal(t, "notifications/subscriptions/acknowledged", c.recv()["method"])
 		streams[id] = c

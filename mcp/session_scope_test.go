@@ -19,14 +19,19 @@ import (
 const rawInitLine = `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
 
 // connectRaw runs srv on a new in-memory connection and returns its client
-// end, initialized as a 2025-11-25 session when init is set.
-func connectRaw(t *testing.T, srv *mcp.Server, init bool) *rawConn {
+// end, initialized as a 2025-11-25 session when init is set, and with every
+// message the server emits checked against the schema when validate is
+// (custom methods, which the schema cannot know, are not).
+func connectRaw(t *testing.T, srv *mcp.Server, init, validate bool) *rawConn {
 	t.Helper()
 	ct, st := transport.NewPipe(nil)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Run(context.Background(), st) }()
 	t.Cleanup(func() { ct.Close(); <-done })
 	c := &rawConn{t: t, tr: ct}
+	if validate {
+		c.tr = mcptest.ValidateTransport(t, ct)
+	}
 	if init {
 		c.send(rawInitLine)
 		require.Contains(t, c.recv(), "result")
@@ -73,7 +78,7 @@ func TestSessionIsTheConnection(t *testing.T) {
 	// them all
 	for _, tc := range cases {
 		for range conns {
-			c := connectRaw(t, srv, tc.init)
+			c := connectRaw(t, srv, tc.init, false)
 			for i := range perConn {
 				c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"x/who","params":{%s}}`, i, tc.meta))
 				m := c.recv()
@@ -86,7 +91,7 @@ func TestSessionIsTheConnection(t *testing.T) {
 			}
 		}
 	}
-	connectRaw(t, srv, false) // never initialized, never handed a request
+	connectRaw(t, srv, false, false) // never initialized, never handed a request
 
 	mu.Lock()
 	assert.Len(t, seen, len(cases)*conns, "one entry per connection")
@@ -142,7 +147,7 @@ func TestNotificationFollowsItsRevision(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := connectRaw(t, srv, tc.init)
+			c := connectRaw(t, srv, tc.init, false)
 			c.send(`{"jsonrpc":"2.0","method":"x/note","params":` + tc.params + `}`)
 			// notifications are served in order on the reading goroutine:
 			// once a later request is answered, the notification was seen
