@@ -23,8 +23,9 @@ import (
 //
 // The answer path (responder.answer, result, error) consults encode,
 // errorCode and inputRequired; handlers reach the engine only through the
-// input rounds (responder.inputRounds) and tools/call's task rules
-// (taskCall).
+// input rounds (responder.inputRounds). What else differs by revision for
+// a method is its column of the method table (tools/call's task rules:
+// taskRule).
 type engine interface {
 	// dispatch checks m under the era's rules (handshake and state gate;
 	// _meta, revision) and starts its method's handler in this era.
@@ -47,10 +48,12 @@ type engine interface {
 	// errorCode is the code an error of code c is answered with: one
 	// error (ResourceNotFoundError's -32002) is -32602 in 2026-07-28.
 	errorCode(c int64) int64
-	// taskCall applies the era's task rules to a tools/call: handled
-	// false means "serve it as a plain call".
-	taskCall(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (res any, err error, handled bool)
 }
+
+// taskRule applies a revision's task rules to a tools/call: handled false
+// means "serve it as a plain call". Each column of the method table serves
+// tools/call with its own (legacyToolsCall, modernToolsCall).
+type taskRule func(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (res any, err error, handled bool)
 
 // engine returns the engine r's request was handed to.
 func (r *responder) engine() engine {

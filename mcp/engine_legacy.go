@@ -123,7 +123,16 @@ func (legacyEngine) inputRequired(r *responder, _ *InputRequiredError) {
 
 func (legacyEngine) errorCode(c int64) int64 { return c }
 
-func (legacyEngine) taskCall(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (any, error, bool) {
+// legacyToolsCall is tools/call in the legacy column of the method table:
+// under the 2025-11-25 task rules.
+func legacyToolsCall(ctx context.Context, req *Request) (any, error) {
+	return handleToolsCall(ctx, req, legacyTaskCall)
+}
+
+// legacyTaskCall hands the call to the task host when its params ask for
+// a task (params.task) or the server has tasks: it decides, by the
+// session's revision, whether it runs as one (server_tasks.go).
+func legacyTaskCall(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (any, error, bool) {
 	if p.Task == nil && req.Session.server.tasks == nil {
 		return nil, nil, false
 	}

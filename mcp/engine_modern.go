@@ -126,7 +126,15 @@ func (modernEngine) errorCode(c int64) int64 {
 	return c
 }
 
-func (modernEngine) taskCall(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (any, error, bool) {
+// modernToolsCall is tools/call in the 2026-07-28 column of the method
+// table: under the rules of the tasks extension.
+func modernToolsCall(ctx context.Context, req *Request) (any, error) {
+	return handleToolsCall(ctx, req, modernTaskCall)
+}
+
+// modernTaskCall: tasks are an extension in 2026-07-28, which params.task
+// does not ask for (tasks_modern_serve.go decides).
+func modernTaskCall(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (any, error, bool) {
 	p.Task, call.Task = nil, nil // tasks are an extension in 2026-07-28: params.task is ignored
 	if req.Session.server.tasks == nil {
 		return nil, nil, false

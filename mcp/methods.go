@@ -48,8 +48,7 @@ func (s *Server) lookupMethod(name string) (md method, ok bool) {
 		md = both(handleToolsList)
 		md.offered, md.cacheable, md.inline = hasTools, true, true
 	case methodToolsCall:
-		md = both(handleToolsCall)
-		md.offered = hasTools
+		md = method{offered: hasTools, legacy: legacyToolsCall, modern: modernToolsCall}
 	case methodResourcesList:
 		md = both(handleResourcesList)
 		md.offered, md.cacheable, md.inline = hasResources, true, true

@@ -143,10 +143,11 @@ func (m *callMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 }
 
 // handleToolsCall serves tools/call: it checks the params, builds the
-// ToolCall, and runs it through the ToolSource (or as a task). Its outcome
-// is the tool result: a tool's error becomes an isError result, an *Error
-// stays a JSON-RPC error.
-func handleToolsCall(ctx context.Context, req *Request) (any, error) {
+// ToolCall, and runs it through the ToolSource (or as a task, by the task
+// rules of the method table's column: legacyToolsCall, modernToolsCall).
+// Its outcome is the tool result: a tool's error becomes an isError
+// result, an *Error stays a JSON-RPC error.
+func handleToolsCall(ctx context.Context, req *Request, taskCall taskRule) (any, error) {
 	if req.Params == nil || jsontext.Value(req.Params).Kind() != '{' {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: tools/call requires params {name, arguments}"}
 	}
@@ -186,7 +187,7 @@ func handleToolsCall(ctx context.Context, req *Request) (any, error) {
 	call.logv = *slog.New(&call.logh)
 	call.Logger = &call.logv
 	r.call = call
-	if res, err, handled := r.engine().taskCall(ctx, req, call, &p); handled {
+	if res, err, handled := taskCall(ctx, req, call, &p); handled {
 		return res, err
 	}
 	// The response deadline answers through the request's own gate.
