@@ -22,10 +22,10 @@ import (
 // engine. Dropping an era one day means deleting its engine's files.
 //
 // The answer path (responder.answer, result, error) consults encode,
-// errorCode and inputRequired; handlers reach the engine only through the
-// input rounds (responder.inputRounds). What else differs by revision for
-// a method is its column of the method table (tools/call's task rules:
-// taskRule).
+// errorCode and inputRequired; handlers never call the engine. What else
+// differs by revision for a method is its column of the method table:
+// the input rounds run around its handler (inputRule) and tools/call's
+// task rules (taskRule).
 type engine interface {
 	// dispatch checks m under the era's rules (handshake and state gate;
 	// _meta, revision) and starts its method's handler in this era.
@@ -36,19 +36,25 @@ type engine interface {
 	notification(ss *Session, m *jsonrpc.Message) (r responder, ok bool)
 	// encode returns the wire form of result v.
 	encode(r *responder, v any) (any, error)
-	// rounds runs call as a handler that may need input from the client
-	// (for target, with arguments args, and the request's own
-	// inputResponses and requestState): the legacy engine asks the client
-	// and runs call again; the modern engine hands call the Input the
-	// request carries (its requestState verified) and returns the
-	// *InputRequiredError for its answer.
-	rounds(r *responder, ctx context.Context, method, target string, args jsontext.Value, responses map[string]json.RawMessage, state string, call func(ctx context.Context) (any, error)) (any, error)
 	// inputRequired answers a request whose handler needs input.
 	inputRequired(r *responder, ir *InputRequiredError)
 	// errorCode is the code an error of code c is answered with: one
 	// error (ResourceNotFoundError's -32002) is -32602 in 2026-07-28.
 	errorCode(c int64) int64
 }
+
+// inputRule runs call as the handler of a request that may need input from
+// its client, under one revision's rules: the one owner of the input
+// sequence of every method whose row declares input rounds (tools/call,
+// prompts/get, resources/read and the custom methods named in
+// ServerOptions.InputMethods), each column of the method table with its
+// own (legacyRounds, modernRounds). A 2026-07-28 request's inputResponses
+// and requestState (for target, with arguments args) are checked first and
+// handed to the handler as its Input; an *InputRequiredError the handler
+// returns is answered input_required. A 2025 session's client is asked
+// through server-to-client requests, and call runs again with the
+// answers.
+type inputRule func(r *responder, ctx context.Context, method, target string, args jsontext.Value, responses map[string]json.RawMessage, state string, call func(ctx context.Context) (any, error)) (any, error)
 
 // taskRule applies a revision's task rules to a tools/call: handled false
 // means "serve it as a plain call". Each column of the method table serves

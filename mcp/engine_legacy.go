@@ -96,9 +96,10 @@ func (legacyEngine) encode(r *responder, v any) (any, error) {
 	return shapeResult(v, r.ss.negotiated()), nil
 }
 
-// rounds: a legacy request carries no input of its own; the server asks
-// the client when the handler needs some, and runs it again.
-func (legacyEngine) rounds(r *responder, ctx context.Context, _, _ string, _ jsontext.Value, _ map[string]json.RawMessage, _ string, call func(ctx context.Context) (any, error)) (any, error) {
+// legacyRounds is the inputRule of the legacy column: a legacy request
+// carries no input of its own; the server asks the client when the handler
+// needs some, and runs it again.
+func legacyRounds(r *responder, ctx context.Context, _, _ string, _ jsontext.Value, _ map[string]json.RawMessage, _ string, call func(ctx context.Context) (any, error)) (any, error) {
 	res, err := call(withInput(ctx, nil))
 	if err == nil {
 		return res, nil
@@ -126,7 +127,7 @@ func (legacyEngine) errorCode(c int64) int64 { return c }
 // legacyToolsCall is tools/call in the legacy column of the method table:
 // under the 2025-11-25 task rules.
 func legacyToolsCall(ctx context.Context, req *Request) (any, error) {
-	return handleToolsCall(ctx, req, legacyTaskCall)
+	return handleToolsCall(ctx, req, legacyRounds, legacyTaskCall)
 }
 
 // legacyTaskCall hands the call to the task host when its params ask for

@@ -102,10 +102,10 @@ func (e modernEngine) encode(r *responder, v any) (any, error) {
 	return r.ss.server.stamp(b, r.mod)
 }
 
-// rounds: the request's inputResponses and requestState are checked
-// (input_serve.go) and handed to call as its Input; the handler's need for
-// more input is its answer.
-func (modernEngine) rounds(r *responder, ctx context.Context, method, target string, args jsontext.Value, responses map[string]json.RawMessage, state string, call func(ctx context.Context) (any, error)) (any, error) {
+// modernRounds is the inputRule of the 2026-07-28 column: the request's
+// inputResponses and requestState are checked (input_serve.go) and handed
+// to call as its Input; the handler's need for more input is its answer.
+func modernRounds(r *responder, ctx context.Context, method, target string, args jsontext.Value, responses map[string]json.RawMessage, state string, call func(ctx context.Context) (any, error)) (any, error) {
 	in, e := r.inputFor(ctx, method, target, args, responses, state)
 	if e != nil {
 		return nil, e
@@ -129,7 +129,7 @@ func (modernEngine) errorCode(c int64) int64 {
 // modernToolsCall is tools/call in the 2026-07-28 column of the method
 // table: under the rules of the tasks extension.
 func modernToolsCall(ctx context.Context, req *Request) (any, error) {
-	return handleToolsCall(ctx, req, modernTaskCall)
+	return handleToolsCall(ctx, req, modernRounds, modernTaskCall)
 }
 
 // modernTaskCall: tasks are an extension in 2026-07-28, which params.task

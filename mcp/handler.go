@@ -126,20 +126,21 @@ func checkCustom(m map[string]MethodHandler, field string) map[string]MethodHand
 	return out
 }
 
-// checkInputMethods returns the handlers of the methods named in names
-// (ServerOptions.InputMethods) wrapped in their input rounds, panicking on
-// a name that is not in methods: a misconfigured server fails at start-up.
-func checkInputMethods(methods map[string]MethodHandler, names []string) map[string]MethodHandler {
+// checkInputMethods returns the method table's rows of the methods named
+// in names (ServerOptions.InputMethods): their handlers wrapped in each
+// column's input rounds. It panics on a name that is not in methods: a
+// misconfigured server fails at start-up.
+func checkInputMethods(methods map[string]MethodHandler, names []string) map[string]method {
 	if len(names) == 0 {
 		return nil
 	}
-	out := make(map[string]MethodHandler, len(names))
+	out := make(map[string]method, len(names))
 	for _, name := range names {
 		h, ok := methods[name]
 		if !ok {
 			panic("mcp: ServerOptions.InputMethods names " + quote(name) + ", which is not in Methods")
 		}
-		out[name] = withInputRounds(h)
+		out[name] = method{legacy: withInputRounds(h, legacyRounds), modern: withInputRounds(h, modernRounds)}
 	}
 	return out
 }

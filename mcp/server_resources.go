@@ -122,7 +122,9 @@ func decodeURIParams(req *Request, p *ReadResourceParams) *Error {
 	return nil
 }
 
-func handleResourcesRead(ctx context.Context, req *Request) (any, error) {
+// handleResourcesRead serves resources/read, in the input rounds of its
+// column of the method table.
+func handleResourcesRead(ctx context.Context, req *Request, rounds inputRule) (any, error) {
 	p := new(ReadResourceParams)
 	if e := decodeURIParams(req, p); e != nil {
 		return nil, e
@@ -132,7 +134,7 @@ func handleResourcesRead(ctx context.Context, req *Request) (any, error) {
 	responses, state := p.InputResponses, p.RequestState
 	p.InputResponses, p.RequestState = nil, "" // the handler reads them with InputFromContext
 	ctx = req.withProgress(ctx)
-	return r.inputRounds(ctx, methodResourcesRead, p.URI, nil, responses, state, func(ctx context.Context) (any, error) {
+	return rounds(r, ctx, methodResourcesRead, p.URI, nil, responses, state, func(ctx context.Context) (any, error) {
 		res, err := src.ReadResource(ctx, p)
 		var ir *InputRequiredError
 		switch {

@@ -143,11 +143,12 @@ func (m *callMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 }
 
 // handleToolsCall serves tools/call: it checks the params, builds the
-// ToolCall, and runs it through the ToolSource (or as a task, by the task
-// rules of the method table's column: legacyToolsCall, modernToolsCall).
+// ToolCall, and runs it through the ToolSource in the input rounds (or as
+// a task, by the task rules) of its column of the method table
+// (legacyToolsCall, modernToolsCall).
 // Its outcome is the tool result: a tool's error becomes an isError
 // result, an *Error stays a JSON-RPC error.
-func handleToolsCall(ctx context.Context, req *Request, taskCall taskRule) (any, error) {
+func handleToolsCall(ctx context.Context, req *Request, rounds inputRule, taskCall taskRule) (any, error) {
 	if req.Params == nil || jsontext.Value(req.Params).Kind() != '{' {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: tools/call requires params {name, arguments}"}
 	}
@@ -200,7 +201,7 @@ func handleToolsCall(ctx context.Context, req *Request, taskCall taskRule) (any,
 	if req.f.vals.call.Store(call); ToolCallFromContext(ctx) != call {
 		ctx = WithToolCall(ctx, call) // a middleware gave a context of its own
 	}
-	out, err := r.inputRounds(ctx, methodToolsCall, p.Name, jsontext.Value(p.Arguments), p.InputResponses, p.RequestState, func(ctx context.Context) (any, error) {
+	out, err := rounds(r, ctx, methodToolsCall, p.Name, jsontext.Value(p.Arguments), p.InputResponses, p.RequestState, func(ctx context.Context) (any, error) {
 		res, err := src.CallTool(ctx, call)
 		if res == nil {
 			return nil, err // not a typed nil in an interface
