@@ -48,10 +48,11 @@ func (e *CapabilityError) Error() string {
 func (e *CapabilityError) Unwrap() error { return ErrCapabilityNotDeclared }
 
 // modernRefusal refuses a server-to-client request made while serving a
-// 2026-07-28 request (ErrNoClientRequests): checked before the
-// capabilities, so that the error gives the true reason.
+// 2026-07-28 request, or on a connection that serves only such requests
+// (ErrNoClientRequests): checked before the capabilities, so that the
+// error gives the true reason.
 func (ss *Session) modernRefusal(ctx context.Context, method string) error {
-	if ss.mod != nil || ss.real().modernOnly || modernFromContext(ctx) != nil {
+	if modernFromContext(ctx) != nil || ss.ProtocolVersion() == Version20260728 {
 		return fmt.Errorf("mcp: %s not sent: %w", method, ErrNoClientRequests)
 	}
 	return nil

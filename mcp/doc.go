@@ -51,10 +51,10 @@
 // Each era is one engine that takes a request once and applies the era's
 // rules: which methods exist, how results are shaped, how a handler's need
 // for input is met. Handlers never test the revision. What they ask about
-// the peer is answered for the request they serve: inside the handler of a
-// 2026-07-28 request, SessionFromContext(ctx).ProtocolVersion(),
-// ClientCapabilities() and ClientInfo() are the request's own, as are
-// those of RequestFromContext(ctx).
+// the peer is answered by the request they serve, alone:
+// RequestFromContext(ctx).ProtocolVersion(), ClientCapabilities(),
+// ClientInfo() and LogLevel() are a 2026-07-28 request's own. The Session
+// (SessionFromContext) is the connection, the same for all its requests.
 //
 // Built with the tag keel_omit2025, the Server serves revision 2026-07-28
 // only: the files of the 2025 rules (rev2025_*.go) are left out, a

@@ -204,7 +204,8 @@ type elicitationCompleteNotificationParams struct {
 // (CodeURLElicitation): the URL elicitations the client must complete
 // before the request can succeed (2025-11-25).
 type urlElicitationRequiredData struct {
-	Elicitations []ElicitParams `json:"elicitations"`
+	Elicitations  []ElicitParams `json:"elicitations"`
+	CorrelationID string         `json:"correlationId,omitempty"`
 }
 
 // NewURLElicitationRequiredError returns a -32042 error asking the client

@@ -49,6 +49,21 @@ func (legacyEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) job {
 	return ss.serveMethod(m, r, &md, md.legacy)
 }
 
+// notification: the built-in notifications are served in every state, a
+// custom one (ServerOptions.Notifications) only once the session is
+// initialized.
+func (legacyEngine) notification(ss *Session, m *jsonrpc.Message) (responder, bool) {
+	switch m.Method {
+	case notificationInitialized, notificationCancelled, notificationRootsListChanged:
+	default:
+		if ss.currentState() != stateRunning {
+			ss.log.Debug("mcp: notification before the session is initialized ignored", logclip.Attr("method", m.Method))
+			return responder{}, false
+		}
+	}
+	return responder{ss: ss}, true
+}
+
 // initialize and ping are served in every state, before the state gate.
 var (
 	initializeMethod = method{legacy: handleInitialize, inline: true}
@@ -83,24 +98,19 @@ func handleInitialize(_ context.Context, req *Request) (any, error) {
 	return ss.server.initializeResult(v), nil
 }
 
-func (legacyEngine) version(r *responder) string { return r.ss.ProtocolVersion() }
-
 func (legacyEngine) encode(r *responder, v any) (any, error) {
-	return shapeResult(v, r.ss.ProtocolVersion()), nil
+	return shapeResult(v, r.ss.negotiated()), nil
 }
 
-// input: a legacy request carries no input of its own; the server asks
-// the client when the handler needs some (complete).
-func (legacyEngine) input(*responder, context.Context, string, string, jsontext.Value, map[string]json.RawMessage, string) (*Input, *Error) {
-	return nil, nil
-}
-
-func (legacyEngine) complete(r *responder, ctx context.Context, in *Input, call func(ctx context.Context) (any, error)) (any, error) {
-	res, err := call(withInput(ctx, in))
+// legacyRounds is the inputRule of the legacy column: a legacy request
+// carries no input of its own; the server asks the client when the handler
+// needs some, and runs it again.
+func legacyRounds(r *responder, ctx context.Context, _, _ string, _ jsontext.Value, _ map[string]json.RawMessage, _ string, call func(ctx context.Context) (any, error)) (any, error) {
+	res, err := call(withInput(ctx, nil))
 	if err == nil {
 		return res, nil
 	}
-	return r.bridgeIfInput(ctx, in, res, err, call)
+	return r.bridgeIfInput(ctx, nil, res, err, call)
 }
 
 // bridgeIfInput asks the client for the input err asks for, if it is an
@@ -118,14 +128,18 @@ func (legacyEngine) inputRequired(r *responder, _ *InputRequiredError) {
 	r.error(&Error{Code: CodeInternalError, Message: "Internal error: the handler needs input from the client, which this request cannot ask for"})
 }
 
-func (legacyEngine) resourceNotFound(uri string, rpc *Error) *Error {
-	if rpc != nil {
-		return rpc
-	}
-	return ResourceNotFoundError(uri)
+func (legacyEngine) errorCode(c int64) int64 { return c }
+
+// legacyToolsCall is tools/call in the legacy column of the method table:
+// under the 2025-11-25 task rules.
+func legacyToolsCall(ctx context.Context, req *Request) (any, error) {
+	return handleToolsCall(ctx, req, legacyRounds, legacyTaskCall)
 }
 
-func (legacyEngine) taskCall(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (any, error, bool) {
+// legacyTaskCall hands the call to the task host when its params ask for
+// a task (params.task) or the server has tasks: it decides, by the
+// session's revision, whether it runs as one (server_tasks.go).
+func legacyTaskCall(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (any, error, bool) {
 	if p.Task == nil && req.Session.server.tasks == nil {
 		return nil, nil, false
 	}

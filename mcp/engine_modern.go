@@ -10,6 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/logclip"
 	"github.com/keelmcp/keel/internal/revision"
 )
 
@@ -38,6 +39,9 @@ func (modernEngine) dispatchMeta(ss *Session, m *jsonrpc.Message, r responder, m
 		r.error(unsupportedVersionError(meta.ProtocolVersion))
 		return nil
 	}
+	if !ss.modernOnly && !ss.servedPerRequest.Load() { // read first: most requests find it set
+		ss.servedPerRequest.Store(true)
+	}
 	md, ok := ss.server.lookupMethod(m.Method)
 	if !ok || md.modern == nil || (md.offered != nil && !md.offered(ss)) {
 		r.error(methodNotFound(m.Method))
@@ -47,7 +51,34 @@ func (modernEngine) dispatchMeta(ss *Session, m *jsonrpc.Message, r responder, m
 	return ss.serveMethod(m, r, &md, md.modern)
 }
 
-func (modernEngine) version(r *responder) string { return r.mod.meta.ProtocolVersion }
+// notification: a notification that carries the revision's _meta is
+// served in the scope of that _meta, whatever the connection's state (the
+// revision has no handshake), unless the _meta is not valid or the
+// notification is one the revision removed (notifications/initialized,
+// notifications/roots/list_changed): those are ignored. Without the _meta
+// (on a connection serving only this revision) it is served with no
+// request scope.
+func (modernEngine) notification(ss *Session, m *jsonrpc.Message) (responder, bool) {
+	r := responder{ss: ss, eng: modernEngine{}}
+	switch m.Method {
+	case notificationInitialized, notificationRootsListChanged:
+		ss.log.Debug("mcp: notification of an earlier revision ignored", logclip.Attr("method", m.Method))
+		return r, false
+	}
+	if !revision.Marked(m.Params) {
+		return r, true
+	}
+	meta, e := parseRequestMeta(m.Params)
+	if e == nil && !revision.ServedPerRequest(meta.ProtocolVersion) {
+		e = unsupportedVersionError(meta.ProtocolVersion)
+	}
+	if e != nil {
+		ss.log.Debug("mcp: notification ignored", logclip.Attr("method", m.Method), "error", e.Message)
+		return r, false
+	}
+	r.mod = &modernReq{meta: meta}
+	return r, true
+}
 
 func (e modernEngine) encode(r *responder, v any) (any, error) {
 	v = shapeResult(v, r.mod.meta.ProtocolVersion)
@@ -71,11 +102,14 @@ func (e modernEngine) encode(r *responder, v any) (any, error) {
 	return r.ss.server.stamp(b, r.mod)
 }
 
-func (modernEngine) input(r *responder, ctx context.Context, method, target string, args jsontext.Value, responses map[string]json.RawMessage, state string) (*Input, *Error) {
-	return r.inputFor(ctx, method, target, args, responses, state) // input_serve.go
-}
-
-func (modernEngine) complete(_ *responder, ctx context.Context, in *Input, call func(ctx context.Context) (any, error)) (any, error) {
+// modernRounds is the inputRule of the 2026-07-28 column: the request's
+// inputResponses and requestState are checked (input_serve.go) and handed
+// to call as its Input; the handler's need for more input is its answer.
+func modernRounds(r *responder, ctx context.Context, method, target string, args jsontext.Value, responses map[string]json.RawMessage, state string, call func(ctx context.Context) (any, error)) (any, error) {
+	in, e := r.inputFor(ctx, method, target, args, responses, state)
+	if e != nil {
+		return nil, e
+	}
 	return call(withInput(ctx, in))
 }
 
@@ -83,17 +117,24 @@ func (modernEngine) inputRequired(r *responder, ir *InputRequiredError) {
 	r.modernInputRequired(ir) // input_serve.go
 }
 
-// resourceNotFound: 2026-07-28 answers -32602 (-32002 must not be used).
-func (modernEngine) resourceNotFound(uri string, rpc *Error) *Error {
-	if rpc != nil {
-		e := *rpc
-		e.Code = CodeInvalidParams
-		return &e
+// errorCode: 2026-07-28 answers an unknown resource with -32602 (-32002
+// must not be used).
+func (modernEngine) errorCode(c int64) int64 {
+	if c == CodeResourceNotFound {
+		return CodeInvalidParams
 	}
-	return &Error{Code: CodeInvalidParams, Message: "Resource not found", Data: resourceErrData{URI: uri}}
+	return c
 }
 
-func (modernEngine) taskCall(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (any, error, bool) {
+// modernToolsCall is tools/call in the 2026-07-28 column of the method
+// table: under the rules of the tasks extension.
+func modernToolsCall(ctx context.Context, req *Request) (any, error) {
+	return handleToolsCall(ctx, req, modernRounds, modernTaskCall)
+}
+
+// modernTaskCall: tasks are an extension in 2026-07-28, which params.task
+// does not ask for (tasks_modern_serve.go decides).
+func modernTaskCall(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (any, error, bool) {
 	p.Task, call.Task = nil, nil // tasks are an extension in 2026-07-28: params.task is ignored
 	if req.Session.server.tasks == nil {
 		return nil, nil, false

@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"sync/atomic"
 )
 
 // Request is one incoming request (or notification) as the Server hands it
@@ -12,9 +11,10 @@ import (
 // the answer themselves.
 //
 // What a handler may ask about the peer (ProtocolVersion,
-// ClientCapabilities, ClientInfo) is answered for this very request: a
-// 2026-07-28 request brings its own in its _meta, a request of a 2025
-// session has the session's.
+// ClientCapabilities, ClientInfo, LogLevel) is answered by the request
+// alone, for this very request: a 2026-07-28 request brings its own in its
+// _meta, a request of a 2025 session has what its session's client
+// declared in initialize. Session is the connection only.
 type Request struct {
 	// ID is the JSON-RPC id (nil for a notification).
 	ID json.RawMessage
@@ -22,14 +22,14 @@ type Request struct {
 	Method string
 	// Params is the raw params member (nil when absent).
 	Params json.RawMessage
-	// Session is the connection the request arrived on.
+	// Session is the connection the request arrived on: the same for
+	// every request of the connection, whatever their revision.
 	Session *Session
 
-	view   atomic.Pointer[Session] // the Session handlers see (session)
-	r      responder               // where the answer goes, and the request's revision scope
-	f      inflight                // the owner of the request's life (request.go); unused for notifications
-	handle MethodHandler           // the method's own handler, innermost in the chain
-	params paramsCache             // params decoded by Params, per type (request_params.go)
+	r      responder     // where the answer goes, and the request's revision scope
+	f      inflight      // the owner of the request's life (request.go); unused for notifications
+	handle MethodHandler // the method's own handler, innermost in the chain
+	params paramsCache   // params decoded by Params, per type (request_params.go)
 }
 
 // IsNotification reports whether the request is a notification (no
@@ -37,7 +37,8 @@ type Request struct {
 func (r *Request) IsNotification() bool { return r.ID == nil }
 
 // ProtocolVersion returns the protocol revision this request is served
-// at: its own for a 2026-07-28 request, else its session's.
+// at: its own for a 2026-07-28 request, else the one its session
+// negotiated.
 func (r *Request) ProtocolVersion() string { return r.r.version() }
 
 // ClientCapabilities returns the client capabilities that apply to this
@@ -57,6 +58,18 @@ func (r *Request) ClientInfo() Implementation {
 		return r.r.mod.clientInfo()
 	}
 	return r.Session.ClientInfo()
+}
+
+// LogLevel returns the logging threshold that applies to this request:
+// the logLevel its _meta names for a 2026-07-28 request ("" when it names
+// none: the request gets no log messages), else its session's, the level
+// the client set with logging/setLevel or, before it did,
+// ServerOptions.LogLevel.
+func (r *Request) LogLevel() LoggingLevel {
+	if r.r.mod != nil {
+		return r.r.mod.meta.LogLevel
+	}
+	return r.Session.logLevel()
 }
 
 // MethodHandler serves one request method (or notification) and returns
@@ -113,20 +126,21 @@ func checkCustom(m map[string]MethodHandler, field string) map[string]MethodHand
 	return out
 }
 
-// checkInputMethods returns the handlers of the methods named in names
-// (ServerOptions.InputMethods) wrapped in their input rounds, panicking on
-// a name that is not in methods: a misconfigured server fails at start-up.
-func checkInputMethods(methods map[string]MethodHandler, names []string) map[string]MethodHandler {
+// checkInputMethods returns the method table's rows of the methods named
+// in names (ServerOptions.InputMethods): their handlers wrapped in each
+// column's input rounds. It panics on a name that is not in methods: a
+// misconfigured server fails at start-up.
+func checkInputMethods(methods map[string]MethodHandler, names []string) map[string]method {
 	if len(names) == 0 {
 		return nil
 	}
-	out := make(map[string]MethodHandler, len(names))
+	out := make(map[string]method, len(names))
 	for _, name := range names {
 		h, ok := methods[name]
 		if !ok {
 			panic("mcp: ServerOptions.InputMethods names " + quote(name) + ", which is not in Methods")
 		}
-		out[name] = withInputRounds(h)
+		out[name] = method{legacy: withInputRounds(h, legacyRounds), modern: withInputRounds(h, modernRounds)}
 	}
 	return out
 }
@@ -174,19 +188,4 @@ func sendChain(c *conn, mws []SendMiddleware) SendHandler {
 		h = mws[i](h)
 	}
 	return h
-}
-
-// session returns the Session the request's handlers see
-// (SessionFromContext): the connection's own for a request of a 2025
-// session, a view whose peer accessors answer for the request for a
-// 2026-07-28 request.
-func (r *Request) session() *Session {
-	if r.r.mod == nil {
-		return r.Session
-	}
-	if v := r.view.Load(); v != nil {
-		return v
-	}
-	r.view.CompareAndSwap(nil, &Session{base: r.Session, mod: r.r.mod, server: r.Session.server})
-	return r.view.Load()
 }

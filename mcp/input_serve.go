@@ -67,37 +67,18 @@ func (r *responder) inputFor(ctx context.Context, method, target string, args js
 	return in, nil
 }
 
-// inputRounds runs call as the handler of a request that may ask its
-// client for input, in the request's revision: the one owner of the input
-// sequence of every method whose row declares input rounds (tools/call,
-// prompts/get, resources/read and the custom methods named in
-// ServerOptions.InputMethods). A 2026-07-28 request's inputResponses and
-// requestState (for target, with arguments args) are checked first and
-// handed to the handler as its Input; an *InputRequiredError the handler
-// returns is answered input_required. A 2025 session's client is asked
-// through server-to-client requests, and call runs again with the
-// answers.
-func (r *responder) inputRounds(ctx context.Context, method, target string, args jsontext.Value, responses map[string]json.RawMessage, state string, call func(ctx context.Context) (any, error)) (any, error) {
-	eng := r.engine()
-	in, e := eng.input(r, ctx, method, target, args, responses, state)
-	if e != nil {
-		return nil, e
-	}
-	return eng.complete(r, ctx, in, call)
-}
-
 // withInputRounds returns h as the handler of a custom method that
 // declares input rounds (ServerOptions.InputMethods): its params'
 // inputResponses and requestState are the rounds' (the handler reads them
 // with InputFromContext), and the rest of its params, without _meta, is
 // what a requestState is bound to.
-func withInputRounds(h MethodHandler) MethodHandler {
+func withInputRounds(h MethodHandler, rounds inputRule) MethodHandler {
 	return func(ctx context.Context, req *Request) (any, error) {
 		args, responses, state, e := splitInputParams(jsontext.Value(req.Params))
 		if e != nil {
 			return nil, e
 		}
-		return req.r.inputRounds(ctx, req.Method, "", args, responses, state, func(ctx context.Context) (any, error) {
+		return rounds(&req.r, ctx, req.Method, "", args, responses, state, func(ctx context.Context) (any, error) {
 			return h(ctx, req)
 		})
 	}

@@ -43,12 +43,10 @@ type sessionFeatures struct {
 var levelsBySeverity = [...]LoggingLevel{LoggingLevelEmergency, LoggingLevelAlert, LoggingLevelCritical,
 	LoggingLevelError, LoggingLevelWarning, LoggingLevelNotice, LoggingLevelInfo, LoggingLevelDebug}
 
-// LogLevel returns the session's logging threshold: the level the client set
-// with logging/setLevel or, before it did, ServerOptions.LogLevel.
-func (ss *Session) LogLevel() LoggingLevel {
-	if ss.mod != nil { // a 2026-07-28 request's view: its own level ("" = none)
-		return ss.mod.meta.LogLevel
-	}
+// logLevel returns the session's logging threshold: the level the client
+// set with logging/setLevel or, before it did, ServerOptions.LogLevel (what
+// applies to one request is Request.LogLevel).
+func (ss *Session) logLevel() LoggingLevel {
 	if v := ss.feat.logLevel.Load(); v > 0 {
 		return levelsBySeverity[v-1]
 	}
@@ -57,7 +55,7 @@ func (ss *Session) LogLevel() LoggingLevel {
 
 // logEnabled reports whether a message of level l reaches the client.
 func (ss *Session) logEnabled(l LoggingLevel) bool {
-	return ss.server.opts.Logging && l.AtLeast(ss.LogLevel())
+	return ss.server.opts.Logging && l.AtLeast(ss.logLevel())
 }
 
 // logEnabledFor reports whether a message of level l about the request
@@ -81,10 +79,9 @@ func (ss *Session) logEnabledFor(ctx context.Context, l LoggingLevel) bool {
 // name (may be empty) and data (any JSON-encodable value: a string, a map,
 // a struct). It sends nothing, and returns nil, when the server does not
 // declare logging (ServerOptions.Logging) or level is below the session's
-// level (see LogLevel). It waits at most a short while (and never past
+// level (see Request.LogLevel). It waits at most a short while (and never past
 // ctx) for a slow client; an error reports a message that was not sent.
 func (ss *Session) Log(ctx context.Context, level LoggingLevel, logger string, data any) error {
-	ss = ss.real()
 	if !level.Valid() {
 		return errors.New("mcp: unknown logging level " + quote(string(level)))
 	}
@@ -114,7 +111,7 @@ var discardLogger = slog.New(slog.DiscardHandler)
 //
 //	mcp.ClientLogger(ctx).Info("fetching", "url", u)
 func ClientLogger(ctx context.Context) *slog.Logger {
-	ss := sessionFromContext(ctx)
+	ss := SessionFromContext(ctx)
 	if ss == nil || !ss.server.opts.Logging {
 		return discardLogger
 	}
@@ -135,7 +132,7 @@ func ClientLogger(ctx context.Context) *slog.Logger {
 // caller for more than a short while: a record that cannot be written in
 // time is dropped, and Handle returns the error.
 func (ss *Session) logHandler(logger string) slog.Handler {
-	return &clientLogHandler{ss: ss.real(), logger: logger}
+	return &clientLogHandler{ss: ss, logger: logger}
 }
 
 type groupOrAttrs struct {

@@ -34,11 +34,11 @@ func both(h MethodHandler) method { return method{legacy: h, modern: h} }
 // lookupMethod is the method table of every request method the server
 // serves after the handshake (initialize and ping are the legacy engine's:
 // engine_legacy.go): the built-in methods, then the server's custom ones
-// (ServerOptions.Methods), which exist in both eras. Input rounds
-// (responder.inputRounds) run around the handlers of tools/call,
-// prompts/get and resources/read, which pass them their target and
-// arguments once decoded, and around the custom methods named in
-// ServerOptions.InputMethods (withInputRounds). It is a switch rather
+// (ServerOptions.Methods), which exist in both eras. Input rounds, each
+// column with its revision's (inputRule: legacyRounds, modernRounds), run
+// around the handlers of tools/call, prompts/get and resources/read, which
+// pass them their target and arguments once decoded, and around the custom
+// methods named in ServerOptions.InputMethods (withInputRounds). It is a switch rather
 // than a map literal: the handlers reach handleRequest again (a handler
 // waiting for the client hands reading over), which a package-level map
 // could not refer to without an initialization cycle.
@@ -48,8 +48,7 @@ func (s *Server) lookupMethod(name string) (md method, ok bool) {
 		md = both(handleToolsList)
 		md.offered, md.cacheable, md.inline = hasTools, true, true
 	case methodToolsCall:
-		md = both(handleToolsCall)
-		md.offered = hasTools
+		md = method{offered: hasTools, legacy: legacyToolsCall, modern: modernToolsCall}
 	case methodResourcesList:
 		md = both(handleResourcesList)
 		md.offered, md.cacheable, md.inline = hasResources, true, true
@@ -57,8 +56,13 @@ func (s *Server) lookupMethod(name string) (md method, ok bool) {
 		md = both(handleResourceTemplatesList)
 		md.offered, md.cacheable, md.inline = hasResources, true, true
 	case methodResourcesRead:
-		md = both(handleResourcesRead)
-		md.offered, md.cacheable = hasResources, true
+		md = method{offered: hasResources, cacheable: true,
+			legacy: func(ctx context.Context, req *Request) (any, error) {
+				return handleResourcesRead(ctx, req, legacyRounds)
+			},
+			modern: func(ctx context.Context, req *Request) (any, error) {
+				return handleResourcesRead(ctx, req, modernRounds)
+			}}
 	case methodResourcesSubscribe:
 		md = method{offered: hasSubscriptions, legacy: handleSubscribe, inline: true}
 	case methodResourcesUnsubscribe:
@@ -67,8 +71,9 @@ func (s *Server) lookupMethod(name string) (md method, ok bool) {
 		md = both(handlePromptsList)
 		md.offered, md.cacheable, md.inline = hasPrompts, true, true
 	case methodPromptsGet:
-		md = both(handlePromptsGet)
-		md.offered = hasPrompts
+		md = method{offered: hasPrompts,
+			legacy: func(ctx context.Context, req *Request) (any, error) { return handlePromptsGet(ctx, req, legacyRounds) },
+			modern: func(ctx context.Context, req *Request) (any, error) { return handlePromptsGet(ctx, req, modernRounds) }}
 	case methodCompletionComplete:
 		md = both(handleComplete)
 		md.offered = hasCompletions
@@ -89,8 +94,8 @@ func (s *Server) lookupMethod(name string) (md method, ok bool) {
 	case methodSubscriptionsListen:
 		md = method{modern: handleListen, lasting: true}
 	default:
-		if h, ok := s.inputMethods[name]; ok { // input rounds around the handler (ServerOptions.InputMethods)
-			return both(h), true
+		if md, ok := s.inputMethods[name]; ok { // input rounds around the handler (ServerOptions.InputMethods)
+			return md, true
 		}
 		h, ok := s.opts.Methods[name]
 		if !ok {

@@ -84,6 +84,7 @@ func unsupportedVersionError(requested string) *Error {
 // missingCapabilityData is error.data of -32021.
 type missingCapabilityData struct {
 	RequiredCapabilities ClientCapabilities `json:"requiredCapabilities"`
+	CorrelationID        string             `json:"correlationId,omitempty"`
 }
 
 // MissingCapabilityError returns the -32021 error for a request that needs

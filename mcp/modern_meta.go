@@ -137,19 +137,20 @@ func modernFromContext(ctx context.Context) *modernReq {
 // ctx belongs to: the request's own for a 2026-07-28 request, else the
 // session's negotiated one ("" outside a Server).
 func protocolVersionFromContext(ctx context.Context) string {
-	if m := modernFromContext(ctx); m != nil {
-		return m.meta.ProtocolVersion
+	if req, ok := ctx.Value(requestKey{}).(*Request); ok {
+		return req.ProtocolVersion()
 	}
 	if ss := SessionFromContext(ctx); ss != nil {
-		return ss.ProtocolVersion()
+		return ss.negotiated()
 	}
 	return ""
 }
 
 // ErrNoClientRequests is matched (errors.Is) by the error of a
 // server-to-client request (Session.CreateMessage, Elicit, ListRoots, Ping)
-// made while serving a request of revision 2026-07-28: that revision has no
-// server-to-client requests. The handler returns what it needs instead,
+// made while serving a request of revision 2026-07-28, or on a connection
+// whose ProtocolVersion is that revision: it has no server-to-client
+// requests. The handler returns what it needs instead,
 // with mcp.InputRequired and mcp.ElicitInput, mcp.SamplingInput or
 // mcp.RootsInput; the client answers and calls again (on a 2025 session
 // keel makes the request itself and runs the handler again).

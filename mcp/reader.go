@@ -176,7 +176,10 @@ func (rd *reader) handleMessage(m *jsonrpc.Message, b *batch) job {
 // handleNotification serves a notification through the middleware chain,
 // on the reading goroutine: the built-in ones (initialized, cancelled,
 // roots/list_changed) and the server's custom ones
-// (ServerOptions.Notifications); others are ignored.
+// (ServerOptions.Notifications); others are ignored. Like a request, it is
+// handed to its revision's engine, which decides whether it is served and
+// in which scope (Request.ProtocolVersion and the peer accessors answer
+// for it as for a request).
 func (rd *reader) handleNotification(m *jsonrpc.Message) {
 	ss := rd.ss
 	h := ss.server.notificationHandler(m.Method)
@@ -184,11 +187,15 @@ func (rd *reader) handleNotification(m *jsonrpc.Message) {
 		ss.log.Debug("mcp: notification ignored", logclip.Attr("method", m.Method))
 		return
 	}
-	if !servesCustomNotification(ss, m) {
-		ss.log.Debug("mcp: notification before the session is initialized ignored", logclip.Attr("method", m.Method))
+	var eng engine = legacyEngine{}
+	if ss.modernOnly || revision.Marked(m.Params) {
+		eng = modernEngine{}
+	}
+	r, ok := eng.notification(ss, m)
+	if !ok {
 		return
 	}
-	req := &Request{Method: m.Method, Params: json.RawMessage(m.Params), Session: ss, r: responder{ss: ss}, handle: h}
+	req := &Request{Method: m.Method, Params: json.RawMessage(m.Params), Session: ss, r: r, handle: h}
 	ctx := context.WithValue(rd.messageContext(), requestKey{}, req)
 	func() {
 		_, err := guard(ss.log, "notification handler", m.Method, func() (any, error) { return ss.server.handle(ctx, req) })
@@ -197,19 +204,6 @@ func (rd *reader) handleNotification(m *jsonrpc.Message) {
 			ss.log.Warn("mcp: notification handler failed", logclip.Attr("method", m.Method), "error", err)
 		}
 	}()
-}
-
-// servesCustomNotification reports whether the session may serve m now:
-// the built-in notifications always, a custom one (ServerOptions.
-// Notifications) on a 2025 session only once it is initialized, and on a
-// 2026-07-28 connection, or with the revision's _meta, at any time (there
-// is no handshake to wait for).
-func servesCustomNotification(ss *Session, m *jsonrpc.Message) bool {
-	switch m.Method {
-	case notificationInitialized, notificationCancelled, notificationRootsListChanged:
-		return true
-	}
-	return ss.modernOnly || ss.currentState() == stateRunning || revision.Marked(m.Params)
 }
 
 // handleRequest hands request m to its era's engine.

@@ -25,7 +25,7 @@ func (rd *reader) handleBatch(msg []byte) job {
 		r.error(&Error{Code: derr.Code, Message: derr.Message})
 		return nil
 	}
-	if v := ss.ProtocolVersion(); !revision.BatchAllowed(v) {
+	if v := ss.negotiated(); !revision.BatchAllowed(v) {
 		if v == "" {
 			v = "none (before initialize)"
 		}

@@ -175,8 +175,9 @@ func TestSessionsNotifyAndSendMiddleware(t *testing.T) {
 }
 
 // A 2026-07-28 request on a connection whose 2024-11-05 session declared
-// no capabilities: everything the handler asks about the peer, and the
-// progress message, follow the request.
+// no capabilities: what the handler asks the request about the peer, and
+// the progress message, follow the request; the Session stays the
+// connection, which negotiated 2024-11-05 and declared nothing.
 func TestPeerIsAnsweredForTheRequest(t *testing.T) {
 	c := startPlain(t, mcptest.ServerOptions(peerTools{}))
 	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
@@ -187,8 +188,8 @@ func TestPeerIsAnsweredForTheRequest(t *testing.T) {
 	require.Equal(t, "notifications/progress", prog["method"])
 	assert.Equal(t, "half way", prog["params"].(map[string]any)["message"], "2026-07-28 progress carries its message")
 	res := c.recv()["result"].(map[string]any)
-	assert.Equal(t, "2026-07-28 2026-07-28 sampling sampling", res["content"].([]any)[0].(map[string]any)["text"])
-	// the legacy request on the same connection: the session's view
+	assert.Equal(t, "2024-11-05 2026-07-28 none sampling", res["content"].([]any)[0].(map[string]any)["text"])
+	// the legacy request on the same connection: the session's
 	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"peer","_meta":{"progressToken":"p2"}}}`)
 	prog = c.recv()
 	assert.NotContains(t, prog["params"], "message", "2024-11-05 progress has no message")
@@ -268,7 +269,9 @@ func TestEveryProtocolErrorCarriesTheCorrelationID(t *testing.T) {
 // resultType, is refused with an error that names the rule, and the
 // server logs it; nothing is dropped silently.
 func TestCustomMethodNonObjectResult(t *testing.T) {
-	results := map[string]any{"acme/array": []int{1, 2, 3}, "acme/number": 42, "acme/string": "hi", "acme/bool": true}
+	results := map[string]any{"acme/array": []int{1, 2, 3}, "acme/number": 42, "acme/string": "hi", "acme/bool": true,
+		"acme/raw": json.RawMessage(`[{"a":1}]`)} // encoded already: the raw path
+
 	methods := map[string]mcp.MethodHandler{}
 	for name, v := range results {
 		methods[name] = func(context.Context, *mcp.Request) (any, error) { return v, nil }
@@ -285,7 +288,7 @@ func TestCustomMethodNonObjectResult(t *testing.T) {
 	c := startPlain(t, opts)
 
 	id := 0
-	for name, kind := range map[string]string{"acme/array": "a JSON array", "acme/number": "a JSON number", "acme/string": "a JSON string", "acme/bool": "a JSON boolean"} {
+	for name, kind := range map[string]string{"acme/array": "a JSON array", "acme/number": "a JSON number", "acme/string": "a JSON string", "acme/bool": "a JSON boolean", "acme/raw": "a JSON array"} {
 		id++
 		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{%s}}`, id, name, modernMeta))
 		m := c.recv()

@@ -16,7 +16,7 @@ import (
 // need returns a *CapabilityError unless the revision is at least min
 // (empty: any) and declared is true.
 func (ss *Session) need(method, capability, min string, declared bool) error {
-	v := ss.ProtocolVersion()
+	v := ss.negotiated()
 	if min != "" && !revision.AtLeast(v, min) {
 		return &CapabilityError{Method: method, Capability: capability, Revision: v, MinRevision: min}
 	}
@@ -74,7 +74,6 @@ func (ss *Session) CreateMessage(ctx context.Context, p *CreateMessageParams) (*
 	if err := ss.modernRefusal(ctx, methodSamplingCreateMessage); err != nil {
 		return nil, err
 	}
-	ss = ss.real()
 	const m = methodSamplingCreateMessage
 	caps := ss.ClientCapabilities()
 	if err := ss.need(m, "sampling", "", caps.Sampling != nil); err != nil {
@@ -88,7 +87,7 @@ func (ss *Session) CreateMessage(ctx context.Context, p *CreateMessageParams) (*
 			return nil, err
 		}
 	}
-	v := ss.ProtocolVersion()
+	v := ss.negotiated()
 	switch p.IncludeContext {
 	case "", includeContextNone, includeContextThisServer, includeContextAllServers:
 	default:
@@ -167,7 +166,6 @@ func (ss *Session) Elicit(ctx context.Context, p *ElicitParams) (*ElicitResult, 
 	if err := ss.modernRefusal(ctx, methodElicitationCreate); err != nil {
 		return nil, err
 	}
-	ss = ss.real()
 	const m = methodElicitationCreate
 	caps := ss.ClientCapabilities()
 	if err := ss.need(m, "elicitation", Version20250618, caps.Elicitation != nil); err != nil {
@@ -186,7 +184,7 @@ func (ss *Session) Elicit(ctx context.Context, p *ElicitParams) (*ElicitResult, 
 		if len(p.RequestedSchema) > 0 && jsontext.Value(p.RequestedSchema).Kind() != '{' {
 			return nil, errors.New("mcp: Elicit: RequestedSchema must be a JSON object schema")
 		}
-		if !revision.AtLeast(ss.ProtocolVersion(), Version20251125) {
+		if !revision.AtLeast(ss.negotiated(), Version20251125) {
 			params.Mode = "" // 2025-06-18 has no mode member
 		}
 	case ElicitModeURL:
@@ -219,7 +217,6 @@ func (ss *Session) Elicit(ctx context.Context, p *ElicitParams) (*ElicitResult, 
 // (notifications/elicitation/complete, 2025-11-25). Like Elicit in URL
 // mode it needs the client's elicitation.url capability.
 func (ss *Session) NotifyElicitationComplete(ctx context.Context, elicitationID string) error {
-	ss = ss.real()
 	caps := ss.ClientCapabilities()
 	if err := ss.need(notificationElicitationComplete, "elicitation.url", Version20251125,
 		caps.Elicitation != nil && caps.Elicitation.URL != nil); err != nil {
@@ -235,7 +232,6 @@ func (ss *Session) ListRoots(ctx context.Context) ([]Root, error) {
 	if err := ss.modernRefusal(ctx, methodRootsList); err != nil {
 		return nil, err
 	}
-	ss = ss.real()
 	caps := ss.ClientCapabilities()
 	if err := ss.need(methodRootsList, "roots", "", caps.Roots != nil); err != nil {
 		return nil, err
@@ -249,7 +245,6 @@ func (ss *Session) ListRoots(ctx context.Context) ([]Root, error) {
 
 // Ping sends ping to the client and waits for its answer.
 func (ss *Session) Ping(ctx context.Context) error {
-	ss = ss.real()
 	return ss.call(ctx, methodPing, nil, nil)
 }
 

@@ -281,7 +281,7 @@ func handleTasksCancel(ctx context.Context, req *Request) (any, error) {
 	case !ok:
 		return nil, &Error{Code: CodeInvalidParams,
 			Message: "Cannot cancel task: already in terminal status '" + string(rec.State.Status) + "'",
-			Data:    map[string]any{"taskId": id}}
+			Data:    taskErrData{TaskID: id}}
 	}
 	if e != nil {
 		req.f.after = func(any) { st.notifyStatus(e, rec) } // after the answer

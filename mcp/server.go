@@ -278,9 +278,10 @@ type Server struct {
 	// logPeers gives the sessions of one peer one log budget together.
 	logPeers *logclip.Peers
 	handle   MethodHandler // the middleware chain around dispatch (handler.go)
-	// inputMethods are the handlers of the custom methods that declare
-	// input rounds (InputMethods), wrapped in them (methods.go).
-	inputMethods map[string]MethodHandler
+	// inputMethods are the method table's rows of the custom methods that
+	// declare input rounds (InputMethods): their handlers wrapped in them
+	// (methods.go).
+	inputMethods map[string]method
 	hub          changeHub  // list_changed and resource update notifications (listchanged.go)
 	tasks        *taskHost  // nil without ServerOptions.Tasks (server_tasks.go)
 	states       *stateRing // requestState keys (request_state_keys.go)

@@ -48,7 +48,7 @@ func PeerFromContext(ctx context.Context) Peer {
 	if p, ok := transport.PeerOfToken(TokenInfoFromContext(ctx)); ok {
 		return p
 	}
-	if ss := sessionFromContext(ctx); ss != nil {
+	if ss := SessionFromContext(ctx); ss != nil {
 		return connPeerOf(ss) // once per connection
 	}
 	return Peer{}

@@ -39,7 +39,9 @@ func handlePromptsList(ctx context.Context, req *Request) (any, error) {
 	return &ListPromptsResult{Prompts: page, NextCursor: next}, nil
 }
 
-func handlePromptsGet(ctx context.Context, req *Request) (any, error) {
+// handlePromptsGet serves prompts/get, in the input rounds of its column
+// of the method table.
+func handlePromptsGet(ctx context.Context, req *Request, rounds inputRule) (any, error) {
 	if req.Params == nil || jsontext.Value(req.Params).Kind() != '{' {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: prompts/get requires params {name, arguments}"}
 	}
@@ -59,7 +61,7 @@ func handlePromptsGet(ctx context.Context, req *Request) (any, error) {
 	responses, state := p.InputResponses, p.RequestState
 	p.InputResponses, p.RequestState = nil, "" // the handler reads them with InputFromContext
 	ctx = req.withProgress(ctx)
-	return r.inputRounds(ctx, methodPromptsGet, p.Name, args, responses, state, func(ctx context.Context) (any, error) {
+	return rounds(r, ctx, methodPromptsGet, p.Name, args, responses, state, func(ctx context.Context) (any, error) {
 		res, err := src.GetPrompt(ctx, p)
 		var ir *InputRequiredError
 		switch {

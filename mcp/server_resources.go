@@ -122,7 +122,9 @@ func decodeURIParams(req *Request, p *ReadResourceParams) *Error {
 	return nil
 }
 
-func handleResourcesRead(ctx context.Context, req *Request) (any, error) {
+// handleResourcesRead serves resources/read, in the input rounds of its
+// column of the method table.
+func handleResourcesRead(ctx context.Context, req *Request, rounds inputRule) (any, error) {
 	p := new(ReadResourceParams)
 	if e := decodeURIParams(req, p); e != nil {
 		return nil, e
@@ -132,7 +134,7 @@ func handleResourcesRead(ctx context.Context, req *Request) (any, error) {
 	responses, state := p.InputResponses, p.RequestState
 	p.InputResponses, p.RequestState = nil, "" // the handler reads them with InputFromContext
 	ctx = req.withProgress(ctx)
-	return r.inputRounds(ctx, methodResourcesRead, p.URI, nil, responses, state, func(ctx context.Context) (any, error) {
+	return rounds(r, ctx, methodResourcesRead, p.URI, nil, responses, state, func(ctx context.Context) (any, error) {
 		res, err := src.ReadResource(ctx, p)
 		var ir *InputRequiredError
 		switch {
@@ -148,22 +150,18 @@ func handleResourcesRead(ctx context.Context, req *Request) (any, error) {
 }
 
 // resourceError maps a read error to its JSON-RPC error: not found (a
-// NOT_FOUND StructuredError or fs.ErrNotExist) is -32002 with the uri
-// (-32602 on 2026-07-28 requests: the engine's resourceNotFound).
+// NOT_FOUND StructuredError or fs.ErrNotExist) is ResourceNotFoundError,
+// the one not-found error of both revisions (the engine answers its code:
+// errorCode).
 func (r *responder) resourceError(err error, uri string) *Error {
-	ss := r.ss
 	var se *StructuredError
 	var rpc *Error
 	switch {
 	case errors.As(err, &rpc):
-		if rpc.Code == CodeResourceNotFound {
-			return r.engine().resourceNotFound(uri, rpc)
-		}
-		return ss.featureError(err)
 	case errors.As(err, &se) && se.Code == ErrNotFound, errors.Is(err, fs.ErrNotExist):
-		return r.engine().resourceNotFound(uri, nil)
+		return ResourceNotFoundError(uri)
 	}
-	return ss.featureError(err)
+	return r.ss.featureError(err)
 }
 
 // featureError maps an error of a resource, prompt or completion source to

@@ -17,25 +17,17 @@ import (
 
 type sessionKey struct{}
 
-// SessionFromContext returns the server session a request is served on, or
-// nil outside a Server. For a 2026-07-28 request what it tells about the
-// peer (ProtocolVersion, ClientCapabilities, ClientInfo) is the request's
-// own; everything else is the connection's.
+// SessionFromContext returns the server session (the connection) a
+// request is served on, or nil outside a Server: the same *Session for
+// every request of a connection, whatever their revision. What applies to
+// the request itself (its revision, client capabilities and info, log
+// level) is RequestFromContext's to answer.
 func SessionFromContext(ctx context.Context) *Session {
 	if req, ok := ctx.Value(requestKey{}).(*Request); ok {
-		return req.session()
+		return req.Session
 	}
 	s, _ := ctx.Value(sessionKey{}).(*Session)
 	return s
-}
-
-// sessionFromContext returns the connection's session of the request ctx
-// belongs to (never a view), or nil.
-func sessionFromContext(ctx context.Context) *Session {
-	if ss := SessionFromContext(ctx); ss != nil {
-		return ss.real()
-	}
-	return nil
 }
 
 // withSession returns ctx carrying ss (SessionFromContext outside a request).
@@ -151,10 +143,12 @@ func (m *callMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 }
 
 // handleToolsCall serves tools/call: it checks the params, builds the
-// ToolCall, and runs it through the ToolSource (or as a task). Its outcome
-// is the tool result: a tool's error becomes an isError result, an *Error
-// stays a JSON-RPC error.
-func handleToolsCall(ctx context.Context, req *Request) (any, error) {
+// ToolCall, and runs it through the ToolSource in the input rounds (or as
+// a task, by the task rules) of its column of the method table
+// (legacyToolsCall, modernToolsCall).
+// Its outcome is the tool result: a tool's error becomes an isError
+// result, an *Error stays a JSON-RPC error.
+func handleToolsCall(ctx context.Context, req *Request, rounds inputRule, taskCall taskRule) (any, error) {
 	if req.Params == nil || jsontext.Value(req.Params).Kind() != '{' {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: tools/call requires params {name, arguments}"}
 	}
@@ -194,7 +188,7 @@ func handleToolsCall(ctx context.Context, req *Request) (any, error) {
 	call.logv = *slog.New(&call.logh)
 	call.Logger = &call.logv
 	r.call = call
-	if res, err, handled := r.engine().taskCall(ctx, req, call, &p); handled {
+	if res, err, handled := taskCall(ctx, req, call, &p); handled {
 		return res, err
 	}
 	// The response deadline answers through the request's own gate.
@@ -207,7 +201,7 @@ func handleToolsCall(ctx context.Context, req *Request) (any, error) {
 	if req.f.vals.call.Store(call); ToolCallFromContext(ctx) != call {
 		ctx = WithToolCall(ctx, call) // a middleware gave a context of its own
 	}
-	out, err := r.inputRounds(ctx, methodToolsCall, p.Name, jsontext.Value(p.Arguments), p.InputResponses, p.RequestState, func(ctx context.Context) (any, error) {
+	out, err := rounds(r, ctx, methodToolsCall, p.Name, jsontext.Value(p.Arguments), p.InputResponses, p.RequestState, func(ctx context.Context) (any, error) {
 		res, err := src.CallTool(ctx, call)
 		if res == nil {
 			return nil, err // not a typed nil in an interface

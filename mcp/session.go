@@ -45,7 +45,11 @@ func (s sessionState) String() string {
 }
 
 // Session is the server side of one connection: its lifecycle state, the
-// negotiated revision and the client's declared capabilities.
+// revision negotiated by initialize and what the client declared in it.
+// A Session is the connection only, the same pointer for every request it
+// carries (SessionFromContext, Request.Session), whatever their revision:
+// what applies to one request (its revision, client capabilities and info,
+// log level) is the Request's to answer.
 type Session struct {
 	server *Server
 	conn   *conn
@@ -74,6 +78,10 @@ type Session struct {
 	// modernOnly: every request on this session is of revision 2026-07-28
 	// (a session a stateless HTTP handler started for a modern POST).
 	modernOnly bool
+	// servedPerRequest is set once the connection has been handed a
+	// request of revision 2026-07-28 (reader.route): ProtocolVersion then
+	// tells it from a 2025 session not initialized yet.
+	servedPerRequest atomic.Bool
 
 	workers atomic.Pointer[workers] // see runWorker
 
@@ -84,20 +92,6 @@ type Session struct {
 	notes sessionNotes
 	// rd reads the session's input (reader.go).
 	rd reader
-
-	// base and mod are set on a view of the session for one 2026-07-28
-	// request (see Request.session): its peer accessors answer for the
-	// request, everything else is base's. All other fields are unused.
-	base *Session
-	mod  *modernReq
-}
-
-// real returns the session itself, or the one a view stands for.
-func (ss *Session) real() *Session {
-	if ss.base != nil {
-		return ss.base
-	}
-	return ss
 }
 
 func (s *Server) newSession(t transport.Transport, perRequest bool) *Session {
@@ -116,7 +110,6 @@ func (s *Server) newSession(t transport.Transport, perRequest bool) *Session {
 // peerKeyOf is the key the session's per-peer budgets count under: the
 // peer its transport named, else the connection itself.
 func peerKeyOf(ss *Session) string {
-	ss = ss.real()
 	if ss.peer != "" {
 		return ss.peer
 	}
@@ -159,49 +152,57 @@ func (ss *Session) runWorker(j job) {
 }
 
 // State returns the session's lifecycle state.
-func (ss *Session) currentState() sessionState { return sessionState(ss.real().state.Load()) }
+func (ss *Session) currentState() sessionState { return sessionState(ss.state.Load()) }
 
-// ProtocolVersion returns the negotiated revision ("" before initialize).
-// Inside the handler of a 2026-07-28 request (SessionFromContext) it is
-// the request's own revision.
+// ProtocolVersion returns the connection's revision, which tells the kinds
+// of connection apart: the revision initialize negotiated for a 2025
+// session; Version20260728 for a connection that has not been initialized
+// but has been handed requests of that revision, which are served each
+// from its own _meta (the revision has no initialize); "" for a
+// connection that has had neither yet. It describes the connection, not
+// one request: the revision a request is served at is
+// Request.ProtocolVersion (a 2025 session may carry 2026-07-28 requests
+// too).
 func (ss *Session) ProtocolVersion() string {
-	if ss.mod != nil {
-		return ss.mod.meta.ProtocolVersion
+	if v := ss.negotiated(); v != "" {
+		return v
 	}
+	if ss.modernOnly || ss.servedPerRequest.Load() {
+		return Version20260728
+	}
+	return ""
+}
+
+// negotiated returns the revision initialize negotiated ("" before it).
+func (ss *Session) negotiated() string {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.version
 }
 
-// ClientInfo returns the clientInfo the client sent in initialize. Inside
-// the handler of a 2026-07-28 request (SessionFromContext) it is what the
-// request's _meta names (zero when nothing).
+// ClientInfo returns the clientInfo the client sent in initialize (zero
+// for a connection that was never initialized, such as one serving only
+// 2026-07-28 requests: what those name is Request.ClientInfo).
 func (ss *Session) ClientInfo() Implementation {
-	if ss.mod != nil {
-		return ss.mod.clientInfo()
-	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.clientInfo
 }
 
 // ClientCapabilities returns the capabilities the client declared in
-// initialize. Inside the handler of a 2026-07-28 request
-// (SessionFromContext) they are the ones the request's _meta declares.
+// initialize (zero for a connection that was never initialized: what a
+// 2026-07-28 request declares is Request.ClientCapabilities).
 func (ss *Session) ClientCapabilities() ClientCapabilities {
-	if ss.mod != nil {
-		return ss.mod.meta.ClientCapabilities
-	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.clientCaps
 }
 
 // ConnectionCorrelationID returns the id generated when the connection opened.
-func (ss *Session) ConnectionCorrelationID() string { return ss.real().connID() }
+func (ss *Session) ConnectionCorrelationID() string { return ss.connID() }
 
 // TransportKind returns the Kind of the session's transport ("stdio", "memory", "http").
-func (ss *Session) TransportKind() string { return ss.real().conn.t.Kind() }
+func (ss *Session) TransportKind() string { return ss.conn.t.Kind() }
 
 func (ss *Session) close() {
 	ss.state.Store(int32(stateClosed))
@@ -318,6 +319,11 @@ type protoErrData struct {
 }
 
 func (r responder) error(e *Error) {
+	if c := r.engine().errorCode(e.Code); c != e.Code {
+		ce := *e
+		ce.Code = c
+		e = &ce
+	}
 	switch d := e.Data.(type) {
 	case nil:
 		e = &Error{Code: e.Code, Message: e.Message, Data: protoErrData{CorrelationID: r.correlationID()}}
@@ -327,6 +333,22 @@ func (r responder) error(e *Error) {
 			e = &Error{Code: e.Code, Message: e.Message, Data: d}
 		}
 	case UnsupportedVersionData:
+		if d.CorrelationID == "" {
+			d.CorrelationID = r.correlationID()
+			e = &Error{Code: e.Code, Message: e.Message, Data: d}
+		}
+	case missingCapabilityData:
+		if d.CorrelationID == "" {
+			d.CorrelationID = r.correlationID()
+			e = &Error{Code: e.Code, Message: e.Message, Data: d}
+		}
+	case *urlElicitationRequiredData:
+		if d.CorrelationID == "" {
+			c := *d
+			c.CorrelationID = r.correlationID()
+			e = &Error{Code: e.Code, Message: e.Message, Data: &c}
+		}
+	case taskErrData:
 		if d.CorrelationID == "" {
 			d.CorrelationID = r.correlationID()
 			e = &Error{Code: e.Code, Message: e.Message, Data: d}

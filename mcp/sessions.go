@@ -13,7 +13,10 @@ import (
 // Sessions returns the connections the server is serving now: every
 // stdio, in-memory or stateful HTTP connection (the per-request sessions
 // a stateless HTTP handler makes for 2026-07-28 POSTs are not listed: they
-// end with their request). The order is unspecified.
+// end with their request). Each one's ProtocolVersion tells its kind: the
+// revision a 2025 session negotiated, Version20260728 for a connection
+// serving 2026-07-28 requests without initialize, "" for one that has
+// done neither yet. The order is unspecified.
 func (s *Server) Sessions() []*Session {
 	h := &s.hub
 	h.mu.Lock()
@@ -41,7 +44,6 @@ func (ss *Session) Notify(ctx context.Context, method string, params any) error 
 	if method == "" {
 		return errors.New("mcp: Notify: empty method")
 	}
-	ss = ss.real()
 	if ss.modernOnly {
 		return ErrNoChannel
 	}

@@ -111,7 +111,14 @@ func formatTime(t time.Time) string {
 // foreign task id.
 func taskNotFoundError(id string) *Error {
 	return &Error{Code: CodeInvalidParams, Message: "Failed to retrieve task: Task not found",
-		Data: map[string]any{"taskId": id}}
+		Data: taskErrData{TaskID: id}}
+}
+
+// taskErrData is error.data of a task method's protocol error: the task
+// it names, and (filled in as it is answered) the request's correlationId.
+type taskErrData struct {
+	TaskID        string `json:"taskId"`
+	CorrelationID string `json:"correlationId,omitempty"`
 }
 
 // errTooManyTasks is the tools/call answer when an owner has MaxTasks tasks

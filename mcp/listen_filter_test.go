@@ -1,0 +1,107 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keelmcp/keel/internal/mcptest"
+	"github.com/keelmcp/keel/internal/revision"
+	"github.com/keelmcp/keel/mcp"
+	"github.com/keelmcp/keel/registry"
+)
+
+// Every broadcast (Server.NotifyAll, the list changes and resource updates
+// the sources report) and ListenStream.Notify reach exactly the 2026-07-28
+// listen streams whose filter covers them: a stream subscribed to nothing
+// gets nothing, one subscribed to X gets X and nothing else.
+func TestBroadcastsHonourEachListenFilter(t *testing.T) {
+	reg := registry.New(nil)
+	opts := mcptest.ServerOptions(reg)
+	opts.Resources, opts.Prompts = reg, reg
+	srv := mcp.NewServer(opts)
+	streams := map[string]*rawConn{}
+	for id, filter := range map[string]string{
+		"none":      `{}`,
+		"tools":     `{"toolsListChanged":true}`,
+		"prompts":   `{"promptsListChanged":true}`,
+		"resources": `{"resourcesListChanged":true}`,
+		"x":         `{"resourceSubscriptions":["test://x/"]}`,
+	} {
+		c := connectRaw(t, srv, false, true)
+		c.send(`{"jsonrpc":"2.0","id":"` + id + `","method":"subscriptions/listen","params":{"notifications":` + filter + `,` + modernMeta + `}}`)
+		require.Equal(t, "notifications/subscriptions/acknowledged", c.recv()["method"])
+		streams[id] = c
+	}
+	require.Eventually(t, func() bool { return len(srv.ListenStreams()) == len(streams) }, 5*time.Second, time.Millisecond)
+	stream := func(id string) *mcp.ListenStream {
+		for _, ls := range srv.ListenStreams() {
+			if string(ls.ID()) == `"`+id+`"` {
+				return ls
+			}
+		}
+		t.Fatalf("no listen stream %q", id)
+		return nil
+	}
+	ctx := context.Background()
+	noTool := func(context.Context, *mcp.ToolCall, json.RawMessage) (*mcp.CallToolResult, error) { return nil, nil }
+	noPrompt := func(context.Context, map[string]string) (*mcp.GetPromptResult, error) { return nil, nil }
+
+	cases := []struct {
+		name      string
+		broadcast func() error
+		method    string
+		uri       string   // the params.uri the receivers get ("": none)
+		to        []string // the streams that get it; every other gets nothing
+	}{
+		{"NotifyAll of a method no filter names", func() error { return srv.NotifyAll(ctx, "acme/news", map[string]any{"headline": "x"}) },
+			"acme/news", "", nil},
+		{"NotifyAll of tools list_changed", func() error { return srv.NotifyAll(ctx, "notifications/tools/list_changed", nil) },
+			"notifications/tools/list_changed", "", []string{"tools"}},
+		{"a tool added", func() error {
+			return reg.AddTool(&mcp.Tool{Name: "t1", InputSchema: json.RawMessage(`{"type":"object"}`)}, noTool, nil)
+		}, "notifications/tools/list_changed", "", []string{"tools"}},
+		{"a prompt added", func() error { return reg.AddPrompt(&mcp.Prompt{Name: "p1"}, noPrompt, nil) },
+			"notifications/prompts/list_changed", "", []string{"prompts"}},
+		{"a resource added", func() error { return reg.AddTextResource(&mcp.Resource{URI: "test://y/new", Name: "new"}, "new") },
+			"notifications/resources/list_changed", "", []string{"resources"}},
+		{"a subscribed resource updated", func() error { reg.NotifyResourceUpdated("test://x/1"); return nil },
+			"notifications/resources/updated", "test://x/1", []string{"x"}},
+		{"another resource updated", func() error { reg.NotifyResourceUpdated("test://y/1"); return nil },
+			"notifications/resources/updated", "test://y/1", nil},
+		{"NotifyAll of a subscribed resource's update", func() error {
+			return srv.NotifyAll(ctx, "notifications/resources/updated", map[string]any{"uri": "test://x/2"})
+		}, "notifications/resources/updated", "test://x/2", []string{"x"}},
+		{"one stream notified alone", func() error {
+			return stream("x").Notify("notifications/resources/updated", map[string]any{"uri": "test://x/3"})
+		},
+			"notifications/resources/updated", "test://x/3", []string{"x"}},
+		{"one stream alone, of a list it opted in to", func() error { return stream("prompts").Notify("notifications/prompts/list_changed", nil) },
+			"notifications/prompts/list_changed", "", []string{"prompts"}},
+	}
+	for _, tc := range cases {
+		require.NoError(t, tc.broadcast(), tc.name)
+		// A stream's notifications come in order: a broadcast it must not
+		// get would arrive before the next one it gets, and fail there.
+		for _, id := range tc.to {
+			m := streams[id].recv()
+			require.Equal(t, tc.method, m["method"], "%s: stream %s got %v", tc.name, id, m)
+			params := m["params"].(map[string]any)
+			assert.Equal(t, id, params["_meta"].(map[string]any)[revision.MetaSubscriptionID], tc.name)
+			if tc.uri != "" {
+				assert.Equal(t, tc.uri, params["uri"], tc.name)
+			}
+		}
+	}
+	// Nothing else was sent: each stream's next message ends it.
+	for id, c := range streams {
+		c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"` + id + `"}}`)
+		m := c.recv()
+		assert.Equal(t, id, m["id"], "stream %s got nothing more, but %v", id, m)
+	}
+	require.Eventually(t, func() bool { return len(srv.ListenStreams()) == 0 }, 5*time.Second, time.Millisecond)
+}
