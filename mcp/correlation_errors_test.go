@@ -28,7 +28,10 @@ func TestEveryProtocolErrorCarriesItsCorrelationID(t *testing.T) {
 			mcp.ElicitParams{Message: "sign in", URL: "https://example.com/auth", ElicitationID: "e1"})
 	}}
 	srv := mcp.NewServer(o)
-	fresh, legacy, modern := connectRaw(t, srv, false, true), connectRaw(t, srv, true, true), connectRaw(t, srv, false, true)
+	fresh, legacy, modern := connectRaw(t, srv, false, true), (*rawConn)(nil), connectRaw(t, srv, false, true)
+	if served2025 {
+		legacy = connectRaw(t, srv, true, true)
+	}
 	// meta2026 is the _meta of a 2026-07-28 request: the revision, the
 	// client's capabilities (caps) and the correlationId.
 	meta2026 := func(version, caps, corr string) string {
@@ -68,6 +71,9 @@ func TestEveryProtocolErrorCarriesItsCorrelationID(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.meta == nil && !served2025 {
+				t.Skip("the 2025 rules are compiled out (keel_omit2025)")
+			}
 			corr := fmt.Sprintf("corr-%d", i)
 			meta := `"_meta":{"correlationId":"` + corr + `"}`
 			if tt.meta != nil {

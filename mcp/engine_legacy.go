@@ -136,6 +136,20 @@ func legacyToolsCall(ctx context.Context, req *Request) (any, error) {
 	return handleToolsCall(ctx, req, legacyRounds, legacyTaskCall)
 }
 
+// legacyResourcesRead and legacyPromptsGet are resources/read and
+// prompts/get in the legacy column of the method table, and
+// legacyInputMethod a custom method named in ServerOptions.InputMethods:
+// with the legacy input rounds.
+func legacyResourcesRead(ctx context.Context, req *Request) (any, error) {
+	return handleResourcesRead(ctx, req, legacyRounds)
+}
+
+func legacyPromptsGet(ctx context.Context, req *Request) (any, error) {
+	return handlePromptsGet(ctx, req, legacyRounds)
+}
+
+func legacyInputMethod(h MethodHandler) MethodHandler { return withInputRounds(h, legacyRounds) }
+
 // legacyTaskCall hands the call to the task host when its params ask for
 // a task (params.task) or the server has tasks: it decides, by the
 // session's revision, whether it runs as one (server_tasks.go).

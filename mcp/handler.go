@@ -140,7 +140,7 @@ func checkInputMethods(methods map[string]MethodHandler, names []string) map[str
 		if !ok {
 			panic("mcp: ServerOptions.InputMethods names " + quote(name) + ", which is not in Methods")
 		}
-		out[name] = method{legacy: withInputRounds(h, legacyRounds), modern: withInputRounds(h, modernRounds)}
+		out[name] = method{legacy: legacyInputMethod(h), modern: withInputRounds(h, modernRounds)}
 	}
 	return out
 }

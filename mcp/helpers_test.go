@@ -183,3 +183,27 @@ func recv[T any](t *testing.T, ch <-chan T, what string) T {
 		return zero
 	}
 }
+
+// connectRaw runs srv on a new in-memory connection and returns its client
+// end, initialized as a 2025-11-25 session when init is set, and with every
+// message the server emits checked against the schema when validate is
+// (custom methods, which the schema cannot know, are not).
+func connectRaw(t *testing.T, srv *mcp.Server, init, validate bool) *rawConn {
+	t.Helper()
+	ct, st := transport.NewPipe(nil)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Run(context.Background(), st) }()
+	t.Cleanup(func() { ct.Close(); <-done })
+	c := &rawConn{t: t, tr: ct}
+	if validate {
+		c.tr = mcptest.ValidateTransport(t, ct)
+	}
+	if init {
+		c.send(rawInitLine)
+		require.Contains(t, c.recv(), "result")
+		c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	}
+	return c
+}
+
+const rawInitLine = `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`

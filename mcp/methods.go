@@ -56,10 +56,7 @@ func (s *Server) lookupMethod(name string) (md method, ok bool) {
 		md = both(handleResourceTemplatesList)
 		md.offered, md.cacheable, md.inline = hasResources, true, true
 	case methodResourcesRead:
-		md = method{offered: hasResources, cacheable: true,
-			legacy: func(ctx context.Context, req *Request) (any, error) {
-				return handleResourcesRead(ctx, req, legacyRounds)
-			},
+		md = method{offered: hasResources, cacheable: true, legacy: legacyResourcesRead,
 			modern: func(ctx context.Context, req *Request) (any, error) {
 				return handleResourcesRead(ctx, req, modernRounds)
 			}}
@@ -71,8 +68,7 @@ func (s *Server) lookupMethod(name string) (md method, ok bool) {
 		md = both(handlePromptsList)
 		md.offered, md.cacheable, md.inline = hasPrompts, true, true
 	case methodPromptsGet:
-		md = method{offered: hasPrompts,
-			legacy: func(ctx context.Context, req *Request) (any, error) { return handlePromptsGet(ctx, req, legacyRounds) },
+		md = method{offered: hasPrompts, legacy: legacyPromptsGet,
 			modern: func(ctx context.Context, req *Request) (any, error) { return handlePromptsGet(ctx, req, modernRounds) }}
 	case methodCompletionComplete:
 		md = both(handleComplete)

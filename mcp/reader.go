@@ -187,7 +187,7 @@ func (rd *reader) handleNotification(m *jsonrpc.Message) {
 		ss.log.Debug("mcp: notification ignored", logclip.Attr("method", m.Method))
 		return
 	}
-	var eng engine = legacyEngine{}
+	eng := connectionEngine
 	if ss.modernOnly || revision.Marked(m.Params) {
 		eng = modernEngine{}
 	}

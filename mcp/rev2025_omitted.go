@@ -42,9 +42,10 @@ var supportedVersions []string
 // refused with the revisions this server supports.
 var connectionEngine engine = omitted2025Engine{}
 
-// omitted2025Engine is connectionEngine without the 2025 rules. A
-// notification, which is handed to no engine, is served at no revision
-// (version "").
+// omitted2025Engine is connectionEngine without the 2025 rules: the
+// 2026-07-28 engine, but for initialize. A notification that names no
+// revision is served as on a connection of 2026-07-28 requests only (the
+// 2025 ones are ignored).
 type omitted2025Engine struct{ modernEngine }
 
 func (omitted2025Engine) dispatch(ss *Session, m *jsonrpc.Message, r responder) job {
@@ -55,8 +56,6 @@ func (omitted2025Engine) dispatch(ss *Session, m *jsonrpc.Message, r responder) 
 	r.eng = modernEngine{}
 	return modernEngine{}.dispatch(ss, m, r)
 }
-
-func (omitted2025Engine) version(*responder) string { return "" }
 
 // initializeRefused is the answer to initialize without the 2025 rules:
 // -32022 naming the supported revisions and echoing the requested one
@@ -78,6 +77,12 @@ var (
 	handleTasksGet, handleTasksResult, handleTasksCancel, handleTasksList MethodHandler
 	handleInitialized, handleRootsListChanged                             MethodHandler
 )
+
+// The 2025 column's tools/call, resources/read, prompts/get and custom
+// input methods are empty too.
+var legacyToolsCall, legacyResourcesRead, legacyPromptsGet MethodHandler
+
+func legacyInputMethod(MethodHandler) MethodHandler { return nil }
 
 // legacyTasks: there are no 2025-11-25 tasks.
 func legacyTasks(MethodHandler) MethodHandler { return nil }
