@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -336,11 +337,74 @@ func (s *Store) execAcks(ctx context.Context, tx *sql.Tx, acks []aacp.Ack) error
 		last = a
 		rows = append(rows, []any{a.Source, a.Target, int64(a.Seq)})
 	}
+	if s.d == dialectPostgres {
+		// One statement, one round trip: the raise as a WITH query, then
+		// the update, on the same arrays.
+		args, err := pgArrays(multiRows["ackMark"].cols, rows)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, pgAcks, args...)
+		return err
+	}
 	if _, err := s.runRows(ctx, tx, "ackRaise", rows, nil); err != nil {
 		return err
 	}
 	_, err := s.runRows(ctx, tx, "ackMark", rows, nil)
 	return err
+}
+
+// On PostgreSQL, statements that follow each other in a batch without
+// depending on each other's results run as one, the first as a WITH query:
+// one round trip rather than two.
+var (
+	// pgAcks records acknowledgments (ackRaise, then ackMark).
+	pgAcks = `WITH raised AS (` + multiRows["ackRaise"].pg + `) ` + multiRows["ackMark"].pg
+	// pgStoreMessages raises sequences (ackRaise's arrays) and inserts
+	// messages (the arrays that follow), and returns how many sequences it
+	// raised.
+	pgStoreMessages = `WITH raised AS (` + multiRows["raiseSeqs"].pg + ` RETURNING 1), inserted AS (` +
+		shiftParams(multiRows["insertMessages"].pg, len(multiRows["raiseSeqs"].cols)) + `) SELECT count(*) FROM raised`
+)
+
+// shiftParams returns q with its parameters $1, $2, ... renumbered from
+// $by+1.
+func shiftParams(q string, by int) string {
+	var b strings.Builder
+	for i := 0; i < len(q); i++ {
+		b.WriteByte(q[i])
+		if q[i] != '$' {
+			continue
+		}
+		j := i + 1
+		for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+			j++
+		}
+		if j == i+1 {
+			continue
+		}
+		n, _ := strconv.Atoi(q[i+1 : j])
+		b.WriteString(strconv.Itoa(n + by))
+		i = j - 1
+	}
+	return b.String()
+}
+
+// pgStoreMessages runs the statement pgStoreMessages in tx: seqs are rows
+// of raiseSeqs, msgs rows of insertMessages. It returns how many
+// sequences it raised.
+func (s *Store) pgStoreMessages(ctx context.Context, tx *sql.Tx, seqs, msgs [][]any) (int64, error) {
+	a, err := pgArrays(multiRows["raiseSeqs"].cols, seqs)
+	if err != nil {
+		return 0, err
+	}
+	m, err := pgArrays(multiRows["insertMessages"].cols, msgs)
+	if err != nil {
+		return 0, err
+	}
+	var raised int64
+	err = tx.QueryRowContext(ctx, pgStoreMessages, append(a, m...)...).Scan(&raised)
+	return raised, err
 }
 
 // comparePairs orders pairs by source, then target.

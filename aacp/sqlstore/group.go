@@ -328,16 +328,23 @@ func (s *Store) storeMessages(ctx context.Context, tx *sql.Tx, ops []*writeOp, l
 	for k, p := range order {
 		seqs[k] = []any{p.source, p.target, int64(top[p])}
 	}
+	rows := make([][]any, len(msgs))
+	for k, g := range msgs {
+		rows[k] = g.msgArgs
+	}
+	if s.d == dialectPostgres {
+		k, err := s.pgStoreMessages(ctx, tx, seqs, rows)
+		if err == nil && k != int64(len(seqs)) {
+			err = errUngrouped // a sequence moved since it was read
+		}
+		return err
+	}
 	k, err := s.runRows(ctx, tx, "raiseSeqs", seqs, nil)
 	if err != nil {
 		return err
 	}
 	if k != int64(len(seqs)) {
 		return errUngrouped // a sequence moved since it was read
-	}
-	rows := make([][]any, len(msgs))
-	for k, g := range msgs {
-		rows[k] = g.msgArgs
 	}
 	_, err = s.runRows(ctx, tx, "insertMessages", rows, nil)
 	return err
