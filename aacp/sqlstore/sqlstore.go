@@ -17,12 +17,16 @@
 // runs them in one transaction and commits once, so that the commit and
 // its fsync are paid once per batch, not once per write; the more callers
 // wait, the larger the batch. The enqueues, resolutions and
-// acknowledgments of a batch also share their statements: one multi-row
-// statement per kind of row (fence check, sequence check, request claim,
+// acknowledgments of a batch also share their statements: one statement
+// per kind of row (fence check, sequence check, request claim,
 // resolution, sequence raise, message insert, acknowledgment) for the
-// whole batch rather than a few per write, so a batch costs a handful of
-// round trips on PostgreSQL and a handful of statements on SQLite (whose
-// multi-row statements are prepared once, when the store opens). A write
+// whole batch rather than a few per write. On PostgreSQL such a statement
+// takes one array parameter per column, so it is one prepared statement
+// whatever the batch's size, and statements that do not depend on each
+// other's results share a round trip (the sequence raise with the message
+// insert, an acknowledgment's raise with its update): a batch costs a
+// handful of round trips. On SQLite it is a multi-row statement of up to
+// 16 rows, prepared for every row count when the store opens. A write
 // that cannot succeed (a stale fence, a request id recorded already, a
 // sequence number already used, a request final already or missing) is
 // found before anything of it is written: it fails alone, storing nothing,
@@ -42,6 +46,15 @@
 // On SQLite, reads go through read-only connections of their own
 // (WithReadConns; WAL lets them read while the writer commits), so they
 // never wait behind a batch; on PostgreSQL they share the writers' pool.
+//
+// Plans: every statement of the ledger reads or writes its rows by key or
+// by a range of an index. On PostgreSQL, whose tables here change faster
+// than their statistics, the store's connections set enable_seqscan,
+// enable_bitmapscan, enable_hashjoin and enable_mergejoin to off (unless
+// the DSN sets them), so that no plan made while a table was small (a
+// sequential scan, a hash join, a bitmap of a whole partial index) stays
+// cached as it grows, and no statement reads the index entries of rows
+// changed since the last vacuum beyond those it names.
 //
 // Claims: on PostgreSQL, ClaimDue selects due rows with FOR UPDATE SKIP
 // LOCKED, so concurrent pollers never claim the same message and never wait
