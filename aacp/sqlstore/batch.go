@@ -363,6 +363,18 @@ var (
 	// pgStoreMessages raises sequences (ackRaise's arrays) and inserts
 	// messages (the arrays that follow), and returns how many sequences it
 	// raised.
+	// pgReadState reads the current fences (fences' arrays) and the
+	// pairs' last sequences (lastSeqs' arrays, next): a fence's row has a
+	// NULL second column.
+	pgReadState = `WITH f AS (` + multiRows["fences"].pg + `), q AS (` +
+		shiftParams(multiRows["lastSeqs"].pg, len(multiRows["fences"].cols)) + `)
+		SELECT agent_id, NULL, token FROM f UNION ALL SELECT source_agent_id, target_agent_id, last_seq FROM q`
+	// pgClaimAndResolve claims request ids (claimRequests' arrays) and
+	// resolves requests (resolve's arrays, next), and returns true and
+	// each id claimed, false and each id resolved.
+	pgClaimAndResolve = `WITH c AS (` + multiRows["claimRequests"].pg + `), r AS (` +
+		shiftParams(multiRows["resolve"].pg, len(multiRows["claimRequests"].cols)) + `)
+		SELECT true, request_id FROM c UNION ALL SELECT false, request_id FROM r`
 	pgStoreMessages = `WITH raised AS (` + multiRows["raiseSeqs"].pg + ` RETURNING 1), inserted AS (` +
 		shiftParams(multiRows["insertMessages"].pg, len(multiRows["raiseSeqs"].cols)) + `) SELECT count(*) FROM raised`
 )

@@ -72,7 +72,7 @@ func (s *Store) runGrouped(ctx context.Context, tx *sql.Tx, ops []*writeOp, resu
 			*g.lost = nil
 		}
 	}
-	current, err := s.currentFences(ctx, tx, ops)
+	current, last, err := s.readState(ctx, tx, ops)
 	if err != nil {
 		return err
 	}
@@ -100,13 +100,10 @@ func (s *Store) runGrouped(ctx context.Context, tx *sql.Tx, ops []*writeOp, resu
 		}
 		live = append(live, i)
 	}
-	if live, err = s.checkSeqs(ctx, tx, ops, live, results); err != nil {
+	if live, err = checkSeqs(ops, live, results, last); err != nil {
 		return err
 	}
-	if live, err = s.claimRequests(ctx, tx, ops, live, results); err != nil {
-		return err
-	}
-	if live, err = s.resolveRequests(ctx, tx, ops, live, results); err != nil {
+	if live, err = s.claimAndResolve(ctx, tx, ops, live, results); err != nil {
 		return err
 	}
 	if err := s.storeMessages(ctx, tx, ops, live); err != nil {
@@ -121,10 +118,12 @@ func (s *Store) runGrouped(ctx context.Context, tx *sql.Tx, ops []*writeOp, resu
 	return nil
 }
 
-// currentFences returns which of the fences named by ops are current: read
-// in one statement per chunk (FOR SHARE on PostgreSQL, so that a takeover
-// waits for this transaction).
-func (s *Store) currentFences(ctx context.Context, tx *sql.Tx, ops []*writeOp) (map[aacp.Fence]bool, error) {
+// readState returns which of the fences named by ops are current (read
+// FOR SHARE on PostgreSQL, so that a takeover waits for this transaction)
+// and the last sequence of each pair whose message ops store (read FOR
+// UPDATE on PostgreSQL; a pair without one is missing): on PostgreSQL in
+// one statement, on SQLite in two.
+func (s *Store) readState(ctx context.Context, tx *sql.Tx, ops []*writeOp) (map[aacp.Fence]bool, map[pairKey]uint64, error) {
 	agents := map[string]bool{}
 	var ids [][]any
 	add := func(f aacp.Fence) {
@@ -133,65 +132,65 @@ func (s *Store) currentFences(ctx context.Context, tx *sql.Tx, ops []*writeOp) (
 			ids = append(ids, []any{f.AgentID})
 		}
 	}
+	pairs := map[pairKey]bool{}
+	var seqs [][]any
 	for _, op := range ops {
 		add(op.g.fence)
 		for _, a := range op.g.acks {
 			add(a.Fence)
 		}
+		if m := op.g.msg; m != nil {
+			if p := (pairKey{m.Envelope.SourceAgentID, m.Envelope.TargetAgentID}); !pairs[p] {
+				pairs[p] = true
+				seqs = append(seqs, []any{p.source, p.target})
+			}
+		}
 	}
 	current := make(map[aacp.Fence]bool, len(ids))
+	last := make(map[pairKey]uint64, len(seqs))
+	scanFence := func(agent string, token int64) { current[aacp.Fence{AgentID: agent, Token: uint64(token)}] = true }
+	if s.d == dialectPostgres && len(ids) > 0 && len(seqs) > 0 {
+		f, err := pgArrays(multiRows["fences"].cols, ids)
+		if err != nil {
+			return nil, nil, err
+		}
+		q, err := pgArrays(multiRows["lastSeqs"].cols, seqs)
+		if err != nil {
+			return nil, nil, err
+		}
+		_, err = runStatement(ctx, tx, nil, pgReadState, append(f, q...), func(rows *sql.Rows) error {
+			var (
+				first  string
+				target sql.NullString
+				n      int64
+			)
+			if err := rows.Scan(&first, &target, &n); err != nil {
+				return err
+			}
+			if !target.Valid {
+				scanFence(first, n)
+			} else {
+				last[pairKey{first, target.String}] = uint64(n)
+			}
+			return nil
+		})
+		return current, last, err
+	}
 	_, err := s.runRows(ctx, tx, "fences", ids, func(rows *sql.Rows) error {
 		var (
-			f     aacp.Fence
+			agent string
 			token int64
 		)
-		if err := rows.Scan(&f.AgentID, &token); err != nil {
+		if err := rows.Scan(&agent, &token); err != nil {
 			return err
 		}
-		f.Token = uint64(token)
-		current[f] = true
+		scanFence(agent, token)
 		return nil
 	})
-	return current, err
-}
-
-// checkSeqs fails with aacp.ErrSeqConflict the writes of live whose
-// message's seq is not above its pair's last sequence (read FOR UPDATE on
-// PostgreSQL; a pair without one takes any seq, as a single write's
-// upsert would), and returns the others. Two writes of one seq on a pair
-// give up the grouped path.
-func (s *Store) checkSeqs(ctx context.Context, tx *sql.Tx, ops []*writeOp, live []int, results []error) ([]int, error) {
-	type pairSeq struct {
-		p   pairKey
-		seq uint64
+	if err != nil {
+		return nil, nil, err
 	}
-	seen := map[pairSeq]bool{}
-	pairs := map[pairKey]bool{}
-	var plist []pairKey
-	for _, i := range live {
-		m := ops[i].g.msg
-		if m == nil {
-			continue
-		}
-		p := pairKey{m.Envelope.SourceAgentID, m.Envelope.TargetAgentID}
-		if seen[pairSeq{p, m.Envelope.Seq}] {
-			return nil, errUngrouped
-		}
-		seen[pairSeq{p, m.Envelope.Seq}] = true
-		if !pairs[p] {
-			pairs[p] = true
-			plist = append(plist, p)
-		}
-	}
-	if len(plist) == 0 {
-		return live, nil
-	}
-	last := make(map[pairKey]uint64, len(plist))
-	rows := make([][]any, len(plist))
-	for k, p := range plist {
-		rows[k] = []any{p.source, p.target}
-	}
-	_, err := s.runRows(ctx, tx, "lastSeqs", rows, func(rows *sql.Rows) error {
+	_, err = s.runRows(ctx, tx, "lastSeqs", seqs, func(rows *sql.Rows) error {
 		var (
 			p   pairKey
 			seq int64
@@ -202,14 +201,30 @@ func (s *Store) checkSeqs(ctx context.Context, tx *sql.Tx, ops []*writeOp, live 
 		last[p] = uint64(seq)
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	return current, last, err
+}
+
+// checkSeqs fails with aacp.ErrSeqConflict the writes of live whose
+// message's seq is not above its pair's last sequence in last (a pair
+// without one takes any seq, as a single write's upsert would), and
+// returns the others. Two writes of one seq on a pair give up the grouped
+// path.
+func checkSeqs(ops []*writeOp, live []int, results []error, last map[pairKey]uint64) ([]int, error) {
+	type pairSeq struct {
+		p   pairKey
+		seq uint64
 	}
+	seen := map[pairSeq]bool{}
 	kept := live[:0]
 	for _, i := range live {
 		if m := ops[i].g.msg; m != nil {
 			env := &m.Envelope
-			if l, ok := last[pairKey{env.SourceAgentID, env.TargetAgentID}]; ok && env.Seq <= l {
+			p := pairKey{env.SourceAgentID, env.TargetAgentID}
+			if seen[pairSeq{p, env.Seq}] {
+				return nil, errUngrouped
+			}
+			seen[pairSeq{p, env.Seq}] = true
+			if l, ok := last[p]; ok && env.Seq <= l {
 				results[i] = fmt.Errorf("%w: %s→%s seq %d", aacp.ErrSeqConflict, env.SourceAgentID, env.TargetAgentID, env.Seq)
 				continue
 			}
@@ -219,29 +234,52 @@ func (s *Store) checkSeqs(ctx context.Context, tx *sql.Tx, ops []*writeOp, live 
 	return kept, nil
 }
 
-// claimRequests claims the request ids of the enqueues of live with one
-// conditional insert per chunk; those recorded already (or claimed by an
-// earlier write of the batch) fail with aacp.ErrDuplicateRequest. It
-// returns the writes left.
-func (s *Store) claimRequests(ctx context.Context, tx *sql.Tx, ops []*writeOp, live []int, results []error) ([]int, error) {
-	var claims []int
-	taken := map[string]bool{}
+// claimAndResolve claims the request ids of the enqueues of live with a
+// conditional insert and applies the resolutions of live with a
+// conditional update; on PostgreSQL the two run as one statement, unless
+// the batch resolves a request it also claims (the update would not see
+// the insert). An id recorded already (or claimed by an earlier write of
+// the batch) fails its enqueue with aacp.ErrDuplicateRequest; a request
+// final already is not resolved again (and its write stores nothing
+// more); a missing one is aacp.ErrNotFound. Two resolutions of one request
+// give up the grouped path. It returns the writes left to store their
+// message.
+func (s *Store) claimAndResolve(ctx context.Context, tx *sql.Tx, ops []*writeOp, live []int, results []error) ([]int, error) {
+	var claims, resolves []int
+	taken, resolving := map[string]bool{}, map[string]bool{}
 	for _, i := range live {
 		g := ops[i].g
-		if g.req == nil {
-			continue
+		switch {
+		case g.req != nil:
+			if taken[g.reqID] {
+				results[i] = fmt.Errorf("%w: %s", aacp.ErrDuplicateRequest, g.reqID)
+				continue
+			}
+			taken[g.reqID] = true
+			claims = append(claims, i)
+		case g.res != nil:
+			if resolving[g.resID] {
+				return nil, errUngrouped
+			}
+			resolving[g.resID] = true
+			resolves = append(resolves, i)
 		}
-		if taken[g.reqID] {
-			results[i] = fmt.Errorf("%w: %s", aacp.ErrDuplicateRequest, g.reqID)
-			continue
+	}
+	var inserted, updated map[string]bool
+	var err error
+	together := s.d == dialectPostgres && len(claims) > 0 && len(resolves) > 0
+	for id := range resolving {
+		if taken[id] {
+			together = false
 		}
-		taken[g.reqID] = true
-		claims = append(claims, i)
 	}
-	if len(claims) == 0 {
-		return withoutFailed(live, results), nil
+	if together {
+		inserted, updated, err = s.pgClaimAndResolve(ctx, tx, ops, claims, resolves)
+	} else {
+		if inserted, err = s.rowsIDs(ctx, tx, "claimRequests", ops, claims, func(g *grouped) []any { return g.req }); err == nil {
+			updated, err = s.rowsIDs(ctx, tx, "resolve", ops, resolves, func(g *grouped) []any { return g.res })
+		}
 	}
-	inserted, err := s.rowsIDs(ctx, tx, "claimRequests", ops, claims, func(g *grouped) []any { return g.req })
 	if err != nil {
 		return nil, err
 	}
@@ -250,37 +288,11 @@ func (s *Store) claimRequests(ctx context.Context, tx *sql.Tx, ops []*writeOp, l
 			results[i] = fmt.Errorf("%w: %s", aacp.ErrDuplicateRequest, g.reqID)
 		}
 	}
-	return withoutFailed(live, results), nil
-}
-
-// resolveRequests applies the resolutions of live with one conditional
-// update per chunk. Those whose request is final already are not applied
-// (and store nothing more); a missing request is aacp.ErrNotFound. It
-// returns the writes left to store their message. Two resolutions of one
-// request give up the grouped path.
-func (s *Store) resolveRequests(ctx context.Context, tx *sql.Tx, ops []*writeOp, live []int, results []error) ([]int, error) {
-	var resolves []int
-	ids := map[string]bool{}
-	for _, i := range live {
-		g := ops[i].g
-		if g.res == nil {
-			continue
-		}
-		if ids[g.resID] {
-			return nil, errUngrouped
-		}
-		ids[g.resID] = true
-		resolves = append(resolves, i)
-	}
-	if len(resolves) == 0 {
-		return live, nil
-	}
-	updated, err := s.rowsIDs(ctx, tx, "resolve", ops, resolves, func(g *grouped) []any { return g.res })
-	if err != nil {
-		return nil, err
-	}
 	kept := live[:0]
 	for _, i := range live {
+		if results[i] != nil {
+			continue
+		}
 		g := ops[i].g
 		if g.res != nil {
 			if !updated[g.resID] {
@@ -299,6 +311,45 @@ func (s *Store) resolveRequests(ctx context.Context, tx *sql.Tx, ops []*writeOp,
 		kept = append(kept, i)
 	}
 	return kept, nil
+}
+
+// pgClaimAndResolve runs pgClaimAndResolve in tx for the claims and the
+// resolutions of ops, and returns the ids it inserted and those it
+// resolved.
+func (s *Store) pgClaimAndResolve(ctx context.Context, tx *sql.Tx, ops []*writeOp, claims, resolves []int) (inserted, updated map[string]bool, err error) {
+	crows := make([][]any, len(claims))
+	for k, i := range claims {
+		crows[k] = ops[i].g.req
+	}
+	rrows := make([][]any, len(resolves))
+	for k, i := range resolves {
+		rrows[k] = ops[i].g.res
+	}
+	c, err := pgArrays(multiRows["claimRequests"].cols, crows)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := pgArrays(multiRows["resolve"].cols, rrows)
+	if err != nil {
+		return nil, nil, err
+	}
+	inserted, updated = make(map[string]bool, len(claims)), make(map[string]bool, len(resolves))
+	_, err = runStatement(ctx, tx, nil, pgClaimAndResolve, append(c, r...), func(rows *sql.Rows) error {
+		var (
+			claimed bool
+			id      string
+		)
+		if err := rows.Scan(&claimed, &id); err != nil {
+			return err
+		}
+		if claimed {
+			inserted[id] = true
+		} else {
+			updated[id] = true
+		}
+		return nil
+	})
+	return inserted, updated, err
 }
 
 // storeMessages raises the pairs' last sequences to the highest seq of
