@@ -17,8 +17,12 @@ import (
 // resolves its requests (one conditional update), raises the pairs'
 // sequences (one upsert), stores its messages (one insert) and records its
 // acknowledgments (two) with grouped statements (batch.go). On PostgreSQL
-// that is a handful of round trips per batch; on SQLite a handful of
-// statements, whose fixed cost dominates a small write.
+// the statements that do not need each other's results run together, as
+// WITH queries of one statement (fences with sequences, claims with
+// resolutions, sequence raises with message inserts, an acknowledgment's
+// raise with its update): a batch is BEGIN, three statements and COMMIT.
+// On SQLite, a handful of statements, whose fixed cost dominates a small
+// write.
 //
 // The writes of one batch are concurrent (each caller waits for its own
 // commit), so any order of them is a valid one: the grouped path runs them

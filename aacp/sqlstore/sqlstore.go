@@ -23,9 +23,10 @@
 // whole batch rather than a few per write. On PostgreSQL such a statement
 // takes one array parameter per column, so it is one prepared statement
 // whatever the batch's size, and statements that do not depend on each
-// other's results share a round trip (the sequence raise with the message
-// insert, an acknowledgment's raise with its update): a batch costs a
-// handful of round trips. On SQLite it is a multi-row statement of up to
+// other's results share a round trip (the fence check with the sequence
+// check, the request claims with the resolutions, the sequence raise with
+// the message insert, an acknowledgment's raise with its update): a batch
+// is BEGIN, three statements and COMMIT. On SQLite it is a multi-row statement of up to
 // 16 rows, prepared for every row count when the store opens. A write
 // that cannot succeed (a stale fence, a request id recorded already, a
 // sequence number already used, a request final already or missing) is
