@@ -20,7 +20,8 @@ import (
 // the statements that do not need each other's results run together, as
 // WITH queries of one statement (fences with sequences, claims with
 // resolutions, sequence raises with message inserts, an acknowledgment's
-// raise with its update): a batch is BEGIN, three statements and COMMIT.
+// raise with its update): a batch of enqueues and resolutions is BEGIN,
+// three statements and COMMIT.
 // On SQLite, a handful of statements, whose fixed cost dominates a small
 // write.
 //

@@ -26,7 +26,7 @@
 // other's results share a round trip (the fence check with the sequence
 // check, the request claims with the resolutions, the sequence raise with
 // the message insert, an acknowledgment's raise with its update): a batch
-// is BEGIN, three statements and COMMIT. On SQLite it is a multi-row statement of up to
+// of enqueues and resolutions is BEGIN, three statements and COMMIT. On SQLite it is a multi-row statement of up to
 // 16 rows, prepared for every row count when the store opens. A write
 // that cannot succeed (a stale fence, a request id recorded already, a
 // sequence number already used, a request final already or missing) is
