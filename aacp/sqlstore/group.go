@@ -11,9 +11,9 @@ import (
 )
 
 // Grouped writes: the enqueues, resolutions and acknowledgments of a batch
-// share their statements. Rather than a few statements per write, the
-// batch as a whole reads the fences it needs (one statement), the pairs'
-// last sequences (one), claims its request ids (one conditional insert),
+// share their statements. Rather than a few statements per write, the batch
+// as a whole reads the fences it needs (one statement), the pairs' last
+// sequences (one), claims its request ids (one conditional insert),
 // resolves its requests (one conditional update), raises the pairs'
 // sequences (one upsert), stores its messages (one insert) and records its
 // acknowledgments (two) with grouped statements (batch.go). On PostgreSQL
@@ -21,9 +21,8 @@ import (
 // WITH queries of one statement (fences with sequences, claims with
 // resolutions, sequence raises with message inserts, an acknowledgment's
 // raise with its update): a batch of enqueues and resolutions is BEGIN,
-// three statements and COMMIT.
-// On SQLite, a handful of statements, whose fixed cost dominates a small
-// write.
+// three statements and COMMIT. On SQLite, a handful of statements, whose
+// fixed cost dominates a small write.
 //
 // The writes of one batch are concurrent (each caller waits for its own
 // commit), so any order of them is a valid one: the grouped path runs them
