@@ -406,17 +406,28 @@ func shiftParams(q string, by int) string {
 // of raiseSeqs, msgs rows of insertMessages. It returns how many
 // sequences it raised.
 func (s *Store) pgStoreMessages(ctx context.Context, tx *sql.Tx, seqs, msgs [][]any) (int64, error) {
-	a, err := pgArrays(multiRows["raiseSeqs"].cols, seqs)
-	if err != nil {
-		return 0, err
-	}
-	m, err := pgArrays(multiRows["insertMessages"].cols, msgs)
+	args, err := pgJoinedArrays("raiseSeqs", seqs, "insertMessages", msgs)
 	if err != nil {
 		return 0, err
 	}
 	var raised int64
-	err = tx.QueryRowContext(ctx, pgStoreMessages, append(a, m...)...).Scan(&raised)
+	err = tx.QueryRowContext(ctx, pgStoreMessages, args...).Scan(&raised)
 	return raised, err
+}
+
+// pgJoinedArrays returns the arguments of a statement joining two grouped
+// statements: the arrays of first on firstRows, then those of second on
+// secondRows.
+func pgJoinedArrays(first string, firstRows [][]any, second string, secondRows [][]any) ([]any, error) {
+	a, err := pgArrays(multiRows[first].cols, firstRows)
+	if err != nil {
+		return nil, err
+	}
+	b, err := pgArrays(multiRows[second].cols, secondRows)
+	if err != nil {
+		return nil, err
+	}
+	return append(a, b...), nil
 }
 
 // comparePairs orders pairs by source, then target.

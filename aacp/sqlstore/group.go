@@ -154,15 +154,11 @@ func (s *Store) readState(ctx context.Context, tx *sql.Tx, ops []*writeOp) (map[
 	last := make(map[pairKey]uint64, len(seqs))
 	scanFence := func(agent string, token int64) { current[aacp.Fence{AgentID: agent, Token: uint64(token)}] = true }
 	if s.d == dialectPostgres && len(ids) > 0 && len(seqs) > 0 {
-		f, err := pgArrays(multiRows["fences"].cols, ids)
+		args, err := pgJoinedArrays("fences", ids, "lastSeqs", seqs)
 		if err != nil {
 			return nil, nil, err
 		}
-		q, err := pgArrays(multiRows["lastSeqs"].cols, seqs)
-		if err != nil {
-			return nil, nil, err
-		}
-		_, err = runStatement(ctx, tx, nil, pgReadState, append(f, q...), func(rows *sql.Rows) error {
+		_, err = runStatement(ctx, tx, nil, pgReadState, args, func(rows *sql.Rows) error {
 			var (
 				first  string
 				target sql.NullString
@@ -329,16 +325,12 @@ func (s *Store) pgClaimAndResolve(ctx context.Context, tx *sql.Tx, ops []*writeO
 	for k, i := range resolves {
 		rrows[k] = ops[i].g.res
 	}
-	c, err := pgArrays(multiRows["claimRequests"].cols, crows)
-	if err != nil {
-		return nil, nil, err
-	}
-	r, err := pgArrays(multiRows["resolve"].cols, rrows)
+	args, err := pgJoinedArrays("claimRequests", crows, "resolve", rrows)
 	if err != nil {
 		return nil, nil, err
 	}
 	inserted, updated = make(map[string]bool, len(claims)), make(map[string]bool, len(resolves))
-	_, err = runStatement(ctx, tx, nil, pgClaimAndResolve, append(c, r...), func(rows *sql.Rows) error {
+	_, err = runStatement(ctx, tx, nil, pgClaimAndResolve, args, func(rows *sql.Rows) error {
 		var (
 			claimed bool
 			id      string
