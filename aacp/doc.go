@@ -182,16 +182,17 @@
 // package aacp/sqlstore is the durable store on SQLite (a file path is all
 // it needs) or PostgreSQL (several processes), with versioned migrations;
 // package aacp/storetest is the conformance suite every Store passes.
-// The durable stores commit the writes of concurrent callers together
-// (group commit: one transaction, one fsync, per batch) and write the
-// enqueues, resolutions and acknowledgments of a batch with one multi-row
-// statement per kind of row; a call still returns only once its own write
-// is durable. The message and request ids a Node creates keep the UUID v4
-// layout the envelope requires but carry their creation time in
-// milliseconds in their first 48 bits (74 bits stay random), so that the
-// ledgers, which key their rows by them, insert at the right edge of their
-// indexes rather than on a random page per row. BenchmarkThroughput (in
-// aacp/sqlstore) measures sends end to end (handler run, outcome
-// recorded); the README gives the figures measured and the conditions they
-// were measured in.
+// The durable stores commit the writes of concurrent callers together (group
+// commit: one transaction, one fsync, per batch) and write the enqueues,
+// resolutions and acknowledgments of a batch with one statement per kind of
+// row (on PostgreSQL one prepared statement taking an array per column,
+// whatever the batch's size; on SQLite multi-row statements); a call still
+// returns only once its own write is durable. The message and request ids a
+// Node creates keep the UUID v4 layout the envelope requires but carry their
+// creation time in milliseconds in their first 48 bits (74 bits stay
+// random), so that the ledgers, which key their rows by them, insert at the
+// right edge of their indexes rather than on a random page per row.
+// BenchmarkThroughput (in aacp/sqlstore) measures sends end to end (handler
+// run, outcome recorded); the README gives the figures measured and the
+// conditions they were measured in.
 package aacp

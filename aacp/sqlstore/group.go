@@ -1,26 +1,28 @@
 package sqlstore
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/keelmcp/keel/aacp"
 )
 
 // Grouped writes: the enqueues, resolutions and acknowledgments of a batch
-// share their statements. Rather than a few statements per write, the
-// batch as a whole reads the fences it needs (one statement), the pairs'
-// last sequences (one), claims its request ids (one conditional insert),
+// share their statements. Rather than a few statements per write, the batch
+// as a whole reads the fences it needs (one statement), the pairs' last
+// sequences (one), claims its request ids (one conditional insert),
 // resolves its requests (one conditional update), raises the pairs'
 // sequences (one upsert), stores its messages (one insert) and records its
-// acknowledgments (two), each in chunks of at most groupChunk rows. On
-// PostgreSQL that is a handful of round trips per batch; on SQLite a
-// handful of statements, whose fixed cost dominates a small write.
+// acknowledgments (two) with grouped statements (batch.go). On PostgreSQL
+// the statements that do not need each other's results run together, as
+// WITH queries of one statement (fences with sequences, claims with
+// resolutions, sequence raises with message inserts, an acknowledgment's
+// raise with its update): a batch of enqueues and resolutions is BEGIN,
+// three statements and COMMIT. On SQLite, a handful of statements, whose
+// fixed cost dominates a small write.
 //
 // The writes of one batch are concurrent (each caller waits for its own
 // commit), so any order of them is a valid one: the grouped path runs them
@@ -34,17 +36,6 @@ import (
 // resolving the same request, a statement failing) makes it give up: the
 // transaction is rolled back and the batch runs again one write at a time
 // (writer.go), which decides every case as the single writes do.
-
-// groupChunk bounds the rows of one multi-row statement: on PostgreSQL,
-// where each statement is a round trip, and on SQLite, whose driver binds
-// a statement's arguments in time that grows with the square of their
-// number.
-func (d dialect) groupChunk() int {
-	if d == dialectPostgres {
-		return 128
-	}
-	return 16
-}
 
 // errUngrouped makes the grouped path give up (see above).
 var errUngrouped = errors.New("sqlstore: batch needs its writes run one by one")
@@ -73,79 +64,6 @@ type grouped struct {
 // pairKey names a pair.
 type pairKey struct{ source, target string }
 
-// multiRows are the multi-row statements: head, row (repeated, joined by
-// ", ") and tail. shareLock and updateLock mark their row locks.
-var multiRows = map[string][3]string{
-	"fences": {`SELECT agent_id, token FROM aacp_leases WHERE owner <> '' AND agent_id IN (`, "?",
-		")" + shareLock},
-	"lastSeqs": {`SELECT s.source_agent_id, s.target_agent_id, s.last_seq FROM (VALUES `, "(?, ?)",
-		`) AS v JOIN aacp_sequences s ON s.source_agent_id = v.column1 AND s.target_agent_id = v.column2` + updateLock},
-	"claimRequests": {`INSERT INTO aacp_requests (` + reqCols + `) VALUES `, "(" + reqVals + ")",
-		` ON CONFLICT (request_id) DO NOTHING RETURNING request_id`},
-	"resolve": {`UPDATE aacp_requests SET status = v.column2, completion = v.column3, result = v.column4,
-			error = v.column5, completion_ref = v.column6, completed_at = v.column7,
-			attempts = CASE WHEN v.column8 > 0 THEN v.column8 ELSE aacp_requests.attempts END FROM (VALUES `,
-		"(?, ?, ?, ?, ?, ?, CAST(? AS BIGINT), CAST(? AS INTEGER))",
-		`) AS v WHERE aacp_requests.request_id = v.column1 AND aacp_requests.status = 'UNKNOWN'
-			RETURNING aacp_requests.request_id`},
-	"raiseSeqs": {`INSERT INTO aacp_sequences (source_agent_id, target_agent_id, last_seq, ack) VALUES `,
-		"(?, ?, ?, 0)", ` ON CONFLICT (source_agent_id, target_agent_id) DO UPDATE SET last_seq = excluded.last_seq
-			WHERE aacp_sequences.last_seq < excluded.last_seq`},
-	"insertMessages": {`INSERT INTO aacp_messages (` + msgCols + `) VALUES `, "(" + msgVals + ")", ""},
-	"ackRaise": {`INSERT INTO aacp_sequences (source_agent_id, target_agent_id, last_seq, ack) VALUES `,
-		"(?, ?, 0, CAST(? AS BIGINT))", ` ON CONFLICT (source_agent_id, target_agent_id) DO UPDATE SET ack = excluded.ack
-		WHERE aacp_sequences.ack < excluded.ack`},
-	"ackMark": {`UPDATE aacp_messages SET status = 'COMPLETED' FROM (VALUES `, "(?, ?, CAST(? AS BIGINT))",
-		`) AS a WHERE aacp_messages.source_agent_id = a.column1 AND aacp_messages.target_agent_id = a.column2
-		AND aacp_messages.seq <= a.column3 AND aacp_messages.status = 'UNKNOWN'`},
-}
-
-// updateLock marks the queries that lock the sequence rows (alias s) they
-// read on PostgreSQL.
-const updateLock = " /*update s*/"
-
-// multiRow returns the statement multiRows[name] with n rows, for the
-// dialect, cached by name and n.
-func (d dialect) multiRow(name string, n int) string {
-	key := multiRowKey{d, name, n}
-	if v, ok := multiRowSQL.Load(key); ok {
-		return v.(string)
-	}
-	t := multiRows[name]
-	head, row, tail := t[0], t[1], t[2]
-	var b strings.Builder
-	b.Grow(len(head) + n*(len(row)+2) + len(tail))
-	b.WriteString(head)
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(row)
-	}
-	b.WriteString(tail)
-	q := b.String()
-	lock := ""
-	if d == dialectPostgres {
-		lock = " FOR UPDATE OF s"
-	}
-	q = d.rebind(strings.ReplaceAll(strings.ReplaceAll(q, shareLock, d.lockClause()), updateLock, lock))
-	multiRowSQL.Store(key, q)
-	return q
-}
-
-// chunks calls f with the rows of items in slices of at most
-// d.groupChunk(), and stops at its first error.
-func chunks[T any](d dialect, items []T, f func([]T) error) error {
-	for len(items) > 0 {
-		c := items[:min(len(items), d.groupChunk())]
-		items = items[len(c):]
-		if err := f(c); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // runGrouped runs the grouped writes ops in tx and sets each one's result
 // in results (nil: applied, or an error of that write alone, which stored
 // nothing). A non-nil error means tx must be rolled back: errUngrouped
@@ -158,7 +76,7 @@ func (s *Store) runGrouped(ctx context.Context, tx *sql.Tx, ops []*writeOp, resu
 			*g.lost = nil
 		}
 	}
-	current, err := s.currentFences(ctx, tx, ops)
+	current, last, err := s.readState(ctx, tx, ops)
 	if err != nil {
 		return err
 	}
@@ -186,13 +104,10 @@ func (s *Store) runGrouped(ctx context.Context, tx *sql.Tx, ops []*writeOp, resu
 		}
 		live = append(live, i)
 	}
-	if live, err = s.checkSeqs(ctx, tx, ops, live, results); err != nil {
+	if live, err = checkSeqs(ops, live, results, last); err != nil {
 		return err
 	}
-	if live, err = s.claimRequests(ctx, tx, ops, live, results); err != nil {
-		return err
-	}
-	if live, err = s.resolveRequests(ctx, tx, ops, live, results); err != nil {
+	if live, err = s.claimAndResolve(ctx, tx, ops, live, results); err != nil {
 		return err
 	}
 	if err := s.storeMessages(ctx, tx, ops, live); err != nil {
@@ -200,118 +115,116 @@ func (s *Store) runGrouped(ctx context.Context, tx *sql.Tx, ops []*writeOp, resu
 	}
 	if len(acks) > 0 {
 		slices.SortStableFunc(acks, func(a, b aacp.Ack) int {
-			return cmp.Or(strings.Compare(a.Source, b.Source), strings.Compare(a.Target, b.Target))
+			return comparePairs(pairKey{a.Source, a.Target}, pairKey{b.Source, b.Target})
 		})
 		return s.execAcks(ctx, tx, acks)
 	}
 	return nil
 }
 
-// currentFences returns which of the fences named by ops are current: read
-// in one statement per chunk (FOR SHARE on PostgreSQL, so that a takeover
-// waits for this transaction).
-func (s *Store) currentFences(ctx context.Context, tx *sql.Tx, ops []*writeOp) (map[aacp.Fence]bool, error) {
+// readState returns which of the fences named by ops are current (read
+// FOR SHARE on PostgreSQL, so that a takeover waits for this transaction)
+// and the last sequence of each pair whose message ops store (read FOR
+// UPDATE on PostgreSQL; a pair without one is missing): on PostgreSQL in
+// one statement, on SQLite in two.
+func (s *Store) readState(ctx context.Context, tx *sql.Tx, ops []*writeOp) (map[aacp.Fence]bool, map[pairKey]uint64, error) {
 	agents := map[string]bool{}
-	var ids []any
+	var ids [][]any
 	add := func(f aacp.Fence) {
 		if !f.IsZero() && !agents[f.AgentID] {
 			agents[f.AgentID] = true
-			ids = append(ids, f.AgentID)
+			ids = append(ids, []any{f.AgentID})
 		}
 	}
+	pairs := map[pairKey]bool{}
+	var seqs [][]any
 	for _, op := range ops {
 		add(op.g.fence)
 		for _, a := range op.g.acks {
 			add(a.Fence)
 		}
+		if m := op.g.msg; m != nil {
+			if p := (pairKey{m.Envelope.SourceAgentID, m.Envelope.TargetAgentID}); !pairs[p] {
+				pairs[p] = true
+				seqs = append(seqs, []any{p.source, p.target})
+			}
+		}
 	}
 	current := make(map[aacp.Fence]bool, len(ids))
-	err := chunks(s.d, ids, func(c []any) error {
-		q := s.d.multiRow("fences", len(c))
-		rows, err := s.queryTx(ctx, tx, q, c...)
+	last := make(map[pairKey]uint64, len(seqs))
+	scanFence := func(agent string, token int64) { current[aacp.Fence{AgentID: agent, Token: uint64(token)}] = true }
+	if s.d == dialectPostgres && len(ids) > 0 && len(seqs) > 0 {
+		args, err := pgJoinedArrays("fences", ids, "lastSeqs", seqs)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		defer rows.Close()
-		for rows.Next() {
+		_, err = runStatement(ctx, tx, nil, pgReadState, args, func(rows *sql.Rows) error {
 			var (
-				f     aacp.Fence
-				token int64
+				first  string
+				target sql.NullString
+				n      int64
 			)
-			if err := rows.Scan(&f.AgentID, &token); err != nil {
+			if err := rows.Scan(&first, &target, &n); err != nil {
 				return err
 			}
-			f.Token = uint64(token)
-			current[f] = true
+			if !target.Valid {
+				scanFence(first, n)
+			} else {
+				last[pairKey{first, target.String}] = uint64(n)
+			}
+			return nil
+		})
+		return current, last, err
+	}
+	_, err := s.runRows(ctx, tx, "fences", ids, func(rows *sql.Rows) error {
+		var (
+			agent string
+			token int64
+		)
+		if err := rows.Scan(&agent, &token); err != nil {
+			return err
 		}
-		return rows.Err()
+		scanFence(agent, token)
+		return nil
 	})
-	return current, err
+	if err != nil {
+		return nil, nil, err
+	}
+	_, err = s.runRows(ctx, tx, "lastSeqs", seqs, func(rows *sql.Rows) error {
+		var (
+			p   pairKey
+			seq int64
+		)
+		if err := rows.Scan(&p.source, &p.target, &seq); err != nil {
+			return err
+		}
+		last[p] = uint64(seq)
+		return nil
+	})
+	return current, last, err
 }
 
 // checkSeqs fails with aacp.ErrSeqConflict the writes of live whose
-// message's seq is not above its pair's last sequence (read FOR UPDATE on
-// PostgreSQL; a pair without one takes any seq, as a single write's
-// upsert would), and returns the others. Two writes of one seq on a pair
-// give up the grouped path.
-func (s *Store) checkSeqs(ctx context.Context, tx *sql.Tx, ops []*writeOp, live []int, results []error) ([]int, error) {
+// message's seq is not above its pair's last sequence in last (a pair
+// without one takes any seq, as a single write's upsert would), and
+// returns the others. Two writes of one seq on a pair give up the grouped
+// path.
+func checkSeqs(ops []*writeOp, live []int, results []error, last map[pairKey]uint64) ([]int, error) {
 	type pairSeq struct {
 		p   pairKey
 		seq uint64
 	}
 	seen := map[pairSeq]bool{}
-	pairs := map[pairKey]bool{}
-	var plist []pairKey
-	for _, i := range live {
-		m := ops[i].g.msg
-		if m == nil {
-			continue
-		}
-		p := pairKey{m.Envelope.SourceAgentID, m.Envelope.TargetAgentID}
-		if seen[pairSeq{p, m.Envelope.Seq}] {
-			return nil, errUngrouped
-		}
-		seen[pairSeq{p, m.Envelope.Seq}] = true
-		if !pairs[p] {
-			pairs[p] = true
-			plist = append(plist, p)
-		}
-	}
-	if len(plist) == 0 {
-		return live, nil
-	}
-	last := make(map[pairKey]uint64, len(plist))
-	err := chunks(s.d, plist, func(c []pairKey) error {
-		args := make([]any, 0, 2*len(c))
-		for _, p := range c {
-			args = append(args, p.source, p.target)
-		}
-		q := s.d.multiRow("lastSeqs", len(c))
-		rows, err := s.queryTx(ctx, tx, q, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var (
-				p   pairKey
-				seq int64
-			)
-			if err := rows.Scan(&p.source, &p.target, &seq); err != nil {
-				return err
-			}
-			last[p] = uint64(seq)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, err
-	}
 	kept := live[:0]
 	for _, i := range live {
 		if m := ops[i].g.msg; m != nil {
 			env := &m.Envelope
-			if l, ok := last[pairKey{env.SourceAgentID, env.TargetAgentID}]; ok && env.Seq <= l {
+			p := pairKey{env.SourceAgentID, env.TargetAgentID}
+			if seen[pairSeq{p, env.Seq}] {
+				return nil, errUngrouped
+			}
+			seen[pairSeq{p, env.Seq}] = true
+			if l, ok := last[p]; ok && env.Seq <= l {
 				results[i] = fmt.Errorf("%w: %s→%s seq %d", aacp.ErrSeqConflict, env.SourceAgentID, env.TargetAgentID, env.Seq)
 				continue
 			}
@@ -321,29 +234,52 @@ func (s *Store) checkSeqs(ctx context.Context, tx *sql.Tx, ops []*writeOp, live 
 	return kept, nil
 }
 
-// claimRequests claims the request ids of the enqueues of live with one
-// conditional insert per chunk; those recorded already (or claimed by an
-// earlier write of the batch) fail with aacp.ErrDuplicateRequest. It
-// returns the writes left.
-func (s *Store) claimRequests(ctx context.Context, tx *sql.Tx, ops []*writeOp, live []int, results []error) ([]int, error) {
-	var claims []int
-	taken := map[string]bool{}
+// claimAndResolve claims the request ids of the enqueues of live with a
+// conditional insert and applies the resolutions of live with a
+// conditional update; on PostgreSQL the two run as one statement, unless
+// the batch resolves a request it also claims (the update would not see
+// the insert). An id recorded already (or claimed by an earlier write of
+// the batch) fails its enqueue with aacp.ErrDuplicateRequest; a request
+// final already is not resolved again (and its write stores nothing
+// more); a missing one is aacp.ErrNotFound. Two resolutions of one request
+// give up the grouped path. It returns the writes left to store their
+// message.
+func (s *Store) claimAndResolve(ctx context.Context, tx *sql.Tx, ops []*writeOp, live []int, results []error) ([]int, error) {
+	var claims, resolves []int
+	taken, resolving := map[string]bool{}, map[string]bool{}
 	for _, i := range live {
 		g := ops[i].g
-		if g.req == nil {
-			continue
+		switch {
+		case g.req != nil:
+			if taken[g.reqID] {
+				results[i] = fmt.Errorf("%w: %s", aacp.ErrDuplicateRequest, g.reqID)
+				continue
+			}
+			taken[g.reqID] = true
+			claims = append(claims, i)
+		case g.res != nil:
+			if resolving[g.resID] {
+				return nil, errUngrouped
+			}
+			resolving[g.resID] = true
+			resolves = append(resolves, i)
 		}
-		if taken[g.reqID] {
-			results[i] = fmt.Errorf("%w: %s", aacp.ErrDuplicateRequest, g.reqID)
-			continue
+	}
+	var inserted, updated map[string]bool
+	var err error
+	together := s.d == dialectPostgres && len(claims) > 0 && len(resolves) > 0
+	for id := range resolving {
+		if taken[id] {
+			together = false
 		}
-		taken[g.reqID] = true
-		claims = append(claims, i)
 	}
-	if len(claims) == 0 {
-		return withoutFailed(live, results), nil
+	if together {
+		inserted, updated, err = s.pgClaimAndResolve(ctx, tx, ops, claims, resolves)
+	} else {
+		if inserted, err = s.rowsIDs(ctx, tx, "claimRequests", ops, claims, func(g *grouped) []any { return g.req }); err == nil {
+			updated, err = s.rowsIDs(ctx, tx, "resolve", ops, resolves, func(g *grouped) []any { return g.res })
+		}
 	}
-	inserted, err := s.rowsIDs(ctx, tx, "claimRequests", ops, claims, func(g *grouped) []any { return g.req })
 	if err != nil {
 		return nil, err
 	}
@@ -352,37 +288,11 @@ func (s *Store) claimRequests(ctx context.Context, tx *sql.Tx, ops []*writeOp, l
 			results[i] = fmt.Errorf("%w: %s", aacp.ErrDuplicateRequest, g.reqID)
 		}
 	}
-	return withoutFailed(live, results), nil
-}
-
-// resolveRequests applies the resolutions of live with one conditional
-// update per chunk. Those whose request is final already are not applied
-// (and store nothing more); a missing request is aacp.ErrNotFound. It
-// returns the writes left to store their message. Two resolutions of one
-// request give up the grouped path.
-func (s *Store) resolveRequests(ctx context.Context, tx *sql.Tx, ops []*writeOp, live []int, results []error) ([]int, error) {
-	var resolves []int
-	ids := map[string]bool{}
-	for _, i := range live {
-		g := ops[i].g
-		if g.res == nil {
-			continue
-		}
-		if ids[g.resID] {
-			return nil, errUngrouped
-		}
-		ids[g.resID] = true
-		resolves = append(resolves, i)
-	}
-	if len(resolves) == 0 {
-		return live, nil
-	}
-	updated, err := s.rowsIDs(ctx, tx, "resolve", ops, resolves, func(g *grouped) []any { return g.res })
-	if err != nil {
-		return nil, err
-	}
 	kept := live[:0]
 	for _, i := range live {
+		if results[i] != nil {
+			continue
+		}
 		g := ops[i].g
 		if g.res != nil {
 			if !updated[g.resID] {
@@ -401,6 +311,41 @@ func (s *Store) resolveRequests(ctx context.Context, tx *sql.Tx, ops []*writeOp,
 		kept = append(kept, i)
 	}
 	return kept, nil
+}
+
+// pgClaimAndResolve runs pgClaimAndResolve in tx for the claims and the
+// resolutions of ops, and returns the ids it inserted and those it
+// resolved.
+func (s *Store) pgClaimAndResolve(ctx context.Context, tx *sql.Tx, ops []*writeOp, claims, resolves []int) (inserted, updated map[string]bool, err error) {
+	crows := make([][]any, len(claims))
+	for k, i := range claims {
+		crows[k] = ops[i].g.req
+	}
+	rrows := make([][]any, len(resolves))
+	for k, i := range resolves {
+		rrows[k] = ops[i].g.res
+	}
+	args, err := pgJoinedArrays("claimRequests", crows, "resolve", rrows)
+	if err != nil {
+		return nil, nil, err
+	}
+	inserted, updated = make(map[string]bool, len(claims)), make(map[string]bool, len(resolves))
+	_, err = runStatement(ctx, tx, nil, pgClaimAndResolve, args, func(rows *sql.Rows) error {
+		var (
+			claimed bool
+			id      string
+		)
+		if err := rows.Scan(&claimed, &id); err != nil {
+			return err
+		}
+		if claimed {
+			inserted[id] = true
+		} else {
+			updated[id] = true
+		}
+		return nil
+	})
+	return inserted, updated, err
 }
 
 // storeMessages raises the pairs' last sequences to the highest seq of
@@ -425,71 +370,52 @@ func (s *Store) storeMessages(ctx context.Context, tx *sql.Tx, ops []*writeOp, l
 	if len(msgs) == 0 {
 		return nil
 	}
-	slices.SortFunc(order, func(a, b pairKey) int {
-		return cmp.Or(strings.Compare(a.source, b.source), strings.Compare(a.target, b.target))
-	})
-	err := chunks(s.d, order, func(c []pairKey) error {
-		args := make([]any, 0, 3*len(c))
-		for _, p := range c {
-			args = append(args, p.source, p.target, int64(top[p]))
+	slices.SortFunc(order, comparePairs)
+	seqs := make([][]any, len(order))
+	for k, p := range order {
+		seqs[k] = []any{p.source, p.target, int64(top[p])}
+	}
+	rows := make([][]any, len(msgs))
+	for k, g := range msgs {
+		rows[k] = g.msgArgs
+	}
+	if s.d == dialectPostgres {
+		k, err := s.pgStoreMessages(ctx, tx, seqs, rows)
+		if err == nil && k != int64(len(seqs)) {
+			err = errUngrouped // a sequence moved since it was read
 		}
-		q := s.d.multiRow("raiseSeqs", len(c))
-		r, err := s.execTx(ctx, tx, q, args...)
-		if err != nil {
-			return err
-		}
-		if k, err := r.RowsAffected(); err != nil {
-			return err
-		} else if k != int64(len(c)) {
-			return errUngrouped // a sequence moved since it was read
-		}
-		return nil
-	})
+		return err
+	}
+	k, err := s.runRows(ctx, tx, "raiseSeqs", seqs, nil)
 	if err != nil {
 		return err
 	}
-	return chunks(s.d, msgs, func(c []*grouped) error {
-		args := make([]any, 0, 13*len(c))
-		for _, g := range c {
-			args = append(args, g.msgArgs...)
-		}
-		q := s.d.multiRow("insertMessages", len(c))
-		_, err := s.execTx(ctx, tx, q, args...)
-		return err
-	})
+	if k != int64(len(seqs)) {
+		return errUngrouped // a sequence moved since it was read
+	}
+	_, err = s.runRows(ctx, tx, "insertMessages", rows, nil)
+	return err
 }
 
-// rowsIDs runs the multi-row statement name (which returns the id of each
-// row it wrote) on the rows row(g) of the writes ops[i] of idx, in chunks,
-// and returns the ids returned.
+// rowsIDs runs the grouped statement name (which returns the id of each
+// row it wrote) on the rows row(g) of the writes ops[i] of idx, and
+// returns the ids returned.
 func (s *Store) rowsIDs(ctx context.Context, tx *sql.Tx, name string, ops []*writeOp, idx []int,
 	row func(*grouped) []any) (map[string]bool, error) {
 	ids := make(map[string]bool, len(idx))
-	err := chunks(s.d, idx, func(c []int) error {
-		var args []any
-		for _, i := range c {
-			args = append(args, row(ops[i].g)...)
-		}
-		return s.scanIDs(ctx, tx, s.d.multiRow(name, len(c)), args, ids)
-	})
-	return ids, err
-}
-
-// scanIDs runs q, which returns one id per row, and adds the ids to into.
-func (s *Store) scanIDs(ctx context.Context, tx *sql.Tx, q string, args []any, into map[string]bool) error {
-	rows, err := s.queryTx(ctx, tx, q, args...)
-	if err != nil {
-		return err
+	rows := make([][]any, len(idx))
+	for k, i := range idx {
+		rows[k] = row(ops[i].g)
 	}
-	defer rows.Close()
-	for rows.Next() {
+	_, err := s.runRows(ctx, tx, name, rows, func(rows *sql.Rows) error {
 		var id string
 		if err := rows.Scan(&id); err != nil {
 			return err
 		}
-		into[id] = true
-	}
-	return rows.Err()
+		ids[id] = true
+		return nil
+	})
+	return ids, err
 }
 
 // withoutFailed returns the writes of live without a result yet.
@@ -501,57 +427,4 @@ func withoutFailed(live []int, results []error) []int {
 		}
 	}
 	return kept
-}
-
-// txStmt returns the statement q bound to tx when it was prepared at open
-// (SQLite, whose driver would parse it every time it runs; see
-// prepareGrouped), or else nil (PostgreSQL, whose driver caches the
-// statements it prepares).
-func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, q string) (*sql.Stmt, error) {
-	st := s.groupStmts[q]
-	if st == nil {
-		return nil, nil
-	}
-	return tx.StmtContext(ctx, st), nil
-}
-
-// prepareGrouped prepares the multi-row statements of every row count on
-// the writer's connection (SQLite only).
-func (s *Store) prepareGrouped(ctx context.Context) error {
-	s.groupStmts = map[string]*sql.Stmt{}
-	for name := range multiRows {
-		for n := 1; n <= s.d.groupChunk(); n++ {
-			q := s.d.multiRow(name, n)
-			st, err := s.db.PrepareContext(ctx, q)
-			if err != nil {
-				return fmt.Errorf("sqlstore: prepare %s (%d rows): %w", name, n, err)
-			}
-			s.groupStmts[q] = st
-		}
-	}
-	return nil
-}
-
-// execTx runs the statement q in tx (see txStmt).
-func (s *Store) execTx(ctx context.Context, tx *sql.Tx, q string, args ...any) (sql.Result, error) {
-	st, err := s.txStmt(ctx, tx, q)
-	if err != nil || st == nil {
-		if err != nil {
-			return nil, err
-		}
-		return tx.ExecContext(ctx, q, args...)
-	}
-	return st.ExecContext(ctx, args...)
-}
-
-// queryTx runs the query q in tx (see txStmt).
-func (s *Store) queryTx(ctx context.Context, tx *sql.Tx, q string, args ...any) (*sql.Rows, error) {
-	st, err := s.txStmt(ctx, tx, q)
-	if err != nil || st == nil {
-		if err != nil {
-			return nil, err
-		}
-		return tx.QueryContext(ctx, q, args...)
-	}
-	return st.QueryContext(ctx, args...)
 }

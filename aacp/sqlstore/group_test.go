@@ -203,3 +203,44 @@ func TestGroupedGivesUpSQLite(t *testing.T) { testGroupedGivesUp(t, openSQLiteSt
 func TestGroupedGivesUpPostgres(t *testing.T) {
 	testGroupedGivesUp(t, openPostgresStore(t, WithWriters(1)))
 }
+
+// A batch that claims a request id and resolves the same request (a
+// MarkFailed racing the send) decides it as if the claim came first, on
+// both stores: the resolution finds the request claimed in its batch.
+func testGroupedClaimAndResolveOne(t *testing.T, s *Store) {
+	ctx := context.Background()
+	now := time.Now()
+	req := storetest.Request("a", "w", now)
+	other := storetest.Request("b", "w", now)
+	var applied bool
+	grouped := s.groupedRuns.Load()
+	errs := inOneBatch(t, s, 3,
+		func() error { return s.Enqueue(ctx, req, storetest.Message(req, 1, now), aacp.Fence{}) },
+		func() error { return s.Enqueue(ctx, other, storetest.Message(other, 1, now), aacp.Fence{}) },
+		func() error {
+			var err error
+			applied, err = s.Resolve(ctx, &aacp.Resolution{RequestID: req.RequestID, Outcome: aacp.OutcomeFailed,
+				CompletedAt: now}, nil, aacp.Fence{})
+			return err
+		},
+	)
+	assert.Equal(t, grouped+1, s.groupedRuns.Load(), "the batch ran grouped")
+	for i, err := range errs {
+		require.NoError(t, err, i)
+	}
+	assert.True(t, applied)
+	got, err := s.GetRequestRecord(ctx, req.RequestID)
+	require.NoError(t, err)
+	assert.Equal(t, aacp.OutcomeFailed, got.Status)
+	got, err = s.GetRequestRecord(ctx, other.RequestID)
+	require.NoError(t, err)
+	assert.Equal(t, aacp.OutcomeUnknown, got.Status)
+}
+
+func TestGroupedClaimAndResolveOneSQLite(t *testing.T) {
+	testGroupedClaimAndResolveOne(t, openSQLiteStore(t))
+}
+
+func TestGroupedClaimAndResolveOnePostgres(t *testing.T) {
+	testGroupedClaimAndResolveOne(t, openPostgresStore(t, WithWriters(1)))
+}

@@ -8,6 +8,9 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // Option adjusts OpenSQLite or OpenPostgres.
@@ -148,21 +151,47 @@ func OpenSQLite(path string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
+// postgresPlanner are the planner settings of the store's PostgreSQL
+// connections. Every statement of the ledger reads or writes rows by key
+// or by a range of an index, and its tables change faster than their
+// statistics: a plan made while a table was small (a sequential scan, a
+// hash join, a bitmap of a whole partial index) would stay cached while
+// the table grows, and would read the index entries of every row changed
+// since the last vacuum. Without those plans, the statements take their
+// rows through the index that names them. A DSN that sets one of these
+// parameters keeps its value.
+var postgresPlanner = map[string]string{
+	"enable_seqscan":    "off",
+	"enable_bitmapscan": "off",
+	"enable_hashjoin":   "off",
+	"enable_mergejoin":  "off",
+}
+
 // OpenPostgres connects to the PostgreSQL database of dsn (a URL or
 // key=value string, as pgx accepts) and migrates its schema. One pool
 // serves the writers (WithWriters, each committing batches of writes in
 // transactions of its own) and the reads (WithReadConns). WithSynchronous
 // and WithBusyTimeout do not apply: durability is the server's
-// (synchronous_commit, fsync).
+// (synchronous_commit, fsync). The store's connections take every row
+// through an index: they set enable_seqscan, enable_bitmapscan,
+// enable_hashjoin and enable_mergejoin to off, unless dsn sets them (the
+// ledger's tables change faster than their statistics, and a plan made
+// while a table was small would stay cached as it grows).
 func OpenPostgres(dsn string, opts ...Option) (*Store, error) {
 	c, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("pgx", dsn)
+	pc, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open postgres: %w", err)
 	}
+	for name, value := range postgresPlanner {
+		if _, set := pc.RuntimeParams[name]; !set {
+			pc.RuntimeParams[name] = value
+		}
+	}
+	db := stdlib.OpenDB(*pc)
 	db.SetMaxOpenConns(c.writers + c.readConns)
 	db.SetMaxIdleConns(c.writers + c.readConns)
 	s, err := newStore(db, db, dialectPostgres, c)

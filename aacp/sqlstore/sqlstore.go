@@ -13,35 +13,49 @@
 // Group commit: the writes of concurrent callers share transactions. A
 // writer goroutine (one on SQLite, which has one writer at a time;
 // WithWriters on PostgreSQL, sharing one pool of connections with the
-// reads) takes every write queued at that moment, up to WithMaxBatch,
-// runs them in one transaction and commits once, so that the commit and
-// its fsync are paid once per batch, not once per write; the more callers
-// wait, the larger the batch. The enqueues, resolutions and
-// acknowledgments of a batch also share their statements: one multi-row
-// statement per kind of row (fence check, sequence check, request claim,
-// resolution, sequence raise, message insert, acknowledgment) for the
-// whole batch rather than a few per write, so a batch costs a handful of
-// round trips on PostgreSQL and a handful of statements on SQLite (whose
-// multi-row statements are prepared once, when the store opens). A write
-// that cannot succeed (a stale fence, a request id recorded already, a
-// sequence number already used, a request final already or missing) is
-// found before anything of it is written: it fails alone, storing nothing,
-// and the others commit. A batch that shares statements cannot decide
-// (two of its writes using one sequence number, or resolving one request,
-// or a statement failing) runs again one write at a time, each with a
-// savepoint of its own, so that a failing write undoes only itself. Each
-// call still returns only after its own transaction committed, with the
-// durability the database is configured for (synchronous=FULL on SQLite
-// by default; synchronous_commit and fsync on PostgreSQL). On PostgreSQL,
-// the writes that change one pair's sequence row always go to the same
-// writer, so that two writers never wait for each other's sequence rows;
-// the other writes (claims, lease operations, retry updates) go to the
-// writers in turn, and two writers' transactions can then wait for each
-// other's rows: PostgreSQL breaks such a cycle after its deadlock_timeout
-// by aborting one of them, whose writes run again in a later transaction.
-// On SQLite, reads go through read-only connections of their own
-// (WithReadConns; WAL lets them read while the writer commits), so they
-// never wait behind a batch; on PostgreSQL they share the writers' pool.
+// reads) takes every write queued at that moment, up to WithMaxBatch, runs
+// them in one transaction and commits once, so that the commit and its
+// fsync are paid once per batch, not once per write; the more callers wait,
+// the larger the batch. The enqueues, resolutions and acknowledgments of a
+// batch also share their statements: one statement per kind of row (fence
+// check, sequence check, request claim, resolution, sequence raise, message
+// insert, acknowledgment) for the whole batch rather than a few per write.
+// On PostgreSQL such a statement takes one array parameter per column, so
+// it is one prepared statement whatever the batch's size, and statements
+// that do not depend on each other's results share a round trip (the fence
+// check with the sequence check, the request claims with the resolutions,
+// the sequence raise with the message insert, an acknowledgment's raise
+// with its update): a batch of enqueues and resolutions is BEGIN, three
+// statements and COMMIT. On SQLite it is a multi-row statement of up to 16
+// rows, prepared for every row count when the store opens. A write that
+// cannot succeed (a stale fence, a request id recorded already, a sequence
+// number already used, a request final already or missing) is found before
+// anything of it is written: it fails alone, storing nothing, and the
+// others commit. A batch that shares statements cannot decide (two of its
+// writes using one sequence number, or resolving one request, or a
+// statement failing) runs again one write at a time, each with a savepoint
+// of its own, so that a failing write undoes only itself. Each call still
+// returns only after its own transaction committed, with the durability the
+// database is configured for (synchronous=FULL on SQLite by default;
+// synchronous_commit and fsync on PostgreSQL). On PostgreSQL, the writes
+// that change one pair's sequence row always go to the same writer, so that
+// two writers never wait for each other's sequence rows; the other writes
+// (claims, lease operations, retry updates) go to the writers in turn, and
+// two writers' transactions can then wait for each other's rows: PostgreSQL
+// breaks such a cycle after its deadlock_timeout by aborting one of them,
+// whose writes run again in a later transaction. On SQLite, reads go
+// through read-only connections of their own (WithReadConns; WAL lets them
+// read while the writer commits), so they never wait behind a batch; on
+// PostgreSQL they share the writers' pool.
+//
+// Plans: every statement of the ledger reads or writes its rows by key or
+// by a range of an index. On PostgreSQL, whose tables here change faster
+// than their statistics, the store's connections set enable_seqscan,
+// enable_bitmapscan, enable_hashjoin and enable_mergejoin to off (unless
+// the DSN sets them), so that no plan made while a table was small (a
+// sequential scan, a hash join, a bitmap of a whole partial index) stays
+// cached as it grows, and no statement reads the index entries of rows
+// changed since the last vacuum beyond those it names.
 //
 // Claims: on PostgreSQL, ClaimDue selects due rows with FOR UPDATE SKIP
 // LOCKED, so concurrent pollers never claim the same message and never wait
@@ -82,7 +96,6 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
