@@ -98,14 +98,6 @@ func (st *taskHost) modernTaskCall(ss *Session, ctx context.Context, req *Reques
 	}
 	run.ctx, run.cancel = context.WithCancel(context.WithoutCancel(WithToolCall(ctx, call)))
 	call.run = run
-	// The response deadline settles the current run through its gate
-	// (run.outcome), which serve then answers.
-	call.respond = func(res *CallToolResult, err error) bool { // respondEarly (the response deadline)
-		run.mu.Lock()
-		cur := run.cur
-		run.mu.Unlock()
-		return cur != nil && cur.deliver(res, err)
-	}
 	res, err = run.serve(ctx, in)
 	return res, err, true
 }
