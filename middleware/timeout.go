@@ -3,7 +3,9 @@ package middleware
 import (
 	"context"
 	"errors"
+	"runtime"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,7 +72,8 @@ const (
 )
 
 // deadlineRun is one call under Timeout: everything the caller and the
-// handler's goroutine share, in one allocation.
+// handler's goroutine share. Both hold it (refs) and the last to let go
+// returns it to deadlineRuns, so that a call allocates no run of its own.
 type deadlineRun struct {
 	c      *Call
 	next   Handler
@@ -79,7 +82,8 @@ type deadlineRun struct {
 	d      time.Duration
 	at     time.Time
 	phase  atomic.Int32
-	done   chan struct{} // closed when the handler returned first
+	refs   atomic.Int32
+	done   chan struct{} // receives once when the handler returned first (capacity 1)
 	end    func()        // mcp.ToolCall.Detach's, set before phaseTimedOut
 
 	res      *mcp.CallToolResult
@@ -88,38 +92,62 @@ type deadlineRun struct {
 	stack    []byte
 }
 
+var deadlineRuns = sync.Pool{New: func() any { return &deadlineRun{done: make(chan struct{}, 1)} }}
+
+// release lets go of r; the last holder returns it to the pool.
+func (r *deadlineRun) release() {
+	if r.refs.Add(-1) == 0 {
+		*r = deadlineRun{done: r.done}
+		deadlineRuns.Put(r)
+	}
+}
+
 // runWithDeadline runs next on a goroutine under a deadline d from now,
 // and returns its outcome, or TIMEOUT once the deadline has passed.
 func runWithDeadline(ctx context.Context, c *Call, d time.Duration, next Handler) (*mcp.CallToolResult, error) {
-	r := &deadlineRun{c: c, next: next, d: d, at: time.Now().Add(d), done: make(chan struct{})}
+	r := deadlineRuns.Get().(*deadlineRun)
+	r.c, r.next, r.d, r.at = c, next, d, time.Now().Add(d)
+	r.refs.Store(2)
 	r.ctx, r.cancel = context.WithDeadline(ctx, r.at)
-	defer r.cancel()
+	hctx, cancel, done := r.ctx, r.cancel, r.done
+	defer cancel()
 	go r.run() // ends when the handler returns
+	// Let it run first: a handler that returns at once is then read
+	// without parking this goroutine (and waking it again).
+	runtime.Gosched()
 	select {
-	case <-r.done:
-	case <-r.ctx.Done():
-		if ctx.Err() == nil && r.ctx.Err() == context.DeadlineExceeded {
-			r.end = c.Detach()
-			if r.phase.CompareAndSwap(phaseRunning, phaseTimedOut) {
-				c.timedOut.Store(true)
-				return nil, timeoutError(c, d)
+	case <-done:
+	default:
+		select {
+		case <-done:
+		case <-hctx.Done():
+			if ctx.Err() == nil && hctx.Err() == context.DeadlineExceeded {
+				end := c.Detach()
+				r.end = end
+				if r.phase.CompareAndSwap(phaseRunning, phaseTimedOut) {
+					r.release()
+					c.timedOut.Store(true)
+					return nil, timeoutError(c, d)
+				}
+				end() // it returned meanwhile: nothing runs on
 			}
-			r.end() // it returned meanwhile: nothing runs on
+			<-done // it returned meanwhile, or the caller's own end: wait for the handler
 		}
-		<-r.done // it returned meanwhile, or the caller's own end: wait for the handler
 	}
-	if r.panicked != nil {
-		panic(r.panicked)
+	res, err, panicked, at := r.res, r.err, r.panicked, r.at
+	r.release()
+	if panicked != nil {
+		panic(panicked)
 	}
-	if ctx.Err() == nil && (r.ctx.Err() == context.DeadlineExceeded || !time.Now().Before(r.at)) {
+	if ctx.Err() == nil && (hctx.Err() == context.DeadlineExceeded || !time.Now().Before(at)) {
 		// It returned, but the deadline had passed before its outcome
 		// was read: TIMEOUT, whatever it returned.
 		c.timedOut.Store(true)
-		c.lateRes, c.lateErr = r.res, r.err
-		r.logLate()
+		c.lateRes, c.lateErr = res, err
+		logLate(c, d, at, res, err, nil, nil)
 		return nil, timeoutError(c, d)
 	}
-	return r.res, r.err
+	return res, err
 }
 
 // run is the handler's goroutine.
@@ -136,26 +164,30 @@ func (r *deadlineRun) finish() {
 		r.res, r.err, r.panicked, r.stack = nil, nil, v, debug.Stack()
 	}
 	if r.phase.CompareAndSwap(phaseRunning, phaseReturned) {
-		close(r.done)
+		done := r.done
+		r.release() // the caller still holds r: it reads the outcome after done
+		done <- struct{}{}
 		return
 	}
-	r.c.lateRes, r.c.lateErr = r.res, r.err
-	r.logLate()
-	r.end()
+	c, end := r.c, r.end
+	c.lateRes, c.lateErr = r.res, r.err
+	logLate(c, r.d, r.at, r.res, r.err, r.panicked, r.stack)
+	r.release()
+	end()
 }
 
 // logLate logs what a handler returned after its deadline.
-func (r *deadlineRun) logLate() {
-	args := []any{"tool", r.c.Name, "timeout", r.d, "overrun", time.Since(r.at)}
+func logLate(c *Call, d time.Duration, at time.Time, res *mcp.CallToolResult, err error, panicked any, stack []byte) {
+	args := []any{"tool", c.Name, "timeout", d, "overrun", time.Since(at)}
 	switch {
-	case r.panicked != nil:
-		args = append(args, "panic", r.panicked, "stack", string(r.stack))
-	case r.err != nil:
-		args = append(args, "error", r.err)
-	case r.res != nil:
-		args = append(args, "isError", r.res.IsError)
+	case panicked != nil:
+		args = append(args, "panic", panicked, "stack", string(stack))
+	case err != nil:
+		args = append(args, "error", err)
+	case res != nil:
+		args = append(args, "isError", res.IsError)
 	}
-	r.c.Log().Warn("middleware: tool returned after its deadline; its result is not sent", args...)
+	c.Log().Warn("middleware: tool returned after its deadline; its result is not sent", args...)
 }
 
 func timeoutError(c *Call, d time.Duration) *mcp.StructuredError {
