@@ -176,6 +176,40 @@ func TestConcurrencySlotHeldUntilHandlerReturnsAfterTimeout(t *testing.T) {
 	assert.Eventually(t, func() bool { return lim.InUse() == 0 }, waitLimit, time.Millisecond, "released when the handler returns")
 }
 
+// A Serial tool's lock is held until the handler really returns: after a
+// TIMEOUT answered at the deadline, a second call of the tool waits for the
+// lock while the first handler runs on, and enters once it returns.
+func TestLockHeldUntilHandlerReturnsAfterTimeout(t *testing.T) {
+	tt := newTestTools(t)
+	defer tt.free()
+	ch := New(tt.reg, Lock(nil), Timeout(10*time.Millisecond))
+	start := time.Now()
+	_, err := ch.CallTool(t.Context(), call("serial", `{}`, nil))
+	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, err).Code)
+	assert.Less(t, time.Since(start), time.Second, "the chain returned at the deadline")
+	<-tt.started // the first handler runs on, holding the lock
+
+	second := make(chan error, 1)
+	go func() {
+		_, err := ch.CallTool(context.Background(), call("serial", `{}`, nil))
+		second <- err
+	}()
+	select {
+	case <-tt.started:
+		t.Fatal("the second call entered its handler while the first handler still held the lock")
+	case <-time.After(50 * time.Millisecond):
+	}
+	tt.release <- struct{}{} // the first handler returns: the lock is released
+	select {
+	case <-tt.started: // the second entered
+	case <-time.After(waitLimit):
+		t.Fatal("the lock was not released when the handler returned")
+	}
+	time.Sleep(30 * time.Millisecond) // past the second call's deadline
+	tt.free()
+	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, <-second).Code)
+}
+
 // Served by a Server, the chain returns TIMEOUT at the deadline while the
 // handler still runs, with the call's ids, and the Server sends it as any
 // answer; what the handler returns later is logged and never sent.

@@ -3,7 +3,6 @@ package middleware
 import (
 	"context"
 	"errors"
-	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -85,6 +84,7 @@ type deadlineRun struct {
 	refs   atomic.Int32
 	done   chan struct{} // receives once when the handler returned first (capacity 1)
 	end    func()        // mcp.ToolCall.Detach's, set before phaseTimedOut
+	view   valuesOf      // the caller's context without its cancellation (see runWithDeadline)
 
 	res      *mcp.CallToolResult
 	err      error
@@ -102,37 +102,56 @@ func (r *deadlineRun) release() {
 	}
 }
 
-// runWithDeadline runs next on a goroutine under a deadline d from now,
-// and returns its outcome, or TIMEOUT once the deadline has passed.
+// valuesOf is a context with ctx's values and deadline, and no
+// cancellation: a context derived from it registers with nobody.
+type valuesOf struct{ ctx context.Context }
+
+func (v *valuesOf) Deadline() (time.Time, bool) { return v.ctx.Deadline() }
+func (v *valuesOf) Done() <-chan struct{}       { return nil }
+func (v *valuesOf) Err() error                  { return nil }
+func (v *valuesOf) Value(key any) any           { return v.ctx.Value(key) }
+func (v *valuesOf) String() string              { return "middleware.valuesOf" }
+
+// runWithDeadline runs next on a handler goroutine (handlers) under a
+// deadline d from now, and returns its outcome, or TIMEOUT once the
+// deadline has passed.
+//
+// The handler's context derives from the caller's values only (valuesOf),
+// so that it registers with no parent and costs no allocation there: the
+// caller, which waits anyway, cancels it when its own context ends first.
+// Once the caller has returned TIMEOUT, the handler's context has ended
+// already. (A caller whose own deadline comes first keeps the standard
+// derivation, so that the handler sees context.DeadlineExceeded.)
 func runWithDeadline(ctx context.Context, c *Call, d time.Duration, next Handler) (*mcp.CallToolResult, error) {
 	r := deadlineRuns.Get().(*deadlineRun)
 	r.c, r.next, r.d, r.at = c, next, d, time.Now().Add(d)
 	r.refs.Store(2)
-	r.ctx, r.cancel = context.WithDeadline(ctx, r.at)
+	if pd, ok := ctx.Deadline(); ok && !pd.After(r.at) {
+		r.ctx, r.cancel = context.WithDeadline(ctx, r.at)
+	} else {
+		r.view.ctx = ctx
+		r.ctx, r.cancel = context.WithDeadline(&r.view, r.at)
+	}
 	hctx, cancel, done := r.ctx, r.cancel, r.done
 	defer cancel()
-	go r.run() // ends when the handler returns
-	// Let it run first: a handler that returns at once is then read
-	// without parking this goroutine (and waking it again).
-	runtime.Gosched()
+	handlers.start(r) // the handler's goroutine ends its run with finish
 	select {
 	case <-done:
-	default:
-		select {
-		case <-done:
-		case <-hctx.Done():
-			if ctx.Err() == nil && hctx.Err() == context.DeadlineExceeded {
-				end := c.Detach()
-				r.end = end
-				if r.phase.CompareAndSwap(phaseRunning, phaseTimedOut) {
-					r.release()
-					c.timedOut.Store(true)
-					return nil, timeoutError(c, d)
-				}
-				end() // it returned meanwhile: nothing runs on
+	case <-ctx.Done(): // the caller's end: the handler's context ends with it
+		cancel()
+		<-done
+	case <-hctx.Done():
+		if ctx.Err() == nil && hctx.Err() == context.DeadlineExceeded {
+			end := c.Detach()
+			r.end = end
+			if r.phase.CompareAndSwap(phaseRunning, phaseTimedOut) {
+				r.release()
+				c.timedOut.Store(true)
+				return nil, timeoutError(c, d)
 			}
-			<-done // it returned meanwhile, or the caller's own end: wait for the handler
+			end() // it returned meanwhile: nothing runs on
 		}
+		<-done // it returned meanwhile, or the caller's own end: wait for the handler
 	}
 	res, err, panicked, at := r.res, r.err, r.panicked, r.at
 	r.release()
@@ -150,7 +169,7 @@ func runWithDeadline(ctx context.Context, c *Call, d time.Duration, next Handler
 	return res, err
 }
 
-// run is the handler's goroutine.
+// run runs the handler, on a goroutine of handlers.
 func (r *deadlineRun) run() {
 	defer r.finish()
 	r.res, r.err = r.next(r.ctx, r.c)

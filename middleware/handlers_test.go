@@ -1,0 +1,110 @@
+package middleware
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keelmcp/keel/mcp"
+)
+
+// startRun hands a run of next to p, as runWithDeadline does, and returns
+// its done channel.
+func startRun(p *handlerPool, next func()) (*deadlineRun, chan struct{}) {
+	r := deadlineRuns.Get().(*deadlineRun)
+	r.c = &Call{ToolCall: &mcp.ToolCall{Name: "t"}}
+	r.next = func(context.Context, *Call) (*mcp.CallToolResult, error) { next(); return nil, nil }
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	r.refs.Store(2)
+	done := r.done
+	p.start(r)
+	return r, done
+}
+
+// finishRun waits for r's handler and lets go of r, as the caller does.
+func finishRun(r *deadlineRun, done chan struct{}) {
+	<-done
+	r.cancel()
+	r.release()
+}
+
+func idleWorkers(p *handlerPool) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle)
+}
+
+// The pool's workers are bounded and owned: a worker that finds
+// maxIdleWorkers waiting ends at once, sequential calls reuse one worker,
+// and the reaper ends every worker that stayed idle for a whole period.
+func TestHandlerPoolBoundsAndEndsItsWorkers(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		concurrent int // runs in flight at once
+		wantIdle   int // workers waiting once they all returned
+	}{
+		{"sequential calls reuse one worker", 1, 1},
+		{"a burst leaves its workers waiting", 20, 20},
+		{"idle workers are bounded", maxIdleWorkers + 40, maxIdleWorkers},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &handlerPool{}
+			before := runtime.NumGoroutine()
+			for range 3 { // rounds: the workers of a round serve the next
+				release := make(chan struct{})
+				var started sync.WaitGroup
+				started.Add(tc.concurrent)
+				type run struct {
+					r    *deadlineRun
+					done chan struct{}
+				}
+				runs := make([]run, tc.concurrent)
+				for i := range runs {
+					runs[i].r, runs[i].done = startRun(p, func() { started.Done(); <-release })
+				}
+				started.Wait() // all in flight at once: one worker each
+				close(release)
+				for _, r := range runs {
+					finishRun(r.r, r.done)
+				}
+				require.Eventually(t, func() bool { return idleWorkers(p) == tc.wantIdle }, 5*time.Second, time.Millisecond)
+			}
+			assert.LessOrEqual(t, runtime.NumGoroutine(), before+tc.wantIdle+2, "no more workers than wait")
+
+			p.reap() // marks them
+			assert.Equal(t, tc.wantIdle, idleWorkers(p), "a worker is ended only after a whole idle period")
+			p.reap() // ends them
+			assert.Zero(t, idleWorkers(p))
+			assert.Eventually(t, func() bool { return runtime.NumGoroutine() <= before+2 }, 5*time.Second, time.Millisecond,
+				"the reaped workers ended")
+			p.mu.Lock()
+			p.reaper.Stop()
+			p.mu.Unlock()
+		})
+	}
+}
+
+// A worker that was handed a run since the reaper's last pass is not
+// ended by its next pass.
+func TestHandlerPoolKeepsABusyWorker(t *testing.T) {
+	p := &handlerPool{}
+	r, done := startRun(p, func() {})
+	finishRun(r, done)
+	require.Eventually(t, func() bool { return idleWorkers(p) == 1 }, 5*time.Second, time.Millisecond)
+	p.reap() // marks it
+	r, done = startRun(p, func() {})
+	finishRun(r, done)
+	require.Eventually(t, func() bool { return idleWorkers(p) == 1 }, 5*time.Second, time.Millisecond)
+	p.reap()
+	assert.Equal(t, 1, idleWorkers(p), "used since the last pass: kept")
+	p.reap()
+	assert.Zero(t, idleWorkers(p))
+	p.mu.Lock()
+	p.reaper.Stop()
+	p.mu.Unlock()
+}
