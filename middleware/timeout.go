@@ -15,8 +15,11 @@ import (
 // Each call gets a deadline: the tool's registry.ToolOptions.Timeout when
 // set, otherwise def (def <= 0 and no per-tool value: no deadline). A call
 // with a deadline runs the stages inside (and the tool's handler) on a
-// goroutine of their own, under a context with that deadline; a call
-// without one runs them on the caller's goroutine, at no cost. When the
+// goroutine of their own, under a context with that deadline, while the
+// caller waits; the goroutines come from a pool that keeps them between
+// calls (idle ones end after a few seconds), so none is created per call.
+// A call without a deadline runs them on the caller's goroutine, at no
+// cost. When the
 // deadline passes, as net/http's TimeoutHandler does:
 //
 //   - the handler's context ends with context.DeadlineExceeded;
