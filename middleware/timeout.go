@@ -87,7 +87,6 @@ type deadlineRun struct {
 	refs   atomic.Int32
 	done   chan struct{} // receives once when the handler returned first (capacity 1)
 	end    func()        // mcp.ToolCall.Detach's, set before phaseTimedOut
-	view   valuesOf      // the caller's context without its cancellation (see runWithDeadline)
 
 	res      *mcp.CallToolResult
 	err      error
@@ -132,8 +131,9 @@ func runWithDeadline(ctx context.Context, c *Call, d time.Duration, next Handler
 	if pd, ok := ctx.Deadline(); ok && !pd.After(r.at) {
 		r.ctx, r.cancel = context.WithDeadline(ctx, r.at)
 	} else {
-		r.view.ctx = ctx
-		r.ctx, r.cancel = context.WithDeadline(&r.view, r.at)
+		// Not part of r, which is reused: the handler's context may be
+		// used after the run ends.
+		r.ctx, r.cancel = context.WithDeadline(&valuesOf{ctx}, r.at)
 	}
 	hctx, cancel, done := r.ctx, r.cancel, r.done
 	defer cancel()
