@@ -166,7 +166,7 @@ func (tr *taskRunner) start(r *taskRun) error {
 
 // exec is the goroutine of a run: the handler, then its outcome through
 // the gate, then the release of its slot once the handler has really
-// returned (a response deadline may answer first: ToolCall.AfterHandler).
+// returned (a deadline inside may return first: ToolCall.AfterHandler).
 func (tr *taskRunner) exec(r *taskRun, ctx context.Context) {
 	stop := context.AfterFunc(ctx, func() { // the max run time answers at once
 		if context.Cause(ctx) == errMaxRunTime {
