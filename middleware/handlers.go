@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"runtime"
 	"sync"
 	"time"
 )
@@ -29,6 +30,10 @@ type handlerWorker struct {
 const (
 	maxIdleWorkers   = 256
 	idleWorkerPeriod = 2 * time.Second
+
+	// awaitWindow and maxAwaitYields bound await.
+	awaitWindow    = 20 * time.Microsecond
+	maxAwaitYields = 1000
 )
 
 // handlers is the pool of every Timeout stage of the process.
@@ -97,4 +102,34 @@ func (p *handlerPool) reap() {
 	if len(p.idle) > 0 {
 		p.reaper.Reset(idleWorkerPeriod)
 	}
+}
+
+// await receives from ch if a value arrives within window (and
+// maxAwaitYields polls), yielding the processor between polls instead of
+// parking.
+//
+// A caller that has handed a run to a parked worker awaits it so: the
+// worker, made runnable on the caller's processor, runs there at once
+// when the caller yields, and a handler that returns within the window
+// sends its outcome to a caller that is runnable, not parked, so that
+// nobody has to be woken. (A caller that parks at once costs, when a
+// processor is idle, a wake-up of an idle thread by the runtime at the
+// handler's return as well as at the hand-off.) A handler that takes
+// longer costs at most the window of polling before the caller parks.
+func await[T any](ch <-chan T, window time.Duration) (v T, ok bool) {
+	var start time.Time
+	for range maxAwaitYields {
+		select {
+		case v = <-ch:
+			return v, true
+		default:
+		}
+		if start.IsZero() {
+			start = time.Now()
+		} else if time.Since(start) >= window {
+			break
+		}
+		runtime.Gosched()
+	}
+	return v, false
 }

@@ -108,3 +108,47 @@ func TestHandlerPoolKeepsABusyWorker(t *testing.T) {
 	p.reaper.Stop()
 	p.mu.Unlock()
 }
+
+// await is bounded by its window and by a count of polls, yields the
+// processor between polls (a goroutine made runnable on the same
+// processor sends within them), and leaves the channel's value for the
+// caller to read.
+func TestAwaitBoundsAndYields(t *testing.T) {
+	t.Run("a value sent already is read at once", func(t *testing.T) {
+		ch := make(chan int, 1)
+		ch <- 7
+		v, ok := await(ch, time.Millisecond)
+		assert.True(t, ok)
+		assert.Equal(t, 7, v)
+		assert.Empty(t, ch)
+	})
+	for _, tc := range []struct {
+		name   string
+		window time.Duration
+	}{
+		{"nothing sent: it gives up after the window", time.Millisecond},
+		{"nothing sent and no end of window: the count bounds it", time.Hour},
+		{"a window <= 0 gives up at once", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ch := make(chan int, 1)
+			start := time.Now()
+			_, ok := await(ch, tc.window)
+			assert.False(t, ok)
+			assert.Less(t, time.Since(start), 5*time.Second)
+			ch <- 1 // the caller parks on it next
+			assert.Equal(t, 1, <-ch)
+		})
+	}
+	t.Run("on one processor the sender runs while it awaits", func(t *testing.T) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+		for range 100 {
+			ch := make(chan int, 1)
+			go func() { ch <- 1 }()
+			// Polling without yielding would use up its polls before the
+			// sender, on the only processor, could run.
+			_, ok := await(ch, time.Hour)
+			require.True(t, ok)
+		}
+	})
+}

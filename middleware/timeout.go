@@ -138,23 +138,28 @@ func runWithDeadline(ctx context.Context, c *Call, d time.Duration, next Handler
 	hctx, cancel, done := r.ctx, r.cancel, r.done
 	defer cancel()
 	handlers.start(r) // the handler's goroutine ends its run with finish
-	select {
-	case <-done:
-	case <-ctx.Done(): // the caller's end: the handler's context ends with it
-		cancel()
-		<-done
-	case <-hctx.Done():
-		if ctx.Err() == nil && hctx.Err() == context.DeadlineExceeded {
-			end := c.Detach()
-			r.end = end
-			if r.phase.CompareAndSwap(phaseRunning, phaseTimedOut) {
-				r.release()
-				c.timedOut.Store(true)
-				return nil, timeoutError(c, d)
+	// A handler that ends within awaitWindow is read without parking, so
+	// that its end wakes no goroutine (see await).
+	_, fast := await(done, awaitWindow)
+	if !fast {
+		select {
+		case <-done:
+		case <-ctx.Done(): // the caller's end: the handler's context ends with it
+			cancel()
+			<-done
+		case <-hctx.Done():
+			if ctx.Err() == nil && hctx.Err() == context.DeadlineExceeded {
+				end := c.Detach()
+				r.end = end
+				if r.phase.CompareAndSwap(phaseRunning, phaseTimedOut) {
+					r.release()
+					c.timedOut.Store(true)
+					return nil, timeoutError(c, d)
+				}
+				end() // it returned meanwhile: nothing runs on
 			}
-			end() // it returned meanwhile: nothing runs on
+			<-done // it returned meanwhile, or the caller's own end: wait for the handler
 		}
-		<-done // it returned meanwhile, or the caller's own end: wait for the handler
 	}
 	res, err, panicked, at := r.res, r.err, r.panicked, r.at
 	r.release()
