@@ -3,6 +3,7 @@ package middleware
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,6 +35,9 @@ const (
 	// awaitWindow and maxAwaitYields bound await.
 	awaitWindow    = 20 * time.Microsecond
 	maxAwaitYields = 1000
+	// awaitSkips is how many calls park at once after one whose
+	// handler outlasted awaitWindow (see awaitPolicy).
+	awaitSkips = 16
 )
 
 // handlers is the pool of every Timeout stage of the process.
@@ -115,7 +119,8 @@ func (p *handlerPool) reap() {
 // nobody has to be woken. (A caller that parks at once costs, when a
 // processor is idle, a wake-up of an idle thread by the runtime at the
 // handler's return as well as at the hand-off.) A handler that takes
-// longer costs at most the window of polling before the caller parks.
+// longer costs at most the window of polling before the caller parks
+// (and awaitPolicy keeps that from recurring call after call).
 func await[T any](ch <-chan T, window time.Duration) (v T, ok bool) {
 	var start time.Time
 	for range maxAwaitYields {
@@ -133,3 +138,25 @@ func await[T any](ch <-chan T, window time.Duration) (v T, ok bool) {
 	}
 	return v, false
 }
+
+// awaitPolicy decides, for the calls of one Timeout stage, whether a
+// caller awaits its handler (await) or parks at once. Polling pays only
+// when handlers return within the window: after a call whose handler
+// outlasted it, the next awaitSkips calls park at once, so that a stage
+// whose handlers are slow (waiting on I/O, say) spends at most one window
+// of polling per awaitSkips+1 calls.
+type awaitPolicy struct {
+	skip atomic.Int32 // calls left to park at once
+}
+
+// poll reports whether this call should await its handler.
+func (a *awaitPolicy) poll() bool {
+	if a.skip.Load() <= 0 {
+		return true
+	}
+	a.skip.Add(-1)
+	return false
+}
+
+// missed records a call whose handler outlasted the window.
+func (a *awaitPolicy) missed() { a.skip.Store(awaitSkips) }

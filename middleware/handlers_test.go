@@ -152,3 +152,20 @@ func TestAwaitBoundsAndYields(t *testing.T) {
 		}
 	})
 }
+
+// After a call whose handler outlasted the window, the next awaitSkips
+// calls park at once; then calls await again.
+func TestAwaitPolicySkipsAfterAMiss(t *testing.T) {
+	var a awaitPolicy
+	for range 3 {
+		require.True(t, a.poll(), "no miss yet: await")
+	}
+	for round := range 2 {
+		a.missed()
+		for i := range awaitSkips {
+			require.False(t, a.poll(), "round %d, call %d after the miss: park at once", round, i)
+		}
+		require.True(t, a.poll(), "round %d: the skips are used up", round)
+		require.True(t, a.poll())
+	}
+}

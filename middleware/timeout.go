@@ -47,6 +47,7 @@ import (
 // task fails with TIMEOUT.
 func Timeout(def time.Duration) Middleware {
 	return func(next Handler) Handler {
+		var ap awaitPolicy
 		return func(ctx context.Context, c *Call) (*mcp.CallToolResult, error) {
 			d := def
 			if c.Task != nil {
@@ -60,7 +61,7 @@ func Timeout(def time.Duration) Middleware {
 			if d <= 0 {
 				return next(ctx, c)
 			}
-			return runWithDeadline(ctx, c, d, next)
+			return runWithDeadline(ctx, c, d, next, &ap)
 		}
 	}
 }
@@ -124,7 +125,7 @@ func (v *valuesOf) String() string              { return "middleware.valuesOf" }
 // Once the caller has returned TIMEOUT, the handler's context has ended
 // already. (A caller whose own deadline comes first keeps the standard
 // derivation, so that the handler sees context.DeadlineExceeded.)
-func runWithDeadline(ctx context.Context, c *Call, d time.Duration, next Handler) (*mcp.CallToolResult, error) {
+func runWithDeadline(ctx context.Context, c *Call, d time.Duration, next Handler, ap *awaitPolicy) (*mcp.CallToolResult, error) {
 	r := deadlineRuns.Get().(*deadlineRun)
 	r.c, r.next, r.d, r.at = c, next, d, time.Now().Add(d)
 	r.refs.Store(2)
@@ -139,8 +140,13 @@ func runWithDeadline(ctx context.Context, c *Call, d time.Duration, next Handler
 	defer cancel()
 	handlers.start(r) // the handler's goroutine ends its run with finish
 	// A handler that ends within awaitWindow is read without parking, so
-	// that its end wakes no goroutine (see await).
-	_, fast := await(done, awaitWindow)
+	// that its end wakes no goroutine (see await and awaitPolicy).
+	fast := false
+	if ap.poll() {
+		if _, fast = await(done, awaitWindow); !fast {
+			ap.missed()
+		}
+	}
 	if !fast {
 		select {
 		case <-done:
