@@ -154,8 +154,8 @@ func TestLimiterUnlimitedAndMisuse(t *testing.T) {
 	assert.Panics(t, func() { lim.Release() })
 }
 
-// The slot is held until the handler returns, even after TIMEOUT was
-// answered.
+// The slot is held until the handler returns, even after the chain
+// returned TIMEOUT at the deadline.
 func TestConcurrencySlotHeldUntilHandlerReturnsAfterTimeout(t *testing.T) {
 	tt := newTestTools(t)
 	lim := NewLimiter(1)
@@ -165,25 +165,54 @@ func TestConcurrencySlotHeldUntilHandlerReturnsAfterTimeout(t *testing.T) {
 	hctx := <-tt.started
 	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, a.err).Code)
 	assert.Error(t, hctx.Err(), "the handler's context is cancelled before TIMEOUT is answered")
-	assert.Equal(t, 1, lim.InUse(), "slot still held")
+	r := s.next(t)
+	assert.Equal(t, "block", r.name, "the chain returned at the deadline")
+	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, r.err).Code)
+	assert.Equal(t, 1, lim.InUse(), "slot still held: the handler runs on")
 	a = s.call(t.Context(), "echo", `{"message":"x"}`)
 	assert.Equal(t, mcp.ErrResourceExhausted, structuredErr(t, a.err).Code)
 	assert.Equal(t, "echo", s.next(t).name)
-	select {
-	case r := <-s.returns:
-		t.Fatalf("CallTool of %s returned before the handler", r.name)
-	default:
-	}
 	tt.free()
-	r := s.next(t)
-	assert.Equal(t, "block", r.name)
-	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, r.err).Code, "the late return is the TIMEOUT the Server drops")
-	assert.Equal(t, 0, lim.InUse())
+	assert.Eventually(t, func() bool { return lim.InUse() == 0 }, waitLimit, time.Millisecond, "released when the handler returns")
 }
 
-// Served by a Server, the TIMEOUT answer goes out at the deadline while the
-// handler still runs, with the call's ids; what the handler returns later
-// is logged and never sent.
+// A Serial tool's lock is held until the handler really returns: after a
+// TIMEOUT answered at the deadline, a second call of the tool waits for the
+// lock while the first handler runs on, and enters once it returns.
+func TestLockHeldUntilHandlerReturnsAfterTimeout(t *testing.T) {
+	tt := newTestTools(t)
+	defer tt.free()
+	ch := New(tt.reg, Lock(nil), Timeout(10*time.Millisecond))
+	start := time.Now()
+	_, err := ch.CallTool(t.Context(), call("serial", `{}`, nil))
+	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, err).Code)
+	assert.Less(t, time.Since(start), time.Second, "the chain returned at the deadline")
+	<-tt.started // the first handler runs on, holding the lock
+
+	second := make(chan error, 1)
+	go func() {
+		_, err := ch.CallTool(context.Background(), call("serial", `{}`, nil))
+		second <- err
+	}()
+	select {
+	case <-tt.started:
+		t.Fatal("the second call entered its handler while the first handler still held the lock")
+	case <-time.After(50 * time.Millisecond):
+	}
+	tt.release <- struct{}{} // the first handler returns: the lock is released
+	select {
+	case <-tt.started: // the second entered
+	case <-time.After(waitLimit):
+		t.Fatal("the lock was not released when the handler returned")
+	}
+	time.Sleep(30 * time.Millisecond) // past the second call's deadline
+	tt.free()
+	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, <-second).Code)
+}
+
+// Served by a Server, the chain returns TIMEOUT at the deadline while the
+// handler still runs, with the call's ids, and the Server sends it as any
+// answer; what the handler returns later is logged and never sent.
 func TestTimeoutAnswersAtOnce(t *testing.T) {
 	tt := newTestTools(t)
 	s := serve(t, New(tt.reg, Timeout(20*time.Millisecond)))
@@ -208,18 +237,12 @@ func TestTimeoutAnswersAtOnce(t *testing.T) {
 	assert.NotEmpty(t, se.RunID)
 	assert.EqualValues(t, 20, se.Details["timeoutMs"])
 	assert.ErrorIs(t, hctx.Err(), context.DeadlineExceeded)
-	select {
-	case r := <-s.returns:
-		t.Fatalf("CallTool of %s returned before the handler", r.name)
-	default:
-	}
-	assert.Eventually(t, func() bool { return strings.Contains(s.logs.String(), "answered at the response deadline") }, waitLimit, time.Millisecond)
+	r := s.next(t)
+	assert.Equal(t, "block", r.name, "CallTool returned at the deadline")
+	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, r.err).Code)
 
 	tt.free() // the handler finishes late
-	r := s.next(t)
-	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, r.err).Code)
-	assert.Contains(t, s.logs.String(), "returned after its deadline")
-	assert.Eventually(t, func() bool { return strings.Contains(s.logs.String(), "late result dropped") }, waitLimit, time.Millisecond)
+	assert.Eventually(t, func() bool { return strings.Contains(s.logs.String(), "returned after its deadline") }, waitLimit, time.Millisecond)
 	s.flush(t)
 	assert.Equal(t, 1, s.wire.count(tc.RunID), "one answer on the wire: the late result is dropped")
 	a = s.call(t.Context(), "echo", `{"message":"alive"}`)
@@ -227,9 +250,9 @@ func TestTimeoutAnswersAtOnce(t *testing.T) {
 	assert.Equal(t, "alive", a.res.Content[0].Text)
 }
 
-// Outside a Server there is no request to answer early: Timeout returns
-// TIMEOUT when the handler returns, however long after the deadline.
-func TestTimeoutWithoutServerReturnsWhenHandlerReturns(t *testing.T) {
+// Outside a Server too, Timeout returns TIMEOUT at the deadline, while the
+// handler may run on; what it returns later is logged.
+func TestTimeoutWithoutServerReturnsAtTheDeadline(t *testing.T) {
 	for _, tool := range []string{"block", "cooperate"} {
 		t.Run(tool, func(t *testing.T) {
 			tt := newTestTools(t)
@@ -241,20 +264,11 @@ func TestTimeoutWithoutServerReturnsWhenHandlerReturns(t *testing.T) {
 				_, err := ch.CallTool(context.Background(), call(tool, `{}`, &logs))
 				done <- err
 			}()
-			hctx := <-tt.started
-			if tool == "block" {
-				<-hctx.Done()
-				select {
-				case err := <-done:
-					t.Fatalf("CallTool returned %v before the handler", err)
-				case <-time.After(20 * time.Millisecond):
-				}
-				tt.free()
-			}
-			err := <-done
+			<-tt.started
+			err := <-done // block still waits for its release
 			assert.Equal(t, mcp.ErrTimeout, structuredErr(t, err).Code)
-			assert.Contains(t, logs.String(), "returned after its deadline")
-			assert.NotContains(t, logs.String(), "answered at the response deadline", "nothing answered early")
+			tt.free()
+			assert.Eventually(t, func() bool { return strings.Contains(logs.String(), "returned after its deadline") }, waitLimit, time.Millisecond)
 		})
 	}
 }
