@@ -278,27 +278,6 @@ func TestTasksAreBoundToTheSessionOrTheOwner(t *testing.T) {
 	})
 }
 
-func TestTaskRespondEarlyCompletesTheTask(t *testing.T) {
-	ctx := context.Background()
-	release := make(chan struct{})
-	tools := taskTools{"early": func(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
-		require.True(t, mcp.ToolCallFromContext(ctx).RespondEarly(nil, mcp.NewToolError(mcp.ErrTimeout, "too slow", nil)))
-		<-release
-		return mcp.TextResult("late"), nil
-	}}
-	c, _ := connect(t, taskServerOptions(tools, nil), nil)
-	created, err := c.CallToolAsTask(ctx, "early", nil, 0)
-	require.NoError(t, err)
-	_, err = c.TaskResult(ctx, created.Task.TaskID)
-	var se *mcp.StructuredError
-	require.ErrorAs(t, err, &se)
-	assert.Equal(t, mcp.ErrTimeout, se.Code)
-	close(release)
-	got, err := c.GetTask(ctx, created.Task.TaskID)
-	require.NoError(t, err)
-	assert.Equal(t, mcp.TaskStatusFailed, got.Status)
-}
-
 func TestTaskRequestsToTheClientCarryTheTask(t *testing.T) {
 	ctx := context.Background()
 	var seen atomic.Value

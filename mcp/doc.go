@@ -92,8 +92,9 @@
 // by one value that registers its id (a duplicate is refused), cancels it
 // on notifications/cancelled, at the end of the connection or when the
 // client goes away (a transport.PeerWatcher reports it), recovers a panic
-// of its handler, and answers it exactly once — also when a response
-// deadline (ToolCall.WithResponseDeadline) answers first. The methods a server
+// of its handler, and answers it exactly once, with what its handler chain
+// returns: a deadline answers by returning through the chain (see
+// ToolCall.Detach), and a cancellation suppresses the answer. The methods a server
 // serves, and the eras they exist in, are one static table. When the input
 // ends (stdin closed), requests in flight still get ShutdownTimeout to
 // finish and be answered.

@@ -12,24 +12,36 @@ import (
 	"github.com/keelmcp/keel/mcp"
 )
 
-// A tool source answers a call at its response deadline, even when the
-// handler is still running: WithResponseDeadline derives the handler's
-// context (it ends at the deadline) and answers through the request's
-// answer-once gate. The handler's late result is dropped. middleware.Timeout
-// is the standard chain's stage built on it.
-func ExampleToolCall_WithResponseDeadline() {
-	returned := make(chan error, 1)
-	slow := handlerTools{"slow": func(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
-		dctx, dl := call.WithResponseDeadline(ctx, time.Now().Add(50*time.Millisecond), func() error {
-			return &mcp.StructuredError{Code: mcp.ErrTimeout, Message: "slow did not finish in 50ms"}
-		})
-		<-dctx.Done()                     // the handler sees the deadline...
+// A tool source that answers a call at its deadline while the handler
+// runs on, as net/http's TimeoutHandler does (middleware.Timeout is the
+// standard chain's stage built this way): it runs the handler on a
+// goroutine, returns TIMEOUT through the chain when the deadline passes,
+// and marks the call detached (Detach) so that what is released when the
+// handler really ends (AfterHandler) waits for it.
+func ExampleToolCall_Detach() {
+	work := func(ctx context.Context) (*mcp.CallToolResult, error) {
+		<-ctx.Done()                      // the handler sees the deadline...
 		time.Sleep(20 * time.Millisecond) // ...and takes a while to stop
-		returned <- dctx.Err()
-		if dl.Disarm(dctx.Err()) {
-			return nil, errors.New("dropped: the deadline answered")
-		}
 		return mcp.TextResult("finished"), nil
+	}
+	released := make(chan struct{})
+	slow := handlerTools{"slow": func(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
+		dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		end := call.Detach() // from here on, the handler may outlive this function
+		done := make(chan *mcp.CallToolResult, 1)
+		go func() {
+			defer end()
+			res, _ := work(dctx)
+			done <- res
+		}()
+		call.AfterHandler(func() { close(released) }) // a slot, a lock, an audit record...
+		select {
+		case res := <-done:
+			return res, nil
+		case <-dctx.Done():
+			return nil, &mcp.StructuredError{Code: mcp.ErrTimeout, Message: "slow did not finish in 50ms"}
+		}
 	}}
 	srv := mcp.NewServer(&mcp.ServerOptions{Tools: slow, Logger: slog.New(slog.DiscardHandler)})
 	c := connectExample(srv, nil)
@@ -40,8 +52,9 @@ func ExampleToolCall_WithResponseDeadline() {
 	if errors.As(err, &se) {
 		fmt.Println(se.Code, se.Message)
 	}
-	fmt.Println("the handler's context:", <-returned)
+	<-released
+	fmt.Println("released once the handler returned")
 	// Output:
 	// TIMEOUT slow did not finish in 50ms
-	// the handler's context: context deadline exceeded
+	// released once the handler returned
 }

@@ -92,7 +92,10 @@ func ProgressFromContext(ctx context.Context) *Progress {
 	p := &call.progress
 	p.mu.Lock()
 	if !p.init {
-		p.init, p.ss, p.token, p.stopped, p.task = true, call.Session, progressToken(call.Meta), call.answered(), call.task
+		p.init, p.ss, p.token, p.task = true, call.Session, progressToken(call.Meta), call.task
+		if req := RequestFromContext(ctx); req != nil && call.task == nil && call.run == nil {
+			p.stopped = &req.f.done.closed // the request the call answers
+		}
 		p.version = protocolVersionFromContext(ctx)
 	}
 	p.mu.Unlock()

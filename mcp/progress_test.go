@@ -89,33 +89,6 @@ func TestProgressMonotonicAndNothingAfterCompletion(t *testing.T) {
 	assert.Equal(t, `"tok"`, string(first.ProgressToken))
 }
 
-// An early response (middleware.Timeout answers before the handler
-// returns) completes the request too: later reports are refused.
-func TestProgressAfterEarlyResponse(t *testing.T) {
-	errs := make(chan error, 2)
-	opts := mcptest.ServerOptions(handlerTools{"work": func(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
-		errs <- mcp.ReportProgress(ctx, 1, 0, "")
-		call.RespondEarly(mcp.TextResult("early"), nil)
-		errs <- mcp.ReportProgress(ctx, 2, 0, "")
-		return mcp.TextResult("late"), nil
-	}})
-	var log progressLog
-	copts := *quietClient
-	copts.OnProgress = log.add
-	c, _ := connectRecorded(t, opts, &copts)
-	res, err := c.CallToolWithParams(context.Background(), &mcp.CallToolParams{Name: "work", Meta: mcp.Meta{mcp.MetaProgressToken: 5}})
-	require.NoError(t, err)
-	assert.Equal(t, "early", textOf(t, res))
-	require.NoError(t, <-errs)
-	require.ErrorIs(t, <-errs, mcp.ErrRequestCompleted)
-	require.NoError(t, c.Ping(context.Background()))
-	assert.Equal(t, []float64{1}, log.values())
-	log.mu.Lock()
-	assert.Equal(t, "5", string(log.seen[0].ProgressToken))
-	assert.Nil(t, log.seen[0].Total)
-	log.mu.Unlock()
-}
-
 // Without a token, or outside a request, reporting is a no-op.
 func TestProgressWithoutToken(t *testing.T) {
 	assert.Nil(t, mcp.ProgressFromContext(context.Background()))

@@ -95,7 +95,7 @@ func (t *requestTable) cancel(key, reason string) {
 		return
 	}
 	if !f.keepAlive {
-		f.done.Store(true) // no response is sent for a cancelled request
+		f.done.close() // no response is sent for a cancelled request
 	}
 	t.log.Info("mcp: request cancelled by the peer", logclip.Attr("requestId", key[1:]), logclip.Attr("reason", reason))
 	f.abort()
@@ -116,6 +116,13 @@ func (t *requestTable) cancelAll(onlyKeepAlive bool) {
 	}
 }
 
+// hold counts a handler that runs on after its request was answered
+// (ToolCall.Detach); done ends it.
+func (t *requestTable) hold() {
+	t.wg.Add(1)
+	t.active.Add(1)
+}
+
 // done counts a request served: it has been answered (or its answer
 // suppressed) and its handler returned.
 func (t *requestTable) done() {
@@ -133,10 +140,10 @@ func (t *requestTable) done() {
 //     is cancelled, or the session closes;
 //   - counts in the shutdown drain (requestTable.wg);
 //   - recovers a panic of the handler chain (the server lives on);
-//   - answers exactly once: the first of the handler chain's return, the
-//     response deadline (ToolCall.WithResponseDeadline) or a cancellation
-//     (which suppresses the answer) wins, and whatever comes later is
-//     logged and dropped.
+//   - answers exactly once, with what the handler chain returns (a
+//     deadline answers by returning through the chain: see
+//     ToolCall.Detach), unless a cancellation suppressed the answer
+//     first.
 type inflight struct {
 	tab    *requestTable
 	req    *Request // nil when a Client serves the request (reply is set)
@@ -148,19 +155,22 @@ type inflight struct {
 	// stopParent stops the AfterFunc that aborts the request when a parent
 	// no table watches ends (follow).
 	stopParent func() bool
-	// deadline is the response deadline derived from ctx itself, which
-	// abort ends with it (see ToolCall.WithResponseDeadline).
-	deadline atomic.Pointer[ResponseDeadline]
-	// done is set once the request is answered or its answer suppressed:
-	// the answer-once gate.
-	done      *atomic.Bool
-	ownDone   atomic.Bool
-	early     *atomic.Bool             // set when the response deadline answered (a tools/call's)
+	// done is closed once the request is answered or its answer
+	// suppressed by a cancellation.
+	done      answerGate
 	prog      *Progress                // finished before the answer
 	keepAlive bool                     // a cancellation ends the request with an answer (subscriptions/listen)
 	after     func(sent any)           // runs after the answer, with the result sent (nil: none)
 	reply     func(res any, err error) // answers a request a Client serves
 }
+
+// answerGate is the answer-once gate of a request, and of a task's run
+// (taskRun): the first close wins the right to answer, or suppresses the
+// answer.
+type answerGate struct{ closed atomic.Bool }
+
+// close closes the gate and reports whether this call closed it.
+func (g *answerGate) close() bool { return g.closed.CompareAndSwap(false, true) }
 
 // errPanic is what a handler "returned" when it panicked; send maps it to
 // the method's internal error.
@@ -189,7 +199,6 @@ func guard(log *slog.Logger, what, name string, fn func() (any, error)) (res any
 func (ss *Session) begin(req *Request, parent context.Context, keepAlive bool) bool {
 	f := &req.f
 	*f = inflight{tab: &ss.reqs, req: req, key: idKey(jsontext.Value(req.ID)), method: req.Method, keepAlive: keepAlive}
-	f.done = &f.ownDone
 	f.vals.req = req
 	f.start(parent)
 	if !ss.reqs.add(f) {
@@ -209,7 +218,6 @@ var errIDInUse = &Error{Code: CodeInvalidRequest, Message: "Invalid Request: id 
 // answers -32600).
 func beginReply(tab *requestTable, m *jsonrpc.Message, parent context.Context, reply func(any, error)) *inflight {
 	f := &inflight{tab: tab, key: idKey(m.ID), method: m.Method, reply: reply}
-	f.done = &f.ownDone
 	f.start(parent)
 	if !tab.add(f) {
 		f.cancel()
@@ -220,7 +228,7 @@ func beginReply(tab *requestTable, m *jsonrpc.Message, parent context.Context, r
 }
 
 // run runs fn on the calling goroutine, then ends the request: it answers
-// with fn's outcome unless the request was answered or cancelled already.
+// with fn's outcome unless the request was cancelled meanwhile.
 func (f *inflight) run(fn func(ctx context.Context) (any, error)) {
 	defer f.tab.done()
 	var res any
@@ -232,21 +240,18 @@ func (f *inflight) run(fn func(ctx context.Context) (any, error)) {
 	}
 	f.end()
 	var sent any // the result answered, if this run answered with one
-	switch {
-	case f.done.CompareAndSwap(false, true):
+	if f.done.close() {
 		f.send(res, err)
 		if err == nil {
 			sent = res
 		}
-	case f.early == nil || !f.early.Load():
+	} else {
 		// Suppressed by a cancellation (which may have come at any point
 		// before the gate closed): a batch expects no part for it.
 		f.tab.log.Debug("mcp: response suppressed (request cancelled)", "method", f.method)
 		if f.req != nil && f.req.r.batch != nil {
 			f.req.r.batch.skip()
 		}
-	default:
-		f.tab.log.Warn("mcp: late result dropped (already answered)", "method", f.method, "outcome", "late_completed")
 	}
 	if f.after != nil {
 		f.after(sent)

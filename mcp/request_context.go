@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"time"
 )
@@ -17,9 +16,8 @@ import (
 // (inflight.abort), by its table when the table watches the parent
 // (requestTable.watch: a session's context, which every concurrent
 // request would otherwise lock), else by a context.AfterFunc on the
-// parent (a per-request session's parent, a Client's). Either way the
-// response deadline derived from the request's own context ends with it
-// without registering either. It lives in the Request. (An aborted request
+// parent (a per-request session's parent, a Client's). It lives in the
+// Request. (An aborted request
 // has context.Canceled as its Err, even when the parent ended at a
 // deadline.)
 type requestValues struct {
@@ -81,132 +79,5 @@ func (f *inflight) follow(watched <-chan struct{}) {
 	}
 }
 
-// abort cancels the request's context, and the response deadline derived
-// from it.
-func (f *inflight) abort() {
-	f.cancel()
-	if d := f.deadline.Load(); d != nil {
-		d.cancel()
-	}
-}
-
-// valuesOf is a context with ctx's values and deadline, and no
-// cancellation: a deadline derived from it registers with nobody.
-type valuesOf struct{ ctx context.Context }
-
-func (v *valuesOf) Deadline() (time.Time, bool) { return v.ctx.Deadline() }
-func (v *valuesOf) Done() <-chan struct{}       { return nil }
-func (v *valuesOf) Err() error                  { return nil }
-func (v *valuesOf) Value(key any) any           { return v.ctx.Value(key) }
-func (v *valuesOf) String() string              { return "mcp.valuesOf" }
-
-// ResponseDeadline is the response deadline of a tools/call, armed by
-// ToolCall.WithResponseDeadline. Disarm it once the handler has returned.
-type ResponseDeadline struct {
-	call   *ToolCall
-	parent context.Context // the caller's (or the request's, see owner)
-	ctx    context.Context // the handler's
-	cancel context.CancelFunc
-	at     time.Time
-	answer func() error
-	timer  *time.Timer
-	// phase: 0 armed, 1 the deadline answered (fire), 2 disarmed, 3
-	// disarmed and answered (the handler saw the deadline first).
-	phase atomic.Int32
-	// owner is the request whose own context the deadline derives from
-	// (nil: it derives from another context, and follows it as usual).
-	owner *inflight
-	view  valuesOf
-}
-
-// WithResponseDeadline gives the call a response deadline at at, and
-// returns the handler's context: ctx with that deadline. When the deadline
-// passes before Disarm, the handler's context ends with
-// context.DeadlineExceeded and the call is answered at once with answer(),
-// through the same answer-once gate as the request; the handler keeps
-// running and the Server drops what it returns later as late. A caller
-// that goes away first, or whose own earlier deadline ends ctx, is
-// answered nothing by this deadline. Outside a Server nothing is answered
-// early: the caller returns answer() once the handler has returned, when
-// Disarm reports the deadline answered. Deadlines nest (an inner stage may
-// arm a shorter one). Two timers drive it (the context's and the answer's);
-// no goroutine is started per call. This is the only way to answer a
-// tools/call before its handler returns.
-func (c *ToolCall) WithResponseDeadline(ctx context.Context, at time.Time, answer func() error) (context.Context, *ResponseDeadline) {
-	d := &c.deadline
-	if d.call != nil { // armed before (nested stages): its timer may still run
-		d = new(ResponseDeadline)
-	}
-	d.call, d.parent, d.at, d.answer = c, ctx, at, answer
-	if req := RequestFromContext(ctx); req != nil && ctx == req.f.ctx && req.f.deadline.Load() == nil {
-		// The request's own context, which only abort ends: the request
-		// ends the deadline with it, so the deadline need not register
-		// with it. d is complete before abort can see it.
-		d.view.ctx = ctx
-		d.ctx, d.cancel = context.WithDeadline(&d.view, at)
-		if req.f.deadline.CompareAndSwap(nil, d) {
-			d.owner = &req.f
-			if ctx.Err() != nil {
-				d.cancel() // the request ended meanwhile
-			}
-		} else { // another deadline holds the slot: follow ctx as usual
-			d.cancel()
-			d.ctx, d.cancel = context.WithDeadline(ctx, at)
-		}
-	} else {
-		d.ctx, d.cancel = context.WithDeadline(ctx, at)
-	}
-	d.timer = time.AfterFunc(time.Until(at), d.fire)
-	return d.ctx, d
-}
-
-// fire runs when the deadline passes: once the handler's context has ended
-// (its own timer fires at this same instant), the call is answered, unless
-// the context ended otherwise (Disarm, the caller went away) or an earlier
-// deadline of the caller governs it.
-func (d *ResponseDeadline) fire() {
-	if dl, _ := d.ctx.Deadline(); dl.Before(d.at) {
-		return // the caller's earlier deadline: the context has no timer of its own
-	}
-	<-d.ctx.Done()
-	if d.ctx.Err() == context.DeadlineExceeded && d.parent.Err() == nil && d.phase.CompareAndSwap(0, 1) {
-		d.respond()
-	}
-}
-
-// Disarm ends the deadline, given the handler's error, and reports whether
-// the deadline answered the call: it passed while the handler ran, or the
-// handler saw it first and returned a context error before the answer went
-// out, in which case it answers now. A handler that finished at the very
-// edge with its own result keeps it. The handler's context ends. Calling
-// it again reports the same.
-func (d *ResponseDeadline) Disarm(handlerErr error) (answered bool) {
-	defer d.release()
-	if !d.phase.CompareAndSwap(0, 2) {
-		p := d.phase.Load()
-		return p == 1 || p == 3
-	}
-	d.timer.Stop()
-	if d.ctx.Err() == context.DeadlineExceeded && d.parent.Err() == nil && !time.Now().Before(d.at) && handlerErr != nil &&
-		(errors.Is(handlerErr, context.DeadlineExceeded) || errors.Is(handlerErr, context.Canceled)) {
-		d.phase.Store(3)
-		d.respond()
-		return true
-	}
-	return false
-}
-
-// release ends the handler's context.
-func (d *ResponseDeadline) release() {
-	d.cancel()
-	if d.owner != nil {
-		d.owner.deadline.CompareAndSwap(d, nil)
-	}
-}
-
-func (d *ResponseDeadline) respond() {
-	c := d.call
-	if c.respondEarly(nil, d.answer()) && c.Logger != nil {
-		c.Logger.Debug("mcp: answered at the response deadline; the handler is still running", "tool", c.Name)
-	}
-}
+// abort cancels the request's context.
+func (f *inflight) abort() { f.cancel() }

@@ -13,82 +13,54 @@ import (
 	"github.com/keelmcp/keel/mcp"
 )
 
-// A response deadline outside a Server (nothing is answered early there;
-// Disarm tells what happened).
-func TestResponseDeadline(t *testing.T) {
-	answer := func() error { return errors.New("too late") }
-	t.Run("passes while the handler runs", func(t *testing.T) {
+// Detach and AfterHandler outside a Server: the functions wait for the
+// last detached handler, run once, and at once when nothing is detached.
+func TestDetachAfterHandler(t *testing.T) {
+	t.Run("nothing detached: at once", func(t *testing.T) {
 		call := &mcp.ToolCall{Name: "x"}
-		at := time.Now().Add(20 * time.Millisecond)
-		ctx, dl := call.WithResponseDeadline(context.Background(), at, answer)
-		d, ok := ctx.Deadline()
-		require.True(t, ok)
-		assert.Equal(t, at, d)
-		child, cancel := context.WithCancel(ctx)
-		defer cancel()
-		<-child.Done()
-		assert.ErrorIs(t, ctx.Err(), context.DeadlineExceeded)
-		assert.ErrorIs(t, child.Err(), context.DeadlineExceeded)
-		assert.False(t, time.Now().Before(at))
-		assert.True(t, dl.Disarm(child.Err()))
-		assert.True(t, dl.Disarm(nil), "a second Disarm reports the same")
+		ran := 0
+		assert.False(t, call.Detached())
+		call.AfterHandler(func() { ran++ })
+		assert.Equal(t, 1, ran)
 	})
-	t.Run("disarmed before it passes", func(t *testing.T) {
+	t.Run("waits for the last detached handler", func(t *testing.T) {
 		call := &mcp.ToolCall{Name: "x"}
-		ctx, dl := call.WithResponseDeadline(context.Background(), time.Now().Add(time.Hour), answer)
-		assert.NoError(t, ctx.Err())
-		assert.False(t, dl.Disarm(nil))
-		assert.ErrorIs(t, ctx.Err(), context.Canceled, "the handler's context ends with Disarm")
-		assert.False(t, dl.Disarm(nil), "a second Disarm reports the same")
+		var order []string
+		end1 := call.Detach()
+		end2 := call.Detach()
+		assert.True(t, call.Detached())
+		call.AfterHandler(func() { order = append(order, "a") })
+		call.AfterHandler(func() { order = append(order, "b") })
+		end1()
+		end1() // a second end does nothing
+		assert.Empty(t, order, "one handler still runs")
+		assert.True(t, call.Detached())
+		end2()
+		assert.Equal(t, []string{"a", "b"}, order, "in the order given, once")
+		assert.False(t, call.Detached())
+		end2()
+		assert.Equal(t, []string{"a", "b"}, order)
+		call.AfterHandler(func() { order = append(order, "c") })
+		assert.Equal(t, []string{"a", "b", "c"}, order, "after the end: at once")
 	})
-	t.Run("the caller goes away first", func(t *testing.T) {
-		call := &mcp.ToolCall{Name: "x"}
-		parent, cancel := context.WithCancel(context.Background())
-		ctx, dl := call.WithResponseDeadline(parent, time.Now().Add(time.Hour), answer)
-		cancel()
-		<-ctx.Done()
-		assert.ErrorIs(t, ctx.Err(), context.Canceled)
-		assert.False(t, dl.Disarm(context.Canceled), "a caller that went away is answered nothing")
-	})
-	t.Run("nested: the outer one passes first", func(t *testing.T) {
-		call := &mcp.ToolCall{Name: "x"}
-		outer, odl := call.WithResponseDeadline(context.Background(), time.Now().Add(20*time.Millisecond), answer)
-		inner, idl := call.WithResponseDeadline(outer, time.Now().Add(time.Hour), answer)
-		<-inner.Done()
-		assert.ErrorIs(t, inner.Err(), context.DeadlineExceeded)
-		assert.False(t, idl.Disarm(inner.Err()), "the inner deadline did not pass")
-		assert.True(t, odl.Disarm(inner.Err()))
-	})
-	t.Run("an earlier deadline of the caller governs", func(t *testing.T) {
-		call := &mcp.ToolCall{Name: "x"}
-		parent, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
-		defer cancel()
-		at := time.Now().Add(30 * time.Millisecond)
-		ctx, dl := call.WithResponseDeadline(parent, at, answer)
-		<-ctx.Done()
-		time.Sleep(time.Until(at) + 10*time.Millisecond) // the deadline passes while the handler runs on
-		assert.False(t, dl.Disarm(ctx.Err()), "the caller's own deadline ended the context: this deadline answers nothing")
-	})
-	t.Run("a result at the very edge is kept", func(t *testing.T) {
-		call := &mcp.ToolCall{Name: "x"}
-		ctx, dl := call.WithResponseDeadline(context.Background(), time.Now().Add(10*time.Millisecond), answer)
-		<-ctx.Done()
-		// The handler returns its own result (no error) as the deadline
-		// passes; unless the answer went out already, it is kept.
-		if dl.Disarm(nil) {
-			t.Log("the deadline's answer went out first")
-		}
+	t.Run("nil call", func(t *testing.T) {
+		var call *mcp.ToolCall
+		ran := false
+		assert.False(t, call.Detached())
+		call.AfterHandler(func() { ran = true })
+		assert.True(t, ran)
 	})
 }
 
 // A per-request session (Server.ServeRequest, the 2026-07-28 POST of
-// streamable HTTP) ends its request with the caller's context; a response
-// deadline derived from the request's context ends with it too.
-func TestResponseDeadlineEndsWithThePOST(t *testing.T) {
+// streamable HTTP) ends its request with the caller's context; a deadline
+// derived from the request's context ends with it too.
+func TestRequestDeadlineEndsWithThePOST(t *testing.T) {
 	ended := make(chan error, 1)
 	started := make(chan struct{})
 	opts := mcptest.ServerOptions(handlerTools{"wait": func(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
-		dctx, dl := call.WithResponseDeadline(ctx, time.Now().Add(time.Hour), func() error { return errors.New("late") })
+		dctx, cancel := context.WithDeadline(ctx, time.Now().Add(time.Hour))
+		defer cancel()
 		close(started)
 		select {
 		case <-dctx.Done():
@@ -96,7 +68,6 @@ func TestResponseDeadlineEndsWithThePOST(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			ended <- errors.New("the deadline's context outlived the POST")
 		}
-		dl.Disarm(dctx.Err())
 		return nil, dctx.Err()
 	}})
 	srv := mcp.NewServer(opts)

@@ -14,7 +14,6 @@ func TestRequestTableClose(t *testing.T) {
 	var tab requestTable
 	newFlight := func(key string) *inflight {
 		f := &inflight{tab: &tab, key: key}
-		f.done = &f.ownDone
 		f.start(context.Background())
 		return f
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/keelmcp/keel/internal/mcptest"
 	"github.com/keelmcp/keel/mcp"
+	"github.com/keelmcp/keel/transport"
 )
 
 // A request's context is keel's own: it answers RequestFromContext and
@@ -119,66 +120,55 @@ func TestRequestContextEndsWithTheSession(t *testing.T) {
 	}
 }
 
-// Under a Server, a deadline that passes answers the call at once, with
-// what answer returns, while the handler still runs; its own result is
-// dropped as late.
-func TestResponseDeadlineAnswersEarly(t *testing.T) {
-	handlerDone := make(chan error, 1)
-	opts := mcptest.ServerOptions(handlerTools{"slow": func(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
-		dctx, dl := call.WithResponseDeadline(ctx, time.Now().Add(30*time.Millisecond), func() error {
-			return &mcp.StructuredError{Code: mcp.ErrTimeout, Message: "too slow"}
-		})
-		<-dctx.Done()
-		time.Sleep(100 * time.Millisecond) // the answer has gone out meanwhile
-		handlerDone <- dctx.Err()
-		if !dl.Disarm(dctx.Err()) {
-			return nil, errors.New("Disarm says the deadline did not answer")
-		}
-		return mcp.TextResult("late"), nil
-	}})
-	c, _ := connect(t, opts, quietClient)
-	start := time.Now()
-	res, err := c.CallTool(context.Background(), "slow", nil)
-	assert.Less(t, time.Since(start), 100*time.Millisecond, "answered before the handler returned")
-	var se *mcp.StructuredError
-	require.ErrorAs(t, err, &se)
-	assert.Equal(t, mcp.ErrTimeout, se.Code)
-	assert.Equal(t, "too slow", se.Message)
-	require.True(t, res.IsError)
-	assert.ErrorIs(t, <-handlerDone, context.DeadlineExceeded)
-	require.NoError(t, c.Ping(context.Background()))
-}
-
-// A cancellation that races the arming of a response deadline (the
-// client cancels as the standard chain's Timeout stage arms it) ends the
-// handler's context, and -race sees no unsynchronized access.
-func TestResponseDeadlineRacesCancellation(t *testing.T) {
-	opts := mcptest.ServerOptions(handlerTools{"arm": func(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
-		dctx, dl := call.WithResponseDeadline(ctx, time.Now().Add(time.Hour), func() error { return errors.New("late") })
-		select {
-		case <-dctx.Done():
-		case <-time.After(5 * time.Second):
-			return nil, errors.New("the deadline's context outlived the cancelled request")
-		}
-		dl.Disarm(dctx.Err())
-		return nil, dctx.Err()
-	}})
-	c, _ := connect(t, opts, quietClient)
-	for i := 0; i < 100; i++ {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() {
-			_, err := c.CallTool(ctx, "arm", nil)
-			done <- err
+// Under a Server, a handler that answers before its work ends (Detach)
+// keeps its session's graceful shutdown waiting, runs the AfterHandler
+// functions when its work ends, and can no longer report progress on the
+// request it answered.
+func TestDetachedHandlerUnderAServer(t *testing.T) {
+	release := make(chan struct{})
+	after := make(chan struct{})
+	progress := make(chan error, 2)
+	opts := mcptest.ServerOptions(handlerTools{"bg": func(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
+		progress <- mcp.ReportProgress(ctx, 1, 0, "")
+		end := call.Detach()
+		go func() { // the work goes on after the answer
+			<-release
+			progress <- mcp.ReportProgress(ctx, 2, 0, "")
+			end()
 		}()
-		time.Sleep(time.Duration(i%5) * 100 * time.Microsecond)
-		cancel()
-		select {
-		case err := <-done:
-			require.Error(t, err)
-		case <-time.After(10 * time.Second):
-			t.Fatal("a cancelled call did not end")
-		}
+		call.AfterHandler(func() { close(after) })
+		return mcp.TextResult("early"), nil
+	}})
+	opts.ShutdownTimeout = 10 * time.Second
+	srv := mcp.NewServer(opts)
+	ct, st := transport.NewPipe(nil)
+	runDone := make(chan error, 1)
+	go func() { runDone <- srv.Run(context.Background(), st) }()
+	c := mcp.NewClient(quietClient)
+	require.NoError(t, c.Connect(t.Context(), ct))
+
+	res, err := c.CallToolWithParams(t.Context(), &mcp.CallToolParams{Name: "bg", Meta: mcp.Meta{mcp.MetaProgressToken: 1}})
+	require.NoError(t, err)
+	assert.Equal(t, "early", textOf(t, res))
+	require.NoError(t, <-progress)
+	select {
+	case <-after:
+		t.Fatal("AfterHandler ran while the detached work runs")
+	default:
 	}
-	require.NoError(t, c.Ping(context.Background()))
+	require.NoError(t, c.Close()) // the input ends: the session drains
+	select {
+	case err := <-runDone:
+		t.Fatalf("Run returned (%v) while a detached handler runs", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	require.ErrorIs(t, <-progress, mcp.ErrRequestCompleted)
+	<-after
+	select {
+	case err := <-runDone:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return once the detached handler ended")
+	}
 }

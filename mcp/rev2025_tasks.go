@@ -101,7 +101,6 @@ func (st *taskHost) startTask(ss *Session, reqCtx context.Context, req *Request,
 	call.task = e
 	run := &taskRun{call: call, quota: quota, ctx: ctx, reserved: true, exit: cancel,
 		settle: func(res *CallToolResult, err error) { st.settle(e, res, err) }}
-	call.respond = run.deliver // respondEarly (the response deadline)
 	call.Logger.Debug("mcp: task created", "tool", call.Name, "taskId", e.id)
 	created := &CreateTaskResult{Task: rec.State}
 	req.f.after = func(sent any) { // the task starts once its CreateTaskResult is sent

@@ -191,12 +191,6 @@ func handleToolsCall(ctx context.Context, req *Request, rounds inputRule, taskCa
 	if res, err, handled := taskCall(ctx, req, call, &p); handled {
 		return res, err
 	}
-	// The response deadline answers through the request's own gate.
-	call.gate, req.f.early = req.f.done, &call.earlyResponse
-	call.respond = func(res *CallToolResult, err error) bool {
-		r.answer(r.toolResponse(call, res, err))
-		return true
-	}
 	src := opts.Tools
 	if req.f.vals.call.Store(call); ToolCallFromContext(ctx) != call {
 		ctx = WithToolCall(ctx, call) // a middleware gave a context of its own

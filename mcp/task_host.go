@@ -438,7 +438,6 @@ func (st *taskHost) cancel(ctx context.Context, owner, id string) (*TaskRecord, 
 // stopRun ends e's run in this process once its record is terminal: a late
 // result is dropped, and its handler's context is cancelled.
 func (st *taskHost) stopRun(e *taskEntry) {
-	e.call.responded.Store(true) // a late result is dropped
 	e.call.progress.finish()
 	st.mu.Lock()
 	st.endLocked(e)
@@ -461,7 +460,6 @@ func (st *taskHost) remove(e *taskEntry, why string) {
 	}
 	st.mu.Unlock()
 	if running {
-		e.call.responded.Store(true) // its late result is dropped
 		e.call.progress.finish()
 	}
 	e.cancel()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strconv"
 	"sync"
-	"sync/atomic"
 
 	"github.com/go-json-experiment/json"
 )
@@ -23,8 +22,11 @@ import (
 //   - its context is cancelled after MaxRunTime, and the run then ends with
 //     an error naming that limit, at once, even if the handler goes on;
 //   - its outcome passes one answer-once gate (deliver): the first of the
-//     handler's return, the max run time and the response deadline wins, whatever
-//     comes later is logged and dropped.
+//     handler's return (a response deadline inside returns at the
+//     deadline: see ToolCall.Detach) and the max run time wins, whatever
+//     comes later is logged and dropped;
+//   - its slot is released once the handler has really returned
+//     (ToolCall.AfterHandler).
 //
 // What an outcome means is the revision's business, in its settle hook:
 // a 2025-11-25 task finishes (finishTask), a 2026-07-28 call answers its
@@ -44,13 +46,13 @@ type taskRun struct {
 
 	reserved bool               // a pool slot was taken for it (reserve) before start
 	cancel   context.CancelFunc // cancels the handler's context (set by start)
-	answered atomic.Bool        // the answer-once gate
+	answered answerGate         // the answer-once gate
 }
 
 // deliver passes res, err to the settle hook unless the run already has
 // its outcome; it reports whether it did.
 func (r *taskRun) deliver(res *CallToolResult, err error) bool {
-	if !r.answered.CompareAndSwap(false, true) {
+	if !r.answered.close() {
 		return false
 	}
 	r.settle(res, err)
@@ -163,9 +165,9 @@ func (tr *taskRunner) start(r *taskRun) error {
 }
 
 // exec is the goroutine of a run: the handler, then its outcome through
-// the gate, then the release of its slot.
+// the gate, then the release of its slot once the handler has really
+// returned (a deadline inside may return first: ToolCall.AfterHandler).
 func (tr *taskRunner) exec(r *taskRun, ctx context.Context) {
-	defer tr.wg.Done()
 	stop := context.AfterFunc(ctx, func() { // the max run time answers at once
 		if context.Cause(ctx) == errMaxRunTime {
 			r.deliver(nil, tr.runTimeError(r.call))
@@ -179,6 +181,15 @@ func (tr *taskRunner) exec(r *taskRun, ctx context.Context) {
 	if !r.deliver(res, err) {
 		r.call.Logger.Debug("mcp: late task result dropped (the run already had its outcome)", "tool", r.call.Name)
 	}
+	if r.call.Detached() {
+		r.call.AfterHandler(func() { tr.finish(r) })
+	} else {
+		tr.finish(r)
+	}
+}
+
+// finish releases what a run holds, once its handler has returned.
+func (tr *taskRunner) finish(r *taskRun) {
 	r.cancel()
 	tr.mu.Lock()
 	delete(tr.live, r)
@@ -187,6 +198,7 @@ func (tr *taskRunner) exec(r *taskRun, ctx context.Context) {
 	if r.exit != nil {
 		r.exit()
 	}
+	tr.wg.Done()
 }
 
 // invoke calls the tool once, recovering a panic: the one recover of the

@@ -33,7 +33,7 @@ type modernRun struct {
 	cancel context.CancelFunc
 
 	mu        sync.Mutex
-	cur       *taskRun      // the handler's current run (the response deadline answers through its gate)
+	cur       *taskRun      // the handler's current run
 	entry     *taskEntry    // set once the call is a task
 	created   Task          // its state when it became one
 	settled   bool          // the request is answered directly (or went away)
@@ -98,14 +98,6 @@ func (st *taskHost) modernTaskCall(ss *Session, ctx context.Context, req *Reques
 	}
 	run.ctx, run.cancel = context.WithCancel(context.WithoutCancel(WithToolCall(ctx, call)))
 	call.run = run
-	// The response deadline settles the current run through its gate
-	// (run.outcome), which serve then answers.
-	call.respond = func(res *CallToolResult, err error) bool { // respondEarly (the response deadline)
-		run.mu.Lock()
-		cur := run.cur
-		run.mu.Unlock()
-		return cur != nil && cur.deliver(res, err)
-	}
 	res, err = run.serve(ctx, in)
 	return res, err, true
 }
@@ -200,7 +192,7 @@ func (run *modernRun) start(in *Input) {
 	}
 }
 
-// outcome takes what the handler returned (or the response deadline sent): the
+// outcome takes what the handler chain returned (TIMEOUT at a deadline): the
 // request's answer while the call is not a task, else the task's.
 func (run *modernRun) outcome(res *CallToolResult, err error) {
 	run.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 )
 
@@ -47,39 +48,88 @@ type ToolCall struct {
 	// Session is the connection the call arrived on (nil outside a Server).
 	Session *Session
 
-	// respond sends the response before CallTool returns; nil outside a Server.
-	respond       func(*CallToolResult, error) bool
-	responded     atomic.Bool      // the answer-once gate of a task's run (gate is nil)
-	gate          *atomic.Bool     // the gate of the request the call answers, if any
-	earlyResponse atomic.Bool      // respondEarly sent the response
-	progress      Progress         // see ProgressFromContext (progress_helper.go)
-	task          *taskEntry       // the task the call runs as (server_tasks.go)
-	run           *modernRun       // a 2026-07-28 call that may become a task (tasks_modern.go)
-	deadline      ResponseDeadline // the first deadline armed (WithResponseDeadline), never reused
-	logh          callHandler      // Logger's handler, and the Logger itself (no allocation of their own)
-	logv          slog.Logger
+	progress Progress    // see ProgressFromContext (progress_helper.go)
+	task     *taskEntry  // the task the call runs as (server_tasks.go)
+	run      *modernRun  // a 2026-07-28 call that may become a task (tasks_modern.go)
+	logh     callHandler // Logger's handler, and the Logger itself (no allocation of their own)
+	logv     slog.Logger
+
+	// The handler's end (Detach, AfterHandler).
+	endMu    sync.Mutex
+	detached int      // handlers running on after their caller returned
+	hooks    []func() // AfterHandler's, waiting for them
 }
 
-// respondEarly sends res (or err) as the response to this call at once,
-// before CallTool returns, through the answer-once gate of the call's
-// request, and reports whether it was the first response. The Server then
-// drops whatever CallTool returns later, logging it as late. Only the
-// response deadline (WithResponseDeadline) answers early. Outside a Server (no
-// transport to answer on) it returns false and leaves the gate closed.
-func (c *ToolCall) respondEarly(res *CallToolResult, err error) bool {
-	if c.respond == nil || !c.answered().CompareAndSwap(false, true) {
+// Detach tells the call that its handler runs on after the caller of the
+// handler has returned: a stage answered at a deadline and left the
+// handler's goroutine running, as middleware.Timeout does. Call end once
+// that handler has really returned; calls of end after the first do
+// nothing. Until then the functions given to AfterHandler wait, and a
+// call that answers a request in flight counts among its session's
+// requests (a graceful shutdown waits for it; a task's handler is waited
+// for by Server.StopTasks instead).
+func (c *ToolCall) Detach() (end func()) {
+	c.endMu.Lock()
+	c.detached++
+	c.endMu.Unlock()
+	held := c.Session != nil && c.task == nil && c.run == nil
+	if held {
+		c.Session.reqs.hold()
+	}
+	var ended atomic.Bool
+	return func() {
+		if !ended.CompareAndSwap(false, true) {
+			return
+		}
+		c.endMu.Lock()
+		c.detached--
+		var run []func()
+		if c.detached == 0 {
+			run, c.hooks = c.hooks, nil
+		}
+		c.endMu.Unlock()
+		for _, fn := range run {
+			fn()
+		}
+		if held {
+			c.Session.reqs.done()
+		}
+	}
+}
+
+// AfterHandler runs fn once the call's handler has really returned: at
+// once when no handler of the call runs detached (see Detach), else when
+// the last one returns, on its goroutine. Stages release what the handler
+// holds (a concurrency slot, a lock) and report its end (an audit record)
+// this way, so that a deadline that answered first never frees them while
+// the handler still runs.
+func (c *ToolCall) AfterHandler(fn func()) {
+	if c == nil {
+		fn()
+		return
+	}
+	c.endMu.Lock()
+	if c.detached > 0 {
+		c.hooks = append(c.hooks, fn)
+		c.endMu.Unlock()
+		return
+	}
+	c.endMu.Unlock()
+	fn()
+}
+
+// Detached reports whether a handler of the call runs on after its
+// caller returned (see Detach). A stage that holds something for the
+// handler releases it at once when Detached is false once the stages
+// inside have returned, and through AfterHandler otherwise; this saves
+// the function value AfterHandler would keep.
+func (c *ToolCall) Detached() bool {
+	if c == nil {
 		return false
 	}
-	c.earlyResponse.Store(true)
-	return c.respond(res, err)
-}
-
-// answered is the call's answer-once gate: its request's, or its own.
-func (c *ToolCall) answered() *atomic.Bool {
-	if c.gate != nil {
-		return c.gate
-	}
-	return &c.responded
+	c.endMu.Lock()
+	defer c.endMu.Unlock()
+	return c.detached > 0
 }
 
 type toolCallKey struct{}

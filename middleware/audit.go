@@ -143,8 +143,10 @@ func (a *Audit) Enter() Middleware {
 
 // Exit returns the audit-exit stage: it runs the rest of the chain and then,
 // whatever happened inside (including a failed Enter or Validate placed
-// inside it, and a panic on its way out), sends a ToolExitEvent. A sink
-// failure is logged and never hides the call's own result or error.
+// inside it, and a panic on its way out), sends a ToolExitEvent, once the
+// tool's handler has really returned (a Timeout inside may return first:
+// see mcp.ToolCall.AfterHandler). A sink failure is logged and never hides
+// the call's own result or error.
 func (a *Audit) Exit() Middleware {
 	sink, now := a.sink()
 	return func(next Handler) Handler {
@@ -161,7 +163,12 @@ func (a *Audit) Exit() Middleware {
 			}()
 			res, err = next(ctx, c)
 			done = true
-			exit(ctx, sink, now, c, start, res, err)
+			if c.Detached() { // a Timeout inside returned first: the record waits for the handler
+				r, e := res, err // copies: the named results would escape
+				c.AfterHandler(func() { exit(ctx, sink, now, c, start, r, e) })
+			} else {
+				exit(ctx, sink, now, c, start, res, err)
+			}
 			return res, err
 		}
 	}
@@ -177,7 +184,7 @@ func exit(ctx context.Context, sink AuditSink, now func() time.Time, c *Call, st
 		Start: start, End: end, Duration: end.Sub(start),
 		Result: res, Err: err, Outcome: outcome(ctx, c, res, err),
 	}
-	if c.timedOut {
+	if c.timedOut.Load() {
 		ev.Result = c.lateRes
 	}
 	if xerr := sink.Exit(ctx, ev); xerr != nil {
@@ -188,7 +195,7 @@ func exit(ctx context.Context, sink AuditSink, now func() time.Time, c *Call, st
 // outcome classifies how a call ended; ctx is the context the audit stage
 // received (the caller's).
 func outcome(ctx context.Context, c *Call, res *mcp.CallToolResult, err error) Outcome {
-	if c.timedOut {
+	if c.timedOut.Load() {
 		if isContextError(c.lateErr) {
 			return OutcomeTimeout
 		}

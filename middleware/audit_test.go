@@ -157,8 +157,9 @@ func TestAuditTimeoutOutcomes(t *testing.T) {
 	_, err = ch.CallTool(context.Background(), call("block", `{}`, nil))
 	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, err).Code)
 
+	// Audit-exit records a call when its handler has really returned.
+	require.Eventually(t, func() bool { _, exits := sink.events(); return len(exits) == 2 }, waitLimit, time.Millisecond)
 	_, exits := sink.events()
-	require.Len(t, exits, 2)
 	assert.Equal(t, OutcomeTimeout, exits[0].Outcome)
 	assert.Equal(t, OutcomeLateCompleted, exits[1].Outcome)
 	require.NotNil(t, exits[1].Result)
@@ -176,24 +177,24 @@ func TestOutcomeClassification(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		ctx  context.Context
-		c    Call
+		c    *Call
 		res  *mcp.CallToolResult
 		err  error
 		want Outcome
 	}{
-		{"success", live, Call{}, ok, nil, OutcomeSuccess},
-		{"isError result", live, Call{}, isErr, nil, OutcomeToolError},
-		{"tool error", live, Call{}, nil, toolErr, OutcomeToolError},
-		{"plain error", live, Call{}, nil, errors.New("x"), OutcomeToolError},
-		{"protocol error", live, Call{}, nil, &mcp.Error{Code: mcp.CodeInvalidParams}, OutcomeProtocolError},
-		{"caller gone, handler failed", gone, Call{}, nil, context.Canceled, OutcomeAborted},
-		{"caller gone, handler completed", gone, Call{}, ok, nil, OutcomeDisconnectedCompleted},
-		{"timed out, handler gave up", live, Call{timedOut: true, lateErr: context.DeadlineExceeded}, nil, toolErr, OutcomeTimeout},
-		{"timed out, handler completed", live, Call{timedOut: true, lateRes: ok}, nil, toolErr, OutcomeLateCompleted},
-		{"timed out after disconnect", gone, Call{timedOut: true, lateRes: ok}, nil, toolErr, OutcomeLateCompleted},
+		{"success", live, &Call{}, ok, nil, OutcomeSuccess},
+		{"isError result", live, &Call{}, isErr, nil, OutcomeToolError},
+		{"tool error", live, &Call{}, nil, toolErr, OutcomeToolError},
+		{"plain error", live, &Call{}, nil, errors.New("x"), OutcomeToolError},
+		{"protocol error", live, &Call{}, nil, &mcp.Error{Code: mcp.CodeInvalidParams}, OutcomeProtocolError},
+		{"caller gone, handler failed", gone, &Call{}, nil, context.Canceled, OutcomeAborted},
+		{"caller gone, handler completed", gone, &Call{}, ok, nil, OutcomeDisconnectedCompleted},
+		{"timed out, handler gave up", live, timedOut(nil, context.DeadlineExceeded), nil, toolErr, OutcomeTimeout},
+		{"timed out, handler completed", live, timedOut(ok, nil), nil, toolErr, OutcomeLateCompleted},
+		{"timed out after disconnect", gone, timedOut(ok, nil), nil, toolErr, OutcomeLateCompleted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, outcome(tc.ctx, &tc.c, tc.res, tc.err))
+			assert.Equal(t, tc.want, outcome(tc.ctx, tc.c, tc.res, tc.err))
 		})
 	}
 }
@@ -206,4 +207,12 @@ func TestNopAuditSinkAddsNoStage(t *testing.T) {
 	}
 	assert.NoError(t, NopAuditSink().Enter(context.Background(), ToolEnterEvent{}))
 	assert.NoError(t, NopAuditSink().Exit(context.Background(), ToolExitEvent{}))
+}
+
+// timedOut returns a Call whose deadline passed, with the handler's late
+// outcome.
+func timedOut(res *mcp.CallToolResult, err error) *Call {
+	c := &Call{lateRes: res, lateErr: err}
+	c.timedOut.Store(true)
+	return c
 }

@@ -3,6 +3,7 @@ package middleware
 import (
 	"encoding/json"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/keelmcp/keel/mcp"
@@ -11,7 +12,7 @@ import (
 
 // Call is one tools/call on its way through a Chain. It embeds the
 // *mcp.ToolCall the Server handed over (Name, Arguments, CorrelationID,
-// RunID, Logger, WithResponseDeadline, ...) and adds what the stages
+// RunID, Logger, Detach, AfterHandler, ...) and adds what the stages
 // learn about it: the resolved tool and the arguments the handler will
 // receive.
 //
@@ -34,8 +35,9 @@ type Call struct {
 
 	enteredAt time.Time // set by AuditEnter; the start of the audit pair
 
-	// Set by Timeout when the response deadline passed.
-	timedOut bool
+	// Set by Timeout when the response deadline passed; the late outcome
+	// is set once the handler has really returned (AfterHandler).
+	timedOut atomic.Bool
 	lateRes  *mcp.CallToolResult
 	lateErr  error
 }
@@ -72,7 +74,7 @@ func (c *Call) Validated() bool { return c.validated }
 
 // TimedOut reports whether Timeout's response deadline passed before the
 // handler returned.
-func (c *Call) TimedOut() bool { return c.timedOut }
+func (c *Call) TimedOut() bool { return c.timedOut.Load() }
 
 // Log returns the call's logger (ToolCall.Logger, which carries correlationId
 // and runId), or slog.Default() when there is none.

@@ -42,9 +42,13 @@
 //   - ResponseLimit: a result larger than a byte limit, or with an array of
 //     more items than a limit, is replaced by a RESOURCE_EXHAUSTED error
 //     naming the limit; nothing is truncated.
-//   - Timeout: a response deadline. The handler's context is cancelled and
-//     TIMEOUT is answered at once, while the handler may still run; its late
-//     result is logged, never sent.
+//   - Timeout: a response deadline. The handler runs on a goroutine of a
+//     pool while the call waits; at the deadline its context is cancelled
+//     and the stage returns TIMEOUT through the chain at once, while the
+//     handler may still run. Once the deadline has passed the answer is
+//     TIMEOUT whatever the handler returns; its late result is logged,
+//     never sent, and what the stages outside hold for it (slot, lock,
+//     audit-exit) is released when it really returns.
 //   - Dispatch: the terminal handler. A handler error matching
 //     errors.ErrUnsupported becomes NOT_IMPLEMENTED.
 //

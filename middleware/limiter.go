@@ -239,10 +239,21 @@ func (l *Limiter) Middleware() Middleware {
 					"too many concurrent tool executions (maxConcurrentExecutions is "+strconv.FormatInt(l.max, 10)+")",
 					map[string]any{"limit": limitTotal, limitTotal: l.max, "concurrentExecutions": l.inUse.Load()})
 			}
-			defer l.releaseFor(peer, client)
+			defer l.releaseAfter(c, peer, client)
 			return next(ctx, c)
 		}
 	}
+}
+
+// releaseAfter releases a call's slot once its handler has really
+// returned: now, or later when a Timeout inside returned first
+// (mcp.ToolCall.AfterHandler).
+func (l *Limiter) releaseAfter(c *Call, peer, client string) {
+	if c.Detached() {
+		c.AfterHandler(func() { l.releaseFor(peer, client) })
+		return
+	}
+	l.releaseFor(peer, client)
 }
 
 // Concurrency returns a stage allowing at most max calls to execute at once,

@@ -14,8 +14,8 @@ import (
 	"github.com/keelmcp/keel/mcp"
 )
 
-// The slot is held until the handler returns, even after TIMEOUT was
-// answered.
+// The slot is held until the handler returns, even after the chain
+// returned TIMEOUT at the deadline.
 func TestConcurrencySlotHeldUntilHandlerReturnsAfterTimeout(t *testing.T) {
 	tt := newTestTools(t)
 	lim := NewLimiter(1)
@@ -25,25 +25,20 @@ func TestConcurrencySlotHeldUntilHandlerReturnsAfterTimeout(t *testing.T) {
 	hctx := <-tt.started
 	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, a.err).Code)
 	assert.Error(t, hctx.Err(), "the handler's context is cancelled before TIMEOUT is answered")
-	assert.Equal(t, 1, lim.InUse(), "slot still held")
+	r := s.next(t)
+	assert.Equal(t, "block", r.name, "the chain returned at the deadline")
+	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, r.err).Code)
+	assert.Equal(t, 1, lim.InUse(), "slot still held: the handler runs on")
 	a = s.call(t.Context(), "echo", `{"message":"x"}`)
 	assert.Equal(t, mcp.ErrResourceExhausted, structuredErr(t, a.err).Code)
 	assert.Equal(t, "echo", s.next(t).name)
-	select {
-	case r := <-s.returns:
-		t.Fatalf("CallTool of %s returned before the handler", r.name)
-	default:
-	}
 	tt.free()
-	r := s.next(t)
-	assert.Equal(t, "block", r.name)
-	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, r.err).Code, "the late return is the TIMEOUT the Server drops")
-	assert.Equal(t, 0, lim.InUse())
+	assert.Eventually(t, func() bool { return lim.InUse() == 0 }, waitLimit, time.Millisecond, "released when the handler returns")
 }
 
-// Served by a Server, the TIMEOUT answer goes out at the deadline while the
-// handler still runs, with the call's ids; what the handler returns later
-// is logged and never sent.
+// Served by a Server, the chain returns TIMEOUT at the deadline while the
+// handler still runs, with the call's ids, and the Server sends it as any
+// answer; what the handler returns later is logged and never sent.
 func TestTimeoutAnswersAtOnce(t *testing.T) {
 	tt := newTestTools(t)
 	s := serve(t, New(tt.reg, Timeout(20*time.Millisecond)))
@@ -68,18 +63,12 @@ func TestTimeoutAnswersAtOnce(t *testing.T) {
 	assert.NotEmpty(t, se.RunID)
 	assert.EqualValues(t, 20, se.Details["timeoutMs"])
 	assert.ErrorIs(t, hctx.Err(), context.DeadlineExceeded)
-	select {
-	case r := <-s.returns:
-		t.Fatalf("CallTool of %s returned before the handler", r.name)
-	default:
-	}
-	assert.Eventually(t, func() bool { return strings.Contains(s.logs.String(), "answered at the response deadline") }, waitLimit, time.Millisecond)
+	r := s.next(t)
+	assert.Equal(t, "block", r.name, "CallTool returned at the deadline")
+	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, r.err).Code)
 
 	tt.free() // the handler finishes late
-	r := s.next(t)
-	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, r.err).Code)
-	assert.Contains(t, s.logs.String(), "returned after its deadline")
-	assert.Eventually(t, func() bool { return strings.Contains(s.logs.String(), "late result dropped") }, waitLimit, time.Millisecond)
+	assert.Eventually(t, func() bool { return strings.Contains(s.logs.String(), "returned after its deadline") }, waitLimit, time.Millisecond)
 	s.flush(t)
 	assert.Equal(t, 1, s.wire.count(tc.RunID), "one answer on the wire: the late result is dropped")
 	a = s.call(t.Context(), "echo", `{"message":"alive"}`)

@@ -167,7 +167,7 @@ func Lock(opts *LockOptions) Middleware {
 					return nil, contextError(c, ctx.Err(), "waiting for the tool lock")
 				}
 			}
-			defer func() { <-mu }()
+			defer unlockAfter(c, mu)
 			return next(ctx, c)
 		}
 	}
@@ -180,4 +180,15 @@ func contextError(c *Call, err error, while string) *mcp.StructuredError {
 		return c.toolError(mcp.ErrTimeout, "deadline exceeded "+while, map[string]any{"tool": c.Name})
 	}
 	return c.toolError(mcp.ErrInternal, "call cancelled "+while, map[string]any{"reason": "cancelled", "tool": c.Name})
+}
+
+// unlockAfter releases a tool's lock once the call's handler has really
+// returned: now, or later when a Timeout inside returned first
+// (mcp.ToolCall.AfterHandler).
+func unlockAfter(c *Call, mu chan struct{}) {
+	if c.Detached() {
+		c.AfterHandler(func() { <-mu })
+		return
+	}
+	<-mu
 }

@@ -154,9 +154,43 @@ func TestLimiterUnlimitedAndMisuse(t *testing.T) {
 	assert.Panics(t, func() { lim.Release() })
 }
 
-// Outside a Server there is no request to answer early: Timeout returns
-// TIMEOUT when the handler returns, however long after the deadline.
-func TestTimeoutWithoutServerReturnsWhenHandlerReturns(t *testing.T) {
+// A Serial tool's lock is held until the handler really returns: after a
+// TIMEOUT answered at the deadline, a second call of the tool waits for the
+// lock while the first handler runs on, and enters once it returns.
+func TestLockHeldUntilHandlerReturnsAfterTimeout(t *testing.T) {
+	tt := newTestTools(t)
+	defer tt.free()
+	ch := New(tt.reg, Lock(nil), Timeout(10*time.Millisecond))
+	start := time.Now()
+	_, err := ch.CallTool(t.Context(), call("serial", `{}`, nil))
+	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, err).Code)
+	assert.Less(t, time.Since(start), time.Second, "the chain returned at the deadline")
+	<-tt.started // the first handler runs on, holding the lock
+
+	second := make(chan error, 1)
+	go func() {
+		_, err := ch.CallTool(context.Background(), call("serial", `{}`, nil))
+		second <- err
+	}()
+	select {
+	case <-tt.started:
+		t.Fatal("the second call entered its handler while the first handler still held the lock")
+	case <-time.After(50 * time.Millisecond):
+	}
+	tt.release <- struct{}{} // the first handler returns: the lock is released
+	select {
+	case <-tt.started: // the second entered
+	case <-time.After(waitLimit):
+		t.Fatal("the lock was not released when the handler returned")
+	}
+	time.Sleep(30 * time.Millisecond) // past the second call's deadline
+	tt.free()
+	assert.Equal(t, mcp.ErrTimeout, structuredErr(t, <-second).Code)
+}
+
+// Outside a Server too, Timeout returns TIMEOUT at the deadline, while the
+// handler may run on; what it returns later is logged.
+func TestTimeoutWithoutServerReturnsAtTheDeadline(t *testing.T) {
 	for _, tool := range []string{"block", "cooperate"} {
 		t.Run(tool, func(t *testing.T) {
 			tt := newTestTools(t)
@@ -168,20 +202,11 @@ func TestTimeoutWithoutServerReturnsWhenHandlerReturns(t *testing.T) {
 				_, err := ch.CallTool(context.Background(), call(tool, `{}`, &logs))
 				done <- err
 			}()
-			hctx := <-tt.started
-			if tool == "block" {
-				<-hctx.Done()
-				select {
-				case err := <-done:
-					t.Fatalf("CallTool returned %v before the handler", err)
-				case <-time.After(20 * time.Millisecond):
-				}
-				tt.free()
-			}
-			err := <-done
+			<-tt.started
+			err := <-done // block still waits for its release
 			assert.Equal(t, mcp.ErrTimeout, structuredErr(t, err).Code)
-			assert.Contains(t, logs.String(), "returned after its deadline")
-			assert.NotContains(t, logs.String(), "answered at the response deadline", "nothing answered early")
+			tt.free()
+			assert.Eventually(t, func() bool { return strings.Contains(logs.String(), "returned after its deadline") }, waitLimit, time.Millisecond)
 		})
 	}
 }

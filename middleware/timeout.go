@@ -3,6 +3,9 @@ package middleware
 import (
 	"context"
 	"errors"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/keelmcp/keel/mcp"
@@ -10,27 +13,33 @@ import (
 
 // Timeout returns the response-deadline stage.
 // Each call gets a deadline: the tool's registry.ToolOptions.Timeout when
-// set, otherwise def (def <= 0 and no per-tool value: no deadline). When the
-// deadline passes:
+// set, otherwise def (def <= 0 and no per-tool value: no deadline). A call
+// with a deadline runs the stages inside (and the tool's handler) on a
+// goroutine of their own, under a context with that deadline, while the
+// caller waits; the goroutines come from a pool that keeps them between
+// calls (idle ones end after a few seconds), so none is created per call.
+// A call without a deadline runs them on the caller's goroutine, at no
+// cost. When the
+// deadline passes, as net/http's TimeoutHandler does:
 //
-//   - the context of the stages inside (and of the tool's handler) is
-//     cancelled with context.DeadlineExceeded;
-//   - a TIMEOUT tool error is answered at once through
-//     mcp.ToolCall.WithResponseDeadline, while the handler may still be
-//     running;
-//   - the stage itself keeps waiting until the handler returns, so stages
-//     outside it (the Limiter's slot, Lock, AuditExit) are released only
-//     then; it then returns the TIMEOUT error too, which the Server drops as
-//     a late result, and logs the late completion.
+//   - the handler's context ends with context.DeadlineExceeded;
+//   - the stage returns a TIMEOUT tool error at once, which goes back up
+//     the chain and through the Server's middleware like any answer,
+//     while the handler may still be running;
+//   - once the deadline has passed the answer is TIMEOUT, whatever the
+//     handler returns (also a value it returns as soon as its context
+//     ends); what it returns after the stage returned is logged, never
+//     sent;
+//   - what the stages outside hold for the call (the Limiter's slot, Lock,
+//     AuditExit's record) is released when the handler really returns:
+//     this stage marks the call detached (mcp.ToolCall.Detach) while the
+//     handler runs on, and they wait for it (mcp.ToolCall.AfterHandler).
+//     A graceful shutdown of the session waits for it too.
 //
-// Outside a Server (there is no request to answer early) the TIMEOUT error
-// is simply returned when the handler returns. A handler that finishes at
-// the very edge, before the early answer went out, keeps its own result.
-//
-// The stage is a plain wrapper: it takes the handler's context from the
-// owner of the request's life (mcp.ToolCall.WithResponseDeadline), which
-// answers exactly once whatever races the deadline. No goroutine is
-// started per call: timers drive the deadline.
+// A caller that goes away first is answered nothing by this deadline: the
+// stage waits for the handler, whose context ends with the caller's. A
+// panic inside is raised again on the caller's goroutine, or logged when
+// the stage has returned already.
 //
 // A call the Server runs as a task (mcp.ToolCall.Task set, 2025-11-25) has
 // no response waiting for it: def does not apply, its task's ttl and
@@ -38,6 +47,7 @@ import (
 // task fails with TIMEOUT.
 func Timeout(def time.Duration) Middleware {
 	return func(next Handler) Handler {
+		var ap awaitPolicy
 		return func(ctx context.Context, c *Call) (*mcp.CallToolResult, error) {
 			d := def
 			if c.Task != nil {
@@ -51,31 +61,166 @@ func Timeout(def time.Duration) Middleware {
 			if d <= 0 {
 				return next(ctx, c)
 			}
-			at := time.Now().Add(d)
-			dctx, dl := c.WithResponseDeadline(ctx, at, func() error { return timeoutError(c, d) })
-			returned := false
-			defer func() {
-				if !returned {
-					dl.Disarm(nil) // next panicked: the deadline ends with it
-				}
-			}()
-			res, err := next(dctx, c)
-			returned = true
-			if !dl.Disarm(err) {
-				return res, err
-			}
-			c.timedOut = true
-			c.lateRes, c.lateErr = res, err
-			args := []any{"tool", c.Name, "timeout", d, "overrun", time.Since(at)}
-			if err != nil {
-				args = append(args, "error", err)
-			} else if res != nil {
-				args = append(args, "isError", res.IsError)
-			}
-			c.Log().Warn("middleware: tool returned after its deadline; its result is not sent", args...)
-			return nil, timeoutError(c, d)
+			return runWithDeadline(ctx, c, d, next, &ap)
 		}
 	}
+}
+
+// Phases of a call under Timeout: the handler runs, the caller was
+// answered TIMEOUT, or the handler returned first.
+const (
+	phaseRunning int32 = iota
+	phaseTimedOut
+	phaseReturned
+)
+
+// deadlineRun is one call under Timeout: everything the caller and the
+// handler's goroutine share. Both hold it (refs) and the last to let go
+// returns it to deadlineRuns, so that a call allocates no run of its own.
+type deadlineRun struct {
+	c      *Call
+	next   Handler
+	ctx    context.Context // the handler's, with the deadline
+	cancel context.CancelFunc
+	d      time.Duration
+	at     time.Time
+	phase  atomic.Int32
+	refs   atomic.Int32
+	done   chan struct{} // receives once when the handler returned first (capacity 1)
+	end    func()        // mcp.ToolCall.Detach's, set before phaseTimedOut
+
+	res      *mcp.CallToolResult
+	err      error
+	panicked any
+	stack    []byte
+}
+
+var deadlineRuns = sync.Pool{New: func() any { return &deadlineRun{done: make(chan struct{}, 1)} }}
+
+// release lets go of r; the last holder returns it to the pool.
+func (r *deadlineRun) release() {
+	if r.refs.Add(-1) == 0 {
+		*r = deadlineRun{done: r.done}
+		deadlineRuns.Put(r)
+	}
+}
+
+// valuesOf is a context with ctx's values and deadline, and no
+// cancellation: a context derived from it registers with nobody.
+type valuesOf struct{ ctx context.Context }
+
+func (v *valuesOf) Deadline() (time.Time, bool) { return v.ctx.Deadline() }
+func (v *valuesOf) Done() <-chan struct{}       { return nil }
+func (v *valuesOf) Err() error                  { return nil }
+func (v *valuesOf) Value(key any) any           { return v.ctx.Value(key) }
+func (v *valuesOf) String() string              { return "middleware.valuesOf" }
+
+// runWithDeadline runs next on a handler goroutine (handlers) under a
+// deadline d from now, and returns its outcome, or TIMEOUT once the
+// deadline has passed.
+//
+// The handler's context derives from the caller's values only (valuesOf),
+// so that it registers with no parent and costs no allocation there: the
+// caller, which waits anyway, cancels it when its own context ends first.
+// Once the caller has returned TIMEOUT, the handler's context has ended
+// already. (A caller whose own deadline comes first keeps the standard
+// derivation, so that the handler sees context.DeadlineExceeded.)
+func runWithDeadline(ctx context.Context, c *Call, d time.Duration, next Handler, ap *awaitPolicy) (*mcp.CallToolResult, error) {
+	r := deadlineRuns.Get().(*deadlineRun)
+	r.c, r.next, r.d, r.at = c, next, d, time.Now().Add(d)
+	r.refs.Store(2)
+	if pd, ok := ctx.Deadline(); ok && !pd.After(r.at) {
+		r.ctx, r.cancel = context.WithDeadline(ctx, r.at)
+	} else {
+		// Not part of r, which is reused: the handler's context may be
+		// used after the run ends.
+		r.ctx, r.cancel = context.WithDeadline(&valuesOf{ctx}, r.at)
+	}
+	hctx, cancel, done := r.ctx, r.cancel, r.done
+	defer cancel()
+	handlers.start(r) // the handler's goroutine ends its run with finish
+	// A handler that ends within awaitWindow is read without parking, so
+	// that its end wakes no goroutine (see await and awaitPolicy).
+	fast := false
+	if ap.poll() {
+		if _, fast = await(done, awaitWindow); !fast {
+			ap.missed()
+		}
+	}
+	if !fast {
+		select {
+		case <-done:
+		case <-ctx.Done(): // the caller's end: the handler's context ends with it
+			cancel()
+			<-done
+		case <-hctx.Done():
+			if ctx.Err() == nil && hctx.Err() == context.DeadlineExceeded {
+				end := c.Detach()
+				r.end = end
+				if r.phase.CompareAndSwap(phaseRunning, phaseTimedOut) {
+					r.release()
+					c.timedOut.Store(true)
+					return nil, timeoutError(c, d)
+				}
+				end() // it returned meanwhile: nothing runs on
+			}
+			<-done // it returned meanwhile, or the caller's own end: wait for the handler
+		}
+	}
+	res, err, panicked, at := r.res, r.err, r.panicked, r.at
+	r.release()
+	if panicked != nil {
+		panic(panicked)
+	}
+	if ctx.Err() == nil && (hctx.Err() == context.DeadlineExceeded || !time.Now().Before(at)) {
+		// It returned, but the deadline had passed before its outcome
+		// was read: TIMEOUT, whatever it returned.
+		c.timedOut.Store(true)
+		c.lateRes, c.lateErr = res, err
+		logLate(c, d, at, res, err, nil, nil)
+		return nil, timeoutError(c, d)
+	}
+	return res, err
+}
+
+// run runs the handler, on a goroutine of handlers.
+func (r *deadlineRun) run() {
+	defer r.finish()
+	r.res, r.err = r.next(r.ctx, r.c)
+}
+
+// finish hands the handler's outcome (or panic) to the caller, or, when
+// the caller was answered TIMEOUT already, logs it and ends the detached
+// call (the stages outside release what they hold).
+func (r *deadlineRun) finish() {
+	if v := recover(); v != nil {
+		r.res, r.err, r.panicked, r.stack = nil, nil, v, debug.Stack()
+	}
+	if r.phase.CompareAndSwap(phaseRunning, phaseReturned) {
+		done := r.done
+		r.release() // the caller still holds r: it reads the outcome after done
+		done <- struct{}{}
+		return
+	}
+	c, end := r.c, r.end
+	c.lateRes, c.lateErr = r.res, r.err
+	logLate(c, r.d, r.at, r.res, r.err, r.panicked, r.stack)
+	r.release()
+	end()
+}
+
+// logLate logs what a handler returned after its deadline.
+func logLate(c *Call, d time.Duration, at time.Time, res *mcp.CallToolResult, err error, panicked any, stack []byte) {
+	args := []any{"tool", c.Name, "timeout", d, "overrun", time.Since(at)}
+	switch {
+	case panicked != nil:
+		args = append(args, "panic", panicked, "stack", string(stack))
+	case err != nil:
+		args = append(args, "error", err)
+	case res != nil:
+		args = append(args, "isError", res.IsError)
+	}
+	c.Log().Warn("middleware: tool returned after its deadline; its result is not sent", args...)
 }
 
 func timeoutError(c *Call, d time.Duration) *mcp.StructuredError {
