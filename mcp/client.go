@@ -33,7 +33,7 @@ type ClientOptions struct {
 	Title   string
 	// ProtocolVersion is the revision requested (default Version20251125).
 	// A modern revision (Version20260728) makes the client stateless
-	// (client_modern.go): Connect calls server/discover instead of
+	// (client_rev2026.go): Connect calls server/discover instead of
 	// initialize, and every request carries the revision, Capabilities
 	// and clientInfo in params._meta.
 	ProtocolVersion string
@@ -91,7 +91,7 @@ type ClientOptions struct {
 	// the client's read goroutine: return quickly.
 	OnLog      func(*LoggingMessageNotificationParams)
 	OnProgress func(*ProgressParams)
-	// OnTaskStatus receives notifications/tasks/status (client_tasks.go),
+	// OnTaskStatus receives notifications/tasks/status (client_rev2025_tasks.go),
 	// before OnNotification sees it. It runs on the client's read
 	// goroutine: return quickly.
 	OnTaskStatus func(*TaskStatusNotificationParams)
@@ -126,9 +126,9 @@ type Client struct {
 
 	conn *conn         // nil before Connect
 	in   clientReader  // reads conn (client_reader.go)
-	sess clientSession // initialize result and legacy calls (client_session.go)
+	sess clientSession // initialize result and legacy calls (client_rev2025_session.go)
 	side clientSide    // server-to-client requests (client_handlers.go)
-	mod  modernState   // revision 2026-07-28 (client_modern.go)
+	mod  modernState   // revision 2026-07-28 (client_rev2026.go)
 	mw   clientChains  // ClientOptions.Middleware (client_middleware.go)
 
 	kaStop context.CancelFunc    // ends the keep-alive pinger (nil: none)

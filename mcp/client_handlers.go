@@ -28,7 +28,7 @@ const CodeUserRejected = -1
 
 // clientSide is the Client's side of server-to-client requests: it serves
 // those a legacy server sends, answers the input requests of a modern one
-// (client_modern.go) with the same handlers, and holds the roots it exposes.
+// (client_rev2026.go) with the same handlers, and holds the roots it exposes.
 type clientSide struct {
 	opts *ClientOptions // the Client's, read-only: its handlers
 	log  *slog.Logger
@@ -38,7 +38,7 @@ type clientSide struct {
 	mu       sync.Mutex
 	rootsSet bool // roots replaces ClientOptions.Roots (SetRoots was called)
 	roots    []Root
-	reqs     requestTable // the server's requests being served (request.go)
+	reqs     requestTable // the server's requests being served (request_table.go)
 }
 
 // declareHandlerCapabilities declares the capabilities the handlers in o

@@ -22,7 +22,7 @@ type clientReader struct {
 	opts *ClientOptions // the Client's, read-only: its callbacks
 	log  *slog.Logger
 	side *clientSide  // serves the server's requests (client_handlers.go)
-	mod  *modernState // awaits subscription acknowledgements (client_modern_listen.go)
+	mod  *modernState // awaits subscription acknowledgements (client_rev2026_listen.go)
 
 	done chan struct{} // closed when run returns
 	mu   sync.Mutex
@@ -97,7 +97,7 @@ func (r *clientReader) handle(raw []byte) {
 // to ClientOptions.OnNotification; notifications/cancelled cancels the
 // server's request it names.
 func (r *clientReader) notification(m *jsonrpc.Message) {
-	r.mod.acknowledged(m)    // subscriptions/listen acknowledgements (client_modern_listen.go)
+	r.mod.acknowledged(m)    // subscriptions/listen acknowledgements (client_rev2026_listen.go)
 	r.featureNotification(m) // tasks, resources and list_changed (client_features.go)
 	switch m.Method {
 	case notificationCancelled:

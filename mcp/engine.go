@@ -12,8 +12,8 @@ import (
 // engine holds the rules of one protocol era. handleRequest hands each
 // request to its engine once, as net/http hands a connection to its HTTP/2
 // engine once: the 2024/2025 revisions negotiated per connection
-// (engine_legacy.go) or revision 2026-07-28, served per request from its
-// own _meta (engine_modern.go). Method handlers never ask which revision
+// (rev2025_engine.go) or revision 2026-07-28, served per request from its
+// own _meta (rev2026_engine.go). Method handlers never ask which revision
 // they serve: what differs between the eras — which methods exist and
 // who may call them (the gate: dispatch, notification), how a result and
 // an error are encoded (encode, errorCode), how a handler's need for input

@@ -15,7 +15,7 @@ type method struct {
 	// session (nil: always); when not, the request gets -32601.
 	offered func(ss *Session) bool
 	// legacy and modern serve the request and return its outcome; the
-	// request answers with it (request.go).
+	// request answers with it (request_table.go).
 	legacy, modern MethodHandler
 	// cacheable: modern results carry ttlMs and cacheScope.
 	cacheable bool
@@ -33,7 +33,7 @@ func both(h MethodHandler) method { return method{legacy: h, modern: h} }
 
 // lookupMethod is the method table of every request method the server
 // serves after the handshake (initialize and ping are the legacy engine's:
-// engine_legacy.go): the built-in methods, then the server's custom ones
+// rev2025_engine.go): the built-in methods, then the server's custom ones
 // (ServerOptions.Methods), which exist in both eras. Input rounds, each
 // column with its revision's (inputRule: legacyRounds, modernRounds), run
 // around the handlers of tools/call, prompts/get and resources/read, which

@@ -2,293 +2,190 @@ package mcp
 
 import (
 	"context"
-	"fmt"
-	"github.com/go-json-experiment/json/jsontext"
-	"log/slog"
-	"runtime/debug"
-	"sync"
-	"sync/atomic"
-
-	"github.com/keelmcp/keel/internal/jsonrpc"
-	"github.com/keelmcp/keel/internal/logclip"
+	"encoding/json"
 )
 
-// requestTable holds the requests one side of a connection is serving: a
-// server Session's, or a Client's (the server's sampling, elicitation and
-// roots requests). Each is owned by an inflight.
-type requestTable struct {
-	mu sync.Mutex
-	// one holds the first request while it is the only one (most
-	// per-request sessions never need the map), reqs the others, by idKey.
-	one  *inflight
-	reqs map[string]*inflight
-	wg   sync.WaitGroup // one count per request being served
-	// active counts them too, readable without waiting (drain)
-	active atomic.Int32
-	log    *slog.Logger
-	// watched is the Done channel of the context whose end cancels every
-	// request in the table (watch): a request whose parent ends with it
-	// needs no registration of its own.
-	watched <-chan struct{}
-	// closed: every request, in flight or added later, is cancelled
-	// (close).
-	closed bool
-}
-
-// close cancels every request in flight and every one added afterwards:
-// the transport ended the requests it handed over (see aborter).
-func (t *requestTable) close() {
-	t.mu.Lock()
-	t.closed = true
-	t.mu.Unlock()
-	t.cancelAll(false)
-}
-
-// watch makes the end of ctx cancel every request in the table. The
-// contexts of requests whose parent ends with ctx then follow it through
-// the table (see requestValues) instead of each registering with ctx.
-func (t *requestTable) watch(ctx context.Context) {
-	t.watched = ctx.Done()
-	context.AfterFunc(ctx, func() { t.cancelAll(false) })
-}
-
-// add registers f; false when its id is in use by another in-flight request.
-func (t *requestTable) add(f *inflight) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	switch {
-	case t.lookup(f.key) != nil:
-		return false
-	case t.one == nil && len(t.reqs) == 0:
-		t.one = f
-	default:
-		if t.reqs == nil {
-			t.reqs = map[string]*inflight{}
-		}
-		t.reqs[f.key] = f
-	}
-	t.wg.Add(1)
-	t.active.Add(1)
-	if t.closed {
-		f.abort() // its context ends at once (f is started: see begin)
-	}
-	return true
-}
-
-// lookup returns the in-flight request of key, or nil; t.mu is held.
-func (t *requestTable) lookup(key string) *inflight {
-	if t.one != nil && t.one.key == key {
-		return t.one
-	}
-	return t.reqs[key]
-}
-
-// cancel handles notifications/cancelled: the request's context is
-// cancelled and its response suppressed (a subscription is ended with its
-// final answer instead).
-func (t *requestTable) cancel(key, reason string) {
-	t.mu.Lock()
-	f := t.lookup(key)
-	t.mu.Unlock()
-	if f == nil {
-		t.log.Debug("mcp: cancellation for an unknown or finished request", logclip.Attr("requestId", key[1:]))
-		return
-	}
-	if !f.keepAlive {
-		f.done.close() // no response is sent for a cancelled request
-	}
-	t.log.Info("mcp: request cancelled by the peer", logclip.Attr("requestId", key[1:]), logclip.Attr("reason", reason))
-	f.abort()
-}
-
-// cancelAll cancels every in-flight request (onlyKeepAlive: only the
-// subscriptions, which would never end by themselves).
-func (t *requestTable) cancelAll(onlyKeepAlive bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if f := t.one; f != nil && (f.keepAlive || !onlyKeepAlive) {
-		f.abort()
-	}
-	for _, f := range t.reqs {
-		if f.keepAlive || !onlyKeepAlive {
-			f.abort()
-		}
-	}
-}
-
-// hold counts a handler that runs on after its request was answered
-// (ToolCall.Detach); done ends it.
-func (t *requestTable) hold() {
-	t.wg.Add(1)
-	t.active.Add(1)
-}
-
-// done counts a request served: it has been answered (or its answer
-// suppressed) and its handler returned.
-func (t *requestTable) done() {
-	t.active.Add(-1)
-	t.wg.Done()
-}
-
-// inflight is the one owner of a request's life: every request a Server
-// serves, in both eras, and the requests a Client serves for its server.
-// From begin to end it:
+// Request is one incoming request (or notification) as the Server hands it
+// to middleware and method handlers. A request is answered exactly once, by
+// the Server, with what the handler chain returns; handlers never write
+// the answer themselves.
 //
-//   - holds the request in the session's table of in-flight requests, so
-//     a duplicate id is refused and notifications/cancelled finds it;
-//   - owns the request's context and cancels it when the request ends,
-//     is cancelled, or the session closes;
-//   - counts in the shutdown drain (requestTable.wg);
-//   - recovers a panic of the handler chain (the server lives on);
-//   - answers exactly once, with what the handler chain returns (a
-//     deadline answers by returning through the chain: see
-//     ToolCall.Detach), unless a cancellation suppressed the answer
-//     first.
-type inflight struct {
-	tab    *requestTable
-	req    *Request // nil when a Client serves the request (reply is set)
-	key    string
-	method string
-	ctx    context.Context // the request's: a context.WithCancel of vals
-	cancel context.CancelFunc
-	vals   requestValues
-	// stopParent stops the AfterFunc that aborts the request when a parent
-	// no table watches ends (follow).
-	stopParent func() bool
-	// done is closed once the request is answered or its answer
-	// suppressed by a cancellation.
-	done      answerGate
-	prog      *Progress                // finished before the answer
-	keepAlive bool                     // a cancellation ends the request with an answer (subscriptions/listen)
-	after     func(sent any)           // runs after the answer, with the result sent (nil: none)
-	reply     func(res any, err error) // answers a request a Client serves
+// What a handler may ask about the peer (ProtocolVersion,
+// ClientCapabilities, ClientInfo, LogLevel) is answered by the request
+// alone, for this very request: a 2026-07-28 request brings its own in its
+// _meta, a request of a 2025 session has what its session's client
+// declared in initialize. Session is the connection only.
+type Request struct {
+	// ID is the JSON-RPC id (nil for a notification).
+	ID json.RawMessage
+	// Method is the JSON-RPC method.
+	Method string
+	// Params is the raw params member (nil when absent).
+	Params json.RawMessage
+	// Session is the connection the request arrived on: the same for
+	// every request of the connection, whatever their revision.
+	Session *Session
+
+	r      responder     // where the answer goes, and the request's revision scope
+	f      inflight      // the owner of the request's life (request_table.go); unused for notifications
+	handle MethodHandler // the method's own handler, innermost in the chain
+	params paramsCache   // params decoded by Params, per type (request_params.go)
 }
 
-// answerGate is the answer-once gate of a request, and of a task's run
-// (taskRun): the first close wins the right to answer, or suppresses the
-// answer.
-type answerGate struct{ closed atomic.Bool }
+// IsNotification reports whether the request is a notification (no
+// answer is sent).
+func (r *Request) IsNotification() bool { return r.ID == nil }
 
-// close closes the gate and reports whether this call closed it.
-func (g *answerGate) close() bool { return g.closed.CompareAndSwap(false, true) }
+// ProtocolVersion returns the protocol revision this request is served
+// at: its own for a 2026-07-28 request, else the one its session
+// negotiated.
+func (r *Request) ProtocolVersion() string { return r.r.version() }
 
-// errPanic is what a handler "returned" when it panicked; send maps it to
-// the method's internal error.
-type errPanic struct{ value any }
-
-func (e *errPanic) Error() string { return fmt.Sprint("panic: ", e.value) }
-
-// guard runs fn and turns a panic in it into an *errPanic, logged with its
-// stack as a panic of what (a request handler, a task handler, ...) named
-// name. It is where package mcp recovers panics of user code: request,
-// notification and task handlers, and the Client's handlers of its
-// server's requests.
-func guard(log *slog.Logger, what, name string, fn func() (any, error)) (res any, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			log.Error("mcp: "+what+" panicked", logclip.Attr("name", name), "panic", logclip.Clip(fmt.Sprint(p), logclip.DefaultMaxValue), "stack", logclip.Clip(string(debug.Stack()), logclip.DefaultMaxValue))
-			res, err = nil, &errPanic{value: p}
-		}
-	}()
-	return fn()
-}
-
-// begin registers req as in flight, with a context derived from parent
-// that carries req (RequestFromContext). On a duplicate id it answers
-// -32600 and returns false.
-func (ss *Session) begin(req *Request, parent context.Context, keepAlive bool) bool {
-	f := &req.f
-	*f = inflight{tab: &ss.reqs, req: req, key: idKey(jsontext.Value(req.ID)), method: req.Method, keepAlive: keepAlive}
-	f.vals.req = req
-	f.start(parent)
-	if !ss.reqs.add(f) {
-		f.cancel()
-		req.r.error(errIDInUse)
-		return false
+// ClientCapabilities returns the client capabilities that apply to this
+// request: the ones its _meta declares (2026-07-28), else those the
+// session's client declared in initialize.
+func (r *Request) ClientCapabilities() ClientCapabilities {
+	if r.r.mod != nil {
+		return r.r.mod.meta.ClientCapabilities
 	}
-	f.follow(ss.reqs.watched)
-	return true
+	return r.Session.ClientCapabilities()
 }
 
-// errIDInUse answers a request whose id an in-flight request has.
-var errIDInUse = &Error{Code: CodeInvalidRequest, Message: "Invalid Request: id is already in use by an in-flight request"}
+// ClientInfo returns the client's self-reported name and version for this
+// request (zero when a 2026-07-28 request names none).
+func (r *Request) ClientInfo() Implementation {
+	if r.r.mod != nil {
+		return r.r.mod.clientInfo()
+	}
+	return r.Session.ClientInfo()
+}
 
-// beginReply registers request m in table tab, served on the Client's
-// side: reply answers it. On a duplicate id it returns nil (the caller
-// answers -32600).
-func beginReply(tab *requestTable, m *jsonrpc.Message, parent context.Context, reply func(any, error)) *inflight {
-	f := &inflight{tab: tab, key: idKey(m.ID), method: m.Method, reply: reply}
-	f.start(parent)
-	if !tab.add(f) {
-		f.cancel()
+// LogLevel returns the logging threshold that applies to this request:
+// the logLevel its _meta names for a 2026-07-28 request ("" when it names
+// none: the request gets no log messages), else its session's, the level
+// the client set with logging/setLevel or, before it did,
+// ServerOptions.LogLevel.
+func (r *Request) LogLevel() LoggingLevel {
+	if r.r.mod != nil {
+		return r.r.mod.meta.LogLevel
+	}
+	return r.Session.logLevel()
+}
+
+// MethodHandler serves one request method (or notification) and returns
+// its result or error: an *Error is answered as that JSON-RPC error, an
+// *InputRequiredError as an input-required answer, any other error as
+// -32603 (see the method's documentation for its own mapping). The result
+// of a notification is ignored.
+type MethodHandler func(ctx context.Context, req *Request) (any, error)
+
+// Middleware wraps the handling of every incoming request and notification
+// (ServerOptions.Middleware): built-in methods and custom ones alike. It
+// sees the request before the method's handler, and the result or error
+// before the Server answers. The first Middleware listed is the outermost.
+// A middleware that returns without calling next answers the request
+// itself (for example with an *Error).
+type Middleware func(next MethodHandler) MethodHandler
+
+type requestKey struct{}
+
+// RequestFromContext returns the request ctx belongs to (inside a method
+// handler, a tool, prompt or resource handler), or nil.
+func RequestFromContext(ctx context.Context) *Request {
+	r, _ := ctx.Value(requestKey{}).(*Request)
+	return r
+}
+
+// chainMiddleware returns h wrapped in mws, the first outermost.
+func chainMiddleware(h MethodHandler, mws []Middleware) MethodHandler {
+	for i := len(mws) - 1; i >= 0; i-- {
+		h = mws[i](h)
+	}
+	return h
+}
+
+// checkCustom returns a copy of a custom handler map, panicking on a name
+// keel serves itself or a nil handler: a misconfigured server fails at
+// start-up.
+func checkCustom(m map[string]MethodHandler, field string) map[string]MethodHandler {
+	if m == nil {
 		return nil
 	}
-	f.follow(tab.watched)
-	return f
-}
-
-// run runs fn on the calling goroutine, then ends the request: it answers
-// with fn's outcome unless the request was cancelled meanwhile.
-func (f *inflight) run(fn func(ctx context.Context) (any, error)) {
-	defer f.tab.done()
-	var res any
-	var err error
-	if f.ctx.Err() == nil || f.keepAlive {
-		res, err = guard(f.tab.log, "request handler", f.method, func() (any, error) { return fn(f.ctx) })
-	} else { // cancelled while it waited (in a batch): it does not run
-		err = context.Cause(f.ctx)
-	}
-	f.end()
-	var sent any // the result answered, if this run answered with one
-	if f.done.close() {
-		f.send(res, err)
-		if err == nil {
-			sent = res
+	out := make(map[string]MethodHandler, len(m))
+	for name, h := range m {
+		switch {
+		case name == "":
+			panic("mcp: ServerOptions." + field + " has an empty method name")
+		case h == nil:
+			panic("mcp: ServerOptions." + field + "[" + quote(name) + "] is nil")
+		case builtinMethod(name):
+			panic("mcp: ServerOptions." + field + "[" + quote(name) + "]: keel serves this method itself; use Middleware to wrap it")
 		}
-	} else {
-		// Suppressed by a cancellation (which may have come at any point
-		// before the gate closed): a batch expects no part for it.
-		f.tab.log.Debug("mcp: response suppressed (request cancelled)", "method", f.method)
-		if f.req != nil && f.req.r.batch != nil {
-			f.req.r.batch.skip()
+		out[name] = h
+	}
+	return out
+}
+
+// checkInputMethods returns the method table's rows of the methods named
+// in names (ServerOptions.InputMethods): their handlers wrapped in each
+// column's input rounds. It panics on a name that is not in methods: a
+// misconfigured server fails at start-up.
+func checkInputMethods(methods map[string]MethodHandler, names []string) map[string]method {
+	if len(names) == 0 {
+		return nil
+	}
+	out := make(map[string]method, len(names))
+	for _, name := range names {
+		h, ok := methods[name]
+		if !ok {
+			panic("mcp: ServerOptions.InputMethods names " + quote(name) + ", which is not in Methods")
 		}
+		out[name] = method{legacy: legacyInputMethod(h), modern: withInputRounds(h, modernRounds)}
 	}
-	if f.after != nil {
-		f.after(sent)
-	}
+	return out
 }
 
-// send answers with the handler's outcome.
-func (f *inflight) send(res any, err error) {
-	if f.reply != nil {
-		f.reply(res, err)
-		return
-	}
-	if f.prog != nil {
-		f.prog.finish() // no progress notification follows the response
-	}
-	f.req.r.answer(res, err)
+// Outgoing is a request or notification a Server sends its client, as
+// send middleware (ServerOptions.SendMiddleware) sees it.
+type Outgoing struct {
+	// Session is the connection it goes to.
+	Session *Session
+	// Method and Params are the message's method and params (Params is
+	// encoded as JSON when the message is written).
+	Method string
+	Params any
+	// IsNotification reports a notification (no response is awaited).
+	IsNotification bool
+	// Result receives a request's result, decoded from the response
+	// (nil for a notification, or when the result is not wanted).
+	Result any
+
+	onCancel func(id int64, reason string)
 }
 
-// end cancels the request's context and removes it from the table.
-func (f *inflight) end() {
-	f.abort()
-	if f.stopParent != nil {
-		f.stopParent()
+// SendHandler sends one outgoing message; for a request it waits for the
+// response and decodes it into msg.Result (a JSON-RPC error response is an
+// *Error).
+type SendHandler func(ctx context.Context, msg *Outgoing) error
+
+// SendMiddleware wraps the sending of every request and notification a
+// Server sends its clients. The first listed is the outermost.
+type SendMiddleware func(next SendHandler) SendHandler
+
+// sendChain returns the send middleware chain of c (nil without
+// middleware): mws around the writing itself.
+func sendChain(c *conn, mws []SendMiddleware) SendHandler {
+	if len(mws) == 0 {
+		return nil
 	}
-	t := f.tab
-	t.mu.Lock()
-	switch {
-	case t.one == f:
-		t.one = nil
-	case t.reqs[f.key] == f:
-		delete(t.reqs, f.key)
+	var h SendHandler = func(ctx context.Context, msg *Outgoing) error {
+		if msg.IsNotification {
+			return c.writeNotification(ctx, msg.Method, msg.Params)
+		}
+		return c.request(ctx, msg.Method, msg.Params, msg.Result, msg.onCancel)
 	}
-	t.mu.Unlock()
+	for i := len(mws) - 1; i >= 0; i-- {
+		h = mws[i](h)
+	}
+	return h
 }
-
-// cancelRequest handles notifications/cancelled from the client.
-func (ss *Session) cancelRequest(key, reason string) { ss.reqs.cancel(key, reason) }
-
-// cancelAll cancels every in-flight request (the session is closing).
-func (ss *Session) cancelAll() { ss.reqs.cancelAll(false) }

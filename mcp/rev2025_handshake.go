@@ -34,7 +34,7 @@ func (s *Server) initializeResult(v string) *InitializeResult {
 		res.Capabilities.Tools = &ListChangedCapability{ListChanged: s.hub.watch&listTools != 0}
 	}
 	s.declareFeatures(v, &res.Capabilities) // resources, prompts, completions
-	s.declareTasks(v, &res.Capabilities)    // server_tasks.go
+	s.declareTasks(v, &res.Capabilities)    // task_server.go
 	if o.Logging {
 		res.Capabilities.Logging = &struct{}{}
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 // Built with the tag keel_omit2025, the package has no 2025 rules (the
-// rev2025_* files, engine_legacy.go, version.go and downgrade_features.go
+// rev2025_* files, rev2025_engine.go, rev2025_downgrade.go and rev2025_downgrade_features.go
 // are left out): the server serves revision 2026-07-28 only. This file
 // holds what the shared code needs in their place.
 //

@@ -36,7 +36,7 @@ func (ss *Session) call(ctx context.Context, method string, params, result any) 
 	if ss.currentState() != stateRunning {
 		return fmt.Errorf("mcp: %s not sent: the session is %s, not RUNNING", method, ss.currentState())
 	}
-	params, done, err := ss.server.tasks.taskRequest(ss, ctx, method, params) // related-task _meta, input_required (server_tasks.go)
+	params, done, err := ss.server.tasks.taskRequest(ss, ctx, method, params) // related-task _meta, input_required (task_server.go)
 	if err != nil {
 		return err
 	}

@@ -115,14 +115,14 @@ type ServerOptions struct {
 
 	// Logging declares the logging capability: the client may send
 	// logging/setLevel, and handlers send it notifications/message through
-	// ClientLogger or Session.Log (logging.go).
+	// ClientLogger or Session.Log (feature_logging.go).
 	Logging bool
 	// LogLevel is a session's logging level until its client sends
 	// logging/setLevel (default LoggingLevelInfo).
 	LogLevel LoggingLevel
 	// RequestTimeout bounds each request the server sends the client:
 	// sampling, elicitation, roots (default 60s). On expiry the server sends
-	// notifications/cancelled and the call fails (client_requests.go).
+	// notifications/cancelled and the call fails (session_requests.go).
 	RequestTimeout time.Duration
 	// OnRootsListChanged, if set, is called after the client sent
 	// notifications/roots/list_changed, on its own goroutine, with a context
@@ -130,21 +130,21 @@ type ServerOptions struct {
 	// Notifications that arrive while it runs are coalesced into one more call.
 	OnRootsListChanged func(ctx context.Context, ss *Session)
 	// Tasks, if set, offers tasks: to sessions of 2025-11-25 (experimental;
-	// server_tasks.go), and to 2026-07-28 requests that declare the
-	// io.modelcontextprotocol/tasks extension (tasks_modern.go). tools/call
+	// task_server.go), and to 2026-07-28 requests that declare the
+	// io.modelcontextprotocol/tasks extension (rev2026_tasks.go). tools/call
 	// of tools whose execution.taskSupport allows it may run in the
 	// background. It is copied.
 	Tasks *TaskOptions
 
 	// FanOut carries the changes this server announces (NotifyAll, list
 	// changes, resource updates, task status) to the other processes that
-	// serve the same clients, and theirs to this one's clients (fanout.go).
+	// serve the same clients, and theirs to this one's clients (feature_fanout.go).
 	// The server subscribes once, in NewServer, for as long as the
 	// fan-out lasts. Nil: this process is alone.
 	FanOut FanOut
 
 	// StateKey is the secret that seals (encrypts and authenticates) the
-	// requestState of input-required results (2026-07-28; input.go): at
+	// requestState of input-required results (2026-07-28; proto_input.go): at
 	// least MinStateKeyBytes random bytes, the same on every replica so
 	// that any of them can open a state another one issued. It is
 	// shorthand for StateKeys holding one key of id DefaultStateKeyID; set
@@ -277,16 +277,16 @@ type Server struct {
 	log  *slog.Logger
 	// logPeers gives the sessions of one peer one log budget together.
 	logPeers *logclip.Peers
-	handle   MethodHandler // the middleware chain around dispatch (handler.go)
+	handle   MethodHandler // the middleware chain around dispatch (request.go)
 	// inputMethods are the method table's rows of the custom methods that
 	// declare input rounds (InputMethods): their handlers wrapped in them
 	// (methods.go).
 	inputMethods map[string]method
-	hub          changeHub  // list_changed and resource update notifications (listchanged.go)
-	tasks        *taskHost  // nil without ServerOptions.Tasks (server_tasks.go)
-	states       *stateRing // requestState keys (request_state_keys.go)
+	hub          changeHub  // list_changed and resource update notifications (feature_listchanged.go)
+	tasks        *taskHost  // nil without ServerOptions.Tasks (task_server.go)
+	states       *stateRing // requestState keys (rev2026_state_keys.go)
 	// serverInfoJSON is the serverInfo every 2026-07-28 result names,
-	// encoded once (engine_modern.go).
+	// encoded once (rev2026_engine.go).
 	serverInfoJSON jsontext.Value
 }
 

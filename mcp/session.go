@@ -74,7 +74,7 @@ type Session struct {
 	version    string
 	clientInfo Implementation
 	clientCaps ClientCapabilities
-	reqs       requestTable // requests in flight (request.go)
+	reqs       requestTable // requests in flight (request_table.go)
 	// modernOnly: every request on this session is of revision 2026-07-28
 	// (a session a stateless HTTP handler started for a modern POST).
 	modernOnly bool
@@ -85,10 +85,10 @@ type Session struct {
 
 	workers atomic.Pointer[workers] // see runWorker
 
-	// feat holds the state of logging and client requests (logging.go,
-	// client_requests.go).
+	// feat holds the state of logging and client requests (feature_logging.go,
+	// session_requests.go).
 	feat sessionFeatures
-	// notes holds pending change notifications (listchanged.go).
+	// notes holds pending change notifications (feature_listchanged.go).
 	notes sessionNotes
 	// rd reads the session's input (reader.go).
 	rd reader
@@ -216,7 +216,7 @@ type responder struct {
 	id    jsontext.Value
 	batch *batch
 	call  *ToolCall  // the tools/call answered, if any
-	mod   *modernReq // the request's scope if it is of revision 2026-07-28 (engine_modern.go)
+	mod   *modernReq // the request's scope if it is of revision 2026-07-28 (rev2026_engine.go)
 	eng   engine     // the engine the request was handed to (nil: legacy; engine.go)
 	// params are the request's params (nil for a message that is not a
 	// request): errors echo their _meta.correlationId.

@@ -71,7 +71,7 @@ func (s *Server) NotifyAll(ctx context.Context, method string, params any) error
 	if err != nil {
 		return err
 	}
-	if s.opts.FanOut != nil { // the other processes' clients too (fanout.go)
+	if s.opts.FanOut != nil { // the other processes' clients too (feature_fanout.go)
 		c := Change{Kind: changeNotification, Method: method}
 		if members != nil {
 			if c.Params, err = jsonv2.Marshal(members, jsonv2.Deterministic(true)); err != nil {

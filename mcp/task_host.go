@@ -52,10 +52,10 @@ type taskHost struct {
 	runner *taskRunner
 
 	// onChange is told of every status change of a 2026-07-28 task
-	// (subscriptions that listen to it: listen.go).
+	// (subscriptions that listen to it: rev2026_listen.go).
 	onChange func(t Task)
 
-	// unwatch stops watching a shared store's changes (taskstore_watch.go).
+	// unwatch stops watching a shared store's changes (task_store_watch.go).
 	unwatch func()
 }
 
@@ -79,7 +79,7 @@ type taskEntry struct {
 	notifyMu sync.Mutex // serializes status notifications
 	notified uint64     // the record version last notified (guarded by notifyMu)
 
-	run *modernRun // a task of the 2026-07-28 extension (tasks_modern_serve.go)
+	run *modernRun // a task of the 2026-07-28 extension (rev2026_tasks_serve.go)
 }
 
 func newTaskHost(o TaskOptions, now func() time.Time, tools ToolSource) *taskHost {

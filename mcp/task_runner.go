@@ -10,8 +10,8 @@ import (
 )
 
 // The task runner: the one place where the handlers of tasks run, for
-// both revisions (2025-11-25 tasks, server_tasks.go; the 2026-07-28 tasks
-// extension, tasks_modern_serve.go). Each run of a handler is a taskRun:
+// both revisions (2025-11-25 tasks, task_server.go; the 2026-07-28 tasks
+// extension, rev2026_tasks_serve.go). Each run of a handler is a taskRun:
 //
 //   - it runs on one goroutine the runner owns and counts (StopTasks waits
 //     for it), with one recover: a panic becomes an INTERNAL tool error;

@@ -9,7 +9,7 @@ import (
 )
 
 // Built with the tag keel_omit2025, the Handler has no 2025 rules (the
-// rev2025_* files and http_get.go are left out): it serves revision
+// rev2025_* files and rev2025_http_get.go are left out): it serves revision
 // 2026-07-28 only, and this file holds what the shared code needs in
 // their place. There are no sessions: no Mcp-Session-Id, no GET stream,
 // no DELETE (405, Allow: POST), no resumable streams (Options.EventStore

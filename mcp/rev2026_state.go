@@ -153,7 +153,7 @@ func (s *Server) openState(wire, method, target, digest, subject string) (*seale
 		if why := r.used.use([stateNonceSize]byte(nonce), st.Expiry, now); why != "" {
 			return s.refuseState(why, wire, kid, method, target, st.Expiry)
 		}
-	} else if s.opts.StateSingleUse && s.opts.UsedStates != nil { // shared by replicas (request_state_shared.go)
+	} else if s.opts.StateSingleUse && s.opts.UsedStates != nil { // shared by replicas (rev2026_state_shared.go)
 		if why := s.useShared(nonce, st.Expiry); why != "" {
 			return s.refuseState(why, wire, kid, method, target, st.Expiry)
 		}

@@ -19,7 +19,7 @@ import (
 // tasks when ServerOptions.Tasks is set, to sessions of 2025-11-25 only;
 // other sessions see no tasks capability, their "task" params are ignored
 // and the tasks/* methods get -32601. (Revision 2026-07-28 has tasks as an
-// extension instead, with other rules: tasks_modern.go.)
+// extension instead, with other rules: rev2026_tasks.go.)
 //
 // Which tools may run as tasks is each tool's execution.taskSupport
 // (registry.ToolOptions.TaskSupport): "task" sent for a tool whose support
@@ -293,9 +293,9 @@ func (s *Server) initTasks() {
 	o := s.opts.Tasks.withDefaults()
 	s.opts.Tasks = &o
 	s.tasks = newTaskHost(o, s.opts.Now, s.opts.Tools)
-	s.tasks.onChange = s.taskChanged // notifications/tasks (listen.go), to every process (fanout.go)
+	s.tasks.onChange = s.taskChanged // notifications/tasks (rev2026_listen.go), to every process (feature_fanout.go)
 	s.tasks.srv = s
-	s.tasks.watchStore() // a store shared with other processes (taskstore_watch.go)
+	s.tasks.watchStore() // a store shared with other processes (task_store_watch.go)
 }
 
 // findTool returns the definition of the named tool (see ToolFinder).

@@ -14,7 +14,7 @@ import (
 )
 
 // modernRun is one 2026-07-28 tools/call that may become a task (see
-// tasks_modern.go). Each run of its handler (the first, then one per input
+// rev2026_tasks.go). Each run of its handler (the first, then one per input
 // round) is a taskRun on the task runner (task_runner.go), under ctx: a
 // context with the request's values that outlives the request. Until the
 // call becomes a task, the request waits for the handler, and its end
@@ -86,7 +86,7 @@ func (st *taskHost) modernTaskCall(ss *Session, ctx context.Context, req *Reques
 	case support == TaskForbidden || !ext:
 		return nil, nil, false
 	}
-	in, e := r.inputFor(ctx, methodToolsCall, p.Name, jsontext.Value(p.Arguments), p.InputResponses, p.RequestState) // input_serve.go
+	in, e := r.inputFor(ctx, methodToolsCall, p.Name, jsontext.Value(p.Arguments), p.InputResponses, p.RequestState) // input_rounds.go
 	if e != nil {
 		return nil, e, true
 	}
@@ -409,7 +409,7 @@ func handleModernTasksUpdate(ctx context.Context, req *Request) (any, error) {
 			mt.Round++
 			in = &Input{Responses: mt.Answers, State: mt.State, Round: mt.Round}
 			mt.Answers, mt.State = nil, nil
-			if e == nil { // another process runs it: the record hands the answers over (taskstore_watch.go)
+			if e == nil { // another process runs it: the record hands the answers over (task_store_watch.go)
 				handOver(mt, in.Responses, in.State)
 			}
 			r.State.Status, r.State.StatusMessage, r.State.LastUpdatedAt = TaskStatusWorking, "", formatTime(st.now())

@@ -85,9 +85,9 @@ type changeHub struct {
 	mu       sync.Mutex
 	sessions map[*Session]struct{}
 	subs     map[string]map[*Session]struct{} // resource URI → subscribers
-	// listeners are the open subscriptions/listen requests (listen.go).
+	// listeners are the open subscriptions/listen requests (rev2026_listen.go).
 	listeners   map[*listener]struct{}
-	listenersOf map[string]int // open subscriptions by client key (listen.go)
+	listenersOf map[string]int // open subscriptions by client key (rev2026_listen.go)
 	// heldOf and heldTotal are the bytes that subscriptions and listen
 	// filters hold, per peer and in all (limits.go).
 	heldOf    map[string]int
@@ -116,7 +116,7 @@ func (s *Server) watchSources() {
 		h.watch |= listPrompts
 		n.OnPromptsChange(func() { s.listChanged(listPrompts) })
 	}
-	s.subscribeFanOut() // fanout.go
+	s.subscribeFanOut() // feature_fanout.go
 }
 
 // add starts notifying ss; remove stops it and drops its subscriptions.

@@ -44,7 +44,7 @@ var ErrNeedsVersion20260728 = errors.New("mcp: method requires protocol revision
 // modernState is the Client's machinery for revision 2026-07-28: the
 // _meta every request carries, server/discover, requests whose
 // input_required results it fulfils (with the handlers of clientSide),
-// subscriptions (client_modern_listen.go) and the checks of the Client
+// subscriptions (client_rev2026_listen.go) and the checks of the Client
 // methods one revision family lacks.
 type modernState struct {
 	on   bool           // ClientOptions.ProtocolVersion is modern
@@ -217,7 +217,7 @@ func (m *modernState) call(ctx context.Context, method string, params, result an
 				return fmt.Errorf("mcp: %s: the server answered with a task, but the client did not declare the %s extension", method, ExtensionTasks)
 			}
 			if _, ok := result.(*CallToolResult); ok {
-				return taskStarted(raw) // CallTool: a *TaskStartedError (client_modern_tasks.go)
+				return taskStarted(raw) // CallTool: a *TaskStartedError (client_rev2026_tasks.go)
 			}
 			body = raw // the caller needs resultType to tell a task from a result
 		default:

@@ -148,7 +148,7 @@ func keyIDChar(c byte) bool {
 type ringKey struct {
 	id       string
 	aead     cipher.AEAD
-	nonceKey []byte // the HMAC key of synthetic nonces (request_state.go)
+	nonceKey []byte // the HMAC key of synthetic nonces (rev2026_state.go)
 	ad       []byte // associated data: the format and the key id
 }
 

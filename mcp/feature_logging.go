@@ -93,7 +93,7 @@ func (ss *Session) Log(ctx context.Context, level LoggingLevel, logger string, d
 
 func (ss *Session) sendLog(ctx context.Context, p *LoggingMessageNotificationParams) error {
 	if c := ToolCallFromContext(ctx); c != nil && c.task != nil && p.Meta == nil {
-		p.Meta = relatedTaskMeta(c.task.id) // a log message of a task (server_tasks.go)
+		p.Meta = relatedTaskMeta(c.task.id) // a log message of a task (task_server.go)
 	}
 	ctx, cancel := context.WithTimeout(ctx, logSendTimeout)
 	defer cancel()

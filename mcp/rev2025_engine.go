@@ -152,10 +152,10 @@ func legacyInputMethod(h MethodHandler) MethodHandler { return withInputRounds(h
 
 // legacyTaskCall hands the call to the task host when its params ask for
 // a task (params.task) or the server has tasks: it decides, by the
-// session's revision, whether it runs as one (server_tasks.go).
+// session's revision, whether it runs as one (task_server.go).
 func legacyTaskCall(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (any, error, bool) {
 	if p.Task == nil && req.Session.server.tasks == nil {
 		return nil, nil, false
 	}
-	return req.Session.server.tasks.taskCall(req.Session, ctx, req, call) // server_tasks.go
+	return req.Session.server.tasks.taskCall(req.Session, ctx, req, call) // task_server.go
 }

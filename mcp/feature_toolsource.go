@@ -48,9 +48,9 @@ type ToolCall struct {
 	// Session is the connection the call arrived on (nil outside a Server).
 	Session *Session
 
-	progress Progress    // see ProgressFromContext (progress_helper.go)
-	task     *taskEntry  // the task the call runs as (server_tasks.go)
-	run      *modernRun  // a 2026-07-28 call that may become a task (tasks_modern.go)
+	progress Progress    // see ProgressFromContext (feature_progress.go)
+	task     *taskEntry  // the task the call runs as (task_server.go)
+	run      *modernRun  // a 2026-07-28 call that may become a task (rev2026_tasks.go)
 	logh     callHandler // Logger's handler, and the Logger itself (no allocation of their own)
 	logv     slog.Logger
 

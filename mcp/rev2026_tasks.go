@@ -161,7 +161,7 @@ func errTasksExtensionRequired(what string) *Error {
 
 // withoutExecution returns tools without their execution member, which
 // revision 2026-07-28 removed (task support is the tasks extension's
-// business: tasks_modern.go). Tools without one are shared, not copied.
+// business: rev2026_tasks.go). Tools without one are shared, not copied.
 func withoutExecution(tools []*Tool) []*Tool {
 	var out []*Tool
 	for i, t := range tools {

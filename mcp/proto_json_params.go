@@ -8,7 +8,7 @@ import (
 )
 
 // The methods of the request and notification params, as described in
-// wirejson_types.go.
+// proto_json_types.go.
 
 func (v *CallToolParams) unmarshalWire(dec *jsontext.Decoder) error {
 	return jsonv2.UnmarshalDecode(dec, (*callToolParamsFields)(v))

@@ -103,7 +103,7 @@ func (e modernEngine) encode(r *responder, v any) (any, error) {
 }
 
 // modernRounds is the inputRule of the 2026-07-28 column: the request's
-// inputResponses and requestState are checked (input_serve.go) and handed
+// inputResponses and requestState are checked (input_rounds.go) and handed
 // to call as its Input; the handler's need for more input is its answer.
 func modernRounds(r *responder, ctx context.Context, method, target string, args jsontext.Value, responses map[string]json.RawMessage, state string, call func(ctx context.Context) (any, error)) (any, error) {
 	in, e := r.inputFor(ctx, method, target, args, responses, state)
@@ -114,7 +114,7 @@ func modernRounds(r *responder, ctx context.Context, method, target string, args
 }
 
 func (modernEngine) inputRequired(r *responder, ir *InputRequiredError) {
-	r.modernInputRequired(ir) // input_serve.go
+	r.modernInputRequired(ir) // input_rounds.go
 }
 
 // errorCode: 2026-07-28 answers an unknown resource with -32602 (-32002
@@ -133,13 +133,13 @@ func modernToolsCall(ctx context.Context, req *Request) (any, error) {
 }
 
 // modernTaskCall: tasks are an extension in 2026-07-28, which params.task
-// does not ask for (tasks_modern_serve.go decides).
+// does not ask for (rev2026_tasks_serve.go decides).
 func modernTaskCall(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (any, error, bool) {
 	p.Task, call.Task = nil, nil // tasks are an extension in 2026-07-28: params.task is ignored
 	if req.Session.server.tasks == nil {
 		return nil, nil, false
 	}
-	return req.Session.server.tasks.modernTaskCall(req.Session, ctx, req, call, p) // tasks_modern_serve.go
+	return req.Session.server.tasks.modernTaskCall(req.Session, ctx, req, call, p) // rev2026_tasks_serve.go
 }
 
 // resultNotObjectError refuses a result that is not a JSON object (nor

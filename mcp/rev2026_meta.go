@@ -20,7 +20,7 @@ type modernReq struct {
 	meta      RequestMeta
 	cacheable bool
 	// bind is what an input-required answer's requestState is bound to
-	// (set by the method before its handler runs; input_serve.go).
+	// (set by the method before its handler runs; input_rounds.go).
 	bind     sealedState
 	bound    bool           // bind is set
 	bindArgs jsontext.Value // the arguments bind's digest is of (computed when needed)
@@ -182,7 +182,7 @@ func (s *Server) modernCapabilities() ServerCapabilities {
 		caps.Logging = &struct{}{}
 	}
 	if s.tasks != nil && o.Tools != nil {
-		caps.Extensions = tasksExtension() // tasks_modern.go
+		caps.Extensions = tasksExtension() // rev2026_tasks.go
 	}
 	s.declareCustom(&caps, true)
 	return caps

@@ -5,7 +5,7 @@ package mcp
 import "github.com/keelmcp/keel/internal/revision"
 
 // Downgrading of resources, templates, prompts and their results: nothing
-// a negotiated revision lacks is ever sent (see version.go). Inputs are
+// a negotiated revision lacks is ever sent (see rev2025_downgrade.go). Inputs are
 // shared and never modified; copies are made only when something must go.
 
 // downgradeList applies f to each element and returns the input itself

@@ -16,7 +16,7 @@ func (req *Request) withProgress(ctx context.Context) context.Context {
 
 // answer sends the outcome of a request: a result (shaped for the
 // request's revision), an *Error as it is, an input-required answer
-// (input.go), a panic as -32603 (as an INTERNAL tool error for
+// (proto_input.go), a panic as -32603 (as an INTERNAL tool error for
 // tools/call), anything else as the feature error it maps to.
 func (r *responder) answer(res any, err error) {
 	if err == nil {
