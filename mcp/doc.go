@@ -146,3 +146,19 @@
 // and a handler's plain error text reaches the log, not the client
 // (ExposeErrorText).
 package mcp
+
+// The files of this package follow its design, one prefix per concern:
+//
+//	proto_*          the protocol vocabulary: the types of the wire, their JSON, the errors
+//	request*, engine.go, methods.go, reader.go, conn.go, session*.go, server*.go
+//	                 a request and its answer: reading, the method table, the engines, the
+//	                 answer path, connections and the Server
+//	rev2025_*        the 2025 rules (initialize and the state gate, the legacy engine,
+//	                 downgrading, batches, requests to the client, the 2025-11-25 tasks);
+//	                 left out by the build tag keel_omit2025, rev2025_omitted.go stands in
+//	rev2026_*        the 2026-07-28 rules (_meta, the modern engine, requestState,
+//	                 subscriptions/listen, the tasks extension)
+//	feature_*        what a server offers: tools, resources, prompts, completion,
+//	                 logging, progress and list changes
+//	task_*           the tasks of both revisions: options, host, runner, store
+//	client_*         the Client (client_rev2025_*, client_rev2026_*: what one revision has)
