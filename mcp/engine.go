@@ -16,8 +16,8 @@ import (
 // own _meta (rev2026_engine.go). Method handlers never ask which revision
 // they serve: what differs between the eras — which methods exist and
 // who may call them (the gate: dispatch, notification), how a result and
-// an error are encoded (encode, errorCode), how a handler's need for input
-// is met (rounds, inputRequired) — is the engine's. The revision a request
+// an error are encoded (encode, errorCode), how a request that needs input
+// is answered (inputRequired) — is the engine's. The revision a request
 // is served at is its scope's (responder.version), not a question for the
 // engine. Dropping an era one day means deleting its engine's files.
 //
