@@ -136,9 +136,10 @@ type Node struct {
 	log    *slog.Logger
 	rand   func() float64
 
-	// transmit hands a freshly stored message to its local target; tests
-	// replace it with a lossy link.
-	transmit func(ctx context.Context, env *Envelope, rec *RequestRecord, inline bool)
+	// transmit hands a freshly stored message to its local target, with
+	// the execution its sender began for it (nil: none; see enqueueNew);
+	// tests replace it with a lossy link.
+	transmit func(ctx context.Context, env *Envelope, ex *execution, inline bool)
 
 	sessions sync.Map // pairKey → *session
 	windows  sync.Map // pairKey → *window
