@@ -170,12 +170,13 @@ func (n *Node) receiveFresh(ctx context.Context, env *Envelope, mode runMode, fr
 		return
 	}
 	switch {
-	case w.seen(env.Seq):
+	case w.seen(env.Seq) && fresh == nil:
 		// A duplicate messageId, or a retransmission of a seq that
-		// arrived: ignored, and acknowledged again.
+		// arrived: ignored, and acknowledged again. (A fresh message
+		// seen already was delivered meanwhile by another path, which
+		// found it being processed and left its run to this one.)
 		w.dirty = true
 		w.mu.Unlock()
-		n.endFresh(fresh)
 		return
 	case !w.fits(env.Seq):
 		// Too far ahead of a gap: refused, left in the ledger, and claimed
