@@ -138,7 +138,8 @@ func newLossyLink(n *Node, seed uint64, drop, dup, reorder float64) *lossyLink {
 	return l
 }
 
-func (l *lossyLink) send(ctx context.Context, env *Envelope, _ *RequestRecord, _ bool) {
+func (l *lossyLink) send(ctx context.Context, env *Envelope, fresh *execution, _ bool) {
+	l.n.endFresh(fresh) // no fresh shortcut: deduplicate through the ledger
 	l.mu.Lock()
 	l.stats.sent++
 	var deliver []*Envelope
@@ -167,7 +168,7 @@ func (l *lossyLink) send(ctx context.Context, env *Envelope, _ *RequestRecord, _
 	}
 	l.mu.Unlock()
 	for _, e := range deliver {
-		l.n.receive(ctx, e, nil, false) // no fresh-record shortcut: deduplicate through the ledger
+		l.n.receive(ctx, e, nil, false)
 	}
 }
 

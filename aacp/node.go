@@ -120,7 +120,9 @@ var ErrClosed = errors.New("aacp: node is closed")
 // Guarantees: a message is redelivered until acknowledged, and
 // back-pressure only defers it; a handler runs at least once per request
 // and never again once the request is recorded COMPLETED or FAILED (every
-// run reads the ledger first; a retry whose request became final
+// run checks the ledger first: it reads the request's record, or, for a
+// request sent here to a local agent under an id the node made up, the
+// claim of the id is the check; a retry whose request became final
 // meanwhile, MarkFailed from outside included, does not run); a requestId
 // is claimed once, atomically; a request is resolved once, by the owner of
 // its target, and fails only with a recorded reason; a status is recorded
@@ -136,9 +138,10 @@ type Node struct {
 	log    *slog.Logger
 	rand   func() float64
 
-	// transmit hands a freshly stored message to its local target; tests
-	// replace it with a lossy link.
-	transmit func(ctx context.Context, env *Envelope, rec *RequestRecord, inline bool)
+	// transmit hands a freshly stored message to its local target, with
+	// the execution its sender began for it (nil: none; see enqueueNew);
+	// tests replace it with a lossy link.
+	transmit func(ctx context.Context, env *Envelope, ex *execution, inline bool)
 
 	sessions sync.Map // pairKey → *session
 	windows  sync.Map // pairKey → *window

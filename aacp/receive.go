@@ -139,18 +139,25 @@ const (
 )
 
 // receive handles one envelope addressed to a local agent or caller.
-// inline runs the handler on this goroutine. The request record a sender
-// just stored is not trusted to be current (another path may have run
-// and resolved the request since): the ledger is read before any run.
-func (n *Node) receive(ctx context.Context, env *Envelope, _ *RequestRecord, inline bool) {
+// inline runs the handler on this goroutine. fresh, if not nil, is the
+// execution the sender began before it claimed the request id in the
+// ledger (enqueueNew): it runs without reading the ledger again. Any other
+// delivery reads the ledger before it runs.
+func (n *Node) receive(ctx context.Context, env *Envelope, fresh *execution, inline bool) {
 	mode := runQueued
 	if inline {
 		mode = runInline
 	}
-	n.receiveAs(ctx, env, mode)
+	n.receiveFresh(ctx, env, mode, fresh)
 }
 
 func (n *Node) receiveAs(ctx context.Context, env *Envelope, mode runMode) {
+	n.receiveFresh(ctx, env, mode, nil)
+}
+
+// receiveFresh is receiveAs for a message whose sender began its
+// execution fresh (nil: none): every path that does not run it ends it.
+func (n *Node) receiveFresh(ctx context.Context, env *Envelope, mode runMode, fresh *execution) {
 	if env.Ack > 0 {
 		n.notePeerAck(env.TargetAgentID, env.SourceAgentID, env.Ack)
 	}
@@ -158,13 +165,16 @@ func (n *Node) receiveAs(ctx context.Context, env *Envelope, mode runMode) {
 	w.mu.Lock()
 	if err := w.load(ctx, n.store); err != nil {
 		w.mu.Unlock()
+		n.endFresh(fresh)
 		n.log.Warn("aacp: cannot read acknowledgment state; message left for redelivery", "err", err)
 		return
 	}
 	switch {
-	case w.seen(env.Seq):
+	case w.seen(env.Seq) && fresh == nil:
 		// A duplicate messageId, or a retransmission of a seq that
-		// arrived: ignored, and acknowledged again.
+		// arrived: ignored, and acknowledged again. (A fresh message
+		// seen already was delivered meanwhile by another path, which
+		// found it being processed and left its run to this one.)
 		w.dirty = true
 		w.mu.Unlock()
 		return
@@ -173,15 +183,24 @@ func (n *Node) receiveAs(ctx context.Context, env *Envelope, mode runMode) {
 		// again as soon as the gap closes (see window.reopen).
 		w.refuse(env.Seq)
 		w.mu.Unlock()
+		n.endFresh(fresh)
 		return
 	case env.MessageType == MessageResponse:
 		w.mark(env.Seq)
 		w.mu.Unlock()
+		n.endFresh(fresh)
 		n.onResponse(env)
 		return
 	}
 	w.mu.Unlock()
-	n.onRequest(ctx, env, w, mode)
+	n.onRequest(ctx, env, w, mode, fresh)
+}
+
+// endFresh ends the execution a sender began, if any (see receive).
+func (n *Node) endFresh(ex *execution) {
+	if ex != nil {
+		n.end(ex)
+	}
 }
 
 // receiveResponseReceipt records the receipt of a RESPONSE whose
@@ -201,10 +220,19 @@ func (n *Node) receiveResponseReceipt(ctx context.Context, env *Envelope) {
 // onRequest runs the receiver's processing order for a REQUEST or EVENT:
 // deduplication check (in this process, then the ledger's final state),
 // cached result, execution (then the retry decision and backoff in
-// finish).
-func (n *Node) onRequest(ctx context.Context, env *Envelope, w *window, mode runMode) {
+// finish). fresh (may be nil) is the execution the sender began before
+// it claimed the request id: the claim was the ledger's check.
+func (n *Node) onRequest(ctx context.Context, env *Envelope, w *window, mode runMode, fresh *execution) {
 	if !n.owns(ctx, env.TargetAgentID) {
+		n.endFresh(fresh)
 		return // another Node owns the agent: left in the ledger for it
+	}
+	if fresh != nil {
+		if f := n.opts.OnMessageReceived; f != nil {
+			f(env)
+		}
+		n.run(ctx, fresh, w, mode)
+		return
 	}
 	if env.RequestID == "" { // an EVENT from a sender that gave it no requestId
 		n.run(ctx, &execution{env: env, attempts: 1}, w, mode)

@@ -157,17 +157,34 @@ func (n *Node) enqueueNew(ctx context.Context, typ MessageType, source, target s
 	if wait && typ == MessageRequest {
 		c = n.addCall(reqID, source)
 	}
-	fence, err := n.sendFence(ctx, source)
-	if err != nil {
+	// The execution of a request to a local target under an id this node
+	// made up begins before the id is claimed: no other path of this node
+	// can run the request between the claim and the run (a delivery
+	// meanwhile finds it being processed), and the claim itself is the
+	// read of the ledger's state before the run (no record of the id: not
+	// final), so the run needs no other read. A caller's id (WithRequestID)
+	// may be sent by others at once: its run reads the ledger.
+	var ex *execution
+	if local && so.requestID == "" {
+		if ex, _ = n.begin(&msg.Envelope); ex != nil {
+			ex.deadline, ex.expiresAt, ex.attempts = deadline, expires, 1
+		}
+	}
+	fail := func() {
 		if c != nil {
 			n.removeCall(c)
 		}
+		if ex != nil {
+			n.end(ex)
+		}
+	}
+	fence, err := n.sendFence(ctx, source)
+	if err != nil {
+		fail()
 		return nil, nil, nil, err
 	}
 	if _, err := n.withSeq(ctx, source, target, &msg.Envelope, seqOp{rec: rec, msg: msg, fence: fence}); err != nil {
-		if c != nil {
-			n.removeCall(c)
-		}
+		fail()
 		switch {
 		case errors.Is(err, ErrDuplicateRequest):
 			// Sent meanwhile by another caller with the same id: that
@@ -180,7 +197,7 @@ func (n *Node) enqueueNew(ctx context.Context, typ MessageType, source, target s
 	}
 
 	if local {
-		n.transmit(ctx, &msg.Envelope, rec, inline)
+		n.transmit(ctx, &msg.Envelope, ex, inline)
 	}
 	return c, nil, msg, nil
 }
@@ -302,8 +319,8 @@ func (n *Node) withSeq(ctx context.Context, source, target string, env *Envelope
 
 // deliverLocal is the default transmit: hand the message to this node's
 // receiver.
-func (n *Node) deliverLocal(ctx context.Context, env *Envelope, rec *RequestRecord, inline bool) {
-	n.receive(ctx, env, rec, inline)
+func (n *Node) deliverLocal(ctx context.Context, env *Envelope, ex *execution, inline bool) {
+	n.receive(ctx, env, ex, inline)
 }
 
 // Await waits for the outcome of a request recorded in the ledger (sent by

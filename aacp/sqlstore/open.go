@@ -31,7 +31,12 @@ const (
 	DefaultMaxBatch = 512
 	// DefaultPostgresWriters is how many transactions a Store on
 	// PostgreSQL commits at a time (WithWriters); SQLite has one writer.
-	DefaultPostgresWriters = 4
+	// Two keep a commit's wait for its fsync overlapped with the next
+	// batch's statements; more split the same writes into smaller
+	// batches, whose fixed cost per transaction, and whose concurrent
+	// locks on the same lease and sequence rows, cost the server more CPU
+	// per message than they gain.
+	DefaultPostgresWriters = 2
 	// DefaultReadConns is how many connections serve reads beside the
 	// writers' (WithReadConns).
 	DefaultReadConns = 4
