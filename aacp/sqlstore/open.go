@@ -185,12 +185,16 @@ func WithPlannerSettings(on bool) Option { return func(c *config) { c.planner = 
 // while a table was small would stay cached as it grows). SET LOCAL ends
 // with the transaction: sessions keep the server's settings, no startup
 // parameter is sent, and a pooler in transaction mode (PgBouncer) passes
-// the settings to no other client. Statements run outside a transaction
-// (the store's reads) use the session's settings. The store sets only
-// the settings whose value is the server's built-in default when it
-// opens: one that dsn sets (as a parameter or with options=-c), or that
-// the server's configuration, ALTER SYSTEM, ALTER DATABASE or ALTER ROLE
-// sets, keeps its value. WithPlannerSettings(false) sets none of them.
+// the settings to no other client. The reads the store runs outside a
+// transaction use the session's settings, as prepared statements of
+// their own (the server reuses a cached plan whatever the settings of the
+// moment, so a transaction never runs a plan made outside one).
+//
+// The store sets only the settings whose value is the server's built-in
+// default when it opens: one that dsn sets (as a parameter or with
+// options=-c), or that the server's configuration, ALTER SYSTEM, ALTER
+// DATABASE or ALTER ROLE sets, keeps its value. WithPlannerSettings(false)
+// sets none of them.
 func OpenPostgres(dsn string, opts ...Option) (*Store, error) {
 	c, err := newConfig(opts)
 	if err != nil {
@@ -349,6 +353,14 @@ func (t *plannerTx) Rollback() error {
 	return nil
 }
 
+// outsideTxTag ends the text of the reads the store runs outside its
+// transactions on PostgreSQL. The server caches the plan of a prepared
+// statement on each connection and reuses it whatever the settings of
+// the moment, and the planner settings hold only inside the store's
+// transactions: a text of their own keeps a plan made outside a
+// transaction from serving one.
+const outsideTxTag = " -- outside a transaction"
+
 func newStore(db, rdb *sql.DB, d dialect, c config) (*Store, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -382,8 +394,12 @@ func newStore(db, rdb *sql.DB, d dialect, c config) (*Store, error) {
 			return nil, fmt.Errorf("sqlstore: prepare %s: %w", name, err)
 		}
 		s.txStmts[name], s.stmts[name] = stmt, stmt
-		if rdb != db && strings.HasPrefix(q, "SELECT") {
-			if s.stmts[name], err = rdb.PrepareContext(ctx, q); err != nil {
+		if strings.HasPrefix(q, "SELECT") && (rdb != db || d == dialectPostgres) {
+			rq := q
+			if d == dialectPostgres {
+				rq += outsideTxTag
+			}
+			if s.stmts[name], err = rdb.PrepareContext(ctx, rq); err != nil {
 				s.stmts[name] = nil
 				s.closeStmts()
 				return nil, fmt.Errorf("sqlstore: prepare %s: %w", name, err)

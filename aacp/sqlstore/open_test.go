@@ -137,3 +137,47 @@ func TestPostgresPlannerSettings(t *testing.T) {
 		})
 	}
 }
+
+// On PostgreSQL the reads run outside a transaction are prepared
+// statements of their own: on one connection, the same read run outside
+// and inside a transaction has two server-side statements, each with its
+// own executions (and so its own cached plan).
+func TestPostgresReadsOutsideTxPlannedApart(t *testing.T) {
+	s, err := OpenPostgres(pgtest.Schema(t))
+	require.NoError(t, err)
+	defer s.Close()
+	ctx := context.Background()
+	for name, q := range queries {
+		if strings.HasPrefix(q, "SELECT") {
+			assert.True(t, s.stmts[name] != s.txStmts[name], "%s: one statement in and outside transactions", name)
+		}
+	}
+	s.db.SetMaxOpenConns(1) // one connection, so one server session
+	const runs = 7          // past the 5 custom plans before a generic one
+	for range runs {
+		var ack int64
+		err := s.stmts["getAck"].QueryRowContext(ctx, "a", "b").Scan(&ack)
+		require.ErrorIs(t, err, sql.ErrNoRows)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer tx.Rollback() //nolint:errcheck // read-only
+	for range runs {
+		var ack int64
+		err := tx.StmtContext(ctx, s.txStmts["getAck"]).QueryRowContext(ctx, "a", "b").Scan(&ack)
+		require.ErrorIs(t, err, sql.ErrNoRows)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT statement, generic_plans + custom_plans FROM pg_prepared_statements
+		WHERE statement LIKE 'SELECT ack FROM aacp_sequences%'`)
+	require.NoError(t, err)
+	defer rows.Close()
+	got := map[bool]int64{}
+	for rows.Next() {
+		var text string
+		var n int64
+		require.NoError(t, rows.Scan(&text, &n))
+		got[strings.HasSuffix(text, outsideTxTag)] += n
+	}
+	require.NoError(t, rows.Err())
+	assert.Equal(t, map[bool]int64{true: runs, false: runs}, got)
+}
