@@ -291,6 +291,11 @@ type plannerConn struct {
 	sets *atomic.Pointer[plannerSets]
 }
 
+// Begin is BeginTx with default options (database/sql calls BeginTx).
+func (c *plannerConn) Begin() (driver.Tx, error) {
+	return c.BeginTx(context.Background(), driver.TxOptions{})
+}
+
 // BeginTx begins a transaction and sets the planner settings in it: in
 // the same query as BEGIN for a transaction with default options, after
 // pgx's own BEGIN otherwise.
