@@ -1,15 +1,11 @@
 package sqlstore
 
 import (
-	"context"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/keelmcp/keel/internal/pgtest"
 )
 
 func TestShiftParams(t *testing.T) {
@@ -70,32 +66,4 @@ func countParams(s string) int {
 		}
 	}
 	return n
-}
-
-// The store's PostgreSQL connections plan through indexes unless the DSN
-// says otherwise.
-func TestPostgresPlannerSettings(t *testing.T) {
-	dsn := pgtest.Schema(t)
-	s, err := OpenPostgres(dsn)
-	require.NoError(t, err)
-	defer s.Close()
-	for name := range postgresPlanner {
-		var v string
-		require.NoError(t, s.db.QueryRowContext(context.Background(), "SHOW "+name).Scan(&v))
-		assert.Equal(t, "off", v, name)
-	}
-
-	if strings.Contains(dsn, "://") {
-		dsn += "&enable_seqscan=on"
-	} else {
-		dsn += " enable_seqscan=on"
-	}
-	kept, err := OpenPostgres(dsn)
-	require.NoError(t, err)
-	defer kept.Close()
-	var v string
-	require.NoError(t, kept.db.QueryRowContext(context.Background(), "SHOW enable_seqscan").Scan(&v))
-	assert.Equal(t, "on", v, "a DSN's setting is kept")
-	require.NoError(t, kept.db.QueryRowContext(context.Background(), "SHOW enable_hashjoin").Scan(&v))
-	assert.Equal(t, "off", v)
 }

@@ -3,10 +3,12 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"hash/maphash"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,9 +21,10 @@ type Option func(*config)
 type config struct {
 	synchronous string
 	busyTimeout time.Duration
-	readConns   int // connections for reads outside the writers' transactions
-	writers     int // writer goroutines (one transaction at a time each)
-	maxBatch    int // writes committed in one transaction at most
+	readConns   int  // connections for reads outside the writers' transactions
+	writers     int  // writer goroutines (one transaction at a time each)
+	maxBatch    int  // writes committed in one transaction at most
+	planner     bool // PostgreSQL transactions set postgresPlanner (WithPlannerSettings)
 }
 
 // Defaults of the options.
@@ -71,7 +74,7 @@ func WithMaxBatch(n int) Option { return func(c *config) { c.maxBatch = n } }
 
 func newConfig(opts []Option) (config, error) {
 	c := config{synchronous: "FULL", busyTimeout: 10 * time.Second, readConns: DefaultReadConns,
-		writers: DefaultPostgresWriters, maxBatch: DefaultMaxBatch}
+		writers: DefaultPostgresWriters, maxBatch: DefaultMaxBatch, planner: true}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -156,32 +159,47 @@ func OpenSQLite(path string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// postgresPlanner are the planner settings of the store's PostgreSQL
-// connections. Every statement of the ledger reads or writes rows by key
-// or by a range of an index, and its tables change faster than their
-// statistics: a plan made while a table was small (a sequential scan, a
-// hash join, a bitmap of a whole partial index) would stay cached while
-// the table grows, and would read the index entries of every row changed
-// since the last vacuum. Without those plans, the statements take their
-// rows through the index that names them. A DSN that sets one of these
-// parameters keeps its value.
-var postgresPlanner = map[string]string{
-	"enable_seqscan":    "off",
-	"enable_bitmapscan": "off",
-	"enable_hashjoin":   "off",
-	"enable_mergejoin":  "off",
-}
+// postgresPlanner names the planner settings the store turns off inside
+// its PostgreSQL transactions. Every statement of the ledger reads or
+// writes rows by key or by a range of an index, and its tables change
+// faster than their statistics: a plan made while a table was small (a
+// sequential scan, a hash join, a bitmap of a whole partial index) would
+// stay cached while the table grows, and would read the index entries of
+// every row changed since the last vacuum. Without those plans, the
+// statements take their rows through the index that names them.
+var postgresPlanner = []string{"enable_seqscan", "enable_bitmapscan", "enable_hashjoin", "enable_mergejoin"}
+
+// WithPlannerSettings sets whether a Store on PostgreSQL turns off
+// enable_seqscan, enable_bitmapscan, enable_hashjoin and enable_mergejoin
+// inside its transactions (default true; see OpenPostgres). With false,
+// every statement runs with the server's settings. SQLite ignores it.
+func WithPlannerSettings(on bool) Option { return func(c *config) { c.planner = on } }
 
 // OpenPostgres connects to the PostgreSQL database of dsn (a URL or
 // key=value string, as pgx accepts) and migrates its schema. One pool
 // serves the writers (WithWriters, each committing batches of writes in
 // transactions of its own) and the reads (WithReadConns). WithSynchronous
 // and WithBusyTimeout do not apply: durability is the server's
-// (synchronous_commit, fsync). The store's connections take every row
-// through an index: they set enable_seqscan, enable_bitmapscan,
-// enable_hashjoin and enable_mergejoin to off, unless dsn sets them (the
-// ledger's tables change faster than their statistics, and a plan made
-// while a table was small would stay cached as it grows).
+// (synchronous_commit, fsync).
+//
+// Every transaction begun on the store's pool (the store's own, and those
+// begun on DB) starts with SET LOCAL enable_seqscan, enable_bitmapscan,
+// enable_hashjoin and enable_mergejoin = off, sent with its BEGIN in one
+// round trip, so that the ledger's statements take their rows through an
+// index (its tables change faster than their statistics, and a plan made
+// while a table was small would stay cached as it grows). SET LOCAL ends
+// with the transaction: sessions keep the server's settings, no startup
+// parameter is sent, and a pooler in transaction mode (PgBouncer) passes
+// the settings to no other client. The reads the store runs outside a
+// transaction use the session's settings, as prepared statements of
+// their own (the server reuses a cached plan whatever the settings of the
+// moment, so a transaction never runs a plan made outside one).
+//
+// The store sets only the settings whose value is the server's built-in
+// default when it opens: one that dsn sets (as a parameter or with
+// options=-c), or that the server's configuration, ALTER SYSTEM, ALTER
+// DATABASE or ALTER ROLE sets, keeps its value. WithPlannerSettings(false)
+// sets none of them.
 func OpenPostgres(dsn string, opts ...Option) (*Store, error) {
 	c, err := newConfig(opts)
 	if err != nil {
@@ -191,14 +209,16 @@ func OpenPostgres(dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open postgres: %w", err)
 	}
-	for name, value := range postgresPlanner {
-		if _, set := pc.RuntimeParams[name]; !set {
-			pc.RuntimeParams[name] = value
-		}
-	}
-	db := stdlib.OpenDB(*pc)
+	pconn := &plannerConnector{Connector: stdlib.GetConnector(*pc)}
+	db := sql.OpenDB(pconn)
 	db.SetMaxOpenConns(c.writers + c.readConns)
 	db.SetMaxIdleConns(c.writers + c.readConns)
+	if c.planner {
+		if err := pconn.setDefaults(db); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
 	s, err := newStore(db, db, dialectPostgres, c)
 	if err != nil {
 		db.Close()
@@ -206,6 +226,150 @@ func OpenPostgres(dsn string, opts ...Option) (*Store, error) {
 	}
 	return s, nil
 }
+
+// plannerConnector connects as pgx's database/sql driver does, and begins
+// each transaction with the SET LOCAL statements of the planner settings
+// that setDefaults chose.
+type plannerConnector struct {
+	driver.Connector
+	sets atomic.Pointer[plannerSets]
+}
+
+// plannerSets are the statements that begin a transaction: set alone
+// (SET LOCAL ...) and begin, BEGIN followed by set, sent as one query.
+type plannerSets struct{ set, begin string }
+
+// setDefaults reads which of the planner settings have the server's
+// built-in default on one of the pool's sessions (pg_settings.source
+// 'default', as opposed to a configuration file, the database, the role
+// or the client's startup packet) and makes the store's transactions set
+// those.
+func (pc *plannerConnector) setDefaults(db *sql.DB) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rows, err := db.QueryContext(ctx, `SELECT name FROM pg_settings WHERE source = 'default' AND name IN ('`+
+		strings.Join(postgresPlanner, "', '")+`')`)
+	if err != nil {
+		return fmt.Errorf("sqlstore: connect: %w", err)
+	}
+	defer rows.Close()
+	unset := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return fmt.Errorf("sqlstore: connect: %w", err)
+		}
+		unset[name] = true
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlstore: connect: %w", err)
+	}
+	var set strings.Builder
+	for _, name := range postgresPlanner {
+		if unset[name] {
+			fmt.Fprintf(&set, "SET LOCAL %s = off; ", name)
+		}
+	}
+	if set.Len() > 0 {
+		pc.sets.Store(&plannerSets{set: set.String(), begin: "BEGIN; " + set.String()})
+	}
+	return nil
+}
+
+// Connect returns a connection of pgx's driver whose transactions begin
+// with the planner settings.
+func (pc *plannerConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	dc, err := pc.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := dc.(*stdlib.Conn); ok {
+		return &plannerConn{Conn: c, sets: &pc.sets}, nil
+	}
+	return dc, nil
+}
+
+// plannerConn is a connection of pgx's driver (all of whose methods it
+// keeps) with BeginTx replaced.
+type plannerConn struct {
+	*stdlib.Conn
+	sets *atomic.Pointer[plannerSets]
+}
+
+// Begin is BeginTx with default options (database/sql calls BeginTx).
+func (c *plannerConn) Begin() (driver.Tx, error) {
+	return c.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+// BeginTx begins a transaction and sets the planner settings in it: in
+// the same query as BEGIN for a transaction with default options, after
+// pgx's own BEGIN otherwise.
+func (c *plannerConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	sets := c.sets.Load()
+	if sets == nil || opts != (driver.TxOptions{}) {
+		tx, err := c.Conn.BeginTx(ctx, opts)
+		if err != nil || sets == nil {
+			return tx, err
+		}
+		if _, err := c.Conn.Conn().Exec(ctx, sets.set); err != nil {
+			tx.Rollback() //nolint:errcheck // the error of the SET matters
+			return nil, err
+		}
+		return tx, nil
+	}
+	conn := c.Conn.Conn()
+	if conn.IsClosed() {
+		return nil, driver.ErrBadConn
+	}
+	if _, err := conn.Exec(ctx, sets.begin); err != nil {
+		if conn.PgConn().TxStatus() != 'I' {
+			(&plannerTx{ctx: ctx, conn: conn}).Rollback() //nolint:errcheck // the first error matters
+		}
+		return nil, err
+	}
+	return &plannerTx{ctx: ctx, conn: conn}, nil
+}
+
+// plannerTx ends a transaction that plannerConn.BeginTx began, as pgx's
+// own transactions end.
+type plannerTx struct {
+	ctx  context.Context
+	conn *pgx.Conn
+}
+
+// Commit commits; a transaction that failed and rolled back instead
+// returns pgx.ErrTxCommitRollback.
+func (t *plannerTx) Commit() error {
+	tag, err := t.conn.Exec(t.ctx, "COMMIT")
+	if err != nil {
+		if t.conn.PgConn().TxStatus() != 'I' {
+			t.conn.Close(t.ctx) //nolint:errcheck // the first error matters
+		}
+		return err
+	}
+	if tag.String() == "ROLLBACK" {
+		return pgx.ErrTxCommitRollback
+	}
+	return nil
+}
+
+// Rollback rolls back; if it fails, the connection's state is unknown and
+// it is closed.
+func (t *plannerTx) Rollback() error {
+	if _, err := t.conn.Exec(t.ctx, "ROLLBACK"); err != nil {
+		t.conn.Close(t.ctx) //nolint:errcheck // the first error matters
+		return err
+	}
+	return nil
+}
+
+// outsideTxTag ends the text of the reads the store runs outside its
+// transactions on PostgreSQL. The server caches the plan of a prepared
+// statement on each connection and reuses it whatever the settings of
+// the moment, and the planner settings hold only inside the store's
+// transactions: a text of their own keeps a plan made outside a
+// transaction from serving one.
+const outsideTxTag = " -- outside a transaction"
 
 func newStore(db, rdb *sql.DB, d dialect, c config) (*Store, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -240,8 +404,12 @@ func newStore(db, rdb *sql.DB, d dialect, c config) (*Store, error) {
 			return nil, fmt.Errorf("sqlstore: prepare %s: %w", name, err)
 		}
 		s.txStmts[name], s.stmts[name] = stmt, stmt
-		if rdb != db && strings.HasPrefix(q, "SELECT") {
-			if s.stmts[name], err = rdb.PrepareContext(ctx, q); err != nil {
+		if strings.HasPrefix(q, "SELECT") && (rdb != db || d == dialectPostgres) {
+			rq := q
+			if d == dialectPostgres {
+				rq += outsideTxTag
+			}
+			if s.stmts[name], err = rdb.PrepareContext(ctx, rq); err != nil {
 				s.stmts[name] = nil
 				s.closeStmts()
 				return nil, fmt.Errorf("sqlstore: prepare %s: %w", name, err)
@@ -263,7 +431,9 @@ func newStore(db, rdb *sql.DB, d dialect, c config) (*Store, error) {
 	return s, nil
 }
 
-// DB returns the underlying database.
+// DB returns the underlying database. On PostgreSQL, the transactions
+// begun on it set the planner settings as the store's own do (see
+// OpenPostgres).
 func (s *Store) DB() *sql.DB { return s.db }
 
 // Dialect returns "sqlite" or "postgres".

@@ -50,12 +50,15 @@
 //
 // Plans: every statement of the ledger reads or writes its rows by key or
 // by a range of an index. On PostgreSQL, whose tables here change faster
-// than their statistics, the store's connections set enable_seqscan,
-// enable_bitmapscan, enable_hashjoin and enable_mergejoin to off (unless
-// the DSN sets them), so that no plan made while a table was small (a
-// sequential scan, a hash join, a bitmap of a whole partial index) stays
-// cached as it grows, and no statement reads the index entries of rows
-// changed since the last vacuum beyond those it names.
+// than their statistics, the store's transactions begin with SET LOCAL
+// enable_seqscan, enable_bitmapscan, enable_hashjoin and enable_mergejoin
+// = off (sent with BEGIN and ending with the transaction, so sessions
+// keep the server's settings; not for a setting that the DSN, the
+// server's configuration, the database or the role sets; not at all with
+// WithPlannerSettings(false)), so that no plan made while a table was
+// small (a sequential scan, a hash join, a bitmap of a whole partial
+// index) stays cached as it grows, and no statement reads the index
+// entries of rows changed since the last vacuum beyond those it names.
 //
 // Claims: on PostgreSQL, ClaimDue selects due rows with FOR UPDATE SKIP
 // LOCKED, so concurrent pollers never claim the same message and never wait
