@@ -34,7 +34,10 @@ import (
 //     AuditExit's record) is released when the handler really returns:
 //     this stage marks the call detached (mcp.ToolCall.Detach) while the
 //     handler runs on, and they wait for it (mcp.ToolCall.AfterHandler).
-//     A graceful shutdown of the session waits for it too.
+//     A graceful shutdown waits for it too: the drain of a connection
+//     (mcp.Server.Run), and mcp.Server.StopTasks for a 2026-07-28
+//     request, whose answer (over streamable HTTP, the POST's response)
+//     is sent at the deadline.
 //
 // A caller that goes away first is answered nothing by this deadline: the
 // stage waits for the handler, whose context ends with the caller's. A
