@@ -187,6 +187,9 @@ func runWithDeadline(ctx context.Context, c *Call, d time.Duration, next Handler
 		return nil, timeoutError(c, d)
 	}
 	if panicked != nil {
+		if hp, ok := panicked.(*handlerPanic); ok {
+			panic(hp) // from a Timeout inside: it carries the handler's stack already
+		}
 		panic(&handlerPanic{value: panicked, stack: stack})
 	}
 	return res, err

@@ -138,16 +138,22 @@ func panickingTool(context.Context, *Call) (*mcp.CallToolResult, error) {
 
 // A handler's panic before its deadline is raised again on the caller's
 // goroutine carrying the handler's stack: Recover's log shows the tool's
-// frame.
+// frame, through nested Timeout stages too.
 func TestTimeoutPanicCarriesHandlerStack(t *testing.T) {
-	logs := &exampletest.SafeBuffer{}
-	h := Recover()(Timeout(time.Hour)(panickingTool))
-	_, err := h(context.Background(), NewCall(nil, call("x", `{}`, logs)))
-	se := structuredErr(t, err)
-	assert.Equal(t, mcp.ErrInternal, se.Code)
-	assert.Equal(t, "panic", se.Details["reason"])
-	assert.Contains(t, logs.String(), "panic=\"tool boom\"")
-	assert.Contains(t, logs.String(), "panickingTool", "the handler's frame is logged")
+	for name, h := range map[string]Handler{
+		"one":    Recover()(Timeout(time.Hour)(panickingTool)),
+		"nested": Recover()(Timeout(time.Hour)(Timeout(time.Hour)(panickingTool))),
+	} {
+		t.Run(name, func(t *testing.T) {
+			logs := &exampletest.SafeBuffer{}
+			_, err := h(context.Background(), NewCall(nil, call("x", `{}`, logs)))
+			se := structuredErr(t, err)
+			assert.Equal(t, mcp.ErrInternal, se.Code)
+			assert.Equal(t, "panic", se.Details["reason"])
+			assert.Contains(t, logs.String(), "panic=\"tool boom\"")
+			assert.Contains(t, logs.String(), "panickingTool", "the handler's frame is logged")
+		})
+	}
 }
 
 // A handler that panics once its deadline has passed is answered TIMEOUT
