@@ -17,12 +17,13 @@ import (
 // handshake and method errors, invalid params, an unknown resource (-32002
 // in 2025, -32602 in 2026-07-28), an unsupported revision (-32022), a
 // missing client capability (-32021), URL elicitation required (-32042),
-// the input rounds' errors and the task errors.
+// the input rounds' errors (MaxUsedStates included) and the task errors.
 func TestEveryProtocolErrorCarriesItsCorrelationID(t *testing.T) {
 	o := mcptest.ServerOptions(&extTaskTools{})
 	o.Resources = mcptest.NewCatalog()
 	o.Tasks = &mcp.TaskOptions{}
 	o.StateKey = []byte("0123456789abcdef0123456789abcdef")
+	o.StateSingleUse, o.MaxUsedStates = true, 1
 	o.Methods = map[string]mcp.MethodHandler{"x/url": func(context.Context, *mcp.Request) (any, error) {
 		return nil, mcp.NewURLElicitationRequiredError("authorization required",
 			mcp.ElicitParams{Message: "sign in", URL: "https://example.com/auth", ElicitationID: "e1"})
@@ -38,6 +39,17 @@ func TestEveryProtocolErrorCarriesItsCorrelationID(t *testing.T) {
 		return fmt.Sprintf(`"_meta":{"io.modelcontextprotocol/protocolVersion":%q,"io.modelcontextprotocol/clientCapabilities":%s,"correlationId":%q}`, version, caps, corr)
 	}
 	const v26 = "2026-07-28"
+	// The server remembers one used requestState: answer one round, and
+	// the next round's state is refused (MaxUsedStates).
+	answers := `"inputResponses":{"a":{"action":"accept","content":{"name":"A"}},"b":{"action":"accept","content":{"name":"B"}}}`
+	askRound := func(id int, extra string) map[string]any {
+		modern.t = t
+		modern.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"ask"%s,%s}}`, id, extra, meta2026(v26, noTaskCaps, "setup")))
+		return modern.recv()
+	}
+	state := askRound(1001, "")["result"].(map[string]any)["requestState"].(string)
+	require.Contains(t, askRound(1002, ","+answers+`,"requestState":"`+state+`"`), "result", "the first state is accepted")
+	state = askRound(1003, "")["result"].(map[string]any)["requestState"].(string)
 	tests := []struct {
 		name   string
 		c      *rawConn
@@ -64,6 +76,7 @@ func TestEveryProtocolErrorCarriesItsCorrelationID(t *testing.T) {
 		{"2026: invalid params", modern, "resources/read", `"uri":5`, func(c string) string { return meta2026(v26, taskCaps, c) }, -32602},
 		{"2026: unknown resource", modern, "resources/read", `"uri":"test://nope"`, func(c string) string { return meta2026(v26, taskCaps, c) }, -32602},
 		{"2026: a requestState that does not verify", modern, "tools/call", `"name":"ask","requestState":"forged"`, func(c string) string { return meta2026(v26, taskCaps, c) }, -32602},
+		{"2026: MaxUsedStates reached", modern, "tools/call", `"name":"ask",` + answers + `,"requestState":"` + state + `"`, func(c string) string { return meta2026(v26, noTaskCaps, c) }, -32602},
 		{"2026: an inputResponse that is not an object", modern, "tools/call", `"name":"ask","inputResponses":{"a":1}`, func(c string) string { return meta2026(v26, taskCaps, c) }, -32602},
 		{"2026: tasks without the extension", modern, "tasks/get", `"taskId":"x"`, func(c string) string { return meta2026(v26, noTaskCaps, c) }, -32021},
 		{"2026: unknown task", modern, "tasks/get", `"taskId":"nope"`, func(c string) string { return meta2026(v26, taskCaps, c) }, -32602},

@@ -64,17 +64,19 @@ type ToolCall struct {
 // handler has returned: a stage answered at a deadline and left the
 // handler's goroutine running, as middleware.Timeout does. Call end once
 // that handler has really returned; calls of end after the first do
-// nothing. Until then the functions given to AfterHandler wait, and a
-// call that answers a request in flight counts among its session's
-// requests (a graceful shutdown waits for it; a task's handler is waited
-// for by Server.StopTasks instead).
+// nothing. Until then the functions given to AfterHandler wait (a panic
+// in one is logged with its stack, and the others still run). The
+// request is answered at once; the handler still counts: a graceful
+// shutdown of a connection (Server.Run) waits for it, and so does
+// Server.StopTasks, for a 2026-07-28 request served by ServeRequest and
+// for a task's handler.
 func (c *ToolCall) Detach() (end func()) {
 	c.endMu.Lock()
 	c.detached++
 	c.endMu.Unlock()
-	held := c.Session != nil && c.task == nil && c.run == nil
-	if held {
-		c.Session.reqs.hold()
+	var release func()
+	if c.Session != nil && c.task == nil && c.run == nil {
+		release = holdDetached(c.Session)
 	}
 	var ended atomic.Bool
 	return func() {
@@ -88,11 +90,18 @@ func (c *ToolCall) Detach() (end func()) {
 			run, c.hooks = c.hooks, nil
 		}
 		c.endMu.Unlock()
-		for _, fn := range run {
-			fn()
+		log := c.Logger
+		if log == nil {
+			log = slog.Default()
 		}
-		if held {
-			c.Session.reqs.done()
+		for _, fn := range run {
+			// On the handler's goroutine, outside any stage's recover:
+			// a panic must not end the process, nor skip the releases
+			// of the hooks after it.
+			_, _ = guard(log, "AfterHandler function", c.Name, func() (any, error) { fn(); return nil, nil })
+		}
+		if release != nil {
+			release()
 		}
 	}
 }

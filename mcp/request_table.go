@@ -116,11 +116,21 @@ func (t *requestTable) cancelAll(onlyKeepAlive bool) {
 	}
 }
 
-// hold counts a handler that runs on after its request was answered
-// (ToolCall.Detach); done ends it.
-func (t *requestTable) hold() {
+// holdDetached counts a handler of ss that runs on after its request
+// was answered (ToolCall.Detach) until the returned function is called: among
+// the session's requests, whose drain waits for it, or, in the session of
+// ServeRequest, which returns once its request is answered, among the
+// Server's detached handlers (Server.StopTasks waits for them).
+func holdDetached(ss *Session) (release func()) {
+	if ss.rd.owned {
+		n := &ss.server.detached
+		n.add()
+		return n.done
+	}
+	t := &ss.reqs
 	t.wg.Add(1)
 	t.active.Add(1)
+	return t.done
 }
 
 // done counts a request served: it has been answered (or its answer

@@ -183,7 +183,7 @@ func (s *Server) refuseState(why stateRefusal, wire, kid, method, target string,
 	case refusedTooManyUsed:
 		max := s.opts.MaxUsedStates
 		msg = "cannot be accepted now: the server remembers MaxUsedStates (" + strconv.Itoa(max) + ") used states already; try again later"
-		data = map[string]any{"limit": "MaxUsedStates", "maxUsedStates": max}
+		data = usedStatesData{Limit: "MaxUsedStates", MaxUsedStates: max}
 	}
 	if n, ok := s.states.logs.take(s.opts.Now()); ok {
 		attrs := []any{slog.String("reason", string(why)), slog.String("method", method), logclip.Attr("target", target),
@@ -203,6 +203,15 @@ func (s *Server) refuseState(why stateRefusal, wire, kid, method, target string,
 		s.log.Log(context.Background(), level, "mcp: requestState refused", attrs...)
 	}
 	return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: requestState " + msg, Data: data}
+}
+
+// usedStatesData is the data of the -32602 refusal of a requestState
+// while MaxUsedStates used states are remembered; the responder fills in
+// the request's correlationId, as in every protocol error.
+type usedStatesData struct {
+	Limit         string `json:"limit"`
+	MaxUsedStates int    `json:"maxUsedStates"`
+	CorrelationID string `json:"correlationId"`
 }
 
 // statePrefix is what a log line shows of a state: its first 12

@@ -57,7 +57,7 @@ func TestStateSingleUseShared(t *testing.T) {
 	_, e = open(b, seal(b))
 	require.NotNil(t, e)
 	assert.Contains(t, e.Message, "MaxUsedStates (2)")
-	assert.Equal(t, map[string]any{"limit": "MaxUsedStates", "maxUsedStates": 2}, e.Data)
+	assert.Equal(t, usedStatesData{Limit: "MaxUsedStates", MaxUsedStates: 2}, e.Data)
 
 	shared.mu.Lock()
 	shared.fail = errors.New("database down")

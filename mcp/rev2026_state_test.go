@@ -327,7 +327,7 @@ func TestStateSingleUseBounded(t *testing.T) {
 	_, e := open(s, c)
 	require.NotNil(t, e)
 	assert.Contains(t, e.Message, "MaxUsedStates (2)")
-	assert.Equal(t, map[string]any{"limit": "MaxUsedStates", "maxUsedStates": 2}, e.Data)
+	assert.Equal(t, usedStatesData{Limit: "MaxUsedStates", MaxUsedStates: 2}, e.Data)
 	assert.Contains(t, logs.String(), `"reason":"too many used states"`)
 	_, e = open(s, a)
 	require.NotNil(t, e, "a full set still remembers what it holds")

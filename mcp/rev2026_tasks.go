@@ -126,18 +126,22 @@ func StartTask(ctx context.Context) bool {
 // StopTasks cancels the context of every task handler still running (of
 // both eras) and of every call that may still become a task, refuses to
 // start new ones, and waits until the handlers have returned or ctx ends.
-// Call it when the server shuts down, after the transports stopped.
+// It also waits for the handlers of 2026-07-28 requests served by
+// ServeRequest (streamable HTTP) that were answered at a deadline and run
+// on (see ToolCall.Detach; their contexts have ended already). Call it
+// when the server shuts down, after the transports stopped.
 func (s *Server) StopTasks(ctx context.Context) error {
-	st := s.tasks
-	if st == nil {
-		return nil
+	if st := s.tasks; st != nil {
+		if st.unwatch != nil {
+			st.unwatch()
+		}
+		st.runner.stop()
+		st.stopAll()
+		if err := st.runner.wait(ctx); err != nil {
+			return err
+		}
 	}
-	if st.unwatch != nil {
-		st.unwatch()
-	}
-	st.runner.stop()
-	st.stopAll()
-	return st.runner.wait(ctx)
+	return s.detached.wait(ctx)
 }
 
 // declaresTasks reports whether caps declare the tasks extension.

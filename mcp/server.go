@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -288,6 +289,54 @@ type Server struct {
 	// serverInfoJSON is the serverInfo every 2026-07-28 result names,
 	// encoded once (rev2026_engine.go).
 	serverInfoJSON jsontext.Value
+	// detached counts the handlers of requests served by ServeRequest
+	// that run on after their answer (ToolCall.Detach): StopTasks waits
+	// for them.
+	detached runningCount
+}
+
+// runningCount counts handlers running on; wait waits for none to run.
+// Unlike a sync.WaitGroup, it may count up again while a wait is under
+// way.
+type runningCount struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0 (made by wait)
+}
+
+func (r *runningCount) add() {
+	r.mu.Lock()
+	r.n++
+	r.mu.Unlock()
+}
+
+func (r *runningCount) done() {
+	r.mu.Lock()
+	if r.n--; r.n == 0 && r.idle != nil {
+		close(r.idle)
+		r.idle = nil
+	}
+	r.mu.Unlock()
+}
+
+// wait returns nil once no handler runs, or ctx's error if it ends first.
+func (r *runningCount) wait(ctx context.Context) error {
+	r.mu.Lock()
+	if r.n == 0 {
+		r.mu.Unlock()
+		return nil
+	}
+	if r.idle == nil {
+		r.idle = make(chan struct{})
+	}
+	idle := r.idle
+	r.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // NewServer returns a Server configured by opts (nil = defaults).
@@ -499,7 +548,9 @@ func (s *Server) Run(ctx context.Context, t transport.Transport) error {
 // transport.StatelessRequest naming the revision. A message of any other
 // kind is served the same way, as a session that ends with it would. msg
 // is not copied: it must not change afterwards (the request, and a task
-// it starts, keep parts of it).
+// it starts, keep parts of it). A handler answered at a deadline that runs
+// on (ToolCall.Detach) does not hold ServeRequest: Server.StopTasks waits
+// for it.
 func (s *Server) ServeRequest(ctx context.Context, t transport.Transport, msg []byte) error {
 	ss := s.newSession(t, true)
 	if p, ok := transport.PeerFromContext(ctx); ok {
@@ -520,7 +571,7 @@ func (s *Server) ServeRequest(ctx context.Context, t transport.Transport, msg []
 	if j := ss.rd.handleRead(msg); j != nil {
 		j.run()
 	}
-	ss.reqs.wg.Wait() // a lasting request runs on a worker: it ends with ctx
+	ss.reqs.wg.Wait() // a lasting request runs on a worker: it ends with ctx (a detached handler is not counted here)
 	ss.close()
 	return nil
 }

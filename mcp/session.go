@@ -348,6 +348,11 @@ func (r responder) error(e *Error) {
 			c.CorrelationID = r.correlationID()
 			e = &Error{Code: e.Code, Message: e.Message, Data: &c}
 		}
+	case usedStatesData:
+		if d.CorrelationID == "" {
+			d.CorrelationID = r.correlationID()
+			e = &Error{Code: e.Code, Message: e.Message, Data: d}
+		}
 	case taskErrData:
 		if d.CorrelationID == "" {
 			d.CorrelationID = r.correlationID()

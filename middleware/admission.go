@@ -65,11 +65,35 @@ type AdmissionContext struct {
 	// Phase is PhaseList or PhaseCall.
 	Phase AdmissionPhase
 	// Session is the connection the request arrived on (nil outside a
-	// Server). Its TransportKind, ProtocolVersion and ClientInfo are there.
+	// Server); see TransportKind. What the request itself states is in
+	// ProtocolVersion and ClientInfo.
 	Session *mcp.Session
+	// ProtocolVersion is the revision the request is served at: its own
+	// for a 2026-07-28 request, else the one its session negotiated (""
+	// outside a Server).
+	ProtocolVersion string
+	// ClientInfo is the client's self-reported name and version for this
+	// request: its _meta's for a 2026-07-28 request (zero when it names
+	// none), else the session's initialize. The client says it: it proves
+	// nothing.
+	ClientInfo mcp.Implementation
 	// Call is the tools/call being admitted (PhaseCall only; its Meta is
 	// the request's _meta).
 	Call *Call
+}
+
+// admissionContext returns the AdmissionContext of the request ctx
+// belongs to, at phase, for call (nil at PhaseList): the revision and
+// client info are the request's when ctx carries one (mcp.RequestFromContext),
+// else the session's.
+func admissionContext(ctx context.Context, phase AdmissionPhase, ss *mcp.Session, call *Call) AdmissionContext {
+	ac := AdmissionContext{Phase: phase, Session: ss, Call: call}
+	if req := mcp.RequestFromContext(ctx); req != nil {
+		ac.ProtocolVersion, ac.ClientInfo = req.ProtocolVersion(), req.ClientInfo()
+	} else if ss != nil {
+		ac.ProtocolVersion, ac.ClientInfo = ss.ProtocolVersion(), ss.ClientInfo()
+	}
+	return ac
 }
 
 // TransportKind returns the kind of the session's transport ("stdio" for
@@ -181,7 +205,7 @@ func Admit(p AdmissionPolicy) Middleware {
 			if err != nil {
 				return nil, err
 			}
-			if err := p.Admit(ctx, t, AdmissionContext{Phase: PhaseCall, Session: c.Session, Call: c}); err != nil {
+			if err := p.Admit(ctx, t, admissionContext(ctx, PhaseCall, c.Session, c)); err != nil {
 				return nil, c.refusal(err)
 			}
 			return next(ctx, c)
@@ -218,7 +242,7 @@ const refusedMessage = "call refused by the admission policy (its reason is in t
 
 // admitted returns the tools p admits for a tools/list with context ctx.
 func admitted(ctx context.Context, p AdmissionPolicy, tools []listedTool) []*mcp.Tool {
-	ac := AdmissionContext{Phase: PhaseList, Session: mcp.SessionFromContext(ctx)}
+	ac := admissionContext(ctx, PhaseList, mcp.SessionFromContext(ctx), nil)
 	out := make([]*mcp.Tool, 0, len(tools))
 	for _, lt := range tools {
 		if p == nil || p.Admit(ctx, lt.tool, ac) == nil {

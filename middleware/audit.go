@@ -18,7 +18,9 @@ type AuditSink interface {
 	// with INTERNAL "audit enter failed" and the handler does not run.
 	Enter(ctx context.Context, ev ToolEnterEvent) error
 	// Exit records the end of a call. An error is logged; it never replaces
-	// the call's own result or error.
+	// the call's own result or error. For a call whose handler outlasted
+	// its deadline, Exit runs when the handler returns, on its goroutine,
+	// with the call's context values and no cancellation.
 	Exit(ctx context.Context, ev ToolExitEvent) error
 }
 
@@ -165,7 +167,9 @@ func (a *Audit) Exit() Middleware {
 			done = true
 			if c.Detached() { // a Timeout inside returned first: the record waits for the handler
 				r, e := res, err // copies: the named results would escape
-				c.AfterHandler(func() { exit(ctx, sink, now, c, start, r, e) })
+				// By then the caller's context has ended: the sink gets
+				// its values without its cancellation.
+				c.AfterHandler(func() { exit(context.WithoutCancel(ctx), sink, now, c, start, r, e) })
 			} else {
 				exit(ctx, sink, now, c, start, res, err)
 			}
@@ -185,7 +189,7 @@ func exit(ctx context.Context, sink AuditSink, now func() time.Time, c *Call, st
 		Result: res, Err: err, Outcome: outcome(ctx, c, res, err),
 	}
 	if c.timedOut.Load() {
-		ev.Result = c.lateRes
+		ev.Result, _ = c.late()
 	}
 	if xerr := sink.Exit(ctx, ev); xerr != nil {
 		c.Log().Error("middleware: audit exit failed", "tool", c.Name, "outcome", ev.Outcome, "error", xerr)
@@ -196,7 +200,7 @@ func exit(ctx context.Context, sink AuditSink, now func() time.Time, c *Call, st
 // received (the caller's).
 func outcome(ctx context.Context, c *Call, res *mcp.CallToolResult, err error) Outcome {
 	if c.timedOut.Load() {
-		if isContextError(c.lateErr) {
+		if _, lateErr := c.late(); isContextError(lateErr) {
 			return OutcomeTimeout
 		}
 		return OutcomeLateCompleted

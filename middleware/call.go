@@ -3,6 +3,7 @@ package middleware
 import (
 	"encoding/json"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,7 +19,14 @@ import (
 //
 // A Call belongs to the goroutine serving it: its methods and fields must not
 // be used concurrently (a handler that starts goroutines should copy what they
-// need first).
+// need first). Timeout hands the Call on: the stages inside it and the handler
+// run on another goroutine while the caller waits, and, once the deadline has
+// answered, run on while the stages outside return. What those share is
+// synchronized: TimedOut, the embedded ToolCall's Detach, Detached and
+// AfterHandler, and the late outcome the audit record carries (of nested
+// Timeout stages, the innermost one's: what the handler returned), read
+// through AfterHandler. Everything else a stage outside Timeout may read but must not
+// change while Detached reports true.
 type Call struct {
 	*mcp.ToolCall
 
@@ -35,11 +43,37 @@ type Call struct {
 
 	enteredAt time.Time // set by AuditEnter; the start of the audit pair
 
-	// Set by Timeout when the response deadline passed; the late outcome
-	// is set once the handler has really returned (AfterHandler).
+	// Set by Timeout when the response deadline passed.
 	timedOut atomic.Bool
-	lateRes  *mcp.CallToolResult
-	lateErr  error
+	// timeoutDepth: the Timeout stages the call has entered, counted as
+	// each starts the handler's goroutine (a stage inside another has the
+	// greater depth).
+	timeoutDepth int32
+	// The late outcome: what the handler really returned after a deadline
+	// (see setLate), read through AfterHandler.
+	lateMu    sync.Mutex
+	lateDepth int32
+	lateRes   *mcp.CallToolResult
+	lateErr   error
+}
+
+// setLate records what the stages inside the Timeout stage of depth
+// returned after its deadline had passed. Of nested Timeout stages that
+// each saw a late outcome, the innermost one's is kept: the handler's own,
+// where a stage outside saw only the inner stage's TIMEOUT.
+func (c *Call) setLate(depth int32, res *mcp.CallToolResult, err error) {
+	c.lateMu.Lock()
+	if depth > c.lateDepth {
+		c.lateDepth, c.lateRes, c.lateErr = depth, res, err
+	}
+	c.lateMu.Unlock()
+}
+
+// late returns the late outcome (see setLate).
+func (c *Call) late() (*mcp.CallToolResult, error) {
+	c.lateMu.Lock()
+	defer c.lateMu.Unlock()
+	return c.lateRes, c.lateErr
 }
 
 // NewCall returns a Call for tc whose tool is looked up in reg. Chain.CallTool

@@ -185,7 +185,7 @@ func (ch *Chain) FindTool(ctx context.Context, name string) (*mcp.Tool, bool) {
 	} else {
 		return nil, false
 	}
-	if policy != nil && policy.Admit(ctx, t, AdmissionContext{Phase: PhaseList, Session: mcp.SessionFromContext(ctx)}) != nil {
+	if policy != nil && policy.Admit(ctx, t, admissionContext(ctx, PhaseList, mcp.SessionFromContext(ctx), nil)) != nil {
 		return nil, false
 	}
 	return def, true

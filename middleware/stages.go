@@ -54,8 +54,12 @@ func Recover() Middleware {
 		return func(ctx context.Context, c *Call) (res *mcp.CallToolResult, err error) {
 			defer func() {
 				if v := recover(); v != nil {
+					stack := debug.Stack()
+					if hp, ok := v.(*handlerPanic); ok { // raised again by Timeout: the tool's stack first
+						v, stack = hp.value, append(append(hp.stack, "\n[raised again on the caller's goroutine]\n"...), stack...)
+					}
 					c.Log().Error("middleware: panic while serving a tool call", "tool", c.Name, "panic", logclip.Clip(fmt.Sprint(v), logclip.DefaultMaxValue),
-						"stack", logclip.Clip(string(debug.Stack()), logclip.DefaultMaxValue))
+						"stack", logclip.Clip(string(stack), logclip.DefaultMaxValue))
 					// The panic may come from any stage inside, not only the
 					// tool: the message does not say which.
 					res, err = nil, c.toolError(mcp.ErrInternal, "internal error while serving tool "+quote(c.Name)+" (a recovered panic; see the server's log)", map[string]any{"reason": "panic"})

@@ -3,6 +3,7 @@ package middleware
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -34,12 +35,17 @@ import (
 //     AuditExit's record) is released when the handler really returns:
 //     this stage marks the call detached (mcp.ToolCall.Detach) while the
 //     handler runs on, and they wait for it (mcp.ToolCall.AfterHandler).
-//     A graceful shutdown of the session waits for it too.
+//     A graceful shutdown waits for it too: the drain of a connection
+//     (mcp.Server.Run), and mcp.Server.StopTasks for a 2026-07-28
+//     request, whose answer (over streamable HTTP, the POST's response)
+//     is sent at the deadline.
 //
 // A caller that goes away first is answered nothing by this deadline: the
 // stage waits for the handler, whose context ends with the caller's. A
-// panic inside is raised again on the caller's goroutine, or logged when
-// the stage has returned already.
+// panic inside before the deadline is raised again on the caller's
+// goroutine, carrying the handler's stack, which Recover logs; after the
+// deadline (also when the stage has returned already) it is logged with
+// its stack, and the answer is TIMEOUT.
 //
 // A call the Server runs as a task (mcp.ToolCall.Task set, 2025-11-25) has
 // no response waiting for it: def does not apply, its task's ttl and
@@ -88,6 +94,7 @@ type deadlineRun struct {
 	refs   atomic.Int32
 	done   chan struct{} // receives once when the handler returned first (capacity 1)
 	end    func()        // mcp.ToolCall.Detach's, set before phaseTimedOut
+	depth  int32         // the stage's nesting (Call.timeoutDepth), for Call.setLate
 
 	res      *mcp.CallToolResult
 	err      error
@@ -129,6 +136,8 @@ func runWithDeadline(ctx context.Context, c *Call, d time.Duration, next Handler
 	r := deadlineRuns.Get().(*deadlineRun)
 	r.c, r.next, r.d, r.at = c, next, d, time.Now().Add(d)
 	r.refs.Store(2)
+	c.timeoutDepth++ // before the handler's goroutine starts: a stage inside counts on from here
+	r.depth = c.timeoutDepth
 	if pd, ok := ctx.Deadline(); ok && !pd.After(r.at) {
 		r.ctx, r.cancel = context.WithDeadline(ctx, r.at)
 	} else {
@@ -162,26 +171,52 @@ func runWithDeadline(ctx context.Context, c *Call, d time.Duration, next Handler
 					c.timedOut.Store(true)
 					return nil, timeoutError(c, d)
 				}
-				end() // it returned meanwhile: nothing runs on
+				end() // it returned meanwhile: nothing runs on, and the answer is TIMEOUT (below)
 			}
 			<-done // it returned meanwhile, or the caller's own end: wait for the handler
 		}
 	}
-	res, err, panicked, at := r.res, r.err, r.panicked, r.at
+	res, err, panicked, stack, at, depth := r.res, r.err, r.panicked, r.stack, r.at, r.depth
 	r.release()
-	if panicked != nil {
-		panic(panicked)
-	}
 	if ctx.Err() == nil && (hctx.Err() == context.DeadlineExceeded || !time.Now().Before(at)) {
-		// It returned, but the deadline had passed before its outcome
-		// was read: TIMEOUT, whatever it returned.
+		// It returned (or panicked), but the deadline had passed before
+		// its outcome was read: TIMEOUT, whatever it did.
 		c.timedOut.Store(true)
-		c.lateRes, c.lateErr = res, err
-		logLate(c, d, at, res, err, nil, nil)
+		c.setLate(depth, res, err)
+		logLate(c, d, at, res, err, panicked, stack)
 		return nil, timeoutError(c, d)
+	}
+	if panicked != nil {
+		if hp, ok := panicked.(*handlerPanic); ok {
+			panic(hp) // from a Timeout inside: it carries the handler's stack already
+		}
+		panic(&handlerPanic{value: panicked, stack: stack})
 	}
 	return res, err
 }
+
+// handlerPanic is a panic of the handler raised again on the caller's
+// goroutine by Timeout: it carries the handler's stack, which Recover logs
+// (the caller's own stack does not show the tool's frames).
+type handlerPanic struct {
+	value any
+	stack []byte // the handler goroutine's, at the panic
+}
+
+// String returns the panic value followed by the handler's stack, for a
+// recover that does not know the type (mcp's own logs fmt.Sprint of it).
+func (p *handlerPanic) String() string {
+	return fmt.Sprint(p.value) + "\n[the tool's goroutine]\n" + string(p.stack)
+}
+
+// Unwrap returns the panic value when it is an error.
+func (p *handlerPanic) Unwrap() error {
+	err, _ := p.value.(error)
+	return err
+}
+
+// Error implements error, as String.
+func (p *handlerPanic) Error() string { return p.String() }
 
 // run runs the handler, on a goroutine of handlers.
 func (r *deadlineRun) run() {
@@ -203,7 +238,7 @@ func (r *deadlineRun) finish() {
 		return
 	}
 	c, end := r.c, r.end
-	c.lateRes, c.lateErr = r.res, r.err
+	c.setLate(r.depth, r.res, r.err)
 	logLate(c, r.d, r.at, r.res, r.err, r.panicked, r.stack)
 	r.release()
 	end()
