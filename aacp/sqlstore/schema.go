@@ -86,12 +86,15 @@ var migrations = []migration{
 		`CREATE INDEX aacp_messages_dead ON aacp_messages (created_at) WHERE dead_reason <> ''`,
 	}},
 	// SQLite: the messages and requests become rowid tables, their ids
-	// unique keys. Clustered on a random id, each row (envelope or payload
-	// inline) went to a random leaf of a wide tree: a batch's writes
-	// dirtied about a page per row, each written to the WAL at commit.
-	// Rowid rows are appended together; only the narrow id index takes
-	// random inserts. Rebuilt in place (rows kept, then the indexes
-	// again). PostgreSQL's tables are heaps already.
+	// unique keys. Clustered on their ids (WITHOUT ROWID), each table was
+	// a tree of whole records, the envelope or payload inline, in its
+	// interior pages as well as its leaves, so it held few rows per page
+	// and split often; every entry of their other indexes repeated the
+	// 36-byte id; a resolution or an acknowledgment rewrote a whole record
+	// in that tree. A rowid table keeps its rows in the leaves under
+	// integer keys, and the other indexes carry an 8-byte rowid. Rebuilt
+	// in place (rows kept, then the indexes again). PostgreSQL's tables
+	// are heaps already.
 	{version: 4, name: "rowid messages and requests", sqliteOnly: true, stmts: []string{
 		`CREATE TABLE aacp_requests_v4 (
 			request_id      TEXT NOT NULL UNIQUE,
