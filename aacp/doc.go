@@ -200,9 +200,9 @@
 // right edge of their indexes rather than on a random page per row.
 // BenchmarkThroughput (in aacp/sqlstore) measures sends end to end (handler
 // run, outcome recorded). With 128 senders of requests on a 2-core machine
-// shared with other work (load average 2.2 to 2.9), the medians of three
-// runs were 19,900 ledger messages per second on SQLite with
-// synchronous=FULL (one run of three above 20,000) and 14,200 on
-// PostgreSQL with fsync and synchronous_commit on; the README gives every
+// shared with other work, the medians of three runs were 20,600 ledger
+// messages per second on SQLite with synchronous=FULL (all three above
+// 20,000, load average 3.5 to 4.4) and 14,200 on PostgreSQL with fsync and
+// synchronous_commit on (load average 2.2 to 2.9); the README gives every
 // figure measured and the conditions they were measured in.
 package aacp

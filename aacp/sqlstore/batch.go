@@ -27,7 +27,12 @@ import (
 
 // rowStatement is one grouped statement. SQLite: head, row (repeated,
 // joined by ", ") and tail, with ? placeholders (and no row locks: a
-// transaction holds the database's write lock). PostgreSQL: pg, whose parameters
+// transaction holds the database's write lock); its writes are OR FAIL,
+// so that SQLite keeps no statement journal (a copy of every page a
+// multi-row statement changes, to undo the statement alone): a failing
+// statement keeps the rows it wrote before, and its caller always rolls
+// back the whole transaction, or the write's savepoint, so none of them
+// stays. PostgreSQL: pg, whose parameters
 // $1, $2, ... are arrays of the columns cols describes, one letter each:
 // t text, n text or NULL, b bigint, i integer.
 type rowStatement struct {
@@ -65,7 +70,7 @@ var multiRows = map[string]rowStatement{
 			JOIN aacp_sequences s ON s.source_agent_id = v.source AND s.target_agent_id = v.target FOR UPDATE OF s`,
 		cols: "tt"},
 	"claimRequests": {
-		head: `INSERT INTO aacp_requests (` + reqCols + `) VALUES `, row: "(" + reqVals + ")",
+		head: `INSERT OR FAIL INTO aacp_requests (` + reqCols + `) VALUES `, row: "(" + reqVals + ")",
 		tail: ` ON CONFLICT (request_id) DO NOTHING RETURNING request_id`,
 		pg: `INSERT INTO aacp_requests (` + reqCols + `) SELECT * FROM unnest(` + pgArrayParams(reqColKinds) + `)
 			ON CONFLICT (request_id) DO NOTHING RETURNING request_id`,
@@ -76,7 +81,7 @@ var multiRows = map[string]rowStatement{
 	// those of requests resolved since its last vacuum included, rather
 	// than one key per row).
 	"resolve": {
-		head: `UPDATE aacp_requests SET status = v.column2, completion = v.column3, result = v.column4,
+		head: `UPDATE OR FAIL aacp_requests SET status = v.column2, completion = v.column3, result = v.column4,
 			error = v.column5, completion_ref = v.column6, completed_at = v.column7,
 			attempts = CASE WHEN v.column8 > 0 THEN v.column8 ELSE aacp_requests.attempts END FROM (VALUES `,
 		row: "(?, ?, ?, ?, ?, ?, CAST(? AS BIGINT), CAST(? AS INTEGER))",
@@ -90,7 +95,7 @@ var multiRows = map[string]rowStatement{
 			RETURNING aacp_requests.request_id`,
 		cols: "tttnntbi"},
 	"raiseSeqs": {
-		head: `INSERT INTO aacp_sequences (source_agent_id, target_agent_id, last_seq, ack) VALUES `, row: "(?, ?, ?, 0)",
+		head: `INSERT OR FAIL INTO aacp_sequences (source_agent_id, target_agent_id, last_seq, ack) VALUES `, row: "(?, ?, ?, 0)",
 		tail: ` ON CONFLICT (source_agent_id, target_agent_id) DO UPDATE SET last_seq = excluded.last_seq
 			WHERE aacp_sequences.last_seq < excluded.last_seq`,
 		pg: `INSERT INTO aacp_sequences (source_agent_id, target_agent_id, last_seq, ack)
@@ -99,11 +104,11 @@ var multiRows = map[string]rowStatement{
 			WHERE aacp_sequences.last_seq < excluded.last_seq`,
 		cols: "ttb"},
 	"insertMessages": {
-		head: `INSERT INTO aacp_messages (` + msgCols + `) VALUES `, row: "(" + msgVals + ")",
+		head: `INSERT OR FAIL INTO aacp_messages (` + msgCols + `) VALUES `, row: "(" + msgVals + ")",
 		pg:   `INSERT INTO aacp_messages (` + msgCols + `) SELECT * FROM unnest(` + pgArrayParams(msgColKinds) + `)`,
 		cols: msgColKinds},
 	"ackRaise": {
-		head: `INSERT INTO aacp_sequences (source_agent_id, target_agent_id, last_seq, ack) VALUES `,
+		head: `INSERT OR FAIL INTO aacp_sequences (source_agent_id, target_agent_id, last_seq, ack) VALUES `,
 		row:  "(?, ?, 0, CAST(? AS BIGINT))",
 		tail: ` ON CONFLICT (source_agent_id, target_agent_id) DO UPDATE SET ack = excluded.ack
 			WHERE aacp_sequences.ack < excluded.ack`,
@@ -113,7 +118,7 @@ var multiRows = map[string]rowStatement{
 			WHERE aacp_sequences.ack < excluded.ack`,
 		cols: "ttb"},
 	"ackMark": {
-		head: `UPDATE aacp_messages SET status = 'COMPLETED' FROM (VALUES `, row: "(?, ?, CAST(? AS BIGINT))",
+		head: `UPDATE OR FAIL aacp_messages SET status = 'COMPLETED' FROM (VALUES `, row: "(?, ?, CAST(? AS BIGINT))",
 		tail: `) AS a WHERE aacp_messages.source_agent_id = a.column1 AND aacp_messages.target_agent_id = a.column2
 			AND aacp_messages.seq <= a.column3 AND aacp_messages.status = 'UNKNOWN'`,
 		pg: `UPDATE aacp_messages SET status = 'COMPLETED' FROM unnest(` + pgArrayParams("ttb") + `) AS a(source, target, seq)

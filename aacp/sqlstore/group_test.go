@@ -198,6 +198,46 @@ func testGroupedGivesUp(t *testing.T, s *Store) {
 	}
 }
 
+// A grouped statement that fails part way (the second of two messages of
+// one batch reusing the first's id) leaves nothing of the batch: the
+// transaction is rolled back and the batch runs one write at a time, so
+// the first write commits whole and the second stores nothing at all (no
+// request, no message, its pair's sequence unchanged).
+func testGroupedStatementFails(t *testing.T, s *Store) {
+	ctx := context.Background()
+	now := time.Now()
+	one, two := storetest.Request("a", "b", now), storetest.Request("c", "b", now)
+	m1, m2 := storetest.Message(one, 1, now), storetest.Message(two, 1, now)
+	m2.MessageID = m1.MessageID
+	m2.Envelope.MessageID = m1.MessageID
+	errs := inOneBatch(t, s, 2,
+		func() error { return s.Enqueue(ctx, one, m1, aacp.Fence{}) },
+		func() error { return s.Enqueue(ctx, two, m2, aacp.Fence{}) },
+	)
+	assert.Equal(t, int64(1), s.ungroupedRuns.Load())
+	require.True(t, (errs[0] == nil) != (errs[1] == nil), "one: %v, two: %v", errs[0], errs[1])
+	ok, failed := one, two
+	if errs[0] != nil {
+		ok, failed = two, one
+	}
+	_, err := s.GetRequestRecord(ctx, ok.RequestID)
+	assert.NoError(t, err)
+	m, err := s.GetMessageRecord(ctx, m1.MessageID)
+	require.NoError(t, err)
+	assert.Equal(t, ok.SourceAgentID, m.Envelope.SourceAgentID)
+	_, err = s.GetRequestRecord(ctx, failed.RequestID)
+	assert.ErrorIs(t, err, aacp.ErrNotFound)
+	seq, err := s.GetLastSequence(ctx, failed.SourceAgentID, "b")
+	require.NoError(t, err)
+	assert.Zero(t, seq)
+}
+
+func TestGroupedStatementFailsSQLite(t *testing.T) { testGroupedStatementFails(t, openSQLiteStore(t)) }
+
+func TestGroupedStatementFailsPostgres(t *testing.T) {
+	testGroupedStatementFails(t, openPostgresStore(t, WithWriters(1)))
+}
+
 func TestGroupedGivesUpSQLite(t *testing.T) { testGroupedGivesUp(t, openSQLiteStore(t)) }
 
 func TestGroupedGivesUpPostgres(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -46,8 +47,8 @@ func TestSQLiteMigrations(t *testing.T) {
 	require.NoError(t, err)
 	v, err := s.AppliedMigrations(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, []int{1, 2, 3}, v)
-	assert.Equal(t, 3, SchemaVersion())
+	assert.Equal(t, []int{1, 2, 3, 4}, v)
+	assert.Equal(t, 4, SchemaVersion())
 	assert.Equal(t, "sqlite", s.Dialect())
 
 	_, err = s.DB().Exec(`INSERT INTO aacp_schema_migrations (version, name, applied_at) VALUES (99, 'future', 0)`)
@@ -99,7 +100,7 @@ func testUpgradeFromV1(t *testing.T, driver, dsn string, d dialect, open func() 
 	defer s.Close()
 	v, err := s.AppliedMigrations(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, []int{1, 2, 3}, v)
+	assert.Equal(t, []int{1, 2, 3, 4}, v)
 	got, err := s.GetRequestRecord(ctx, id)
 	require.NoError(t, err)
 	assert.Equal(t, aacp.OutcomeUnknown, got.Status, "existing rows are kept")
@@ -120,4 +121,73 @@ func TestSQLiteUpgradeFromV1(t *testing.T) {
 func TestPostgresUpgradeFromV1(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	testUpgradeFromV1(t, "pgx", dsn, dialectPostgres, func() (*Store, error) { return OpenPostgres(dsn) })
+}
+
+// A SQLite database of schema version 3 (messages and requests clustered on
+// their ids) is rebuilt in place as rowid tables on its next open: every
+// row and every index is kept, a dead letter stays one, and an id stays
+// unique.
+func TestSQLiteUpgradeFromV3(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	saved := migrations
+	migrations = migrations[:3]
+	err = migrate(ctx, db, dialectSQLite)
+	migrations = saved
+	require.NoError(t, err)
+	const (
+		reqID = "6f1c3c3e-8a4b-4c2d-9e1f-0a1b2c3d4e5f"
+		msgID = "0d2a9e64-8b4f-4c1e-8d8e-5b9f2f7e1a20"
+		dead  = "3b7e1c2a-4d5f-4a6b-8c9d-0e1f2a3b4c5d"
+	)
+	_, err = db.Exec(`INSERT INTO aacp_requests (request_id, source_agent_id, target_agent_id, message_type,
+		payload, status, created_at) VALUES (?, 'a', 'b', 'REQUEST', '1', 'UNKNOWN', 1)`, reqID)
+	require.NoError(t, err)
+	env := `{"messageId":"%s","requestId":"` + reqID + `","sourceAgentId":"a","targetAgentId":"b","seq":%d,` +
+		`"messageType":"REQUEST","timestamp":"2026-01-01T00:00:00Z","payload":1}`
+	for i, id := range []string{msgID, dead} {
+		_, err = db.Exec(`INSERT INTO aacp_messages (message_id, request_id, source_agent_id, target_agent_id, seq,
+			message_type, envelope, status, created_at) VALUES (?, ?, 'a', 'b', ?, 'REQUEST', ?, 'UNKNOWN', 1)`,
+			id, reqID, i+1, fmt.Sprintf(env, id, i+1))
+		require.NoError(t, err)
+	}
+	_, err = db.Exec(`UPDATE aacp_messages SET status = 'FAILED', dead_reason = 'poison' WHERE message_id = ?`, dead)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	s, err := OpenSQLite(path)
+	require.NoError(t, err)
+	defer s.Close()
+	v, err := s.AppliedMigrations(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 2, 3, 4}, v)
+	r, err := s.GetRequestRecord(ctx, reqID)
+	require.NoError(t, err)
+	assert.Equal(t, aacp.OutcomeUnknown, r.Status)
+	m, err := s.GetMessageRecord(ctx, msgID)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), m.Envelope.Seq)
+	dl, err := s.ListDeadLetters(ctx, 10)
+	require.NoError(t, err)
+	require.Len(t, dl, 1)
+	assert.Equal(t, "poison", dl[0].Reason)
+
+	var indexes []string
+	rows, err := s.DB().Query(`SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var n string
+		require.NoError(t, rows.Scan(&n))
+		indexes = append(indexes, n)
+	}
+	require.NoError(t, rows.Err())
+	assert.Equal(t, []string{"aacp_messages_dead", "aacp_messages_due", "aacp_messages_expires", "aacp_messages_pending",
+		"aacp_requests_expires", "aacp_requests_pending"}, indexes)
+	var rowid int64
+	require.NoError(t, s.DB().QueryRow(`SELECT rowid FROM aacp_messages WHERE message_id = ?`, msgID).Scan(&rowid), "a rowid table")
+	_, err = s.DB().Exec(`INSERT INTO aacp_requests (request_id, source_agent_id, target_agent_id, message_type,
+		payload, status, created_at) VALUES (?, 'a', 'b', 'REQUEST', '1', 'UNKNOWN', 1)`, reqID)
+	assert.ErrorContains(t, err, "UNIQUE", "request ids stay unique")
 }

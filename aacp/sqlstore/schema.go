@@ -15,12 +15,15 @@ type migration struct {
 	version int
 	name    string
 	stmts   []string
+	// sqliteOnly: the step changes nothing on PostgreSQL, where it is
+	// only recorded.
+	sqliteOnly bool
 }
 
 // migrations is the schema, oldest step first. Never edit a released step:
 // append a new one.
 var migrations = []migration{
-	{1, "ledger tables", []string{
+	{version: 1, name: "ledger tables", stmts: []string{
 		`CREATE TABLE aacp_requests (
 			request_id      TEXT PRIMARY KEY,
 			source_agent_id TEXT NOT NULL,
@@ -68,7 +71,7 @@ var migrations = []migration{
 	}},
 	// Additive: a new table, nothing existing changes. Databases of
 	// version 1 gain it on their next open.
-	{2, "agent leases", []string{
+	{version: 2, name: "agent leases", stmts: []string{
 		`CREATE TABLE aacp_leases (
 			agent_id   TEXT PRIMARY KEY,
 			owner      TEXT NOT NULL DEFAULT '',
@@ -78,8 +81,65 @@ var migrations = []migration{
 	}},
 	// Additive: a column with a default, and an index. Dead letters are
 	// messages quarantined with a reason (status FAILED).
-	{3, "dead letters", []string{
+	{version: 3, name: "dead letters", stmts: []string{
 		`ALTER TABLE aacp_messages ADD COLUMN dead_reason TEXT NOT NULL DEFAULT ''`,
+		`CREATE INDEX aacp_messages_dead ON aacp_messages (created_at) WHERE dead_reason <> ''`,
+	}},
+	// SQLite: the messages and requests become rowid tables, their ids
+	// unique keys. Clustered on their ids (WITHOUT ROWID), each table was
+	// a tree of whole records, the envelope or payload inline, in its
+	// interior pages as well as its leaves, so it held few rows per page
+	// and split often; every entry of their other indexes repeated the
+	// 36-byte id; a resolution or an acknowledgment rewrote a whole record
+	// in that tree. A rowid table keeps its rows in the leaves under
+	// integer keys, and the other indexes carry an 8-byte rowid. Rebuilt
+	// in place (rows kept, then the indexes again). PostgreSQL's tables
+	// are heaps already.
+	{version: 4, name: "rowid messages and requests", sqliteOnly: true, stmts: []string{
+		`CREATE TABLE aacp_requests_v4 (
+			request_id      TEXT NOT NULL UNIQUE,
+			source_agent_id TEXT NOT NULL,
+			target_agent_id TEXT NOT NULL,
+			message_type    TEXT NOT NULL,
+			payload         TEXT NOT NULL,
+			status          TEXT NOT NULL,
+			completion      TEXT NOT NULL DEFAULT '',
+			result          TEXT,
+			error           TEXT,
+			completion_ref  TEXT NOT NULL DEFAULT '',
+			attempts        INTEGER NOT NULL DEFAULT 0,
+			deadline        BIGINT NOT NULL DEFAULT 0,
+			created_at      BIGINT NOT NULL,
+			completed_at    BIGINT NOT NULL DEFAULT 0,
+			expires_at      BIGINT NOT NULL DEFAULT 0
+		)`,
+		`INSERT INTO aacp_requests_v4 (` + reqCols + `) SELECT ` + reqCols + ` FROM aacp_requests`,
+		`DROP TABLE aacp_requests`,
+		`ALTER TABLE aacp_requests_v4 RENAME TO aacp_requests`,
+		`CREATE INDEX aacp_requests_pending ON aacp_requests (created_at) WHERE status = 'UNKNOWN'`,
+		`CREATE INDEX aacp_requests_expires ON aacp_requests (expires_at)`,
+		`CREATE TABLE aacp_messages_v4 (
+			message_id      TEXT NOT NULL UNIQUE,
+			request_id      TEXT NOT NULL DEFAULT '',
+			source_agent_id TEXT NOT NULL,
+			target_agent_id TEXT NOT NULL,
+			seq             BIGINT NOT NULL,
+			message_type    TEXT NOT NULL,
+			envelope        TEXT NOT NULL,
+			status          TEXT NOT NULL,
+			created_at      BIGINT NOT NULL,
+			expires_at      BIGINT NOT NULL DEFAULT 0,
+			retry_count     INTEGER NOT NULL DEFAULT 0,
+			next_retry_at   BIGINT NOT NULL DEFAULT 0,
+			claimed_by      TEXT NOT NULL DEFAULT '',
+			dead_reason     TEXT NOT NULL DEFAULT ''
+		)`,
+		`INSERT INTO aacp_messages_v4 (` + msgCols + `, dead_reason) SELECT ` + msgCols + `, dead_reason FROM aacp_messages`,
+		`DROP TABLE aacp_messages`,
+		`ALTER TABLE aacp_messages_v4 RENAME TO aacp_messages`,
+		`CREATE INDEX aacp_messages_due ON aacp_messages (target_agent_id, next_retry_at) WHERE status = 'UNKNOWN'`,
+		`CREATE INDEX aacp_messages_pending ON aacp_messages (source_agent_id, target_agent_id, seq) WHERE status = 'UNKNOWN'`,
+		`CREATE INDEX aacp_messages_expires ON aacp_messages (expires_at)`,
 		`CREATE INDEX aacp_messages_dead ON aacp_messages (created_at) WHERE dead_reason <> ''`,
 	}},
 }
@@ -147,6 +207,9 @@ func migrate(ctx context.Context, db *sql.DB, d dialect) error {
 			continue
 		}
 		for _, stmt := range m.stmts {
+			if m.sqliteOnly && d == dialectPostgres {
+				break
+			}
 			if d == dialectPostgres {
 				stmt = strings.ReplaceAll(stmt, withoutRowID, "")
 			}

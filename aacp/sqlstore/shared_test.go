@@ -91,6 +91,6 @@ func TestPostgresMigrations(t *testing.T) {
 	defer s2.Close()
 	v, err := s.AppliedMigrations(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, []int{1, 2, 3}, v)
+	assert.Equal(t, []int{1, 2, 3, 4}, v)
 	assert.Equal(t, "postgres", s.Dialect())
 }

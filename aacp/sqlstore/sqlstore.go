@@ -81,6 +81,12 @@
 // and read by GetRequestRecord only after it is repaired: the request ends
 // FAILED (completion protocol_error) with the decode failure as its error,
 // so it never stops a Start or a recovery, and is not delivered forever.
+//
+// On SQLite the messages and requests are rowid tables with unique ids
+// (schema version 4): a database of an older version is rebuilt on its
+// first open by this version, rows and indexes kept, in the migration's
+// one transaction (its time grows with the ledger's size). Nothing changes
+// on PostgreSQL.
 package sqlstore
 
 import (
