@@ -28,7 +28,13 @@ type execution struct {
 	// pending and the agent's lease current (retries, recovery).
 	conditional bool
 	// refusals counts the dispatches the Endpoint refused.
-	refusals     int
+	refusals int
+	// dispatched: an Endpoint accepted an attempt (its handler has the
+	// request). Guarded by Node.imu. Until then the execution may still
+	// be given up (no slot, a lost lease, Close), so a delivery that
+	// finds it in flight must not count its seq as received (see
+	// onRequest).
+	dispatched   bool
 	cancel       context.CancelFunc
 	disconnected atomic.Bool
 }
@@ -40,15 +46,18 @@ type attempt struct {
 	finished atomic.Bool
 }
 
-func (n *Node) begin(env *Envelope) (*execution, bool) {
+// begin registers the execution of env's request and returns it, or nil
+// when the request is being processed already; then running reports
+// whether that execution was dispatched (its run is certain).
+func (n *Node) begin(env *Envelope) (ex *execution, running bool) {
 	n.imu.Lock()
 	defer n.imu.Unlock()
-	if n.inflight[env.RequestID] != nil {
-		return nil, false
+	if cur := n.inflight[env.RequestID]; cur != nil {
+		return nil, cur.dispatched
 	}
-	ex := &execution{env: env}
+	ex = &execution{env: env}
 	n.inflight[env.RequestID] = ex
-	return ex, true
+	return ex, false
 }
 
 func (n *Node) end(ex *execution) {
@@ -172,9 +181,10 @@ func (n *Node) receiveFresh(ctx context.Context, env *Envelope, mode runMode, fr
 	switch {
 	case w.seen(env.Seq) && fresh == nil:
 		// A duplicate messageId, or a retransmission of a seq that
-		// arrived: ignored, and acknowledged again. (A fresh message
-		// seen already was delivered meanwhile by another path, which
-		// found it being processed and left its run to this one.)
+		// arrived: ignored, and acknowledged again. (A fresh message is
+		// never seen here: another path that delivers it meanwhile finds
+		// it being processed, not dispatched, and leaves its seq
+		// unmarked; the fresh execution runs on, whatever the window.)
 		w.dirty = true
 		w.mu.Unlock()
 		return
@@ -238,9 +248,18 @@ func (n *Node) onRequest(ctx context.Context, env *Envelope, w *window, mode run
 		n.run(ctx, &execution{env: env, attempts: 1}, w, mode)
 		return
 	}
-	ex, ok := n.begin(env)
-	if !ok { // being processed already
-		n.markReceived(w, env.Seq)
+	ex, running := n.begin(env)
+	if ex == nil {
+		// Being processed already. Its seq counts as received only when
+		// that run is certain (dispatched): one not dispatched yet may
+		// still be given up (a fresh send's own delivery or a claim finds
+		// no slot and a full queue, the lease lapses, Close), and a seq
+		// marked now would make every later delivery a duplicate, acked
+		// and never run. Left unmarked, it is marked by that run's
+		// dispatch, or the ledger delivers it again.
+		if running {
+			n.markReceived(w, env.Seq)
+		}
 		return
 	}
 	// Read after begin: a run of this request that ended before begin
@@ -465,6 +484,9 @@ func (n *Node) dispatch(ctx context.Context, ex *execution, w *window, inline bo
 		n.deferRefused(ex) // the handler never saw it: back-pressure
 		return
 	}
+	n.imu.Lock()
+	ex.dispatched = true
+	n.imu.Unlock()
 	n.markReceived(w, ex.env.Seq)
 }
 
