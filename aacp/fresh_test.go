@@ -3,6 +3,7 @@ package aacp
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,17 +14,23 @@ import (
 
 // hookStore is a MemoryStore that counts request reads and runs afterEnqueue
 // (if set) once an Enqueue has stored its records, or fails the Enqueue
-// with failEnqueue.
+// with failEnqueue. afterRead (if set) runs after each read that found a
+// request record.
 type hookStore struct {
 	*MemoryStore
 	reads        atomic.Int32
 	afterEnqueue func(msg *MessageRecord)
+	afterRead    func(rec *RequestRecord)
 	failEnqueue  error
 }
 
 func (s *hookStore) GetRequestRecord(ctx context.Context, id string) (*RequestRecord, error) {
 	s.reads.Add(1)
-	return s.MemoryStore.GetRequestRecord(ctx, id)
+	rec, err := s.MemoryStore.GetRequestRecord(ctx, id)
+	if err == nil && s.afterRead != nil {
+		s.afterRead(rec)
+	}
+	return rec, err
 }
 
 func (s *hookStore) Enqueue(ctx context.Context, req *RequestRecord, msg *MessageRecord, f Fence) error {
@@ -127,4 +134,150 @@ func TestFreshSendFailedClaimEndsExecution(t *testing.T) {
 	require.ErrorIs(t, err, boom)
 	assert.Zero(t, n.inflightCount())
 	assert.Zero(t, c.total())
+}
+
+// A delivery that finds a request in flight before that execution was
+// dispatched (a claim ignoring the schedule: a reopened window, Recover)
+// leaves its seq unmarked: the execution it found may still be given up
+// (here: no free slot and a full queue), and the ledger must deliver the
+// request again. A fresh send (its execution begun before the claim of
+// its id) and a caller's id (begun by its delivery, before the ledger
+// read) alike.
+func TestInFlightGivenUpIsDeliveredAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		callerID bool // WithRequestID: the finder runs during the delivery's ledger read
+	}{
+		{name: "fresh send"},
+		{name: "caller's id", callerID: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var c counter
+			release := make(chan struct{})
+			mux := NewMux()
+			mux.HandleFunc("echo", func(_ context.Context, env *Envelope) (any, error) {
+				c.add(env.RequestID)
+				<-release
+				return env.Payload, nil
+			})
+			st := &hookStore{MemoryStore: NewMemoryStore()}
+			n := New(st, mux, &Options{Logger: quietLogger, PollInterval: -1, Rand: func() float64 { return 0 },
+				MaxBackground: 1, ClaimLimit: 1, RetransmitTimeout: 50 * time.Millisecond})
+			require.NoError(t, n.Start(bg))
+			t.Cleanup(func() { n.Close(bg) })
+			var once sync.Once
+			unblock := func() { once.Do(func() { close(release) }) }
+			t.Cleanup(unblock) // before Close
+
+			// One running, two queued (MaxBackground+ClaimLimit): the
+			// node's queue is full.
+			for i := range 3 {
+				_, err := n.Submit(bg, "client", "echo", i)
+				require.NoError(t, err)
+			}
+			require.Eventually(t, func() bool { n.qmu.Lock(); defer n.qmu.Unlock(); return len(n.queue) == 2 },
+				2*time.Second, 5*time.Millisecond)
+
+			var found atomic.Bool
+			var seq uint64
+			finder := func(id string) {
+				if id != "" && !found.Swap(true) {
+					_, err := n.claim(bg, []string{"echo"}, n.clock.Now(), 10, true)
+					assert.NoError(t, err)
+				}
+			}
+			var opts []SendOption
+			if tc.callerID {
+				id := newUUID()
+				opts = append(opts, WithRequestID(id))
+				st.afterEnqueue = func(msg *MessageRecord) { seq = msg.Envelope.Seq }
+				st.afterRead = func(rec *RequestRecord) {
+					if rec.RequestID == id && !rec.Status.Final() {
+						finder(id)
+					}
+				}
+			} else {
+				st.afterEnqueue = func(msg *MessageRecord) {
+					seq = msg.Envelope.Seq
+					finder(msg.RequestID)
+				}
+			}
+			id, err := n.Submit(bg, "client", "echo", 4, opts...)
+			require.NoError(t, err)
+			require.True(t, found.Load(), "a claim found the request in flight")
+
+			assert.Equal(t, 3, n.inflightCount(), "the request's execution was given up")
+			w := n.window("client", "echo")
+			w.mu.Lock()
+			seen := w.seen(seq)
+			w.mu.Unlock()
+			assert.False(t, seen, "the seq of a request given up is not marked received")
+
+			unblock() // the handlers finish: slots and queue free up
+			ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+			defer cancel()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for ctx.Err() == nil {
+					n.Poll(ctx)
+					time.Sleep(20 * time.Millisecond)
+				}
+			}()
+			res, err := n.Await(ctx, id)
+			cancel()
+			<-done
+			require.NoError(t, err, "the ledger delivered the request again")
+			assert.JSONEq(t, "4", string(res.Result))
+			n.bg.Wait()
+			assert.Equal(t, 1, c.get(id), "it ran once")
+		})
+	}
+}
+
+// A fresh inline send whose agent's lease lapsed (the fence still
+// current) between the claim of its id and its delivery is not run here;
+// a claim that found it in flight meanwhile left its seq unmarked, so once
+// the lease is renewed the ledger delivers it again and it runs once.
+func TestFreshSendLapsedLeaseIsDeliveredAgain(t *testing.T) {
+	var c counter
+	st := &hookStore{MemoryStore: NewMemoryStore()}
+	n := New(st, echoMux(&c), &Options{Logger: quietLogger, PollInterval: -1, Rand: func() float64 { return 0 },
+		RetransmitTimeout: 50 * time.Millisecond})
+	require.NoError(t, n.Start(bg))
+	t.Cleanup(func() { n.Close(bg) })
+	_, err := n.SendRequest(bg, "client", "echo", 0) // the lease is held
+	require.NoError(t, err)
+
+	var found atomic.Bool
+	st.afterEnqueue = func(msg *MessageRecord) {
+		if found.Swap(true) {
+			return
+		}
+		_, err := n.claim(bg, []string{"echo"}, n.clock.Now(), 10, true)
+		assert.NoError(t, err)
+		n.lmu.Lock()
+		al := n.leases["echo"]
+		al.validUntil = n.clock.Now().Add(-time.Millisecond) // lapsed; held, so the fence is current
+		al.next = al.validUntil                              // renewed at the next poll
+		n.lmu.Unlock()
+	}
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			n.Poll(ctx)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	res, err := n.SendRequest(ctx, "client", "echo", 1)
+	cancel()
+	<-done
+	require.True(t, found.Load())
+	require.NoError(t, err, "the ledger delivered the request again")
+	assert.JSONEq(t, "1", string(res))
+	n.bg.Wait()
+	assert.Equal(t, 2, c.total(), "each request ran once")
 }
