@@ -138,18 +138,21 @@ func TestFreshSendFailedClaimEndsExecution(t *testing.T) {
 
 // A delivery that finds a request in flight before that execution was
 // dispatched (a claim ignoring the schedule: a reopened window, Recover)
-// leaves its seq unmarked: the execution it found may still be given up
-// (here: no free slot and a full queue), and the ledger must deliver the
-// request again. A fresh send (its execution begun before the claim of
-// its id) and a caller's id (begun by its delivery, before the ledger
-// read) alike.
-func TestInFlightGivenUpIsDeliveredAgain(t *testing.T) {
+// leaves its seq unmarked, and the execution it found is not given up for
+// a full queue: it runs once. A fresh send (its execution begun before the
+// claim of its id) and a caller's id (begun by its delivery, before the
+// ledger read) alike. A quarantined message, whose seq counts as received
+// and which is never delivered again, leaves its request to the execution
+// in flight as well.
+func TestInFlightFoundBeforeDispatchRunsOnce(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		callerID bool // WithRequestID: the finder runs during the delivery's ledger read
+		name        string
+		callerID    bool // WithRequestID: the finder runs during the delivery's ledger read
+		quarantined bool // the finder delivers the message quarantined
 	}{
 		{name: "fresh send"},
 		{name: "caller's id", callerID: true},
+		{name: "fresh send, quarantined", quarantined: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var c counter
@@ -180,57 +183,61 @@ func TestInFlightGivenUpIsDeliveredAgain(t *testing.T) {
 
 			var found atomic.Bool
 			var seq uint64
-			finder := func(id string) {
-				if id != "" && !found.Swap(true) {
-					_, err := n.claim(bg, []string{"echo"}, n.clock.Now(), 10, true)
-					assert.NoError(t, err)
+			finder := func(msg *MessageRecord) {
+				if found.Swap(true) {
+					return
 				}
+				if tc.quarantined {
+					ok, err := st.MemoryStore.Quarantine(bg, msg.MessageID, "poison")
+					require.NoError(t, err)
+					require.True(t, ok)
+					m := *msg
+					m.DeadReason = "poison"
+					n.deliverClaimed(bg, []*MessageRecord{&m})
+					return
+				}
+				_, err := n.claim(bg, []string{"echo"}, n.clock.Now(), 10, true)
+				assert.NoError(t, err)
 			}
 			var opts []SendOption
 			if tc.callerID {
 				id := newUUID()
 				opts = append(opts, WithRequestID(id))
-				st.afterEnqueue = func(msg *MessageRecord) { seq = msg.Envelope.Seq }
+				var stored *MessageRecord
+				st.afterEnqueue = func(msg *MessageRecord) { stored, seq = msg, msg.Envelope.Seq }
 				st.afterRead = func(rec *RequestRecord) {
 					if rec.RequestID == id && !rec.Status.Final() {
-						finder(id)
+						finder(stored)
 					}
 				}
 			} else {
 				st.afterEnqueue = func(msg *MessageRecord) {
 					seq = msg.Envelope.Seq
-					finder(msg.RequestID)
+					finder(msg)
 				}
 			}
 			id, err := n.Submit(bg, "client", "echo", 4, opts...)
 			require.NoError(t, err)
-			require.True(t, found.Load(), "a claim found the request in flight")
+			require.True(t, found.Load(), "another delivery found the request in flight")
 
-			assert.Equal(t, 3, n.inflightCount(), "the request's execution was given up")
+			assert.Equal(t, 4, n.inflightCount(), "the request waits in the queue, over its limit")
 			w := n.window("client", "echo")
 			w.mu.Lock()
 			seen := w.seen(seq)
 			w.mu.Unlock()
-			assert.False(t, seen, "the seq of a request given up is not marked received")
+			assert.Equal(t, tc.quarantined, seen, "only a quarantined seq counts as received before its run is dispatched")
 
 			unblock() // the handlers finish: slots and queue free up
 			ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 			defer cancel()
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				for ctx.Err() == nil {
-					n.Poll(ctx)
-					time.Sleep(20 * time.Millisecond)
-				}
-			}()
 			res, err := n.Await(ctx, id)
-			cancel()
-			<-done
-			require.NoError(t, err, "the ledger delivered the request again")
+			require.NoError(t, err, "the request ran")
 			assert.JSONEq(t, "4", string(res.Result))
 			n.bg.Wait()
 			assert.Equal(t, 1, c.get(id), "it ran once")
+			w.mu.Lock()
+			assert.True(t, w.seen(seq), "its seq counts as received once it ran")
+			w.mu.Unlock()
 		})
 	}
 }

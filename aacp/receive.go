@@ -34,7 +34,17 @@ type execution struct {
 	// be given up (no slot, a lost lease, Close), so a delivery that
 	// finds it in flight must not count its seq as received (see
 	// onRequest).
-	dispatched   bool
+	dispatched bool
+	// owed are the seqs of deliveries that found the execution in flight
+	// before it was dispatched (guarded by Node.imu): they count as
+	// received when it is dispatched (see certain), and are forgotten
+	// when it is given up (the ledger delivers them again).
+	owed []owedMark
+	// found: another delivery found the execution in flight and left its
+	// run to it (guarded by Node.imu): then a full queue does not give it
+	// up (see run); that delivery may have been the last (a quarantined
+	// message).
+	found        bool
 	cancel       context.CancelFunc
 	disconnected atomic.Bool
 }
@@ -46,13 +56,28 @@ type attempt struct {
 	finished atomic.Bool
 }
 
+// owedMark is the seq of a delivery, to mark received in w.
+type owedMark struct {
+	w   *window
+	seq uint64
+}
+
 // begin registers the execution of env's request and returns it, or nil
-// when the request is being processed already; then running reports
-// whether that execution was dispatched (its run is certain).
-func (n *Node) begin(env *Envelope) (ex *execution, running bool) {
+// when the request is being processed already. Then running reports
+// whether that execution was dispatched (its run is certain: the caller
+// marks env's seq received); if not, env's seq (delivered through w, when
+// not nil) is owed by that execution, which marks it when dispatched.
+func (n *Node) begin(env *Envelope, w *window) (ex *execution, running bool) {
 	n.imu.Lock()
 	defer n.imu.Unlock()
 	if cur := n.inflight[env.RequestID]; cur != nil {
+		cur.found = true
+		if !cur.dispatched && w != nil && env.Seq != 0 {
+			o := owedMark{w, env.Seq}
+			if !slices.Contains(cur.owed, o) {
+				cur.owed = append(cur.owed, o)
+			}
+		}
 		return nil, cur.dispatched
 	}
 	ex = &execution{env: env}
@@ -137,7 +162,8 @@ const (
 	runInline runMode = iota
 	// runQueued: on a background goroutine; without a free slot it waits
 	// in the node's queue, unless that is full (then the message is left
-	// to the ledger, which delivers it again).
+	// to the ledger, which delivers it again; an execution another
+	// delivery found in flight waits all the same).
 	runQueued
 	// runClaimed: like runQueued, but it always waits in the queue: the
 	// claim that delivered it was sized on the room left.
@@ -248,15 +274,16 @@ func (n *Node) onRequest(ctx context.Context, env *Envelope, w *window, mode run
 		n.run(ctx, &execution{env: env, attempts: 1}, w, mode)
 		return
 	}
-	ex, running := n.begin(env)
+	ex, running := n.begin(env, w)
 	if ex == nil {
 		// Being processed already. Its seq counts as received only when
 		// that run is certain (dispatched): one not dispatched yet may
-		// still be given up (a fresh send's own delivery or a claim finds
-		// no slot and a full queue, the lease lapses, Close), and a seq
-		// marked now would make every later delivery a duplicate, acked
-		// and never run. Left unmarked, it is marked by that run's
-		// dispatch, or the ledger delivers it again.
+		// still be given up (a fresh send's delivery finds the agent's
+		// lease lapsed or its window unreadable, a wait for a slot ends,
+		// Close), and a seq marked now would make every later delivery a
+		// duplicate, acked and never run. Until then it is owed: marked
+		// by that run's dispatch, or, if the run is given up, delivered
+		// again by the ledger.
 		if running {
 			n.markReceived(w, env.Seq)
 		}
@@ -326,14 +353,32 @@ func (n *Node) run(ctx context.Context, ex *execution, w *window, mode runMode) 
 		default:
 			n.waited(ex)
 			if !n.enqueueRun(ex, w, mode == runClaimed) {
-				n.end(ex)
-				return false
+				if n.abandon(ex) {
+					return false
+				}
+				n.enqueueRun(ex, w, true)
 			}
 			n.drainQueue() // a slot may have freed meanwhile
 			return true
 		}
 	}
 	n.startWorker(ex, w)
+	return true
+}
+
+// abandon ends ex, which found no room in the queue, unless another
+// delivery found it in flight and left its run to it: then it reports
+// false and ex must run. The check and the end are one step under imu, so
+// a delivery either finds ex (and ex runs) or begins its own execution.
+func (n *Node) abandon(ex *execution) bool {
+	n.imu.Lock()
+	defer n.imu.Unlock()
+	if ex.found {
+		return false
+	}
+	if n.inflight[ex.env.RequestID] == ex {
+		delete(n.inflight, ex.env.RequestID)
+	}
 	return true
 }
 
@@ -478,16 +523,28 @@ func (n *Node) dispatch(ctx context.Context, ex *execution, w *window, inline bo
 		if errors.Is(err, ErrUndeliverable) && ex.env.RequestID != "" {
 			n.settle(ex, &Resolution{RequestID: ex.env.RequestID, Outcome: OutcomeFailed, Completion: CompletionProtocolError,
 				Error: protocolError("message cannot be delivered", err), CompletedAt: n.clock.Now(), Attempts: ex.attempts})
-			n.markReceived(w, ex.env.Seq)
+			n.certain(ex, w)
 			return
 		}
 		n.deferRefused(ex) // the handler never saw it: back-pressure
 		return
 	}
+	n.certain(ex, w)
+}
+
+// certain records that ex's run is certain (its handler has the request,
+// or it is resolved) and marks received the seq of its delivery through w
+// (nil: none) and those it owes.
+func (n *Node) certain(ex *execution, w *window) {
 	n.imu.Lock()
 	ex.dispatched = true
+	owed := ex.owed
+	ex.owed = nil
 	n.imu.Unlock()
 	n.markReceived(w, ex.env.Seq)
+	for _, o := range owed {
+		n.markReceived(o.w, o.seq)
+	}
 }
 
 // deferRefused schedules again, soon, an execution its Endpoint refused
