@@ -288,3 +288,70 @@ func TestFreshSendLapsedLeaseIsDeliveredAgain(t *testing.T) {
 	n.bg.Wait()
 	assert.Equal(t, 2, c.total(), "each request ran once")
 }
+
+// A delivery that finds its request in flight, not dispatched yet (here a
+// recovery's rerun waiting for a slot), leaves its seq to that execution:
+// marked received as soon as the run is dispatched, with no delivery
+// again.
+func TestInFlightOwesSeqUntilDispatched(t *testing.T) {
+	var c counter
+	release := make(chan struct{})
+	mux := NewMux()
+	mux.HandleFunc("echo", func(_ context.Context, env *Envelope) (any, error) {
+		c.add(env.RequestID)
+		<-release
+		return env.Payload, nil
+	})
+	st := NewMemoryStore()
+	n := New(st, mux, &Options{ID: "host", Logger: quietLogger, PollInterval: -1, Rand: func() float64 { return 0 },
+		MaxBackground: 1})
+	require.NoError(t, n.Start(bg))
+	t.Cleanup(func() { n.Close(bg) })
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock) // before Close
+	sender := New(st, NewMux(), &Options{ID: "sender", Logger: quietLogger, PollInterval: -1})
+	require.NoError(t, sender.Start(bg))
+	t.Cleanup(func() { sender.Close(bg) })
+
+	_, err := n.Submit(bg, "client", "echo", 0) // takes the only slot
+	require.NoError(t, err)
+	id, err := sender.Submit(bg, "client", "echo", 1) // left in the ledger
+	require.NoError(t, err)
+	msgs, err := st.ListMessagesInState(bg, OutcomeUnknown, time.Time{})
+	require.NoError(t, err)
+	var seq uint64
+	for _, m := range msgs {
+		if m.RequestID == id {
+			seq = m.Envelope.Seq
+		}
+	}
+	require.NotZero(t, seq)
+
+	rec, err := st.GetRequestRecord(bg, id)
+	require.NoError(t, err)
+	reran := make(chan bool, 1)
+	go func() { reran <- n.rerun(bg, rec, runBlocking) }() // waits for the slot
+	require.Eventually(t, func() bool { return n.inflightCount() == 2 }, 2*time.Second, 5*time.Millisecond)
+	k, err := n.claim(bg, []string{"echo"}, n.clock.Now(), 10, true)
+	require.NoError(t, err)
+	require.Equal(t, 2, k, "the claim delivered both requests")
+
+	seen := func() bool {
+		w := n.window("client", "echo")
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.seen(seq)
+	}
+	assert.False(t, seen(), "not received while its run may still be given up")
+	unblock()
+	require.True(t, <-reran)
+	require.Eventually(t, seen, 2*time.Second, 5*time.Millisecond, "received once the run is dispatched")
+	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+	defer cancel()
+	res, err := n.Await(ctx, id)
+	require.NoError(t, err)
+	assert.JSONEq(t, "1", string(res.Result))
+	n.bg.Wait()
+	assert.Equal(t, 1, c.get(id), "it ran once")
+}
