@@ -292,8 +292,17 @@ func TestFreshSendLapsedLeaseIsDeliveredAgain(t *testing.T) {
 // A delivery that finds its request in flight, not dispatched yet (here a
 // recovery's rerun waiting for a slot), leaves its seq to that execution:
 // marked received as soon as the run is dispatched, with no delivery
-// again.
+// again; if the execution is given up instead (its wait for a slot ends),
+// the seq stays unmarked and the ledger delivers the request again.
 func TestInFlightOwesSeqUntilDispatched(t *testing.T) {
+	for _, giveUp := range []bool{false, true} {
+		t.Run(map[bool]string{false: "dispatched", true: "given up"}[giveUp], func(t *testing.T) {
+			testInFlightOwesSeq(t, giveUp)
+		})
+	}
+}
+
+func testInFlightOwesSeq(t *testing.T, giveUp bool) {
 	var c counter
 	release := make(chan struct{})
 	mux := NewMux()
@@ -304,7 +313,7 @@ func TestInFlightOwesSeqUntilDispatched(t *testing.T) {
 	})
 	st := NewMemoryStore()
 	n := New(st, mux, &Options{ID: "host", Logger: quietLogger, PollInterval: -1, Rand: func() float64 { return 0 },
-		MaxBackground: 1})
+		MaxBackground: 1, RetransmitTimeout: 50 * time.Millisecond})
 	require.NoError(t, n.Start(bg))
 	t.Cleanup(func() { n.Close(bg) })
 	var once sync.Once
@@ -330,8 +339,10 @@ func TestInFlightOwesSeqUntilDispatched(t *testing.T) {
 
 	rec, err := st.GetRequestRecord(bg, id)
 	require.NoError(t, err)
+	rctx, rcancel := context.WithCancel(bg)
+	defer rcancel()
 	reran := make(chan bool, 1)
-	go func() { reran <- n.rerun(bg, rec, runBlocking) }() // waits for the slot
+	go func() { reran <- n.rerun(rctx, rec, runBlocking) }() // waits for the slot
 	require.Eventually(t, func() bool { return n.inflightCount() == 2 }, 2*time.Second, 5*time.Millisecond)
 	k, err := n.claim(bg, []string{"echo"}, n.clock.Now(), 10, true)
 	require.NoError(t, err)
@@ -344,14 +355,31 @@ func TestInFlightOwesSeqUntilDispatched(t *testing.T) {
 		return w.seen(seq)
 	}
 	assert.False(t, seen(), "not received while its run may still be given up")
-	unblock()
-	require.True(t, <-reran)
-	require.Eventually(t, seen, 2*time.Second, 5*time.Millisecond, "received once the run is dispatched")
 	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
 	defer cancel()
+	if giveUp {
+		rcancel()
+		require.False(t, <-reran, "the rerun gave the request up")
+		assert.False(t, seen(), "a request given up is not received")
+		unblock()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for ctx.Err() == nil {
+				n.Poll(ctx)
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+		defer func() { cancel(); <-done }()
+	} else {
+		unblock()
+		require.True(t, <-reran)
+		require.Eventually(t, seen, 2*time.Second, 5*time.Millisecond, "received once the run is dispatched")
+	}
 	res, err := n.Await(ctx, id)
 	require.NoError(t, err)
 	assert.JSONEq(t, "1", string(res.Result))
 	n.bg.Wait()
 	assert.Equal(t, 1, c.get(id), "it ran once")
+	require.Eventually(t, seen, 2*time.Second, 5*time.Millisecond)
 }
