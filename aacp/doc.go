@@ -52,7 +52,12 @@
 // being processed before it claims the id, and the claim itself (the id
 // unrecorded, so not final) is the check; any other path of the Node that
 // meets the request in between leaves its run to the sender. A requestId
-// given by the caller (WithRequestID) is read before its run.
+// given by the caller (WithRequestID) is read before its run. A delivery
+// that meets its request being processed counts its seq as received (and
+// so acknowledges it) only once that run is certain, its handler having
+// the request: a run given up before (its agent's lease lapsed, Close, a
+// wait for a slot ended) leaves the message to the ledger, which delivers
+// it again.
 //
 // A requestId is claimed atomically: Store.Enqueue records the request and
 // its message in one step that fails with ErrDuplicateRequest when the id

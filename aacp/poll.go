@@ -198,8 +198,8 @@ func (n *Node) onQuarantined(ctx context.Context, m *MessageRecord, w *window) {
 func (n *Node) rerun(ctx context.Context, rec *RequestRecord, mode runMode) bool {
 	env := &Envelope{MessageID: newUUID(), RequestID: rec.RequestID, SourceAgentID: rec.SourceAgentID,
 		TargetAgentID: rec.TargetAgentID, MessageType: rec.MessageType, Timestamp: rec.Timestamp, Payload: rec.Payload}
-	ex, ok := n.begin(env)
-	if !ok {
+	ex, _ := n.begin(env, nil)
+	if ex == nil {
 		return true
 	}
 	ex.deadline, ex.expiresAt, ex.attempts = rec.Deadline, rec.ExpiresAt, rec.Attempts+1

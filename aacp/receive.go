@@ -6,7 +6,6 @@ import (
 	"errors"
 	"slices"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -14,71 +13,6 @@ import (
 
 	"github.com/keelmcp/keel/mcp"
 )
-
-// execution is a REQUEST or EVENT being processed by a local agent: from
-// the deduplication check until its resolution is recorded (retries
-// included). While it exists, duplicates of its request are ignored.
-type execution struct {
-	env       *Envelope
-	deadline  time.Time
-	expiresAt time.Time // of the request record: its RESPONSE expires with it
-	attempts  int       // attempts started, the current one included
-	due       time.Time // when a scheduled retry is due
-	// conditional: the attempt starts only if the request is still
-	// pending and the agent's lease current (retries, recovery).
-	conditional bool
-	// refusals counts the dispatches the Endpoint refused.
-	refusals     int
-	cancel       context.CancelFunc
-	disconnected atomic.Bool
-}
-
-// attempt is one dispatch of an execution.
-type attempt struct {
-	ctx      context.Context
-	inline   bool
-	finished atomic.Bool
-}
-
-func (n *Node) begin(env *Envelope) (*execution, bool) {
-	n.imu.Lock()
-	defer n.imu.Unlock()
-	if n.inflight[env.RequestID] != nil {
-		return nil, false
-	}
-	ex := &execution{env: env}
-	n.inflight[env.RequestID] = ex
-	return ex, true
-}
-
-func (n *Node) end(ex *execution) {
-	n.imu.Lock()
-	if n.inflight[ex.env.RequestID] == ex {
-		delete(n.inflight, ex.env.RequestID)
-	}
-	c := ex.cancel
-	ex.cancel = nil
-	n.imu.Unlock()
-	if c != nil {
-		c()
-	}
-}
-
-// disconnect marks the running execution of a request as abandoned by its
-// caller and cancels its background context.
-func (n *Node) disconnect(requestID string) {
-	n.imu.Lock()
-	ex := n.inflight[requestID]
-	var c context.CancelFunc
-	if ex != nil {
-		ex.disconnected.Store(true)
-		c = ex.cancel
-	}
-	n.imu.Unlock()
-	if c != nil {
-		c()
-	}
-}
 
 func (n *Node) markReceived(w *window, seq uint64) {
 	if w == nil || seq == 0 {
@@ -128,7 +62,8 @@ const (
 	runInline runMode = iota
 	// runQueued: on a background goroutine; without a free slot it waits
 	// in the node's queue, unless that is full (then the message is left
-	// to the ledger, which delivers it again).
+	// to the ledger, which delivers it again; an execution another
+	// delivery found in flight waits all the same).
 	runQueued
 	// runClaimed: like runQueued, but it always waits in the queue: the
 	// claim that delivered it was sized on the room left.
@@ -172,9 +107,10 @@ func (n *Node) receiveFresh(ctx context.Context, env *Envelope, mode runMode, fr
 	switch {
 	case w.seen(env.Seq) && fresh == nil:
 		// A duplicate messageId, or a retransmission of a seq that
-		// arrived: ignored, and acknowledged again. (A fresh message
-		// seen already was delivered meanwhile by another path, which
-		// found it being processed and left its run to this one.)
+		// arrived: ignored, and acknowledged again. (A fresh message is
+		// never seen here: another path that delivers it meanwhile finds
+		// it being processed, not dispatched, and leaves its seq
+		// unmarked; the fresh execution runs on, whatever the window.)
 		w.dirty = true
 		w.mu.Unlock()
 		return
@@ -238,9 +174,19 @@ func (n *Node) onRequest(ctx context.Context, env *Envelope, w *window, mode run
 		n.run(ctx, &execution{env: env, attempts: 1}, w, mode)
 		return
 	}
-	ex, ok := n.begin(env)
-	if !ok { // being processed already
-		n.markReceived(w, env.Seq)
+	ex, running := n.begin(env, w)
+	if ex == nil {
+		// Being processed already. Its seq counts as received only when
+		// that run is certain (dispatched): one not dispatched yet may
+		// still be given up (a fresh send's delivery finds the agent's
+		// lease lapsed or its window unreadable, a wait for a slot ends,
+		// Close), and a seq marked now would make every later delivery a
+		// duplicate, acked and never run. Until then it is owed: marked
+		// by that run's dispatch, or, if the run is given up, delivered
+		// again by the ledger.
+		if running {
+			n.markReceived(w, env.Seq)
+		}
 		return
 	}
 	// Read after begin: a run of this request that ended before begin
@@ -307,8 +253,10 @@ func (n *Node) run(ctx context.Context, ex *execution, w *window, mode runMode) 
 		default:
 			n.waited(ex)
 			if !n.enqueueRun(ex, w, mode == runClaimed) {
-				n.end(ex)
-				return false
+				if n.abandon(ex) {
+					return false
+				}
+				n.enqueueRun(ex, w, true)
 			}
 			n.drainQueue() // a slot may have freed meanwhile
 			return true
@@ -459,13 +407,13 @@ func (n *Node) dispatch(ctx context.Context, ex *execution, w *window, inline bo
 		if errors.Is(err, ErrUndeliverable) && ex.env.RequestID != "" {
 			n.settle(ex, &Resolution{RequestID: ex.env.RequestID, Outcome: OutcomeFailed, Completion: CompletionProtocolError,
 				Error: protocolError("message cannot be delivered", err), CompletedAt: n.clock.Now(), Attempts: ex.attempts})
-			n.markReceived(w, ex.env.Seq)
+			n.certain(ex, w)
 			return
 		}
 		n.deferRefused(ex) // the handler never saw it: back-pressure
 		return
 	}
-	n.markReceived(w, ex.env.Seq)
+	n.certain(ex, w)
 }
 
 // deferRefused schedules again, soon, an execution its Endpoint refused

@@ -166,7 +166,7 @@ func (n *Node) enqueueNew(ctx context.Context, typ MessageType, source, target s
 	// may be sent by others at once: its run reads the ledger.
 	var ex *execution
 	if local && so.requestID == "" {
-		if ex, _ = n.begin(&msg.Envelope); ex != nil {
+		if ex, _ = n.begin(&msg.Envelope, nil); ex != nil {
 			ex.deadline, ex.expiresAt, ex.attempts = deadline, expires, 1
 		}
 	}
