@@ -21,7 +21,9 @@ import (
 //   - A request that does not name its revision in _meta is refused by
 //     the 2026-07-28 rules (-32602), and initialize is answered with
 //     -32022 (Unsupported protocol version), whose data lists the one
-//     supported revision and echoes the requested one.
+//     supported revision and echoes the requested one; its message says
+//     that 2026-07-28 is not negotiated by initialize (each request names
+//     it in _meta), also when initialize asked for 2026-07-28.
 //   - The 2025 methods (ping, logging/setLevel, resources/subscribe and
 //     unsubscribe, the 2025-11-25 tasks/result and tasks/list) answer
 //     -32601, the 2025 notifications (notifications/initialized,
@@ -59,14 +61,23 @@ func (omitted2025Engine) dispatch(ss *Session, m *jsonrpc.Message, r responder) 
 
 // initializeRefused is the answer to initialize without the 2025 rules:
 // -32022 naming the supported revisions and echoing the requested one
-// (empty when params name none).
+// (empty when params name none). Its message says what is wrong: a
+// revision the server does not serve, or, asked for 2026-07-28, that
+// 2026-07-28 is not negotiated by initialize but named in each request's
+// _meta.
 func initializeRefused(params jsontext.Value) *Error {
 	var p struct {
 		ProtocolVersion string `json:"protocolVersion"`
 	}
 	_ = jsonrpc.Unmarshal(params, &p) // malformed params: requested ""
 	e := unsupportedVersionError(p.ProtocolVersion)
-	e.Message += "; this server serves " + Version20260728 + " only, which has no initialize"
+	perRequest := Version20260728 + " is not negotiated by initialize: send each request with " +
+		quote(revision.MetaProtocolVersion) + " in its _meta"
+	if p.ProtocolVersion == Version20260728 {
+		e.Message = "Unsupported protocol version in initialize: " + perRequest
+	} else {
+		e.Message += "; this server serves " + Version20260728 + " only, and " + perRequest
+	}
 	return e
 }
 

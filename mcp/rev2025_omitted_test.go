@@ -62,10 +62,21 @@ func TestOmit2025ServesOnly20260728(t *testing.T) {
 				e := m["error"].(map[string]any)
 				assert.Contains(t, e["message"], `"2025-11-25"`)
 				assert.Contains(t, e["message"], "2026-07-28 only")
+				assert.Contains(t, e["message"], "not negotiated by initialize")
 				data := e["data"].(map[string]any)
 				assert.Equal(t, []any{"2026-07-28"}, data["supported"])
 				assert.Equal(t, "2025-11-25", data["requested"])
 				assert.NotEmpty(t, data["correlationId"])
+			}},
+		{"initialize asking for 2026-07-28 is told to use _meta", `{"jsonrpc":"2.0","id":11,"method":"initialize","params":{"protocolVersion":"2026-07-28","capabilities":{},"clientInfo":{"name":"confused","version":"1"}}}`, -32022,
+			func(t *testing.T, m map[string]any) {
+				e := m["error"].(map[string]any)
+				assert.NotContains(t, e["message"], `Unsupported protocol version: "2026-07-28"`, "2026-07-28 is supported: the message must not say otherwise")
+				assert.Contains(t, e["message"], "2026-07-28 is not negotiated by initialize")
+				assert.Contains(t, e["message"], `"io.modelcontextprotocol/protocolVersion" in its _meta`)
+				data := e["data"].(map[string]any)
+				assert.Equal(t, []any{"2026-07-28"}, data["supported"])
+				assert.Equal(t, "2026-07-28", data["requested"])
 			}},
 		{"initialize without params names no revision", `{"jsonrpc":"2.0","id":4,"method":"initialize"}`, -32022,
 			func(t *testing.T, m map[string]any) {
