@@ -33,8 +33,20 @@ import (
 //     ListRoots, Ping, NotifyElicitationComplete) send nothing and return
 //     an error matching ErrNoClientRequests; a handler asks for input
 //     with InputRequired.
+//   - Nothing reaches a client outside a request: Session.Notify
+//     returns ErrNoChannel, and Session.Log sends only about a request,
+//     at or above its own logLevel (ServerOptions.LogLevel, the 2025
+//     session's level, is not used); 2026-07-28 clients get
+//     notifications through subscriptions/listen (Server.NotifyAll).
 //   - server/discover and -32022 list Version20260728 alone, and
 //     ServerOptions.KeepAlive is not used (no session to ping).
+
+// sessionChannel: no connection reaches its client outside a request
+// (there is no 2025 session): Session.Notify returns ErrNoChannel, and
+// Session.Log (with LogHandler and ClientLogger) sends a message only
+// about a request, at or above that request's own logLevel;
+// ServerOptions.LogLevel is not used.
+const sessionChannel = false
 
 // supportedVersions: no revision is negotiated by initialize.
 var supportedVersions []string
