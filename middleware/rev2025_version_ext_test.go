@@ -6,3 +6,7 @@ package middleware_test
 // for: the client's default (a 2025 revision, negotiated by initialize)
 // when the 2025 rules are compiled in.
 const clientVersion = ""
+
+// sessionListChanged reports whether the tests' client hears of a changed
+// tool list without subscribing: a 2025 session gets notifications/tools/list_changed.
+const sessionListChanged = true
