@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -60,39 +59,4 @@ func TestAdmissionHidesTasks(t *testing.T) {
 			assert.EqualValues(t, mcp.CodeInvalidParams, e.Code, "hidden: looks unknown, as a task too")
 		})
 	}
-}
-
-// A task-augmented call gets no default response deadline: its task's ttl
-// bounds it.
-func TestTimeoutSparesTasks(t *testing.T) {
-	ctx := context.Background()
-	reg := registry.New(nil)
-	release := make(chan struct{})
-	require.NoError(t, reg.AddTool(&mcp.Tool{Name: "slow", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(ctx context.Context, _ *mcp.ToolCall, _ json.RawMessage) (*mcp.CallToolResult, error) {
-			select {
-			case <-release:
-				return mcp.TextResult("finished"), nil
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}, &registry.ToolOptions{TaskSupport: mcp.TaskOptional}))
-	srv := mcp.NewServer(&mcp.ServerOptions{Logger: slog.New(slog.DiscardHandler), Tasks: &mcp.TaskOptions{},
-		Tools: middleware.Standard(reg, &middleware.StandardOptions{DefaultTimeout: 10 * time.Millisecond})})
-	c := serveOn(t, srv, "memory", nil)
-
-	_, err := c.CallTool(ctx, "slow", nil)
-	se := requireStructured(t, err)
-	assert.Equal(t, mcp.ErrTimeout, se.Code, "a plain call times out")
-
-	created, err := c.CallToolAsTask(ctx, "slow", nil, 0)
-	require.NoError(t, err)
-	time.Sleep(30 * time.Millisecond) // past the default deadline
-	got, err := c.GetTask(ctx, created.Task.TaskID)
-	require.NoError(t, err)
-	assert.Equal(t, mcp.TaskStatusWorking, got.Status)
-	close(release)
-	res, err := c.TaskResult(ctx, created.Task.TaskID)
-	require.NoError(t, err)
-	assert.Equal(t, "finished", res.Content[0].Text)
 }
