@@ -30,13 +30,8 @@ func TestAdmissionSeesTheSession(t *testing.T) {
 	for _, kind := range []string{"stdio", "memory"} {
 		t.Run(kind, func(t *testing.T) {
 			c := serveOn(t, srv, kind, nil)
-			tools, err := c.ListAllTools(ctx)
-			require.NoError(t, err)
-			names := make([]string, len(tools))
-			for i, d := range tools {
-				names[i] = d.Name
-			}
-			_, err = c.CallTool(ctx, "write", nil)
+			names := toolNames(ctx, c)
+			_, err := c.CallTool(ctx, "write", nil)
 			if kind == "stdio" {
 				assert.Contains(t, names, "write")
 				assert.NoError(t, err)
@@ -73,12 +68,7 @@ func TestAdmissionHidesTasks(t *testing.T) {
 	for _, kind := range []string{"stdio", "memory"} {
 		t.Run(kind, func(t *testing.T) {
 			c := serveOn(t, srv, kind, nil)
-			tools, err := c.ListAllTools(ctx)
-			require.NoError(t, err)
-			names := make([]string, len(tools))
-			for i, d := range tools {
-				names[i] = d.Name
-			}
+			names := toolNames(ctx, c)
 			id, terr := startTask(ctx, c, "write_task")
 			if kind == "stdio" {
 				assert.Contains(t, names, "write_task")
