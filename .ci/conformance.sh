@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite against examples/everything over
-# streamable HTTP, in three invocations:
+# streamable HTTP, in four invocations:
 #
 #   0.1.16          --suite all                        (every server scenario)
 #   0.2.0-alpha.12  --alpha --requirements 2025-11-25  (the frozen 2025-11-25 set)

@@ -60,8 +60,10 @@
 // only: the files of the 2025 rules (rev2025_*.go) are left out, a
 // request that names no revision gets the 2026-07-28 rules, initialize is
 // answered with -32022 (data.supported lists 2026-07-28 alone), the 2025
-// methods answer -32601 and the Session's requests to the client return
-// an error matching ErrNoClientRequests. The API is the same, and the
+// methods answer -32601, the Session's requests to the client return
+// an error matching ErrNoClientRequests, and nothing reaches a client
+// outside a request (Session.Notify returns ErrNoChannel; Session.Log
+// follows the request's own logLevel only). The API is the same, and the
 // Client keeps both eras.
 //
 // # Asking the client

@@ -69,8 +69,8 @@ func (ss *Session) logEnabledFor(ctx context.Context, l LoggingLevel) bool {
 		}
 		return ss.server.opts.Logging && m.meta.LogLevel != "" && l.AtLeast(m.meta.LogLevel)
 	}
-	if ss.modernOnly {
-		return false
+	if ss.modernOnly || !sessionChannel {
+		return false // no 2025 session: only a request's own level applies
 	}
 	return ss.logEnabled(l)
 }
@@ -79,8 +79,10 @@ func (ss *Session) logEnabledFor(ctx context.Context, l LoggingLevel) bool {
 // name (may be empty) and data (any JSON-encodable value: a string, a map,
 // a struct). It sends nothing, and returns nil, when the server does not
 // declare logging (ServerOptions.Logging) or level is below the session's
-// level (see Request.LogLevel). It waits at most a short while (and never past
-// ctx) for a slow client; an error reports a message that was not sent.
+// level (see Request.LogLevel); built with the tag keel_omit2025, it sends
+// only about a request (ctx), at or above that request's own level. It
+// waits at most a short while (and never past ctx) for a slow client; an
+// error reports a message that was not sent.
 func (ss *Session) Log(ctx context.Context, level LoggingLevel, logger string, data any) error {
 	if !level.Valid() {
 		return errors.New("mcp: unknown logging level " + quote(string(level)))

@@ -27,6 +27,11 @@ type legacyEngine struct{}
 // _meta: by the rules of the revision their connection negotiated.
 var connectionEngine engine = legacyEngine{}
 
+// sessionChannel reports whether a connection may reach its client outside
+// a request (Session.Notify, Session.Log at the session's level): with the
+// 2025 rules, a session that negotiated a 2025 revision.
+const sessionChannel = true
+
 func (legacyEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) job {
 	switch m.Method {
 	case methodInitialize:

@@ -21,7 +21,9 @@ import (
 //   - A request that does not name its revision in _meta is refused by
 //     the 2026-07-28 rules (-32602), and initialize is answered with
 //     -32022 (Unsupported protocol version), whose data lists the one
-//     supported revision and echoes the requested one.
+//     supported revision and echoes the requested one; its message says
+//     that 2026-07-28 is not negotiated by initialize (each request names
+//     it in _meta), also when initialize asked for 2026-07-28.
 //   - The 2025 methods (ping, logging/setLevel, resources/subscribe and
 //     unsubscribe, the 2025-11-25 tasks/result and tasks/list) answer
 //     -32601, the 2025 notifications (notifications/initialized,
@@ -31,8 +33,20 @@ import (
 //     ListRoots, Ping, NotifyElicitationComplete) send nothing and return
 //     an error matching ErrNoClientRequests; a handler asks for input
 //     with InputRequired.
+//   - Nothing reaches a client outside a request: Session.Notify
+//     returns ErrNoChannel, and Session.Log sends only about a request,
+//     at or above its own logLevel (ServerOptions.LogLevel, the 2025
+//     session's level, is not used); 2026-07-28 clients get
+//     notifications through subscriptions/listen (Server.NotifyAll).
 //   - server/discover and -32022 list Version20260728 alone, and
 //     ServerOptions.KeepAlive is not used (no session to ping).
+
+// sessionChannel: no connection reaches its client outside a request
+// (there is no 2025 session): Session.Notify returns ErrNoChannel, and
+// Session.Log (with LogHandler and ClientLogger) sends a message only
+// about a request, at or above that request's own logLevel;
+// ServerOptions.LogLevel is not used.
+const sessionChannel = false
 
 // supportedVersions: no revision is negotiated by initialize.
 var supportedVersions []string
@@ -59,14 +73,23 @@ func (omitted2025Engine) dispatch(ss *Session, m *jsonrpc.Message, r responder) 
 
 // initializeRefused is the answer to initialize without the 2025 rules:
 // -32022 naming the supported revisions and echoing the requested one
-// (empty when params name none).
+// (empty when params name none). Its message says what is wrong: a
+// revision the server does not serve, or, asked for 2026-07-28, that
+// 2026-07-28 is not negotiated by initialize but named in each request's
+// _meta.
 func initializeRefused(params jsontext.Value) *Error {
 	var p struct {
 		ProtocolVersion string `json:"protocolVersion"`
 	}
 	_ = jsonrpc.Unmarshal(params, &p) // malformed params: requested ""
 	e := unsupportedVersionError(p.ProtocolVersion)
-	e.Message += "; this server serves " + Version20260728 + " only, which has no initialize"
+	perRequest := Version20260728 + " is not negotiated by initialize: send each request with " +
+		quote(revision.MetaProtocolVersion) + " in its _meta"
+	if p.ProtocolVersion == Version20260728 {
+		e.Message = "Unsupported protocol version in initialize: " + perRequest
+	} else {
+		e.Message += "; this server serves " + Version20260728 + " only, and " + perRequest
+	}
 	return e
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -62,10 +63,21 @@ func TestOmit2025ServesOnly20260728(t *testing.T) {
 				e := m["error"].(map[string]any)
 				assert.Contains(t, e["message"], `"2025-11-25"`)
 				assert.Contains(t, e["message"], "2026-07-28 only")
+				assert.Contains(t, e["message"], "not negotiated by initialize")
 				data := e["data"].(map[string]any)
 				assert.Equal(t, []any{"2026-07-28"}, data["supported"])
 				assert.Equal(t, "2025-11-25", data["requested"])
 				assert.NotEmpty(t, data["correlationId"])
+			}},
+		{"initialize asking for 2026-07-28 is told to use _meta", `{"jsonrpc":"2.0","id":11,"method":"initialize","params":{"protocolVersion":"2026-07-28","capabilities":{},"clientInfo":{"name":"confused","version":"1"}}}`, -32022,
+			func(t *testing.T, m map[string]any) {
+				e := m["error"].(map[string]any)
+				assert.NotContains(t, e["message"], `Unsupported protocol version: "2026-07-28"`, "2026-07-28 is supported: the message must not say otherwise")
+				assert.Contains(t, e["message"], "2026-07-28 is not negotiated by initialize")
+				assert.Contains(t, e["message"], `"io.modelcontextprotocol/protocolVersion" in its _meta`)
+				data := e["data"].(map[string]any)
+				assert.Equal(t, []any{"2026-07-28"}, data["supported"])
+				assert.Equal(t, "2026-07-28", data["requested"])
 			}},
 		{"initialize without params names no revision", `{"jsonrpc":"2.0","id":4,"method":"initialize"}`, -32022,
 			func(t *testing.T, m map[string]any) {
@@ -133,4 +145,55 @@ func TestOmit2025ClientConnect(t *testing.T) {
 	assert.Equal(t, "hello", res.Content[0].Text)
 	require.NoError(t, c.Close())
 	require.NoError(t, wait())
+}
+
+// channelTools has one tool, "outside", which tries to reach the client
+// outside its request (Session.Log and Session.Notify with a context of no
+// request) and inside it (Session.Notify, ClientLogger), and answers
+// whether each Notify was refused with ErrNoChannel and what each Log
+// returned.
+type channelTools struct{ modernTools }
+
+func (t channelTools) CallTool(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToolResult, error) {
+	if call.Name != "outside" {
+		return t.modernTools.CallTool(ctx, call)
+	}
+	ss := mcp.SessionFromContext(ctx)
+	bg := context.Background()
+	e1 := ss.Log(bg, mcp.LoggingLevelEmergency, "outside", "not sent")
+	e2 := ss.Notify(bg, "notifications/custom", nil)
+	e3 := ss.Notify(ctx, "notifications/custom", nil)
+	mcp.ClientLogger(ctx).Warn("inside")
+	mcp.ClientLogger(ctx).Debug("below the request's level")
+	return mcp.TextResult(fmt.Sprintln(e1, errors.Is(e2, mcp.ErrNoChannel), errors.Is(e3, mcp.ErrNoChannel))), nil
+}
+
+// TestOmit2025NothingOutsideARequest: without the 2025 rules there is no
+// session to reach a client on outside a request. Session.Log with a
+// context of no request sends nothing even with ServerOptions.LogLevel at
+// debug (the 2025 session's level is not used), Session.Notify returns
+// ErrNoChannel, and a request gets the log messages at or above its own
+// logLevel only.
+func TestOmit2025NothingOutsideARequest(t *testing.T) {
+	o := modernOptions(&modernTools{})
+	o.Tools = channelTools{}
+	o.LogLevel = mcp.LoggingLevelDebug
+	c := startRaw(t, o)
+	withLevel := strings.Replace(modernMeta, `"_meta":{`, `"_meta":{"io.modelcontextprotocol/logLevel":"info",`, 1)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"outside",` + withLevel + `}}`)
+	// What the tool sent before its answer arrives before it, in order.
+	m := c.recv()
+	require.Equal(t, "notifications/message", m["method"], "%v", m)
+	params := m["params"].(map[string]any)
+	assert.Equal(t, "warning", params["level"])
+	assert.Equal(t, "inside", params["data"].(map[string]any)["message"])
+	m = c.recv()
+	require.Equal(t, float64(1), m["id"], "only the request's own log message came before the answer: %v", m)
+	res := m["result"].(map[string]any)
+	assert.Equal(t, "<nil> true true\n", res["content"].([]any)[0].(map[string]any)["text"])
+
+	// A request without a logLevel gets no log message at all.
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"outside",` + modernMeta + `}}`)
+	m = c.recv()
+	require.Equal(t, float64(2), m["id"], "%v", m)
 }

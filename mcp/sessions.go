@@ -32,19 +32,21 @@ func (s *Server) Sessions() []*Session {
 
 // ErrNoChannel is returned by Session.Notify on a session that has no
 // channel for notifications outside a request: one a stateless HTTP
-// handler made for a single 2026-07-28 request.
+// handler made for a single 2026-07-28 request, or any session of a
+// server built with the tag keel_omit2025 (there are no 2025 sessions).
 var ErrNoChannel = errors.New("mcp: the session has no channel for notifications outside a request")
 
 // Notify sends the notification method with params (encoded as JSON; nil
 // for none) to the session's client. It fails on a closed session and
-// with ErrNoChannel on a stateless per-request session. Clients of
+// with ErrNoChannel on a stateless per-request session, and on every
+// session of a server built with the tag keel_omit2025. Clients of
 // revision 2026-07-28 are reached through their subscriptions/listen
 // streams: see Server.NotifyAll.
 func (ss *Session) Notify(ctx context.Context, method string, params any) error {
 	if method == "" {
 		return errors.New("mcp: Notify: empty method")
 	}
-	if ss.modernOnly {
+	if ss.modernOnly || !sessionChannel {
 		return ErrNoChannel
 	}
 	if ss.currentState() == stateClosed {

@@ -151,7 +151,7 @@ func serveStream(t *testing.T, srv *mcp.Server, st, ct transport.Transport) *mcp
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(context.Background(), st) }()
-	c := mcp.NewClient(&mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
+	c := mcp.NewClient(&mcp.ClientOptions{ProtocolVersion: clientVersion, Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	require.NoError(t, c.Connect(ctx, ct))

@@ -257,7 +257,7 @@ func serveOn(t *testing.T, srv *mcp.Server, kind string, copts *mcp.ClientOption
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(context.Background(), kindTransport{st, kind}) }()
 	if copts == nil {
-		copts = &mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler)}
+		copts = &mcp.ClientOptions{ProtocolVersion: clientVersion, Capabilities: clientCapabilities, Logger: slog.New(slog.DiscardHandler)}
 	}
 	c := mcp.NewClient(copts)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

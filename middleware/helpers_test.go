@@ -151,7 +151,7 @@ func serve(t testing.TB, src mcp.ToolSource) *served {
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(context.Background(), st) }()
 	s.wire = &wire{Transport: ct}
-	s.client = mcp.NewClient(&mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
+	s.client = mcp.NewClient(&mcp.ClientOptions{ProtocolVersion: testProtocolVersion, Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	require.NoError(t, s.client.Connect(ctx, s.wire))
@@ -201,7 +201,8 @@ func (s *served) flush(t testing.TB) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	require.NoError(t, s.client.Ping(ctx))
+	_, err := s.client.ListTools(ctx, "") // a round trip in every revision
+	require.NoError(t, err)
 }
 
 // recorder records the order in which stages run.

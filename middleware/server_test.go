@@ -1,5 +1,3 @@
-//go:build !keel_omit2025
-
 package middleware_test
 
 import (
@@ -54,7 +52,7 @@ func TestServerTimeoutAnsweredAtOnce(t *testing.T) {
 	defer free()
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(context.Background(), st) }()
-	client := mcp.NewClient(nil)
+	client := mcp.NewClient(&mcp.ClientOptions{ProtocolVersion: clientVersion})
 	require.NoError(t, client.Connect(ctx, ct))
 
 	start := time.Now()

@@ -1,5 +1,3 @@
-//go:build !keel_omit2025
-
 package middleware_test
 
 import (
@@ -51,7 +49,7 @@ func TestPlainErrorTextOfStagesIsMasked(t *testing.T) {
 				ExposeErrorText: expose, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 			ct, st := transport.NewPipe(nil)
 			go func() { _ = srv.Run(context.Background(), st) }()
-			c := mcp.NewClient(&mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
+			c := mcp.NewClient(&mcp.ClientOptions{ProtocolVersion: clientVersion, Logger: slog.New(slog.DiscardHandler)})
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			require.NoError(t, c.Connect(ctx, ct))

@@ -1,5 +1,3 @@
-//go:build !keel_omit2025
-
 package middleware_test
 
 import (
@@ -19,7 +17,7 @@ func connectExample(ctx context.Context, tools mcp.ToolSource) *mcp.Client {
 	quiet := slog.New(slog.DiscardHandler)
 	ct, st := transport.NewPipe(nil)
 	go mcp.NewServer(&mcp.ServerOptions{Tools: tools, Logger: quiet}).Run(ctx, st)
-	c := mcp.NewClient(&mcp.ClientOptions{Logger: quiet})
+	c := mcp.NewClient(&mcp.ClientOptions{ProtocolVersion: clientVersion, Logger: quiet})
 	if err := c.Connect(ctx, ct); err != nil {
 		panic(err)
 	}

@@ -1,5 +1,3 @@
-//go:build !keel_omit2025
-
 package middleware
 
 import (
@@ -115,7 +113,7 @@ func TestServerMiddlewareReturnsAtTheDeadline(t *testing.T) {
 	ct, st := transport.NewPipe(nil)
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(context.Background(), st) }()
-	c := mcp.NewClient(&mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
+	c := mcp.NewClient(&mcp.ClientOptions{ProtocolVersion: testProtocolVersion, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, c.Connect(t.Context(), ct))
 	t.Cleanup(func() {
 		<-handlerDone

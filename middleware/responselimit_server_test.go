@@ -1,5 +1,3 @@
-//go:build !keel_omit2025
-
 package middleware
 
 import (
@@ -40,7 +38,7 @@ func TestServerResponseLimits(t *testing.T) {
 	ct, st := transport.NewPipe(nil)
 	ctx := context.Background()
 	go func() { _ = srv.Run(ctx, st) }()
-	c := mcp.NewClient(&mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
+	c := mcp.NewClient(&mcp.ClientOptions{ProtocolVersion: testProtocolVersion, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, c.Connect(ctx, ct))
 	defer c.Close()
 
