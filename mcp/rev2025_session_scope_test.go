@@ -119,7 +119,8 @@ func TestNotificationFollowsItsRevision(t *testing.T) {
 		{"2026-07-28 on a 2025 session", true, `{` + meta2026 + `}`, &scope{mcp.Version20260728, "debug", true}},
 		{"2026-07-28 before any initialize", false, `{` + meta2026 + `}`, &scope{mcp.Version20260728, "debug", true}},
 		{"2025 before initialize waits for it", false, `{}`, nil},
-		{"2026-07-28 with an invalid _meta", false, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, nil},
+		{"2026-07-28 without clientCapabilities (a notification's _meta needs none)", false, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, &scope{mcp.Version20260728, "", false}},
+		{"2026-07-28 with an invalid _meta", false, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/logLevel":"loud"}}`, nil},
 		{"2026-07-28 of an unknown revision", true, `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}`, nil},
 	}
 	for _, tc := range cases {

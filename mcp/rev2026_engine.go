@@ -68,7 +68,7 @@ func (modernEngine) notification(ss *Session, m *jsonrpc.Message) (responder, bo
 	if !revision.Marked(m.Params) {
 		return r, true
 	}
-	meta, e := parseRequestMeta(m.Params)
+	meta, e := parseNotificationMeta(m.Params)
 	if e == nil && !revision.ServedPerRequest(meta.ProtocolVersion) {
 		e = unsupportedVersionError(meta.ProtocolVersion)
 	}

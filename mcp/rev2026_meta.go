@@ -56,6 +56,21 @@ func parseRequestMeta(params jsontext.Value) (RequestMeta, *Error) {
 	return w.check(decodeMeta(jsontext.Value(params), &w))
 }
 
+// parseNotificationMeta decodes and checks the _meta of a 2026-07-28
+// notification's params (the schema's NotificationMetaObject): as
+// parseRequestMeta, except that clientCapabilities, a member of a
+// request's _meta only, is not required (notifications/cancelled and
+// notifications/progress of a 2026-07-28 client carry none).
+func parseNotificationMeta(params jsontext.Value) (RequestMeta, *Error) {
+	if params.Kind() != '{' {
+		return RequestMeta{}, refused(revision.NoParams)
+	}
+	var w requestMetaWire
+	err := decodeMeta(jsontext.Value(params), &w)
+	w.hasCaps = true // optional here: an absent one is the empty set
+	return w.check(err)
+}
+
 // classified is the server's reading of a marked request's _meta, as a
 // transport hands it over (revision.Reading.Server).
 type classified struct {
