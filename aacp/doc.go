@@ -134,7 +134,11 @@
 // unacknowledged messages: the backlog of a dead owner runs on the new
 // one. Handlers must therefore be idempotent: a request that was executing
 // when the process died runs again; one recorded COMPLETED or FAILED never
-// does.
+// does. A request's message is acknowledged once its handler has it; the
+// resolution the handler returns is then written with retries (5 more
+// attempts over about 5 s) when the store fails for a transient reason.
+// If every attempt fails, the request stays pending (UNKNOWN to local
+// waiters) and runs again at the next recovery.
 //
 // Back-pressure defers, it never fails. A Node runs at most MaxBackground
 // handlers in the background; more work waits in its queue (up to

@@ -416,6 +416,35 @@ func (n *Node) dispatch(ctx context.Context, ex *execution, w *window, inline bo
 	n.certain(ex, w)
 }
 
+// settleBackoff spaces the retries of a resolution whose write failed: the
+// request's seq is marked received once its handler has it, so the ledger
+// will not deliver it again, and a resolution lost to a transient error of
+// the store (a busy SQLite database, a dropped PostgreSQL connection)
+// would leave the request pending until the next recovery (a restart or
+// a takeover of the agent's lease).
+var settleBackoff = [...]time.Duration{10 * time.Millisecond, 50 * time.Millisecond, 250 * time.Millisecond, time.Second, 4 * time.Second}
+
+// retryWrite runs write, and again after each settleBackoff step while it
+// fails with an error other than ErrLeaseLost and the Node is open. A
+// write that fails wrote nothing (the store's contract), so running it
+// again is safe.
+func (n *Node) retryWrite(write func() (bool, error)) (applied bool, err error) {
+	for _, d := range settleBackoff {
+		if applied, err = write(); err == nil || errors.Is(err, ErrLeaseLost) {
+			return applied, err
+		}
+		n.log.Debug("aacp: recording a resolution failed; trying again", "in", d, "err", err)
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-n.ctx.Done():
+			t.Stop()
+			return applied, err
+		}
+	}
+	return write()
+}
+
 // deferRefused schedules again, soon, an execution its Endpoint refused
 // (an agent's full queue: back-pressure). It stays in flight, and the
 // refusal counts as no attempt. An EVENT without a requestId is left to
@@ -622,10 +651,12 @@ func (n *Node) settle(ex *execution, res *Resolution) {
 			resp.NextRetryAt = now.Add(n.opts.RetransmitTimeout)
 		}
 		if fenced {
-			applied, err = n.withSeq(ctx, env.TargetAgentID, env.SourceAgentID, &resp.Envelope, seqOp{res: res, msg: resp, fence: fence})
+			applied, err = n.retryWrite(func() (bool, error) {
+				return n.withSeq(ctx, env.TargetAgentID, env.SourceAgentID, &resp.Envelope, seqOp{res: res, msg: resp, fence: fence})
+			})
 		}
 	} else if fenced {
-		applied, err = n.store.Resolve(ctx, res, nil, fence)
+		applied, err = n.retryWrite(func() (bool, error) { return n.store.Resolve(ctx, res, nil, fence) })
 	}
 	n.end(ex)
 	if !fenced || errors.Is(err, ErrLeaseLost) {
