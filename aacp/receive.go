@@ -107,10 +107,11 @@ func (n *Node) receiveFresh(ctx context.Context, env *Envelope, mode runMode, fr
 	switch {
 	case w.seen(env.Seq) && fresh == nil:
 		// A duplicate messageId, or a retransmission of a seq that
-		// arrived: ignored, and acknowledged again. (A fresh message is
-		// never seen here: another path that delivers it meanwhile finds
-		// it being processed, not dispatched, and leaves its seq
-		// unmarked; the fresh execution runs on, whatever the window.)
+		// arrived: ignored, and acknowledged again. (A fresh message
+		// checks fresh == nil: another path that delivers it meanwhile
+		// finds it being processed, not dispatched, and leaves its seq
+		// unmarked, or, for a quarantined delivery, marks it; either
+		// way the fresh execution runs on, whatever the window.)
 		w.dirty = true
 		w.mu.Unlock()
 		return
