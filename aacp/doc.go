@@ -209,9 +209,8 @@
 // right edge of their indexes rather than on a random page per row.
 // BenchmarkThroughput (in aacp/sqlstore) measures sends end to end (handler
 // run, outcome recorded). With 128 senders of requests on a 2-core machine
-// shared with other work, the medians of three runs were 20,600 ledger
-// messages per second on SQLite with synchronous=FULL (all three above
-// 20,000, load average 3.5 to 4.4) and 14,200 on PostgreSQL with fsync and
-// synchronous_commit on (load average 2.2 to 2.9); the README gives every
-// figure measured and the conditions they were measured in.
+// (load average 0.5 to 1.3), the medians of three runs were 21,645 ledger
+// messages per second on SQLite with synchronous=FULL and 14,423 on
+// PostgreSQL with fsync and synchronous_commit on, and 440,000 to 452,000
+// in memory; the README gives the runs and the conditions.
 package aacp
