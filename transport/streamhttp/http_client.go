@@ -167,6 +167,12 @@ func (t *ClientTransport) Write(ctx context.Context, msg []byte) error {
 		t.mu.Unlock()
 		return errSessionEnded
 	}
+	// The session the message is sent in is the one checked above: read
+	// later, a 404 answering another message in between would have
+	// cleared it, and the message would go out with no session id at all
+	// (400) instead of failing with ErrSessionNotFound, which the Client
+	// retries in the new session.
+	sid, ver := t.sessionID, t.version
 	t.mu.Unlock()
 	body := bytes.Clone(msg)
 	var resp *http.Response
@@ -190,7 +196,7 @@ func (t *ClientTransport) Write(ctx context.Context, msg []byte) error {
 		t.mu.Unlock()
 		resp, err = t.doIn(ctx, "", mod.version, http.MethodPost, body, "", hdr...)
 	} else {
-		resp, err = t.do(ctx, http.MethodPost, body, "")
+		resp, err = t.doIn(ctx, sid, ver, http.MethodPost, body, "")
 	}
 	if err != nil {
 		return err
