@@ -45,6 +45,14 @@ type resourceErrData struct {
 	CorrelationID string `json:"correlationId,omitempty"`
 }
 
+func (d resourceErrData) correlatedWith(id func() string) any {
+	if d.CorrelationID != "" {
+		return nil
+	}
+	d.CorrelationID = id()
+	return d
+}
+
 // declareFeatures adds the capabilities of resources, prompts and
 // completion to an initialize result for revision v.
 func (s *Server) declareFeatures(v string, caps *ServerCapabilities) {

@@ -208,6 +208,15 @@ type urlElicitationRequiredData struct {
 	CorrelationID string         `json:"correlationId,omitempty"`
 }
 
+func (d *urlElicitationRequiredData) correlatedWith(id func() string) any {
+	if d.CorrelationID != "" {
+		return nil
+	}
+	c := *d
+	c.CorrelationID = id()
+	return &c
+}
+
 // NewURLElicitationRequiredError returns a -32042 error asking the client
 // to complete the given elicitations, whose Mode it sets to url.
 func NewURLElicitationRequiredError(message string, elicitations ...ElicitParams) *Error {

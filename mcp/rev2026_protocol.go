@@ -73,6 +73,14 @@ type UnsupportedVersionData struct {
 	CorrelationID string   `json:"correlationId,omitempty"`
 }
 
+func (d UnsupportedVersionData) correlatedWith(id func() string) any {
+	if d.CorrelationID != "" {
+		return nil
+	}
+	d.CorrelationID = id()
+	return d
+}
+
 // unsupportedVersionError returns the -32022 error for a request that
 // asked for revision requested.
 func unsupportedVersionError(requested string) *Error {
@@ -85,6 +93,14 @@ func unsupportedVersionError(requested string) *Error {
 type missingCapabilityData struct {
 	RequiredCapabilities ClientCapabilities `json:"requiredCapabilities"`
 	CorrelationID        string             `json:"correlationId,omitempty"`
+}
+
+func (d missingCapabilityData) correlatedWith(id func() string) any {
+	if d.CorrelationID != "" {
+		return nil
+	}
+	d.CorrelationID = id()
+	return d
 }
 
 // MissingCapabilityError returns the -32021 error for a request that needs

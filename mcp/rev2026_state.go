@@ -214,6 +214,14 @@ type usedStatesData struct {
 	CorrelationID string `json:"correlationId"`
 }
 
+func (d usedStatesData) correlatedWith(id func() string) any {
+	if d.CorrelationID != "" {
+		return nil
+	}
+	d.CorrelationID = id()
+	return d
+}
+
 // statePrefix is what a log line shows of a state: its first 12
 // characters (the key id and a little more), URL-safe ones only.
 func statePrefix(wire string) string {

@@ -318,6 +318,13 @@ type protoErrData struct {
 	CorrelationID string `json:"correlationId"`
 }
 
+// correlated is error data with a correlationId member of its own:
+// correlatedWith returns a copy carrying id(), or nil when the data has
+// one already. responder.error fills it in for every protocol error.
+type correlated interface {
+	correlatedWith(id func() string) any
+}
+
 func (r responder) error(e *Error) {
 	if c := r.engine().errorCode(e.Code); c != e.Code {
 		ce := *e
@@ -327,36 +334,9 @@ func (r responder) error(e *Error) {
 	switch d := e.Data.(type) {
 	case nil:
 		e = &Error{Code: e.Code, Message: e.Message, Data: protoErrData{CorrelationID: r.correlationID()}}
-	case resourceErrData:
-		if d.CorrelationID == "" {
-			d.CorrelationID = r.correlationID()
-			e = &Error{Code: e.Code, Message: e.Message, Data: d}
-		}
-	case UnsupportedVersionData:
-		if d.CorrelationID == "" {
-			d.CorrelationID = r.correlationID()
-			e = &Error{Code: e.Code, Message: e.Message, Data: d}
-		}
-	case missingCapabilityData:
-		if d.CorrelationID == "" {
-			d.CorrelationID = r.correlationID()
-			e = &Error{Code: e.Code, Message: e.Message, Data: d}
-		}
-	case *urlElicitationRequiredData:
-		if d.CorrelationID == "" {
-			c := *d
-			c.CorrelationID = r.correlationID()
-			e = &Error{Code: e.Code, Message: e.Message, Data: &c}
-		}
-	case usedStatesData:
-		if d.CorrelationID == "" {
-			d.CorrelationID = r.correlationID()
-			e = &Error{Code: e.Code, Message: e.Message, Data: d}
-		}
-	case taskErrData:
-		if d.CorrelationID == "" {
-			d.CorrelationID = r.correlationID()
-			e = &Error{Code: e.Code, Message: e.Message, Data: d}
+	case correlated:
+		if v := d.correlatedWith(r.correlationID); v != nil {
+			e = &Error{Code: e.Code, Message: e.Message, Data: v}
 		}
 	case *StructuredError:
 		if d.CorrelationID == r.ss.connID() { // the connection's id stood in for the request's

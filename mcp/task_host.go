@@ -121,6 +121,14 @@ type taskErrData struct {
 	CorrelationID string `json:"correlationId,omitempty"`
 }
 
+func (d taskErrData) correlatedWith(id func() string) any {
+	if d.CorrelationID != "" {
+		return nil
+	}
+	d.CorrelationID = id()
+	return d
+}
+
 // errTooManyTasks is the tools/call answer when an owner has MaxTasks tasks
 // running: an isError result (RESOURCE_EXHAUSTED, retryable), as for
 // other limits.
