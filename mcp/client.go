@@ -336,18 +336,9 @@ func (c *Client) ListAllTools(ctx context.Context) ([]*Tool, error) {
 // its text (code ErrToolFailed when the text is not one).
 func (c *Client) CallTool(ctx context.Context, name string, args any) (*CallToolResult, error) {
 	p := &CallToolParams{Name: name}
-	switch a := args.(type) {
-	case nil:
-	case json.RawMessage:
-		p.Arguments = a
-	case jsontext.Value:
-		p.Arguments = json.RawMessage(a)
-	default:
-		b, err := jsonv2.Marshal(args)
-		if err != nil {
-			return nil, fmt.Errorf("mcp: encoding arguments of %q: %w", name, err)
-		}
-		p.Arguments = b
+	var err error
+	if p.Arguments, err = toolArguments(name, args); err != nil {
+		return nil, err
 	}
 	return c.CallToolWithParams(ctx, p)
 }
@@ -400,4 +391,23 @@ func (c *Client) Close() error {
 	err := c.conn.t.Close()
 	<-c.in.done
 	return err
+}
+
+// toolArguments encodes the arguments of a call to tool name: args as
+// JSON (already-encoded json.RawMessage or jsontext.Value as they are),
+// or nil for none.
+func toolArguments(name string, args any) (json.RawMessage, error) {
+	switch a := args.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return a, nil
+	case jsontext.Value:
+		return json.RawMessage(a), nil
+	}
+	b, err := jsonv2.Marshal(args)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: encoding arguments of %q: %w", name, err)
+	}
+	return b, nil
 }

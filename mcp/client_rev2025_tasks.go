@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -38,18 +37,9 @@ func (c *Client) CallToolAsTask(ctx context.Context, name string, args any, ttl 
 		ms := max(ttl.Milliseconds(), 1)
 		p.Task.TTL = &ms
 	}
-	switch a := args.(type) {
-	case nil:
-	case json.RawMessage:
-		p.Arguments = a
-	case jsontext.Value:
-		p.Arguments = json.RawMessage(a)
-	default:
-		b, err := jsonv2.Marshal(args)
-		if err != nil {
-			return nil, fmt.Errorf("mcp: encoding arguments of %q: %w", name, err)
-		}
-		p.Arguments = b
+	var err error
+	if p.Arguments, err = toolArguments(name, args); err != nil {
+		return nil, err
 	}
 	var raw jsontext.Value
 	if err := c.Call(ctx, methodToolsCall, p, &raw); err != nil {
