@@ -162,8 +162,9 @@ func (s Secret) MarshalJSON() ([]byte, error) { return []byte(fmt.Sprintf("%q", 
 
 // ToolsConfig is the "tools" section of Config.
 type ToolsConfig struct {
-	// DefaultTimeoutMs is the response deadline of a tool call, in
-	// milliseconds. Default 30000.
+	// DefaultTimeoutMs is the deadline of a tool call whose tool has none
+	// of its own, in milliseconds: the handler's context ends then, and
+	// the answer is TIMEOUT (middleware.Deadline). Default 30000.
 	DefaultTimeoutMs int64 `json:"defaultTimeoutMs"`
 	// MaxPayloadBytes bounds the UTF-8 size of a call's arguments.
 	// Default 1048576 (1 MiB).

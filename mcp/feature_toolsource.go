@@ -36,8 +36,8 @@ type ToolCall struct {
 	// Task is set when the client asked to run the call as a task
 	// (2025-11-25), or when a 2026-07-28 call may become one (the tool
 	// supports tasks and the request declared the tasks extension; see
-	// StartTask). Middleware reads it to leave such calls without a
-	// response deadline.
+	// StartTask). Middleware reads it to leave such calls without the
+	// default deadline.
 	Task *TaskMetadata
 	// CorrelationID is the client's _meta.correlationId or a new UUID v4.
 	CorrelationID string

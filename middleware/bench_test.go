@@ -59,6 +59,9 @@ func BenchmarkStageLock(b *testing.B) {
 	benchSource(b, New(benchRegistry(b), Lock(&LockOptions{All: true})))
 }
 func BenchmarkStageValidate(b *testing.B) { benchSource(b, New(benchRegistry(b), Validate())) }
+func BenchmarkStageDeadline(b *testing.B) {
+	benchSource(b, New(benchRegistry(b), Deadline(DefaultTimeout)))
+}
 func BenchmarkStageTimeout(b *testing.B) {
 	benchSource(b, New(benchRegistry(b), Timeout(DefaultTimeout)))
 }

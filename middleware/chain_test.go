@@ -117,7 +117,7 @@ func TestCallToolMemoized(t *testing.T) {
 func TestStandardHappyPathAndErrors(t *testing.T) {
 	tt := newTestTools(t)
 	ch := Standard(tt.reg, nil)
-	assert.Equal(t, 10, ch.Len())
+	assert.Equal(t, 11, ch.Len())
 	ctx := context.Background()
 
 	res, err := ch.CallTool(ctx, call("echo", `{"message":"hello"}`, nil))

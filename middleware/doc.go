@@ -14,8 +14,8 @@
 // Standard is the chain for people who do not want to choose:
 //
 //	Recover → PayloadLimit → Lookup → [Admit] → [RateLimit] → Concurrency →
-//	Lock → Validate → AuditExit → AuditEnter → ResponseLimit → Timeout →
-//	Dispatch
+//	Lock → Validate → AuditExit → AuditEnter → ResponseLimit → Deadline →
+//	Timeout → Dispatch
 //
 // The stages:
 //
@@ -42,7 +42,13 @@
 //   - ResponseLimit: a result larger than a byte limit, or with an array of
 //     more items than a limit, is replaced by a RESOURCE_EXHAUSTED error
 //     naming the limit; nothing is truncated.
-//   - Timeout: a response deadline. The handler runs on a goroutine of a
+//   - Deadline: a context deadline for tools without their own Timeout
+//     (Standard: StandardOptions.DefaultTimeout). The handler runs on the
+//     caller's goroutine under a context that ends at the deadline; once
+//     it has passed the answer is TIMEOUT whatever the handler returns,
+//     and the answer goes back up the chain when the handler returns.
+//   - Timeout: a response deadline (Standard: a tool's own
+//     registry.ToolOptions.Timeout). The handler runs on a goroutine of a
 //     pool while the call waits; at the deadline its context is cancelled
 //     and the stage returns TIMEOUT through the chain at once, while the
 //     handler may still run. Once the deadline has passed the answer is

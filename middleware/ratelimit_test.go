@@ -252,5 +252,5 @@ func TestStandardRateLimit(t *testing.T) {
 	_, err = h(ctx, NewCall(tt.reg, callAs("b", "echo", `{"message":"x"}`)))
 	require.NoError(t, err, "StandardOptions.ClientKey tells a and b apart")
 	assert.Equal(t, []int{0}, inUseAtRefusal)
-	assert.Equal(t, 11, ch.Len())
+	assert.Equal(t, 12, ch.Len())
 }

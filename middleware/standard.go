@@ -15,8 +15,8 @@ const (
 	// DefaultMaxConcurrent is the default number of concurrency slots
 	// (resources.maxConcurrentExecutions).
 	DefaultMaxConcurrent = 10
-	// DefaultTimeout is the default response deadline
-	// (tools.defaultTimeoutMs).
+	// DefaultTimeout is the default deadline of a call
+	// (tools.defaultTimeoutMs): see StandardOptions.DefaultTimeout.
 	DefaultTimeout = 30 * time.Second
 )
 
@@ -57,8 +57,11 @@ type StandardOptions struct {
 	// content blocks and every array in structuredContent (0 =
 	// DefaultMaxArrayItems, 1000; negative = no limit). See ResponseLimit.
 	MaxArrayItems int
-	// DefaultTimeout is the response deadline of tools without their own
-	// ToolOptions.Timeout (0 = DefaultTimeout; negative = none).
+	// DefaultTimeout is the deadline of the calls of tools without their
+	// own ToolOptions.Timeout (0 = DefaultTimeout; negative = none): their
+	// handler's context ends then, and the answer is TIMEOUT (the Deadline
+	// stage). A tool's own Timeout is a response deadline: TIMEOUT is
+	// answered at once, whatever the handler does (the Timeout stage).
 	DefaultTimeout time.Duration
 	// LockAll serializes calls of every tool, not only of tools registered
 	// with ToolOptions.Serial.
@@ -82,8 +85,8 @@ type StandardOptions struct {
 // do not want to choose:
 //
 //	Recover → PayloadLimit → Lookup → [Admit] → [RateLimit] → Concurrency →
-//	Lock → Validate → AuditExit → AuditEnter → ResponseLimit → Timeout →
-//	Dispatch
+//	Lock → Validate → AuditExit → AuditEnter → ResponseLimit → Deadline →
+//	Timeout → Dispatch
 //
 // A panic anywhere becomes INTERNAL; oversized arguments and a full limiter
 // are rejected with RESOURCE_EXHAUSTED before any work; unknown tools get
@@ -95,9 +98,11 @@ type StandardOptions struct {
 // validated calls are audited, and AuditExit, outside AuditEnter, records
 // calls whose Enter failed; a result over the response limits becomes a
 // RESOURCE_EXHAUSTED error (audited as such); the deadline covers the
-// handler alone, and the slot and lock are held until it returns. Add your
-// own stages with Use (they run inside Timeout, just before Dispatch), or
-// build your own order with New.
+// handler alone, and the slot and lock are held until it returns: the
+// default one (DefaultTimeout) ends the handler's context (Deadline), a
+// tool's own registry.ToolOptions.Timeout answers TIMEOUT at once whatever
+// the handler does (Timeout). Add your own stages with Use (they run inside
+// Timeout, just before Dispatch), or build your own order with New.
 func Standard(reg *registry.Registry, opts *StandardOptions) *Chain {
 	var o StandardOptions
 	if opts != nil {
@@ -146,6 +151,7 @@ func Standard(reg *registry.Registry, opts *StandardOptions) *Chain {
 		audit.Exit(),
 		audit.Enter(),
 		ResponseLimit(&ResponseLimitOptions{MaxBytes: o.MaxResponseBytes, MaxArrayItems: o.MaxArrayItems}),
-		Timeout(o.DefaultTimeout),
+		Deadline(o.DefaultTimeout),
+		Timeout(0),
 	)
 }

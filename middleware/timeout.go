@@ -20,8 +20,7 @@ import (
 // caller waits; the goroutines come from a pool that keeps them between
 // calls (idle ones end after a few seconds), so none is created per call.
 // A call without a deadline runs them on the caller's goroutine, at no
-// cost. When the
-// deadline passes, as net/http's TimeoutHandler does:
+// cost. When the deadline passes, as net/http's TimeoutHandler does:
 //
 //   - the handler's context ends with context.DeadlineExceeded;
 //   - the stage returns a TIMEOUT tool error at once, which goes back up
@@ -39,6 +38,12 @@ import (
 //     (mcp.Server.Run), and mcp.Server.StopTasks for a 2026-07-28
 //     request, whose answer (over streamable HTTP, the POST's response)
 //     is sent at the deadline.
+//
+// The hand-off to another goroutine and back costs more than a quick
+// handler does (over stdio, about twice the server's CPU per call): for a
+// default that covers every tool, Deadline is the cheaper stage, and
+// Standard puts Deadline's default before a Timeout that applies each
+// tool's own.
 //
 // A caller that goes away first is answered nothing by this deadline: the
 // stage waits for the handler, whose context ends with the caller's. A
@@ -70,6 +75,102 @@ func Timeout(def time.Duration) Middleware {
 			return runWithDeadline(ctx, c, d, next, &ap)
 		}
 	}
+}
+
+// Deadline returns the context-deadline stage: each call of a tool without
+// its own registry.ToolOptions.Timeout runs the stages inside (and the
+// tool's handler) on the caller's goroutine under a context that ends def
+// from now (def <= 0: no deadline). A tool with its own Timeout is left to
+// the Timeout stage, and a call the Server runs as a task (mcp.ToolCall.Task
+// set) to its task's ttl and tasks/cancel, as under Timeout.
+//
+// A handler that honours its context returns at the deadline; whatever it
+// returns then, or later, the answer is TIMEOUT once the deadline has
+// passed, and what it returned is logged, never sent. The answer goes back
+// up the chain when the handler returns, so the middleware outside sees
+// the call end when the client does; a handler that ignores its context
+// holds its answer (and its slot) until it returns. Use Timeout where the
+// client must be answered at the deadline whatever the handler does.
+//
+// The stage costs one allocation and two clock readings per call: the
+// context's timer is armed only when something waits on its Done channel
+// (or derives a context from it). A panic inside is raised again as it
+// is, unless the deadline had passed: then it is logged with its stack,
+// and the answer is TIMEOUT.
+func Deadline(def time.Duration) Middleware {
+	return func(next Handler) Handler {
+		if def <= 0 {
+			return next
+		}
+		return func(ctx context.Context, c *Call) (*mcp.CallToolResult, error) {
+			if c.Task != nil {
+				return next(ctx, c)
+			}
+			if t, err := c.Tool(); err == nil && toolTimeout(t) > 0 {
+				return next(ctx, c)
+			}
+			return runUnderDeadline(ctx, c, def, next)
+		}
+	}
+}
+
+// runUnderDeadline runs next on the caller's goroutine under a context
+// deadline d from now (see Deadline): its outcome, or TIMEOUT when the
+// deadline passed before it returned.
+func runUnderDeadline(ctx context.Context, c *Call, d time.Duration, next Handler) (res *mcp.CallToolResult, err error) {
+	at := time.Now().Add(d)
+	var dc *deadlineContext
+	hctx := ctx // a caller's deadline that comes first stays the handler's
+	if pd, ok := ctx.Deadline(); !ok || pd.After(at) {
+		dc = &deadlineContext{parent: ctx, at: at}
+		hctx = dc
+	}
+	c.timeoutDepth++
+	depth := c.timeoutDepth
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		// A panic (or runtime.Goexit, v nil).
+		v := recover()
+		late := endRun(ctx, dc, at)
+		if v == nil || !late {
+			if v != nil {
+				panic(v)
+			}
+			return
+		}
+		stack := debug.Stack()
+		c.timedOut.Store(true)
+		c.setLate(depth, nil, nil)
+		logLate(c, d, at, nil, nil, v, stack)
+		res, err = nil, timeoutError(c, d)
+	}()
+	res, err = next(hctx, c)
+	returned = true
+	if endRun(ctx, dc, at) {
+		c.timedOut.Store(true)
+		c.setLate(depth, res, err)
+		logLate(c, d, at, res, err, nil, nil)
+		return nil, timeoutError(c, d)
+	}
+	return res, err
+}
+
+// endRun ends the handler's context dc (nil: the caller's own, which
+// comes first) as the run returns, and reports whether the deadline at,
+// not the caller, ended it: the deadline had passed while the caller
+// still waited.
+func endRun(ctx context.Context, dc *deadlineContext, at time.Time) (late bool) {
+	end := ctx.Err()
+	if end == nil && !time.Now().Before(at) {
+		end, late = context.DeadlineExceeded, true
+	}
+	if dc != nil {
+		dc.release(end)
+	}
+	return late
 }
 
 // Phases of a call under Timeout: the handler runs, the caller was

@@ -21,7 +21,7 @@ import (
 //	mode                                   the tool surface (modes below)
 //	server.name, server.version            serverInfo, health, server_ping
 //	server.shutdownTimeoutMs               how long a stop waits for in-flight calls
-//	tools.defaultTimeoutMs                 the response deadline of a call
+//	tools.defaultTimeoutMs                 the default deadline of a call
 //	tools.maxPayloadBytes                  the size bound of a call's arguments
 //	tools.maxStateBytes                    the bound of each agent's state
 //	tools.adminRegistrationEnabled and
