@@ -45,7 +45,12 @@ const (
 // MaxSessionGETStreams, MaxSessionsPerPeer and MaxStreamsPerPeer (the
 // peer is the verified token's subject or client id, else the remote
 // address read through TrustedProxies). The error bodies of limits carry data
-// {"limit": the Options field, "max": its value}.
+// {"limit": the Options field, "max": its value}. Every error body the
+// handler writes itself carries data.correlationId: the request's
+// _meta.correlationId when the body was parsed and its message carries
+// one, else the correlation id of the session the request names (an
+// mcp.Server's connection id, which its own errors carry), else a fresh
+// id; a refusal the handler logs names the same id.
 //
 // Each message the server sends goes on exactly one stream: a response on
 // the POST that carried its request; a message written with the context
@@ -204,13 +209,13 @@ func randomSessionID() string {
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.hostAllowed(r.Host) {
-		h.refusals.print("transport: request with a Host not allowed refused (DNS rebinding protection)", clipped("host", r.Host))
-		writeHTTPError(w, http.StatusForbidden, codeServerError, "Forbidden: Host not allowed")
+		cid := writeHTTPError(w, h.exchangeOf(r), http.StatusForbidden, codeServerError, "Forbidden: Host not allowed")
+		h.refusals.print("transport: request with a Host not allowed refused (DNS rebinding protection)", clipped("host", r.Host), correlationAttr(cid))
 		return
 	}
 	if o := r.Header.Get("Origin"); o != "" && !h.origins.allows(o) {
-		h.refusals.print("transport: request with an Origin not allowed refused", clipped("origin", o))
-		writeHTTPError(w, http.StatusForbidden, codeServerError, "Forbidden: Origin not allowed")
+		cid := writeHTTPError(w, h.exchangeOf(r), http.StatusForbidden, codeServerError, "Forbidden: Origin not allowed")
+		h.refusals.print("transport: request with an Origin not allowed refused", clipped("origin", o), correlationAttr(cid))
 		return
 	}
 	// Who the request comes from, for every per-peer bound here and in
@@ -220,7 +225,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if v, _ := headerField(r, headerProtocolVersion); isModernHeader(v) {
 			// Revision 2026-07-28 has no GET stream and no sessions.
 			w.Header().Set("Allow", "POST")
-			writeHTTPError(w, http.StatusMethodNotAllowed, codeServerError, "Method Not Allowed: protocol revision "+quoteHeader(v)+" has no GET stream and no sessions")
+			writeHTTPError(w, h.exchangeOf(r), http.StatusMethodNotAllowed, codeServerError, "Method Not Allowed: protocol revision "+quoteHeader(v)+" has no GET stream and no sessions")
 			return
 		}
 	}
@@ -229,49 +234,28 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.servePOST(w, r)
 	case http.MethodGet:
 		if h.opts.Stateless {
-			h.methodNotAllowed(w)
+			h.methodNotAllowed(w, r)
 			return
 		}
 		h.serveGET(w, r)
 	case http.MethodDelete:
 		if h.opts.Stateless {
-			h.methodNotAllowed(w)
+			h.methodNotAllowed(w, r)
 			return
 		}
 		h.serveDELETE(w, r)
 	default:
-		h.methodNotAllowed(w)
+		h.methodNotAllowed(w, r)
 	}
 }
 
-func (h *Handler) methodNotAllowed(w http.ResponseWriter) {
+func (h *Handler) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	if h.opts.Stateless {
 		w.Header().Set("Allow", "POST")
 	} else {
 		w.Header().Set("Allow", "GET, POST, DELETE")
 	}
-	writeHTTPError(w, http.StatusMethodNotAllowed, codeServerError, "Method Not Allowed")
-}
-
-// JSON-RPC error codes used in HTTP error bodies.
-const (
-	codeServerError     = -32000
-	codeSessionNotFound = -32001
-)
-
-// writeHTTPError answers with status and a JSON-RPC error (id null) as body.
-func writeHTTPError(w http.ResponseWriter, status int, code int64, msg string) {
-	writeHTTPErrorID(w, status, code, msg, nil)
-}
-
-func writeHTTPErrorID(w http.ResponseWriter, status int, code int64, msg string, id []byte) {
-	body, err := jsonrpc.AppendError(nil, id, code, msg, nil)
-	if err != nil {
-		body, _ = jsonrpc.AppendError(nil, nil, code, http.StatusText(status), nil)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	writeHTTPError(w, h.exchangeOf(r), http.StatusMethodNotAllowed, codeServerError, "Method Not Allowed")
 }
 
 func (h *Handler) hostAllowed(host string) bool {
@@ -332,8 +316,11 @@ func quoteHeader(v string) string {
 // subjectOf returns the verified identity a session is bound to: the
 // peer key of the request's bearer token (subject, else client id), or ""
 // without a token.
-func subjectOf(r *http.Request) string {
-	if p, ok := transport.PeerOfToken(TokenInfoFromContext(r.Context())); ok {
+func subjectOf(r *http.Request) string { return subjectOfContext(r.Context()) }
+
+// subjectOfContext is subjectOf for the context of a request.
+func subjectOfContext(ctx context.Context) string {
+	if p, ok := transport.PeerOfToken(TokenInfoFromContext(ctx)); ok {
 		return p.Key
 	}
 	return ""
@@ -368,11 +355,11 @@ func (h *Handler) startSession(s *httpSession, ctx context.Context) {
 
 func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 	if !isJSONContentType(r.Header.Get("Content-Type")) {
-		writeHTTPError(w, http.StatusUnsupportedMediaType, codeServerError, "Unsupported Media Type: Content-Type must be application/json")
+		writeHTTPError(w, h.exchangeOf(r), http.StatusUnsupportedMediaType, codeServerError, "Unsupported Media Type: Content-Type must be application/json")
 		return
 	}
 	if !accepts(r, "application/json") || !accepts(r, "text/event-stream") {
-		writeHTTPError(w, http.StatusNotAcceptable, codeServerError, "Not Acceptable: Accept must include application/json and text/event-stream")
+		writeHTTPError(w, h.exchangeOf(r), http.StatusNotAcceptable, codeServerError, "Not Acceptable: Accept must include application/json and text/event-stream")
 		return
 	}
 	if !h.acquireStream(w, r) {
@@ -385,11 +372,11 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 	}
 	env, derr := parseIncoming(body, h.opts.MaxDepth)
 	if derr != nil {
-		writeHTTPErrorID(w, http.StatusBadRequest, derr.Code, derr.Message, derr.ID)
+		writeHTTPErrorID(w, h.exchangeOf(r), http.StatusBadRequest, derr.Code, derr.Message, derr.ID, nil)
 		return
 	}
 	if h.closing.Load() && env.hasRequests() {
-		writeHTTPError(w, http.StatusServiceUnavailable, codeServerError, "Service Unavailable: shutting down")
+		writeHTTPError(w, h.exchangeOf(r).with(env), http.StatusServiceUnavailable, codeServerError, "Service Unavailable: shutting down")
 		return
 	}
 	if isModernPOST(r, env) {
@@ -424,7 +411,7 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 	st, dup := s.newStream(env.requests)
 	if st == nil {
 		s.close()
-		writeHTTPErrorID(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid Request: duplicate id in batch", []byte(dup))
+		writeHTTPErrorID(w, h.exchangeOf(r).with(env), http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid Request: duplicate id in batch", []byte(dup), nil)
 		return
 	}
 	st.modern, st.listen = modern, s.listen

@@ -58,6 +58,10 @@ type httpSession struct {
 	idle       *time.Timer
 	usedOnce   bool        // a request named the session (InitTimeout met)
 	init       *time.Timer // ends the session if unused after InitTimeout
+
+	// connCorrelationID is the correlation id the session's server gave
+	// its connection (SetConnectionCorrelationID); "" when it gave none.
+	connCorrelationID string // guarded by mu
 }
 
 var (

@@ -35,12 +35,15 @@ func (h *Handler) serveUnmarked(w http.ResponseWriter, r *http.Request, body []b
 	h.serveModern(w, r, body, env)
 }
 
-func (h *Handler) serveGET(w http.ResponseWriter, _ *http.Request)    { noSessions(w) }
-func (h *Handler) serveDELETE(w http.ResponseWriter, _ *http.Request) { noSessions(w) }
+func (h *Handler) serveGET(w http.ResponseWriter, r *http.Request)    { h.noSessions(w, r) }
+func (h *Handler) serveDELETE(w http.ResponseWriter, r *http.Request) { h.noSessions(w, r) }
 
 // noSessions answers GET and DELETE: 405, Allow: POST.
-func noSessions(w http.ResponseWriter) {
+func (h *Handler) noSessions(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Allow", "POST")
-	writeHTTPError(w, http.StatusMethodNotAllowed, codeServerError,
+	writeHTTPError(w, h.exchangeOf(r), http.StatusMethodNotAllowed, codeServerError,
 		"Method Not Allowed: this server serves protocol revision "+revision.V20260728+" only, which has no GET stream and no sessions")
 }
+
+// sessionCorrelationID returns "": there are no sessions.
+func (h *Handler) sessionCorrelationID(exchange) string { return "" }

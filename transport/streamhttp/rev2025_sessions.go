@@ -21,30 +21,32 @@ func (h *Handler) serveUnmarked(w http.ResponseWriter, r *http.Request, body []b
 		h.serveStateless(w, r, body, env)
 		return
 	}
+	ex := h.exchangeOf(r).with(env)
 	var s *httpSession
 	created := env.initialize && r.Header.Get(headerSessionID) == ""
 	if created {
-		if s = h.createSession(w, r, env.msg.ID); s == nil {
+		if s = h.createSession(w, r, ex, env.msg.ID); s == nil {
 			return
 		}
 	} else {
 		if !env.initialize {
-			if _, ok := h.checkVersion(w, r); !ok {
+			if _, ok := h.checkVersion(w, ex); !ok {
 				return
 			}
 		}
-		if s = h.lookup(w, r); s == nil {
+		if s = h.lookup(w, ex); s == nil {
 			return
 		}
 		s.used()
 	}
 	defer s.end()
+	ex = ex.in(s)
 	if env.batch {
 		s.mu.Lock()
 		v := s.version
 		s.mu.Unlock()
 		if !revision.BatchAllowed(v) {
-			writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, revision.BatchRefused)
+			writeHTTPError(w, ex, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, revision.BatchRefused)
 			return
 		}
 	}
@@ -52,13 +54,13 @@ func (h *Handler) serveUnmarked(w http.ResponseWriter, r *http.Request, body []b
 }
 
 // checkVersion validates MCP-Protocol-Version; absent means 2025-03-26.
-func (h *Handler) checkVersion(w http.ResponseWriter, r *http.Request) (string, bool) {
-	v := r.Header.Get(headerProtocolVersion)
+func (h *Handler) checkVersion(w http.ResponseWriter, ex exchange) (string, bool) {
+	v := ex.header.Get(headerProtocolVersion)
 	if v == "" {
 		return "2025-03-26", true
 	}
 	if !h.versions[v] {
-		writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
+		writeHTTPError(w, ex, http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
 			"Bad Request: unsupported MCP-Protocol-Version "+quoteHeader(v)+" (supported: "+strings.Join(h.opts.SupportedVersions, ", ")+")")
 		return "", false
 	}
@@ -68,38 +70,38 @@ func (h *Handler) checkVersion(w http.ResponseWriter, r *http.Request) (string, 
 // lookup finds the session a request names: 400 when the header is
 // missing, 404 when the session is unknown, ended, or bound to another
 // user. On success the session counts the request as active (call end).
-func (h *Handler) lookup(w http.ResponseWriter, r *http.Request) *httpSession {
-	id := r.Header.Get(headerSessionID)
+func (h *Handler) lookup(w http.ResponseWriter, ex exchange) *httpSession {
+	id := ex.header.Get(headerSessionID)
 	if id == "" {
-		writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
+		writeHTTPError(w, ex, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
 		return nil
 	}
 	h.mu.Lock()
 	s := h.sessions[id]
 	h.mu.Unlock()
-	if s != nil && s.subject != subjectOf(r) {
-		h.refusals.print("transport: session used by another user refused", clipped("session", id))
-		s = nil
-	}
-	if s == nil || !s.begin() {
-		writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
+	otherUser := s != nil && s.subject != subjectOfContext(ex.ctx)
+	if otherUser || s == nil || !s.begin() {
+		cid := writeHTTPError(w, ex, http.StatusNotFound, codeSessionNotFound, "Session not found")
+		if otherUser {
+			h.refusals.print("transport: session used by another user refused", clipped("session", id), correlationAttr(cid))
+		}
 		return nil
 	}
 	return s
 }
 
 // createSession starts a stateful session for the initialize request id.
-func (h *Handler) createSession(w http.ResponseWriter, r *http.Request, reqID []byte) *httpSession {
+func (h *Handler) createSession(w http.ResponseWriter, r *http.Request, ex exchange, reqID []byte) *httpSession {
 	h.mu.Lock()
 	if max := h.opts.MaxSessions; max > 0 && len(h.sessions) >= max {
 		h.mu.Unlock()
-		h.refuseAtLimit(w, http.StatusServiceUnavailable, reqID, "MaxSessions", int64(max), "too many sessions")
+		h.refuseAtLimit(w, ex, http.StatusServiceUnavailable, reqID, "MaxSessions", int64(max), "too many sessions")
 		return nil
 	}
 	peer := peerKey(r)
 	if !h.peerSessions.acquire(peer, h.opts.MaxSessionsPerPeer) {
 		h.mu.Unlock()
-		h.refuseAtLimit(w, http.StatusTooManyRequests, reqID, "MaxSessionsPerPeer", int64(h.opts.MaxSessionsPerPeer), "too many sessions for this peer")
+		h.refuseAtLimit(w, ex, http.StatusTooManyRequests, reqID, "MaxSessionsPerPeer", int64(h.opts.MaxSessionsPerPeer), "too many sessions for this peer")
 		return nil
 	}
 	id := h.opts.NewSessionID()
@@ -121,9 +123,10 @@ func (h *Handler) createSession(w http.ResponseWriter, r *http.Request, reqID []
 // when it carries no request, else the stream of its responses.
 // created marks the POST of the initialize request that created s.
 func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, s *httpSession, body []byte, env *envelope, created bool) {
+	ex := h.exchangeOf(r).with(env).in(s)
 	if !env.hasRequests() {
 		if !s.deliver(r, env, body, nil) {
-			writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
+			writeHTTPError(w, ex, http.StatusNotFound, codeSessionNotFound, "Session not found")
 			return
 		}
 		if len(env.cancelled) > 0 {
@@ -134,8 +137,8 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, s *httpSessio
 	}
 	st, dup := s.newStream(env.requests)
 	if st == nil {
-		writeHTTPErrorID(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
-			"Invalid Request: id is already in use by an unanswered request", []byte(dup))
+		writeHTTPErrorID(w, ex, http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
+			"Invalid Request: id is already in use by an unanswered request", []byte(dup), nil)
 		return
 	}
 	if created {
@@ -160,7 +163,7 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, s *httpSessio
 		sent := a.headerSent
 		st.mu.Unlock()
 		if !sent && r.Context().Err() == nil {
-			writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
+			writeHTTPError(w, ex, http.StatusNotFound, codeSessionNotFound, "Session not found")
 		}
 		return
 	}
@@ -176,21 +179,22 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, s *httpSessio
 		s.cancelAbandoned(env.requests)
 	}
 	if !sent && r.Context().Err() == nil {
-		writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found (it ended before the response)")
+		writeHTTPError(w, ex, http.StatusNotFound, codeSessionNotFound, "Session not found (it ended before the response)")
 	}
 }
 
 // serveStateless serves one POST with a fresh session (Stateless mode).
 func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, body []byte, env *envelope) {
+	ex := h.exchangeOf(r).with(env)
 	v := revision.V20250326
 	if !env.initialize {
 		var ok bool
-		if v, ok = h.checkVersion(w, r); !ok {
+		if v, ok = h.checkVersion(w, ex); !ok {
 			return
 		}
 	}
 	if env.batch && !revision.BatchAllowed(v) {
-		writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, revision.BatchRefused)
+		writeHTTPError(w, ex, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, revision.BatchRefused)
 		return
 	}
 	if !env.hasRequests() {
@@ -203,3 +207,36 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, body []
 }
 
 var defaultVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// SetConnectionCorrelationID records the correlation id the session's
+// server gives its connection (mcp.Server does, before serving it): the
+// errors the handler answers itself for the session carry it.
+func (s *httpSession) SetConnectionCorrelationID(id string) {
+	s.mu.Lock()
+	s.connCorrelationID = id
+	s.mu.Unlock()
+}
+
+// sessionCorrelationID returns the correlation id of the session ex is
+// in, or else of the one its request names (Mcp-Session-Id); "" when it
+// names none, an unknown one, one bound to another user, or one whose
+// server gave it none.
+func (h *Handler) sessionCorrelationID(ex exchange) string {
+	s := ex.s
+	if s == nil {
+		if id := ex.header.Get(headerSessionID); id != "" {
+			h.mu.Lock()
+			s = h.sessions[id]
+			h.mu.Unlock()
+			if s != nil && s.subject != subjectOfContext(ex.ctx) {
+				s = nil
+			}
+		}
+	}
+	if s == nil {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.connCorrelationID
+}
