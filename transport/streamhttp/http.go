@@ -2,8 +2,6 @@ package streamhttp
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"log/slog"
 	"mime"
@@ -82,20 +80,21 @@ const (
 type Handler struct {
 	opts     Options
 	log      *slog.Logger
-	store    EventStore // nil: no resumption
 	versions map[string]bool
 	hosts    []string
 	anyHost  bool
 	origins  originList
 
 	mu        sync.Mutex
-	sessions  map[string]*httpSession
-	stateless map[*httpSession]struct{} // sessions of stateless POSTs in progress
+	stateless map[*httpSession]struct{} // sessions of the POSTs in progress that each serve one (guarded by mu)
+	// rev2025 is what only the 2025 rules need: the sessions by
+	// Mcp-Session-Id and per peer, the event store (guarded by mu). It is
+	// empty in a build without those rules (keel_omit2025).
+	rev2025 handlerRev2025
 
-	proxies      proxyList  // TrustedProxies
-	proxyHeader  string     // TrustedProxyHeader, canonical
-	peerSessions peerCounts // live sessions per peer (MaxSessionsPerPeer)
-	peerStreams  peerCounts // HTTP requests being served per peer (MaxStreamsPerPeer)
+	proxies     proxyList  // TrustedProxies
+	proxyHeader string     // TrustedProxyHeader, canonical
+	peerStreams peerCounts // HTTP requests being served per peer (MaxStreamsPerPeer)
 
 	inflight atomic.Int64 // unanswered requests, all sessions
 	streams  atomic.Int64 // HTTP requests being served (MaxStreams)
@@ -161,20 +160,12 @@ func NewHandler(opts *Options) *Handler {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.NewSessionID == nil {
-		o.NewSessionID = randomSessionID
-	}
-	h := &Handler{opts: o, log: slog.New(logclip.NewHandler(o.Logger.Handler(), 0, 0)), sessions: map[string]*httpSession{},
+	h := &Handler{opts: o, log: slog.New(logclip.NewHandler(o.Logger.Handler(), 0, 0)),
 		stateless: map[*httpSession]struct{}{}, versions: map[string]bool{}}
 	for _, v := range o.SupportedVersions {
 		h.versions[v] = true
 	}
-	if !o.Stateless && !o.DisableResumption {
-		h.store = o.EventStore
-		if h.store == nil {
-			h.store = NewMemoryEventStore(nil)
-		}
-	}
+	h.rev2025.init(&h.opts)
 	proxies, err := parseProxies("Options.TrustedProxies", o.TrustedProxies)
 	if err != nil {
 		panic(err.Error())
@@ -198,12 +189,6 @@ func normalizeList(list, def []string) ([]string, bool) {
 		out = append(out, strings.ToLower(strings.Trim(e, "[]")))
 	}
 	return out, false
-}
-
-func randomSessionID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // ServeHTTP implements http.Handler.
@@ -313,39 +298,22 @@ func quoteHeader(v string) string {
 	}, v) + `"`
 }
 
-// subjectOf returns the verified identity a session is bound to: the
-// peer key of the request's bearer token (subject, else client id), or ""
-// without a token.
-func subjectOf(r *http.Request) string { return subjectOfContext(r.Context()) }
-
-// subjectOfContext is subjectOf for the context of a request.
-func subjectOfContext(ctx context.Context) string {
-	if p, ok := transport.PeerOfToken(TokenInfoFromContext(ctx)); ok {
-		return p.Key
-	}
-	return ""
-}
-
 // peerKey returns the key of the peer ServeHTTP placed in r's context.
 func peerKey(r *http.Request) string {
 	p, _ := transport.PeerFromContext(r.Context())
 	return p.Key
 }
 
-// startSession runs Serve for s on a new goroutine (telling
-// Options.OnSession about a stateful session's start and end).
-func (h *Handler) startSession(s *httpSession, ctx context.Context) {
-	var ended func(error)
-	if h.opts.OnSession != nil && !s.stateless {
-		ended = h.opts.OnSession(ctx, s.id)
-	}
+// startSession runs Serve for s on a new goroutine; ended, if not nil, is
+// called with Serve's error once the session has ended.
+func (h *Handler) startSession(s *httpSession, ctx context.Context, ended func(error)) {
 	h.serveWG.Add(1)
 	go func() {
 		defer h.serveWG.Done()
 		err := h.opts.Serve(ctx, s)
 		s.close()
 		if err != nil && !errors.Is(err, context.Canceled) {
-			h.log.Warn("transport: session ended with an error", "session", s.id, "error", err)
+			h.log.Warn("transport: session ended with an error", "session", s.sessionID(), "error", err)
 		}
 		if ended != nil {
 			ended(err)
@@ -402,8 +370,7 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 	if inPOST {
 		parent = r.Context()
 	}
-	s := h.newHTTPSession(parent, "", subjectOf(r), true, inPOST)
-	s.version = v
+	s := h.newHTTPSession(parent, inPOST, 1) // one message: the POST's
 	s.listen = modern && env.msg.Method == methodListen
 	h.mu.Lock()
 	h.stateless[s] = struct{}{}
@@ -439,7 +406,7 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 		s.close()
 		return
 	}
-	h.startSession(s, ctx)
+	h.startSession(s, ctx, nil)
 	if !s.deliver(r, env, body, st) {
 		s.close()
 		return
@@ -452,13 +419,6 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 	if !finished {
 		s.close() // nobody can receive the results: cancel the handlers
 	}
-}
-
-// SessionCount returns the number of live sessions.
-func (h *Handler) SessionCount() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.sessions)
 }
 
 // Shutdown shuts the handler down gracefully: new requests get 503 (the
@@ -516,10 +476,7 @@ func (h *Handler) Close() error {
 	h.closing.Store(true)
 	h.refusals.close()
 	h.mu.Lock()
-	all := make([]*httpSession, 0, len(h.sessions)+len(h.stateless))
-	for _, s := range h.sessions {
-		all = append(all, s)
-	}
+	all := h.appendSessionsLocked(make([]*httpSession, 0, len(h.stateless)))
 	for s := range h.stateless {
 		all = append(all, s)
 	}
@@ -533,9 +490,6 @@ func (h *Handler) Close() error {
 func (h *Handler) removeSession(s *httpSession) {
 	h.mu.Lock()
 	delete(h.stateless, s)
-	if s.id != "" && h.sessions[s.id] == s {
-		delete(h.sessions, s.id)
-		h.peerSessions.release(s.peer)
-	}
+	h.forgetSessionLocked(s)
 	h.mu.Unlock()
 }

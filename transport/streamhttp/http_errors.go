@@ -42,13 +42,6 @@ func (ex exchange) with(env *envelope) exchange {
 	return ex
 }
 
-// in returns ex with the session the request names (found, or created
-// by an initialize).
-func (ex exchange) in(s *httpSession) exchange {
-	ex.s = s
-	return ex
-}
-
 // correlationID returns the correlation id of an error answering ex: the
 // request's _meta.correlationId when its body was parsed and its one
 // message carries one; else the correlation id of the session it names,

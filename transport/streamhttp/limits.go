@@ -113,28 +113,6 @@ func (h *Handler) releaseStream(r *http.Request) {
 // that MaxStreams bounds.
 func (h *Handler) StreamCount() int { return int(h.streams.Load()) }
 
-// acquireGET counts a GET stream of s against MaxSessionGETStreams; false
-// means it was refused (429). A true result must be paired with
-// s.releaseGET.
-func (h *Handler) acquireGET(w http.ResponseWriter, ex exchange, s *httpSession) bool {
-	max := h.opts.MaxSessionGETStreams
-	s.mu.Lock()
-	if max > 0 && s.gets >= max {
-		s.mu.Unlock()
-		h.refuseAtLimit(w, ex, http.StatusTooManyRequests, nil, "MaxSessionGETStreams", int64(max), "too many GET streams open for this session")
-		return false
-	}
-	s.gets++
-	s.mu.Unlock()
-	return true
-}
-
-func (s *httpSession) releaseGET() {
-	s.mu.Lock()
-	s.gets--
-	s.mu.Unlock()
-}
-
 // readBody reads a POST's body within MaxBodyBytes and BodyReadTimeout.
 // On failure it has answered (413, 408 or 400) and returns false. The
 // deadline is set on the connection, so w must support

@@ -55,12 +55,13 @@ func (h *Handler) serveGET(w http.ResponseWriter, r *http.Request) {
 // this connection.
 func (h *Handler) resume(w http.ResponseWriter, r *http.Request, ex exchange, s *httpSession, last string) {
 	sid, seq, ok := parseEventID(last)
-	if !ok || h.store == nil {
+	store := h.rev2025.store
+	if !ok || store == nil {
 		writeHTTPError(w, ex, http.StatusBadRequest, codeServerError, "Bad Request: unknown Last-Event-ID")
 		return
 	}
 	s.mu.Lock()
-	st := s.streams[sid]
+	st := s.rev2025.streams[sid]
 	s.mu.Unlock()
 	type ev struct {
 		seq  uint64
@@ -82,7 +83,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, ex exchange, s 
 	}
 	if st == nil {
 		// A finished stream: replay what is left of it and end.
-		if err := h.store.Replay(r.Context(), s.id, sid, seq, collect); err != nil {
+		if err := store.Replay(r.Context(), s.rev2025.id, sid, seq, collect); err != nil {
 			writeHTTPError(w, ex, http.StatusBadRequest, codeServerError, "Bad Request: "+err.Error())
 			return
 		}
@@ -100,7 +101,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, ex exchange, s 
 		writeHTTPError(w, ex, http.StatusBadRequest, codeServerError, "Bad Request: unknown Last-Event-ID")
 		return
 	}
-	if err := h.store.Replay(r.Context(), s.id, sid, seq, collect); err != nil {
+	if err := store.Replay(r.Context(), s.rev2025.id, sid, seq, collect); err != nil {
 		st.mu.Unlock()
 		writeHTTPError(w, ex, http.StatusBadRequest, codeServerError, "Bad Request: "+err.Error())
 		return
@@ -140,6 +141,6 @@ func (h *Handler) serveDELETE(w http.ResponseWriter, r *http.Request) {
 	}
 	s.end()
 	s.close()
-	h.log.Debug("transport: session deleted by the client", "session", s.id)
+	h.log.Debug("transport: session deleted by the client", "session", s.rev2025.id)
 	w.WriteHeader(http.StatusNoContent)
 }

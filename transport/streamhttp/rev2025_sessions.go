@@ -43,7 +43,7 @@ func (h *Handler) serveUnmarked(w http.ResponseWriter, r *http.Request, body []b
 	ex = ex.in(s)
 	if env.batch {
 		s.mu.Lock()
-		v := s.version
+		v := s.rev2025.version
 		s.mu.Unlock()
 		if !revision.BatchAllowed(v) {
 			writeHTTPError(w, ex, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, revision.BatchRefused)
@@ -77,9 +77,9 @@ func (h *Handler) lookup(w http.ResponseWriter, ex exchange) *httpSession {
 		return nil
 	}
 	h.mu.Lock()
-	s := h.sessions[id]
+	s := h.rev2025.sessions[id]
 	h.mu.Unlock()
-	otherUser := s != nil && s.subject != subjectOfContext(ex.ctx)
+	otherUser := s != nil && s.rev2025.subject != subjectOfContext(ex.ctx)
 	if otherUser || s == nil || !s.begin() {
 		cid := writeHTTPError(w, ex, http.StatusNotFound, codeSessionNotFound, "Session not found")
 		if otherUser {
@@ -93,28 +93,32 @@ func (h *Handler) lookup(w http.ResponseWriter, ex exchange) *httpSession {
 // createSession starts a stateful session for the initialize request id.
 func (h *Handler) createSession(w http.ResponseWriter, r *http.Request, ex exchange, reqID []byte) *httpSession {
 	h.mu.Lock()
-	if max := h.opts.MaxSessions; max > 0 && len(h.sessions) >= max {
+	if max := h.opts.MaxSessions; max > 0 && len(h.rev2025.sessions) >= max {
 		h.mu.Unlock()
 		h.refuseAtLimit(w, ex, http.StatusServiceUnavailable, reqID, "MaxSessions", int64(max), "too many sessions")
 		return nil
 	}
 	peer := peerKey(r)
-	if !h.peerSessions.acquire(peer, h.opts.MaxSessionsPerPeer) {
+	if !h.rev2025.peerSessions.acquire(peer, h.opts.MaxSessionsPerPeer) {
 		h.mu.Unlock()
 		h.refuseAtLimit(w, ex, http.StatusTooManyRequests, reqID, "MaxSessionsPerPeer", int64(h.opts.MaxSessionsPerPeer), "too many sessions for this peer")
 		return nil
 	}
 	id := h.opts.NewSessionID()
-	for h.sessions[id] != nil {
+	for h.rev2025.sessions[id] != nil {
 		id = h.opts.NewSessionID()
 	}
 	p, _ := transport.PeerFromContext(r.Context())
-	s := h.newHTTPSession(transport.WithPeer(context.Background(), p), id, subjectOf(r), false, false)
-	s.peer = peer
-	h.sessions[id] = s
+	s := h.newHTTPSession(transport.WithPeer(context.Background(), p), false, 16)
+	s.makeStateful(id, subjectOf(r))
+	h.rev2025.sessions[id] = s
 	h.mu.Unlock()
 	s.begin()
-	h.startSession(s, s.ctx)
+	var ended func(error)
+	if h.opts.OnSession != nil {
+		ended = h.opts.OnSession(s.ctx, id)
+	}
+	h.startSession(s, s.ctx, ended)
 	h.log.Debug("transport: session created", "session", id)
 	return s
 }
@@ -129,8 +133,8 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, s *httpSessio
 			writeHTTPError(w, ex, http.StatusNotFound, codeSessionNotFound, "Session not found")
 			return
 		}
-		if len(env.cancelled) > 0 {
-			s.release(env.cancelled)
+		if c := env.rev2025.cancelled; len(c) > 0 {
+			s.release(c)
 		}
 		w.WriteHeader(http.StatusAccepted)
 		return
@@ -142,18 +146,18 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, s *httpSessio
 		return
 	}
 	if created {
-		st.initPOST = true
+		st.rev2025.initPOST = true
 		s.mu.Lock()
-		s.initID = env.requests[0]
+		s.rev2025.initID = env.requests[0]
 		s.mu.Unlock()
 	}
 	st.mu.Lock()
 	a := st.attachLocked(w)
-	if h.opts.ResponseMode == ResponseSSE && !st.initPOST {
+	if h.opts.ResponseMode == ResponseSSE && !st.rev2025.initPOST {
 		st.mode = modeSSE
 		st.writeHeaderLocked(a, true)
-	} else if h.opts.ResponseMode == ResponseAuto && h.opts.SSEAfter > 0 && st.useIDs && s.canPrime() {
-		st.sseTimer = time.AfterFunc(h.opts.SSEAfter, st.switchToSSE)
+	} else if h.opts.ResponseMode == ResponseAuto && h.opts.SSEAfter > 0 && st.rev2025.useIDs && s.canPrime() {
+		st.rev2025.sseTimer = time.AfterFunc(h.opts.SSEAfter, st.switchToSSE)
 	}
 	st.mu.Unlock()
 	if !s.deliver(r, env, body, st) {
@@ -167,8 +171,8 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, s *httpSessio
 		}
 		return
 	}
-	if len(env.cancelled) > 0 {
-		s.release(env.cancelled)
+	if c := env.rev2025.cancelled; len(c) > 0 {
+		s.release(c)
 	}
 	finished := st.wait(r, a)
 	st.mu.Lock()
@@ -207,36 +211,3 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, body []
 }
 
 var defaultVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
-
-// SetConnectionCorrelationID records the correlation id the session's
-// server gives its connection (mcp.Server does, before serving it): the
-// errors the handler answers itself for the session carry it.
-func (s *httpSession) SetConnectionCorrelationID(id string) {
-	s.mu.Lock()
-	s.connCorrelationID = id
-	s.mu.Unlock()
-}
-
-// sessionCorrelationID returns the correlation id of the session ex is
-// in, or else of the one its request names (Mcp-Session-Id); "" when it
-// names none, an unknown one, one bound to another user, or one whose
-// server gave it none.
-func (h *Handler) sessionCorrelationID(ex exchange) string {
-	s := ex.s
-	if s == nil {
-		if id := ex.header.Get(headerSessionID); id != "" {
-			h.mu.Lock()
-			s = h.sessions[id]
-			h.mu.Unlock()
-			if s != nil && s.subject != subjectOfContext(ex.ctx) {
-				s = nil
-			}
-		}
-	}
-	if s == nil {
-		return ""
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.connCorrelationID
-}
