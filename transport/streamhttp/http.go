@@ -112,29 +112,11 @@ func NewHandler(opts *Options) *Handler {
 		panic("transport: NewHandler needs Options.Serve")
 	}
 	o := *opts
-	if o.SSEAfter == 0 {
-		o.SSEAfter = DefaultSSEAfter
-	}
-	if o.IdleTimeout == 0 {
-		o.IdleTimeout = DefaultIdleTimeout
-	}
-	if o.InitTimeout == 0 {
-		o.InitTimeout = DefaultInitTimeout
-	}
-	if o.MaxSessions == 0 {
-		o.MaxSessions = DefaultMaxSessions
-	}
 	if o.MaxStreams == 0 {
 		o.MaxStreams = DefaultMaxStreams
 	}
-	if o.MaxSessionsPerPeer == 0 {
-		o.MaxSessionsPerPeer = DefaultMaxSessionsPerPeer
-	}
 	if o.MaxStreamsPerPeer == 0 {
 		o.MaxStreamsPerPeer = DefaultMaxStreamsPerPeer
-	}
-	if o.MaxSessionGETStreams == 0 {
-		o.MaxSessionGETStreams = DefaultMaxSessionGETStreams
 	}
 	if o.BodyReadTimeout == 0 {
 		o.BodyReadTimeout = DefaultBodyReadTimeout
@@ -153,9 +135,6 @@ func NewHandler(opts *Options) *Handler {
 	}
 	if o.KeepAlive == 0 {
 		o.KeepAlive = DefaultKeepAlive
-	}
-	if o.RetryInterval <= 0 {
-		o.RetryInterval = DefaultRetryInterval
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

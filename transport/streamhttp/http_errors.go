@@ -1,7 +1,6 @@
 package streamhttp
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/keelmcp/keel/internal/ids"
@@ -18,22 +17,17 @@ const (
 
 // exchange is one HTTP request on its way to an error the transport
 // answers itself: what the error's correlation id is found from.
-//
-// It holds the request's header and context, not the request: escape
-// analysis does not tell a struct's fields apart, and the error path
-// stores h and s, so a request held here would be moved to the heap on
-// every request, errors or not.
 type exchange struct {
-	h      *Handler        // nil outside a Handler (RequireBearer, CORS, the metadata endpoint)
-	header http.Header     // the request's
-	ctx    context.Context // the request's (nil without a Handler)
-	env    *envelope       // the POST's body as parsed; nil before (or without) it
-	s      *httpSession    // the session the request was found to name; nil before (or without) it
+	h   *Handler  // nil outside a Handler (RequireBearer, CORS, the metadata endpoint)
+	env *envelope // the POST's body as parsed; nil before (or without) it
+	// rev2025 is what the 2025 rules read to find the session the request
+	// names. It is empty in a build without those rules (keel_omit2025).
+	rev2025 exchangeRev2025
 }
 
 // exchangeOf returns the exchange of r, served by h.
 func (h *Handler) exchangeOf(r *http.Request) exchange {
-	return exchange{h: h, header: r.Header, ctx: r.Context()}
+	return exchange{h: h, rev2025: exchangeOfRequest(r)}
 }
 
 // with returns ex with the POST's parsed body.

@@ -81,6 +81,11 @@ func (s *httpSession) sendStandalone(_ []byte, request bool) error {
 	return s.noStandaloneStream(request)
 }
 
+// exchangeRev2025 holds nothing: no request names a session.
+type exchangeRev2025 struct{}
+
+func exchangeOfRequest(*http.Request) exchangeRev2025 { return exchangeRev2025{} }
+
 // envelopeRev2025 holds nothing: no request is cancelled by notification
 // (a 2026-07-28 client closes the connection instead).
 type envelopeRev2025 struct{}

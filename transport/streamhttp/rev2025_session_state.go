@@ -25,11 +25,32 @@ type handlerRev2025 struct {
 	store        EventStore              // nil: no resumption
 }
 
-// init sets what the 2025 rules need from the options: the session id
-// generator, and the event store unless sessions are off or resumption
-// is disabled.
+// init sets what the 2025 rules need from the options: the defaults of
+// the options only sessions use, and the event store unless sessions are
+// off or resumption is disabled.
 func (r *handlerRev2025) init(o *Options) {
 	r.sessions = map[string]*httpSession{}
+	if o.SSEAfter == 0 {
+		o.SSEAfter = DefaultSSEAfter
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.InitTimeout == 0 {
+		o.InitTimeout = DefaultInitTimeout
+	}
+	if o.MaxSessions == 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.MaxSessionsPerPeer == 0 {
+		o.MaxSessionsPerPeer = DefaultMaxSessionsPerPeer
+	}
+	if o.MaxSessionGETStreams == 0 {
+		o.MaxSessionGETStreams = DefaultMaxSessionGETStreams
+	}
+	if o.RetryInterval <= 0 {
+		o.RetryInterval = DefaultRetryInterval
+	}
 	if o.NewSessionID == nil {
 		o.NewSessionID = randomSessionID
 	}
@@ -159,13 +180,13 @@ func (s *httpSession) SetConnectionCorrelationID(id string) {
 // names none, an unknown one, one bound to another user, or one whose
 // server gave it none.
 func (h *Handler) sessionCorrelationID(ex exchange) string {
-	s := ex.s
+	s := ex.rev2025.s
 	if s == nil {
-		if id := ex.header.Get(headerSessionID); id != "" {
+		if id := ex.rev2025.header.Get(headerSessionID); id != "" {
 			h.mu.Lock()
 			s = h.rev2025.sessions[id]
 			h.mu.Unlock()
-			if s != nil && s.rev2025.subject != subjectOfContext(ex.ctx) {
+			if s != nil && s.rev2025.subject != subjectOfContext(ex.rev2025.ctx) {
 				s = nil
 			}
 		}
@@ -318,8 +339,24 @@ func subjectOfContext(ctx context.Context) string {
 // in returns ex with the session the request names (found, or created
 // by an initialize).
 func (ex exchange) in(s *httpSession) exchange {
-	ex.s = s
+	ex.rev2025.s = s
 	return ex
+}
+
+// exchangeRev2025 is what the 2025 rules read of a request on its way to
+// an error to find the session it names: its header and context, and the
+// session once found. It holds them rather than the request: escape
+// analysis does not tell a struct's fields apart, and the error path
+// stores the session (and the Handler beside it), so a request held here
+// would be moved to the heap on every request, errors or not.
+type exchangeRev2025 struct {
+	header http.Header
+	ctx    context.Context
+	s      *httpSession // nil before (or without) it
+}
+
+func exchangeOfRequest(r *http.Request) exchangeRev2025 {
+	return exchangeRev2025{header: r.Header, ctx: r.Context()}
 }
 
 // envelopeRev2025 is what the 2025 rules read of a POSTed message beyond

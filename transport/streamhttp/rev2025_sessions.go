@@ -55,7 +55,7 @@ func (h *Handler) serveUnmarked(w http.ResponseWriter, r *http.Request, body []b
 
 // checkVersion validates MCP-Protocol-Version; absent means 2025-03-26.
 func (h *Handler) checkVersion(w http.ResponseWriter, ex exchange) (string, bool) {
-	v := ex.header.Get(headerProtocolVersion)
+	v := ex.rev2025.header.Get(headerProtocolVersion)
 	if v == "" {
 		return "2025-03-26", true
 	}
@@ -71,7 +71,7 @@ func (h *Handler) checkVersion(w http.ResponseWriter, ex exchange) (string, bool
 // missing, 404 when the session is unknown, ended, or bound to another
 // user. On success the session counts the request as active (call end).
 func (h *Handler) lookup(w http.ResponseWriter, ex exchange) *httpSession {
-	id := ex.header.Get(headerSessionID)
+	id := ex.rev2025.header.Get(headerSessionID)
 	if id == "" {
 		writeHTTPError(w, ex, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
 		return nil
@@ -79,7 +79,7 @@ func (h *Handler) lookup(w http.ResponseWriter, ex exchange) *httpSession {
 	h.mu.Lock()
 	s := h.rev2025.sessions[id]
 	h.mu.Unlock()
-	otherUser := s != nil && s.rev2025.subject != subjectOfContext(ex.ctx)
+	otherUser := s != nil && s.rev2025.subject != subjectOfContext(ex.rev2025.ctx)
 	if otherUser || s == nil || !s.begin() {
 		cid := writeHTTPError(w, ex, http.StatusNotFound, codeSessionNotFound, "Session not found")
 		if otherUser {
