@@ -526,6 +526,9 @@ func (s *Server) Run(ctx context.Context, t transport.Transport) error {
 	sr, stateless := transport.StatelessRequestFromContext(ctx)
 	ss := s.newSession(t, stateless && revision.PerRequest(sr.ProtocolVersion))
 	if !ss.modernOnly {
+		if c, ok := t.(connIDTaker); ok {
+			c.SetConnectionCorrelationID(ss.connCorrelationID)
+		}
 		// The sessions of one peer (HTTP: its token or address) share one
 		// log budget, so that opening more sessions logs no more.
 		if p, ok := transport.PeerFromContext(ctx); ok {
@@ -584,6 +587,16 @@ type aborter interface {
 	// OnAbort registers end, which the transport calls once if it ends
 	// the request (at once if it has already).
 	OnAbort(end func())
+}
+
+// connIDTaker is a transport that answers some errors itself (streamable
+// HTTP: a batch refused, an unknown Last-Event-ID) and gives them the
+// correlation id of the connection they belong to, as the server's own
+// errors on it carry.
+type connIDTaker interface {
+	// SetConnectionCorrelationID is called once, before the connection
+	// is served, with the connection's correlation id.
+	SetConnectionCorrelationID(id string)
 }
 
 func (ss *Session) serve(parent context.Context) error {

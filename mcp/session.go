@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/logclip"
+	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/transport"
 )
 
@@ -298,20 +298,11 @@ func (r responder) overLimit(tl *transport.MessageTooLargeError) *Error {
 // _meta.correlationId its params carry, else the connection's. It is read
 // only on the way to an error.
 func (r responder) correlationID() string {
-	if bytes.Contains(r.params, correlationIDKey) {
-		var p struct {
-			Meta struct {
-				CorrelationID string `json:"correlationId"`
-			} `json:"_meta"`
-		}
-		if jsonv2.Unmarshal(r.params, &p) == nil && p.Meta.CorrelationID != "" {
-			return p.Meta.CorrelationID
-		}
+	if id := revision.CorrelationID(r.params); id != "" {
+		return id
 	}
 	return r.ss.connID()
 }
-
-var correlationIDKey = []byte(`"` + MetaCorrelationID + `"`)
 
 // protoErrData is error.data of protocol errors that carry no other data.
 type protoErrData struct {

@@ -269,3 +269,28 @@ type Reading struct {
 // when it is initialised, before any transport can run. Transports call
 // it once per message and hand the Reading to the server with the message.
 var Read func(params jsontext.Value) Reading
+
+// MetaCorrelationID is the _meta key a client may set on a request to
+// choose the correlation id its errors (and a tool call's run) carry.
+const MetaCorrelationID = "correlationId"
+
+var metaCorrelationIDKey = []byte(`"` + MetaCorrelationID + `"`)
+
+// CorrelationID returns the string params._meta.correlationId of a
+// request, or "" when its params carry none (or are malformed). Params
+// without the key cost one bytes.Contains: it is read on the way to an
+// error, never for a request that succeeds.
+func CorrelationID(params jsontext.Value) string {
+	if !bytes.Contains(params, metaCorrelationIDKey) {
+		return ""
+	}
+	var p struct {
+		Meta struct {
+			CorrelationID string `json:"correlationId"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return ""
+	}
+	return p.Meta.CorrelationID
+}

@@ -3,6 +3,7 @@ package revision_test
 import (
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -35,5 +36,29 @@ func TestCheckMeta(t *testing.T) {
 		require.NotNil(t, e, tc.params)
 		assert.Equal(t, int64(-32602), e.Code)
 		assert.Contains(t, e.Message, tc.errPart, tc.params)
+	}
+}
+
+// CorrelationID reads the string _meta.correlationId of a request's params
+// (member names case-sensitive), and "" for anything else.
+func TestCorrelationID(t *testing.T) {
+	cases := []struct {
+		name, params, want string
+	}{
+		{"no params", ``, ""},
+		{"no _meta", `{"name":"x"}`, ""},
+		{"a string", `{"_meta":{"correlationId":"abc"}}`, "abc"},
+		{"beside the revision's keys", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","correlationId":"c-1"},"name":"x"}`, "c-1"},
+		{"escaped", `{"_meta":{"correlationId":"a\u0062c"}}`, "abc"},
+		{"not a string", `{"_meta":{"correlationId":7}}`, ""},
+		{"outside _meta", `{"correlationId":"abc"}`, ""},
+		{"case differs", `{"_meta":{"CorrelationId":"abc","correlationId":"x"}}`, "x"},
+		{"malformed", `{"_meta":{"correlationId":"abc"`, ""},
+		{"params not an object", `["correlationId"]`, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, revision.CorrelationID(jsontext.Value(c.params)))
+		})
 	}
 }

@@ -138,19 +138,19 @@ func RequireBearer(v TokenVerifier, opts *BearerOptions) func(http.Handler) http
 				return
 			case "":
 			default:
-				refusals.print("transport: malformed bearer credentials", slog.String("problem", problem))
-				o.challenge(w, r, http.StatusBadRequest, "invalid_request", problem)
+				cid := o.challenge(w, r, http.StatusBadRequest, "invalid_request", problem)
+				refusals.print("transport: malformed bearer credentials", slog.String("problem", problem), correlationAttr(cid))
 				return
 			}
 			info, err := v.Verify(r.Context(), token, r)
 			switch {
 			case err != nil && errors.Is(err, ErrInvalidToken):
-				refusals.print("transport: bearer token refused", clipped("error", err.Error()))
-				o.challenge(w, r, http.StatusUnauthorized, "invalid_token", "the access token is invalid")
+				cid := o.challenge(w, r, http.StatusUnauthorized, "invalid_token", "the access token is invalid")
+				refusals.print("transport: bearer token refused", clipped("error", err.Error()), correlationAttr(cid))
 				return
 			case err != nil:
-				o.Logger.Error("transport: token verification failed", "error", err)
-				writeHTTPError(w, http.StatusInternalServerError, codeServerError, "Internal Server Error: token verification failed")
+				cid := writeHTTPError(w, exchange{}, http.StatusInternalServerError, codeServerError, "Internal Server Error: token verification failed")
+				o.Logger.Error("transport: token verification failed", "error", err, correlationAttr(cid))
 				return
 			case info == nil:
 				o.challenge(w, r, http.StatusUnauthorized, "invalid_token", "the access token is invalid")
@@ -158,8 +158,8 @@ func RequireBearer(v TokenVerifier, opts *BearerOptions) func(http.Handler) http
 			case info.Subject == "" && info.ClientID == "":
 				// Without either, its holders could not be told apart:
 				// they would share sessions, tasks and quotas.
-				refusals.print("transport: bearer token refused: it names neither a subject nor a client id")
-				o.challenge(w, r, http.StatusUnauthorized, "invalid_token", "the access token names no subject or client")
+				cid := o.challenge(w, r, http.StatusUnauthorized, "invalid_token", "the access token names no subject or client")
+				refusals.print("transport: bearer token refused: it names neither a subject nor a client id", correlationAttr(cid))
 				return
 			}
 			if !info.Expiry.IsZero() && !o.Now().Before(info.Expiry) {
@@ -228,8 +228,9 @@ func isToken68(s string) bool {
 }
 
 // challenge answers with status and a Bearer WWW-Authenticate challenge
-// naming the protected resource metadata (and error, scope when known).
-func (o *BearerOptions) challenge(w http.ResponseWriter, r *http.Request, status int, errCode, desc string) {
+// naming the protected resource metadata (and error, scope when known);
+// it returns the correlation id of the error body.
+func (o *BearerOptions) challenge(w http.ResponseWriter, r *http.Request, status int, errCode, desc string) string {
 	var b strings.Builder
 	b.WriteString("Bearer")
 	sep := " "
@@ -261,7 +262,7 @@ func (o *BearerOptions) challenge(w http.ResponseWriter, r *http.Request, status
 	if desc != "" {
 		msg += ": " + desc
 	}
-	writeHTTPError(w, status, codeServerError, msg)
+	return writeHTTPError(w, exchange{}, status, codeServerError, msg)
 }
 
 // isAbsoluteHTTPURL reports whether s is an absolute http or https URL

@@ -72,7 +72,7 @@ func ProtectedResourceMetadataHandler(md *ProtectedResourceMetadata) http.Handle
 			w.WriteHeader(http.StatusNoContent)
 		default:
 			hdr.Set("Allow", "GET, HEAD, OPTIONS")
-			writeHTTPError(w, http.StatusMethodNotAllowed, codeServerError, "Method Not Allowed")
+			writeHTTPError(w, exchange{}, http.StatusMethodNotAllowed, codeServerError, "Method Not Allowed")
 		}
 	})
 }

@@ -68,7 +68,7 @@ func CORS(opts *CORSOptions) func(http.Handler) http.Handler {
 			preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
 			if !origins.allows(origin) {
 				if preflight {
-					writeHTTPError(w, http.StatusForbidden, codeServerError, "Forbidden: Origin not allowed")
+					writeHTTPError(w, exchange{}, http.StatusForbidden, codeServerError, "Forbidden: Origin not allowed")
 					return
 				}
 				next.ServeHTTP(w, r) // no CORS headers: the browser keeps the answer from the page

@@ -2,8 +2,6 @@ package streamhttp
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"log/slog"
 	"mime"
@@ -45,7 +43,12 @@ const (
 // MaxSessionGETStreams, MaxSessionsPerPeer and MaxStreamsPerPeer (the
 // peer is the verified token's subject or client id, else the remote
 // address read through TrustedProxies). The error bodies of limits carry data
-// {"limit": the Options field, "max": its value}.
+// {"limit": the Options field, "max": its value}. Every error body the
+// handler writes itself carries data.correlationId: the request's
+// _meta.correlationId when the body was parsed and its message carries
+// one, else the correlation id of the session the request names (an
+// mcp.Server's connection id, which its own errors carry), else a fresh
+// id; a refusal the handler logs names the same id.
 //
 // Each message the server sends goes on exactly one stream: a response on
 // the POST that carried its request; a message written with the context
@@ -77,20 +80,21 @@ const (
 type Handler struct {
 	opts     Options
 	log      *slog.Logger
-	store    EventStore // nil: no resumption
 	versions map[string]bool
 	hosts    []string
 	anyHost  bool
 	origins  originList
 
 	mu        sync.Mutex
-	sessions  map[string]*httpSession
-	stateless map[*httpSession]struct{} // sessions of stateless POSTs in progress
+	stateless map[*httpSession]struct{} // sessions of the POSTs in progress that each serve one (guarded by mu)
+	// rev2025 is what only the 2025 rules need: the sessions by
+	// Mcp-Session-Id and per peer, the event store (guarded by mu). It is
+	// empty in a build without those rules (keel_omit2025).
+	rev2025 handlerRev2025
 
-	proxies      proxyList  // TrustedProxies
-	proxyHeader  string     // TrustedProxyHeader, canonical
-	peerSessions peerCounts // live sessions per peer (MaxSessionsPerPeer)
-	peerStreams  peerCounts // HTTP requests being served per peer (MaxStreamsPerPeer)
+	proxies     proxyList  // TrustedProxies
+	proxyHeader string     // TrustedProxyHeader, canonical
+	peerStreams peerCounts // HTTP requests being served per peer (MaxStreamsPerPeer)
 
 	inflight atomic.Int64 // unanswered requests, all sessions
 	streams  atomic.Int64 // HTTP requests being served (MaxStreams)
@@ -108,29 +112,11 @@ func NewHandler(opts *Options) *Handler {
 		panic("transport: NewHandler needs Options.Serve")
 	}
 	o := *opts
-	if o.SSEAfter == 0 {
-		o.SSEAfter = DefaultSSEAfter
-	}
-	if o.IdleTimeout == 0 {
-		o.IdleTimeout = DefaultIdleTimeout
-	}
-	if o.InitTimeout == 0 {
-		o.InitTimeout = DefaultInitTimeout
-	}
-	if o.MaxSessions == 0 {
-		o.MaxSessions = DefaultMaxSessions
-	}
 	if o.MaxStreams == 0 {
 		o.MaxStreams = DefaultMaxStreams
 	}
-	if o.MaxSessionsPerPeer == 0 {
-		o.MaxSessionsPerPeer = DefaultMaxSessionsPerPeer
-	}
 	if o.MaxStreamsPerPeer == 0 {
 		o.MaxStreamsPerPeer = DefaultMaxStreamsPerPeer
-	}
-	if o.MaxSessionGETStreams == 0 {
-		o.MaxSessionGETStreams = DefaultMaxSessionGETStreams
 	}
 	if o.BodyReadTimeout == 0 {
 		o.BodyReadTimeout = DefaultBodyReadTimeout
@@ -150,26 +136,15 @@ func NewHandler(opts *Options) *Handler {
 	if o.KeepAlive == 0 {
 		o.KeepAlive = DefaultKeepAlive
 	}
-	if o.RetryInterval <= 0 {
-		o.RetryInterval = DefaultRetryInterval
-	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.NewSessionID == nil {
-		o.NewSessionID = randomSessionID
-	}
-	h := &Handler{opts: o, log: slog.New(logclip.NewHandler(o.Logger.Handler(), 0, 0)), sessions: map[string]*httpSession{},
+	h := &Handler{opts: o, log: slog.New(logclip.NewHandler(o.Logger.Handler(), 0, 0)),
 		stateless: map[*httpSession]struct{}{}, versions: map[string]bool{}}
 	for _, v := range o.SupportedVersions {
 		h.versions[v] = true
 	}
-	if !o.Stateless && !o.DisableResumption {
-		h.store = o.EventStore
-		if h.store == nil {
-			h.store = NewMemoryEventStore(nil)
-		}
-	}
+	h.rev2025.init(&h.opts)
 	proxies, err := parseProxies("Options.TrustedProxies", o.TrustedProxies)
 	if err != nil {
 		panic(err.Error())
@@ -195,22 +170,16 @@ func normalizeList(list, def []string) ([]string, bool) {
 	return out, false
 }
 
-func randomSessionID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
-
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.hostAllowed(r.Host) {
-		h.refusals.print("transport: request with a Host not allowed refused (DNS rebinding protection)", clipped("host", r.Host))
-		writeHTTPError(w, http.StatusForbidden, codeServerError, "Forbidden: Host not allowed")
+		cid := writeHTTPError(w, h.exchangeOf(r), http.StatusForbidden, codeServerError, "Forbidden: Host not allowed")
+		h.refusals.print("transport: request with a Host not allowed refused (DNS rebinding protection)", clipped("host", r.Host), correlationAttr(cid))
 		return
 	}
 	if o := r.Header.Get("Origin"); o != "" && !h.origins.allows(o) {
-		h.refusals.print("transport: request with an Origin not allowed refused", clipped("origin", o))
-		writeHTTPError(w, http.StatusForbidden, codeServerError, "Forbidden: Origin not allowed")
+		cid := writeHTTPError(w, h.exchangeOf(r), http.StatusForbidden, codeServerError, "Forbidden: Origin not allowed")
+		h.refusals.print("transport: request with an Origin not allowed refused", clipped("origin", o), correlationAttr(cid))
 		return
 	}
 	// Who the request comes from, for every per-peer bound here and in
@@ -220,7 +189,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if v, _ := headerField(r, headerProtocolVersion); isModernHeader(v) {
 			// Revision 2026-07-28 has no GET stream and no sessions.
 			w.Header().Set("Allow", "POST")
-			writeHTTPError(w, http.StatusMethodNotAllowed, codeServerError, "Method Not Allowed: protocol revision "+quoteHeader(v)+" has no GET stream and no sessions")
+			writeHTTPError(w, h.exchangeOf(r), http.StatusMethodNotAllowed, codeServerError, "Method Not Allowed: protocol revision "+quoteHeader(v)+" has no GET stream and no sessions")
 			return
 		}
 	}
@@ -229,49 +198,28 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.servePOST(w, r)
 	case http.MethodGet:
 		if h.opts.Stateless {
-			h.methodNotAllowed(w)
+			h.methodNotAllowed(w, r)
 			return
 		}
 		h.serveGET(w, r)
 	case http.MethodDelete:
 		if h.opts.Stateless {
-			h.methodNotAllowed(w)
+			h.methodNotAllowed(w, r)
 			return
 		}
 		h.serveDELETE(w, r)
 	default:
-		h.methodNotAllowed(w)
+		h.methodNotAllowed(w, r)
 	}
 }
 
-func (h *Handler) methodNotAllowed(w http.ResponseWriter) {
+func (h *Handler) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	if h.opts.Stateless {
 		w.Header().Set("Allow", "POST")
 	} else {
 		w.Header().Set("Allow", "GET, POST, DELETE")
 	}
-	writeHTTPError(w, http.StatusMethodNotAllowed, codeServerError, "Method Not Allowed")
-}
-
-// JSON-RPC error codes used in HTTP error bodies.
-const (
-	codeServerError     = -32000
-	codeSessionNotFound = -32001
-)
-
-// writeHTTPError answers with status and a JSON-RPC error (id null) as body.
-func writeHTTPError(w http.ResponseWriter, status int, code int64, msg string) {
-	writeHTTPErrorID(w, status, code, msg, nil)
-}
-
-func writeHTTPErrorID(w http.ResponseWriter, status int, code int64, msg string, id []byte) {
-	body, err := jsonrpc.AppendError(nil, id, code, msg, nil)
-	if err != nil {
-		body, _ = jsonrpc.AppendError(nil, nil, code, http.StatusText(status), nil)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	writeHTTPError(w, h.exchangeOf(r), http.StatusMethodNotAllowed, codeServerError, "Method Not Allowed")
 }
 
 func (h *Handler) hostAllowed(host string) bool {
@@ -329,36 +277,22 @@ func quoteHeader(v string) string {
 	}, v) + `"`
 }
 
-// subjectOf returns the verified identity a session is bound to: the
-// peer key of the request's bearer token (subject, else client id), or ""
-// without a token.
-func subjectOf(r *http.Request) string {
-	if p, ok := transport.PeerOfToken(TokenInfoFromContext(r.Context())); ok {
-		return p.Key
-	}
-	return ""
-}
-
 // peerKey returns the key of the peer ServeHTTP placed in r's context.
 func peerKey(r *http.Request) string {
 	p, _ := transport.PeerFromContext(r.Context())
 	return p.Key
 }
 
-// startSession runs Serve for s on a new goroutine (telling
-// Options.OnSession about a stateful session's start and end).
-func (h *Handler) startSession(s *httpSession, ctx context.Context) {
-	var ended func(error)
-	if h.opts.OnSession != nil && !s.stateless {
-		ended = h.opts.OnSession(ctx, s.id)
-	}
+// startSession runs Serve for s on a new goroutine; ended, if not nil, is
+// called with Serve's error once the session has ended.
+func (h *Handler) startSession(s *httpSession, ctx context.Context, ended func(error)) {
 	h.serveWG.Add(1)
 	go func() {
 		defer h.serveWG.Done()
 		err := h.opts.Serve(ctx, s)
 		s.close()
 		if err != nil && !errors.Is(err, context.Canceled) {
-			h.log.Warn("transport: session ended with an error", "session", s.id, "error", err)
+			h.log.Warn("transport: session ended with an error", "session", s.sessionID(), "error", err)
 		}
 		if ended != nil {
 			ended(err)
@@ -368,11 +302,11 @@ func (h *Handler) startSession(s *httpSession, ctx context.Context) {
 
 func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 	if !isJSONContentType(r.Header.Get("Content-Type")) {
-		writeHTTPError(w, http.StatusUnsupportedMediaType, codeServerError, "Unsupported Media Type: Content-Type must be application/json")
+		writeHTTPError(w, h.exchangeOf(r), http.StatusUnsupportedMediaType, codeServerError, "Unsupported Media Type: Content-Type must be application/json")
 		return
 	}
 	if !accepts(r, "application/json") || !accepts(r, "text/event-stream") {
-		writeHTTPError(w, http.StatusNotAcceptable, codeServerError, "Not Acceptable: Accept must include application/json and text/event-stream")
+		writeHTTPError(w, h.exchangeOf(r), http.StatusNotAcceptable, codeServerError, "Not Acceptable: Accept must include application/json and text/event-stream")
 		return
 	}
 	if !h.acquireStream(w, r) {
@@ -385,11 +319,11 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 	}
 	env, derr := parseIncoming(body, h.opts.MaxDepth)
 	if derr != nil {
-		writeHTTPErrorID(w, http.StatusBadRequest, derr.Code, derr.Message, derr.ID)
+		writeHTTPErrorID(w, h.exchangeOf(r), http.StatusBadRequest, derr.Code, derr.Message, derr.ID, nil)
 		return
 	}
 	if h.closing.Load() && env.hasRequests() {
-		writeHTTPError(w, http.StatusServiceUnavailable, codeServerError, "Service Unavailable: shutting down")
+		writeHTTPError(w, h.exchangeOf(r).with(env), http.StatusServiceUnavailable, codeServerError, "Service Unavailable: shutting down")
 		return
 	}
 	if isModernPOST(r, env) {
@@ -415,8 +349,7 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 	if inPOST {
 		parent = r.Context()
 	}
-	s := h.newHTTPSession(parent, "", subjectOf(r), true, inPOST)
-	s.version = v
+	s := h.newHTTPSession(parent, inPOST, 1) // one message: the POST's
 	s.listen = modern && env.msg.Method == methodListen
 	h.mu.Lock()
 	h.stateless[s] = struct{}{}
@@ -424,7 +357,7 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 	st, dup := s.newStream(env.requests)
 	if st == nil {
 		s.close()
-		writeHTTPErrorID(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid Request: duplicate id in batch", []byte(dup))
+		writeHTTPErrorID(w, h.exchangeOf(r).with(env), http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid Request: duplicate id in batch", []byte(dup), nil)
 		return
 	}
 	st.modern, st.listen = modern, s.listen
@@ -452,7 +385,7 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 		s.close()
 		return
 	}
-	h.startSession(s, ctx)
+	h.startSession(s, ctx, nil)
 	if !s.deliver(r, env, body, st) {
 		s.close()
 		return
@@ -465,13 +398,6 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 	if !finished {
 		s.close() // nobody can receive the results: cancel the handlers
 	}
-}
-
-// SessionCount returns the number of live sessions.
-func (h *Handler) SessionCount() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.sessions)
 }
 
 // Shutdown shuts the handler down gracefully: new requests get 503 (the
@@ -529,10 +455,7 @@ func (h *Handler) Close() error {
 	h.closing.Store(true)
 	h.refusals.close()
 	h.mu.Lock()
-	all := make([]*httpSession, 0, len(h.sessions)+len(h.stateless))
-	for _, s := range h.sessions {
-		all = append(all, s)
-	}
+	all := h.appendSessionsLocked(make([]*httpSession, 0, len(h.stateless)))
 	for s := range h.stateless {
 		all = append(all, s)
 	}
@@ -546,9 +469,6 @@ func (h *Handler) Close() error {
 func (h *Handler) removeSession(s *httpSession) {
 	h.mu.Lock()
 	delete(h.stateless, s)
-	if s.id != "" && h.sessions[s.id] == s {
-		delete(h.sessions, s.id)
-		h.peerSessions.release(s.peer)
-	}
+	h.forgetSessionLocked(s)
 	h.mu.Unlock()
 }

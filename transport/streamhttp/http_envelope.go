@@ -21,7 +21,6 @@ type envelope struct {
 	responses  []string // raw ids of the responses (not null)
 	notes      int      // notifications
 	initialize bool     // a single initialize request
-	cancelled  []string // raw requestIds of notifications/cancelled
 
 	// metaVersion reports that a request or notification carries
 	// params._meta["io.modelcontextprotocol/protocolVersion"]: the mark of
@@ -33,6 +32,11 @@ type envelope struct {
 	msg     jsonrpc.Message
 	reading revision.Reading
 	one     [1]string // requests' room for the single message's id
+
+	// rev2025 is what only the 2025 rules read of the message: the
+	// requests it cancels. It is empty in a build without those rules
+	// (keel_omit2025).
+	rev2025 envelopeRev2025
 }
 
 // hasRequests reports whether the message carries at least one request.
@@ -91,14 +95,7 @@ func (e *envelope) add(m *jsonrpc.Message) {
 		}
 	case jsonrpc.KindNotification:
 		e.notes++
-		if m.Method == "notifications/cancelled" && m.Params != nil {
-			var p struct {
-				RequestID jsontext.Value `json:"requestId"`
-			}
-			if jsonv2.Unmarshal(m.Params, &p) == nil && p.RequestID != nil {
-				e.cancelled = append(e.cancelled, string(p.RequestID))
-			}
-		}
+		e.rev2025.noteNotification(m)
 	}
 }
 

@@ -33,7 +33,7 @@ func TestSessionOnAbort(t *testing.T) {
 		ServeRequest:       func(context.Context, transport.Transport, []byte) error { return nil },
 		serveRequestAborts: true,
 	})
-	s := h.newHTTPSession(context.Background(), "", "", true, true)
+	s := h.newHTTPSession(context.Background(), true, 0)
 	assert.Nil(t, s.cancel, "the POST's context is the session's")
 	ended := 0
 	s.OnAbort(func() { ended++ })
@@ -45,7 +45,7 @@ func TestSessionOnAbort(t *testing.T) {
 
 	// A ServeRequest that does not register keeps a context of its own.
 	h.opts.serveRequestAborts = false
-	s = h.newHTTPSession(context.Background(), "", "", true, true)
+	s = h.newHTTPSession(context.Background(), true, 0)
 	require.NotNil(t, s.cancel)
 	s.close()
 	assert.Error(t, s.ctx.Err())

@@ -14,7 +14,6 @@ import (
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/revision"
-	"github.com/keelmcp/keel/mcp"
 )
 
 // Vocabulary of revision 2026-07-28 ("modern", stateless), from package mcp.
@@ -120,7 +119,7 @@ type ParamHeader struct {
 type rpcError struct {
 	code    int64
 	message string
-	data    any
+	data    correlated // nil: none but the correlation id
 }
 
 // checkModern validates a modern request before it is dispatched, in the
@@ -163,7 +162,7 @@ func (h *Handler) checkModern(r *http.Request, env *envelope) (string, *rpcError
 		// request: it is not served in this form.
 		return "", &rpcError{code: codeUnsupportedProtocolVersion,
 			message: "Unsupported protocol version: " + quoteHeader(version),
-			data:    mcp.UnsupportedVersionData{Supported: h.opts.SupportedVersions, Requested: version}}
+			data:    versionData{Supported: h.opts.SupportedVersions, Requested: version}}
 	}
 	if err := checkRoutingHeaders(r, method, named, field); err != nil {
 		return "", err
@@ -353,7 +352,7 @@ func headerMatches(hv string, body jsontext.Value) bool {
 // StatelessRequest.
 func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, body []byte, env *envelope) {
 	if env.batch {
-		writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
+		writeHTTPError(w, h.exchangeOf(r).with(env), http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
 			revision.BatchRefusedPerRequest)
 		return
 	}
@@ -365,13 +364,7 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, body []byt
 	}
 	v, rerr := h.checkModern(r, env)
 	if rerr != nil {
-		body, err := jsonrpc.AppendError(nil, env.msg.ID, rerr.code, rerr.message, rerr.data)
-		if err != nil {
-			body, _ = jsonrpc.AppendError(nil, env.msg.ID, rerr.code, rerr.message, nil)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(body)
+		writeHTTPErrorID(w, h.exchangeOf(r).with(env), http.StatusBadRequest, rerr.code, rerr.message, env.msg.ID, rerr.data)
 		return
 	}
 	h.serveEphemeral(w, r, body, env, v, true)

@@ -1,7 +1,6 @@
 package streamhttp
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"sync"
@@ -26,22 +25,22 @@ const (
 // while no connection is attached is kept in the event store and replayed
 // when the client resumes with Last-Event-ID.
 type stream struct {
-	sess       *httpSession
-	id         string
-	standalone bool
-	useIDs     bool // events carry ids and are stored (resumable)
+	sess *httpSession
 
 	mu       sync.Mutex
 	att      *attachment
 	mode     streamMode
-	seq      uint64 // seq of the last event sent
-	pending  int    // requests not yet answered (POST streams)
-	finished bool   // every request answered (or released)
+	pending  int  // requests not yet answered (POST streams)
+	finished bool // every request answered (or released)
 	done     chan struct{}
-	sseTimer *time.Timer
-	initPOST bool // the POST of an initialize request (session id header)
 	modern   bool // answers a request of revision 2026-07-28 or later
 	listen   bool // answers a modern subscriptions/listen (always SSE)
+
+	// rev2025 is what only a stream of a 2025 session has: an id and
+	// event ids (resumable), the GET stream's mark, the switch to SSE
+	// (guarded by mu where it changes). It is empty in a build without
+	// those rules (keel_omit2025).
+	rev2025 streamRev2025
 }
 
 // attachment is one HTTP connection of a stream.
@@ -61,8 +60,8 @@ var (
 	ErrNoStream = errors.New("transport: no stream to the client can carry the message")
 )
 
-func newStream(sess *httpSession, id string, standalone bool) *stream {
-	return &stream{sess: sess, id: id, standalone: standalone, useIDs: sess.resumable(), done: make(chan struct{})}
+func newStream(sess *httpSession) *stream {
+	return &stream{sess: sess, done: make(chan struct{})}
 }
 
 // attach connects w to the stream (the caller holds st.mu).
@@ -111,7 +110,7 @@ func (st *stream) send(msg []byte, answered int, code int64) error {
 	if answered > 0 {
 		st.pending -= answered
 		last = st.pending <= 0
-	} else if !st.standalone && ((h.opts.ResponseMode == ResponseJSON && !st.listen) || st.mode == modeJSON) {
+	} else if !st.standalone() && ((h.opts.ResponseMode == ResponseJSON && !st.listen) || st.mode == modeJSON) {
 		st.mu.Unlock()
 		return errNoRelated
 	}
@@ -148,36 +147,13 @@ func (st *stream) finishLocked() {
 	}
 	st.finished = true
 	close(st.done)
-	if st.sseTimer != nil {
-		st.sseTimer.Stop()
-	}
-}
-
-// release drops n requests that will never be answered (cancelled).
-func (st *stream) release(n int) {
-	st.mu.Lock()
-	st.pending -= n
-	if st.pending <= 0 && !st.finished {
-		if st.mode == modeUndecided {
-			// Nothing was sent: end with an empty SSE stream.
-			st.mode = modeSSE
-			if st.att != nil {
-				st.writeHeaderLocked(st.att, false)
-			}
-		}
-		st.finishLocked()
-	}
-	gone := st.finished && st.att == nil
-	st.mu.Unlock()
-	if gone {
-		st.sess.forgetStream(st)
-	}
+	st.rev2025.finishLocked()
 }
 
 func (st *stream) writeJSONLocked(msg []byte, code int64) error {
 	a := st.att
 	if a == nil {
-		st.sess.h.log.Debug("transport: response dropped: the client's connection is gone", "session", st.sess.id)
+		st.sess.h.log.Debug("transport: response dropped: the client's connection is gone", "session", st.sess.sessionID())
 		return nil
 	}
 	hdr := a.w.Header()
@@ -207,13 +183,8 @@ func (st *stream) writeHeaderLocked(a *attachment, prime bool) {
 	hdr.Set("X-Accel-Buffering", "no")
 	a.w.WriteHeader(http.StatusOK)
 	a.headerSent = true
-	if prime && st.useIDs && st.sess.canPrime() {
-		buf := appendSSEEvent(nil, eventID(st.id, st.seq), st.sess.h.opts.RetryInterval, nil)
-		if _, err := a.w.Write(buf); err != nil {
-			st.att = nil
-			st.dropAttLocked(a)
-			return
-		}
+	if prime && !st.writePrimingLocked(a) {
+		return
 	}
 	_ = a.rc.Flush()
 }
@@ -225,17 +196,10 @@ func (st *stream) writeEventLocked(msg []byte) error {
 		st.writeHeaderLocked(a, true) // the priming event names the position before msg
 		a = st.att
 	}
-	st.seq++
-	id := ""
-	if st.useIDs {
-		id = eventID(st.id, st.seq)
-		if err := st.sess.h.store.Append(context.Background(), st.sess.id, st.id, st.seq, msg); err != nil {
-			st.sess.h.log.Warn("transport: event store append failed", "error", err)
-		}
-	}
+	id := st.nextEventLocked(msg) // "": events without ids, not stored
 	if a == nil {
-		if !st.useIDs {
-			st.sess.h.log.Debug("transport: message dropped: the client's connection is gone", "session", st.sess.id)
+		if id == "" {
+			st.sess.h.log.Debug("transport: message dropped: the client's connection is gone", "session", st.sess.sessionID())
 		}
 		return nil
 	}
@@ -257,19 +221,6 @@ func (st *stream) writeEventLocked(msg []byte) error {
 }
 
 var eventBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
-
-// switchToSSE starts the SSE stream of an unanswered request still waiting
-// on an undecided response (ResponseAuto after SSEAfter): the priming event
-// gives the client an id to resume from.
-func (st *stream) switchToSSE() {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.finished || st.mode != modeUndecided || st.att == nil {
-		return
-	}
-	st.mode = modeSSE
-	st.writeHeaderLocked(st.att, true)
-}
 
 // keepAlive sends an SSE comment every interval while attachment a is the
 // stream's SSE connection, until the stream finishes or a is given up.
@@ -299,34 +250,6 @@ func (st *stream) keepAlive(a *attachment, interval time.Duration) {
 		}
 		st.mu.Unlock()
 	}
-}
-
-// closeForPolling implements CloseSSEStream.
-func (st *stream) closeForPolling() error {
-	if !st.useIDs || !st.sess.canPrime() {
-		return ErrNotResumable
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.finished {
-		return nil
-	}
-	if st.mode == modeJSON {
-		return ErrNotResumable
-	}
-	st.mode = modeSSE
-	a := st.att
-	if a == nil {
-		return nil
-	}
-	if !a.headerSent {
-		st.writeHeaderLocked(a, true)
-	}
-	if st.att == a {
-		st.att = nil
-		st.dropAttLocked(a)
-	}
-	return nil
 }
 
 // wait blocks the HTTP handler of attachment a until the stream is

@@ -22,6 +22,10 @@ import (
 // of v, which came from a peer (see logclip.Attr).
 func clipped(key, v string) slog.Attr { return logclip.Attr(key, v) }
 
+// correlationAttr is the attribute of a refusal's log line naming the
+// correlation id its error body carries (which a client may have chosen).
+func correlationAttr(id string) slog.Attr { return clipped("correlationId", id) }
+
 // refusalLog writes the log lines of refused requests through a
 // logclip.Limiter: a burst of perSecond lines, then perSecond lines a
 // second. The lines it suppresses are counted and reported in one line a
@@ -60,25 +64,25 @@ func (l *refusalLog) close() { l.lim.Close() }
 // limitData is the data of a JSON-RPC error refusing a request at a bound:
 // the Options field and its value.
 type limitData struct {
-	Limit string `json:"limit"`
-	Max   int64  `json:"max"`
+	Limit         string `json:"limit"`
+	Max           int64  `json:"max"`
+	CorrelationID string `json:"correlationId"`
+}
+
+func (d limitData) withCorrelationID(id string) any {
+	d.CorrelationID = id
+	return d
 }
 
 // refuseAtLimit answers status with a JSON-RPC error (echoing id) that
 // names the bound reached, and logs the refusal.
-func (h *Handler) refuseAtLimit(w http.ResponseWriter, status int, id jsontext.Value, limit string, max int64, what string) {
-	h.refusals.print("transport: request refused: "+what, slog.String("limit", limit), slog.Int64("max", max))
+func (h *Handler) refuseAtLimit(w http.ResponseWriter, ex exchange, status int, id jsontext.Value, limit string, max int64, what string) {
 	msg := http.StatusText(status) + ": " + what + " (" + limit + " = " + strconv.FormatInt(max, 10) + ")"
-	body, err := jsonrpc.AppendError(nil, id, codeServerError, msg, limitData{Limit: limit, Max: max})
-	if err != nil {
-		body, _ = jsonrpc.AppendError(nil, nil, codeServerError, msg, nil)
-	}
-	w.Header().Set("Content-Type", "application/json")
 	if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
 		w.Header().Set("Retry-After", "1")
 	}
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	cid := writeHTTPErrorID(w, ex, status, codeServerError, msg, id, limitData{Limit: limit, Max: max})
+	h.refusals.print("transport: request refused: "+what, slog.String("limit", limit), slog.Int64("max", max), correlationAttr(cid))
 }
 
 // acquireStream counts an HTTP request against MaxStreamsPerPeer (429)
@@ -86,14 +90,14 @@ func (h *Handler) refuseAtLimit(w http.ResponseWriter, status int, id jsontext.V
 // paired with releaseStream.
 func (h *Handler) acquireStream(w http.ResponseWriter, r *http.Request) bool {
 	if !h.peerStreams.acquire(peerKey(r), h.opts.MaxStreamsPerPeer) {
-		h.refuseAtLimit(w, http.StatusTooManyRequests, nil, "MaxStreamsPerPeer", int64(h.opts.MaxStreamsPerPeer), "too many open streams for this peer")
+		h.refuseAtLimit(w, h.exchangeOf(r), http.StatusTooManyRequests, nil, "MaxStreamsPerPeer", int64(h.opts.MaxStreamsPerPeer), "too many open streams for this peer")
 		return false
 	}
 	max := int64(h.opts.MaxStreams)
 	if n := h.streams.Add(1); max > 0 && n > max {
 		h.streams.Add(-1)
 		h.peerStreams.release(peerKey(r))
-		h.refuseAtLimit(w, http.StatusServiceUnavailable, nil, "MaxStreams", max, "too many open streams")
+		h.refuseAtLimit(w, h.exchangeOf(r), http.StatusServiceUnavailable, nil, "MaxStreams", max, "too many open streams")
 		return false
 	}
 	return true
@@ -108,28 +112,6 @@ func (h *Handler) releaseStream(r *http.Request) {
 // open GET streams and POSTs (from their body to their answer), the count
 // that MaxStreams bounds.
 func (h *Handler) StreamCount() int { return int(h.streams.Load()) }
-
-// acquireGET counts a GET stream of s against MaxSessionGETStreams; false
-// means it was refused (429). A true result must be paired with
-// s.releaseGET.
-func (h *Handler) acquireGET(w http.ResponseWriter, s *httpSession) bool {
-	max := h.opts.MaxSessionGETStreams
-	s.mu.Lock()
-	if max > 0 && s.gets >= max {
-		s.mu.Unlock()
-		h.refuseAtLimit(w, http.StatusTooManyRequests, nil, "MaxSessionGETStreams", int64(max), "too many GET streams open for this session")
-		return false
-	}
-	s.gets++
-	s.mu.Unlock()
-	return true
-}
-
-func (s *httpSession) releaseGET() {
-	s.mu.Lock()
-	s.gets--
-	s.mu.Unlock()
-}
 
 // readBody reads a POST's body within MaxBodyBytes and BodyReadTimeout.
 // On failure it has answered (413, 408 or 400) and returns false. The
@@ -156,16 +138,16 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 	var ne net.Error
 	switch {
 	case errors.As(err, &tooLarge):
-		writeHTTPError(w, http.StatusRequestEntityTooLarge, jsonrpc.CodeInvalidRequest,
+		writeHTTPError(w, h.exchangeOf(r), http.StatusRequestEntityTooLarge, jsonrpc.CodeInvalidRequest,
 			(&transport.MessageTooLargeError{Limit: int(h.opts.MaxBodyBytes), Size: int(h.opts.MaxBodyBytes) + 1}).Error())
 	case timed && (errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()):
-		h.refusals.print("transport: request refused: body not received in time",
-			slog.Duration("bodyReadTimeout", h.opts.BodyReadTimeout), slog.Int("received", len(body)))
 		w.Header().Set("Connection", "close")
-		writeHTTPError(w, http.StatusRequestTimeout, codeServerError,
+		cid := writeHTTPError(w, h.exchangeOf(r), http.StatusRequestTimeout, codeServerError,
 			"Request Timeout: the body was not received within BodyReadTimeout ("+h.opts.BodyReadTimeout.String()+")")
+		h.refusals.print("transport: request refused: body not received in time",
+			slog.Duration("bodyReadTimeout", h.opts.BodyReadTimeout), slog.Int("received", len(body)), correlationAttr(cid))
 	default:
-		writeHTTPError(w, http.StatusBadRequest, codeServerError, "Bad Request: reading the body failed")
+		writeHTTPError(w, h.exchangeOf(r), http.StatusBadRequest, codeServerError, "Bad Request: reading the body failed")
 	}
 	return nil, false
 }

@@ -16,26 +16,18 @@ import (
 )
 
 // Every bound of Options is finite by default; a negative value turns it
-// off.
+// off. (The bounds of sessions: rev2025_limits_internal_test.go.)
 func TestOptionsBoundedByDefault(t *testing.T) {
 	serve := func(context.Context, transport.Transport) error { return nil }
 	h := NewHandler(&Options{Serve: serve})
-	assert.Equal(t, DefaultMaxSessions, h.opts.MaxSessions)
-	assert.Equal(t, DefaultInitTimeout, h.opts.InitTimeout)
-	assert.Equal(t, DefaultIdleTimeout, h.opts.IdleTimeout)
 	assert.Equal(t, DefaultMaxStreams, h.opts.MaxStreams)
-	assert.Equal(t, DefaultMaxSessionGETStreams, h.opts.MaxSessionGETStreams)
+	assert.Equal(t, DefaultMaxStreamsPerPeer, h.opts.MaxStreamsPerPeer)
 	assert.Equal(t, DefaultBodyReadTimeout, h.opts.BodyReadTimeout)
 	assert.Equal(t, DefaultRefusalLogsPerSecond, h.opts.RefusalLogsPerSecond)
 	assert.LessOrEqual(t, DefaultBodyReadTimeout, 30*time.Second)
-	assert.LessOrEqual(t, DefaultInitTimeout, 10*time.Second)
 
-	off := NewHandler(&Options{Serve: serve, MaxSessions: -1, MaxStreams: -1, MaxSessionGETStreams: -1,
-		InitTimeout: -1, BodyReadTimeout: -1, RefusalLogsPerSecond: -1})
-	assert.Negative(t, off.opts.MaxSessions)
+	off := NewHandler(&Options{Serve: serve, MaxStreams: -1, BodyReadTimeout: -1, RefusalLogsPerSecond: -1})
 	assert.Negative(t, off.opts.MaxStreams)
-	assert.Negative(t, off.opts.MaxSessionGETStreams)
-	assert.Negative(t, off.opts.InitTimeout)
 	assert.Negative(t, off.opts.BodyReadTimeout)
 	assert.Negative(t, off.opts.RefusalLogsPerSecond)
 }

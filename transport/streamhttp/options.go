@@ -107,6 +107,10 @@ type Options struct {
 	// OnAbort, so the session can end the request without a context of
 	// its own (mcp.Server.ServeRequest does: NewServerHandler sets it).
 	serveRequestAborts bool
+	// newCorrelationID makes the correlation id of an error the handler
+	// answers itself when neither the request nor its session has one
+	// (nil: a random UUID); NewServerHandler sets the server's NewID.
+	newCorrelationID func() string
 	// OnSession, if set, is called when a stateful session starts (its
 	// initialize was accepted and Serve is about to run), with the
 	// session's context and Mcp-Session-Id; the function it returns, if

@@ -16,7 +16,9 @@ import (
 )
 
 // Every bound has a default; a request beyond one is refused with a
-// JSON-RPC error naming it. Here a handler admits one session.
+// JSON-RPC error naming it, whose data carries the correlation id the
+// client chose in _meta (else one the handler makes, which it logs with
+// the refusal). Here a handler admits one session.
 func ExampleOptions_limits() {
 	serve := func(ctx context.Context, t transport.Transport) error {
 		defer t.Close()
@@ -37,7 +39,7 @@ func ExampleOptions_limits() {
 
 	initialize := func() {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(
-			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`))
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"},"_meta":{"correlationId":"init-1"}}}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		resp, err := http.DefaultClient.Do(req)
@@ -53,6 +55,6 @@ func ExampleOptions_limits() {
 	fmt.Println(streamhttp.DefaultMaxSessions, streamhttp.DefaultInitTimeout, streamhttp.DefaultBodyReadTimeout)
 	// Output:
 	// 200 {"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{}}}
-	// 503 {"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"Service Unavailable: too many sessions (MaxSessions = 1)","data":{"limit":"MaxSessions","max":1}}}
+	// 503 {"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"Service Unavailable: too many sessions (MaxSessions = 1)","data":{"limit":"MaxSessions","max":1,"correlationId":"init-1"}}}
 	// 10000 10s 30s
 }

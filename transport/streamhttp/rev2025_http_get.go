@@ -7,39 +7,41 @@ import "net/http"
 // serveGET opens the session's standalone SSE stream (server-initiated
 // messages), or resumes a stream with Last-Event-ID.
 func (h *Handler) serveGET(w http.ResponseWriter, r *http.Request) {
+	ex := h.exchangeOf(r)
 	if !accepts(r, "text/event-stream") {
-		writeHTTPError(w, http.StatusNotAcceptable, codeServerError, "Not Acceptable: Accept must include text/event-stream")
+		writeHTTPError(w, ex, http.StatusNotAcceptable, codeServerError, "Not Acceptable: Accept must include text/event-stream")
 		return
 	}
-	if _, ok := h.checkVersion(w, r); !ok {
+	if _, ok := h.checkVersion(w, ex); !ok {
 		return
 	}
 	if h.closing.Load() {
-		writeHTTPError(w, http.StatusServiceUnavailable, codeServerError, "Service Unavailable: shutting down")
+		writeHTTPError(w, ex, http.StatusServiceUnavailable, codeServerError, "Service Unavailable: shutting down")
 		return
 	}
 	if !h.acquireStream(w, r) {
 		return
 	}
 	defer h.releaseStream(r)
-	s := h.lookup(w, r)
+	s := h.lookup(w, ex)
 	if s == nil {
 		return
 	}
 	defer s.end()
-	if !h.acquireGET(w, s) {
+	ex = ex.in(s)
+	if !h.acquireGET(w, ex, s) {
 		return
 	}
 	defer s.releaseGET()
 	if last := r.Header.Get(headerLastEventID); last != "" {
-		h.resume(w, r, s, last)
+		h.resume(w, r, ex, s, last)
 		return
 	}
 	st := s.standaloneStream()
 	st.mu.Lock()
 	if st.att != nil {
 		st.mu.Unlock()
-		writeHTTPError(w, http.StatusConflict, codeServerError, "Conflict: a GET stream is already open for this session")
+		writeHTTPError(w, ex, http.StatusConflict, codeServerError, "Conflict: a GET stream is already open for this session")
 		return
 	}
 	a := st.attachLocked(w)
@@ -51,14 +53,15 @@ func (h *Handler) serveGET(w http.ResponseWriter, r *http.Request) {
 // resume serves GET with Last-Event-ID: the events of that stream after
 // the id are replayed, then, if the stream is still live, it continues on
 // this connection.
-func (h *Handler) resume(w http.ResponseWriter, r *http.Request, s *httpSession, last string) {
+func (h *Handler) resume(w http.ResponseWriter, r *http.Request, ex exchange, s *httpSession, last string) {
 	sid, seq, ok := parseEventID(last)
-	if !ok || h.store == nil {
-		writeHTTPError(w, http.StatusBadRequest, codeServerError, "Bad Request: unknown Last-Event-ID")
+	store := h.rev2025.store
+	if !ok || store == nil {
+		writeHTTPError(w, ex, http.StatusBadRequest, codeServerError, "Bad Request: unknown Last-Event-ID")
 		return
 	}
 	s.mu.Lock()
-	st := s.streams[sid]
+	st := s.rev2025.streams[sid]
 	s.mu.Unlock()
 	type ev struct {
 		seq  uint64
@@ -80,8 +83,8 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, s *httpSession,
 	}
 	if st == nil {
 		// A finished stream: replay what is left of it and end.
-		if err := h.store.Replay(r.Context(), s.id, sid, seq, collect); err != nil {
-			writeHTTPError(w, http.StatusBadRequest, codeServerError, "Bad Request: "+err.Error())
+		if err := store.Replay(r.Context(), s.rev2025.id, sid, seq, collect); err != nil {
+			writeHTTPError(w, ex, http.StatusBadRequest, codeServerError, "Bad Request: "+err.Error())
 			return
 		}
 		a := &attachment{w: w, rc: http.NewResponseController(w)}
@@ -95,17 +98,17 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, s *httpSession,
 	st.mu.Lock()
 	if st.mode == modeJSON {
 		st.mu.Unlock()
-		writeHTTPError(w, http.StatusBadRequest, codeServerError, "Bad Request: unknown Last-Event-ID")
+		writeHTTPError(w, ex, http.StatusBadRequest, codeServerError, "Bad Request: unknown Last-Event-ID")
 		return
 	}
-	if err := h.store.Replay(r.Context(), s.id, sid, seq, collect); err != nil {
+	if err := store.Replay(r.Context(), s.rev2025.id, sid, seq, collect); err != nil {
 		st.mu.Unlock()
-		writeHTTPError(w, http.StatusBadRequest, codeServerError, "Bad Request: "+err.Error())
+		writeHTTPError(w, ex, http.StatusBadRequest, codeServerError, "Bad Request: "+err.Error())
 		return
 	}
 	if st.att != nil {
 		st.mu.Unlock()
-		writeHTTPError(w, http.StatusConflict, codeServerError, "Conflict: the stream is still connected")
+		writeHTTPError(w, ex, http.StatusConflict, codeServerError, "Conflict: the stream is still connected")
 		return
 	}
 	st.mode = modeSSE
@@ -128,15 +131,16 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, s *httpSession,
 
 // serveDELETE ends the session the client names.
 func (h *Handler) serveDELETE(w http.ResponseWriter, r *http.Request) {
-	if _, ok := h.checkVersion(w, r); !ok {
+	ex := h.exchangeOf(r)
+	if _, ok := h.checkVersion(w, ex); !ok {
 		return
 	}
-	s := h.lookup(w, r)
+	s := h.lookup(w, ex)
 	if s == nil {
 		return
 	}
 	s.end()
 	s.close()
-	h.log.Debug("transport: session deleted by the client", "session", s.id)
+	h.log.Debug("transport: session deleted by the client", "session", s.rev2025.id)
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -77,3 +77,17 @@ func TestOmit2025OverHTTP(t *testing.T) {
 		assert.Zero(t, h.SessionCount())
 	}
 }
+
+// buildErrorPaths are the error paths only this build has: GET and DELETE
+// (no sessions), and a request naming no revision, which gets the
+// 2026-07-28 rules.
+func buildErrorPaths(t *testing.T) []errorPath {
+	srv, _, _ := startHTTP(t, nil)
+	return []errorPath{
+		{name: "GET (no sessions)", status: http.StatusMethodNotAllowed, code: -32000, send: plainSend(srv, request{method: http.MethodGet}, nil)},
+		{name: "DELETE (no sessions)", status: http.StatusMethodNotAllowed, code: -32000, send: plainSend(srv, request{method: http.MethodDelete, session: "x"}, nil)},
+		{name: "request naming no revision", status: http.StatusBadRequest, code: -32602, parsed: true, modern: true, send: plainSend(srv, request{}, func(cid string) string {
+			return `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"correlationId":"` + cid + `"}}}`
+		})},
+	}
+}

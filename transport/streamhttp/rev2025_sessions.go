@@ -21,30 +21,32 @@ func (h *Handler) serveUnmarked(w http.ResponseWriter, r *http.Request, body []b
 		h.serveStateless(w, r, body, env)
 		return
 	}
+	ex := h.exchangeOf(r).with(env)
 	var s *httpSession
 	created := env.initialize && r.Header.Get(headerSessionID) == ""
 	if created {
-		if s = h.createSession(w, r, env.msg.ID); s == nil {
+		if s = h.createSession(w, r, ex, env.msg.ID); s == nil {
 			return
 		}
 	} else {
 		if !env.initialize {
-			if _, ok := h.checkVersion(w, r); !ok {
+			if _, ok := h.checkVersion(w, ex); !ok {
 				return
 			}
 		}
-		if s = h.lookup(w, r); s == nil {
+		if s = h.lookup(w, ex); s == nil {
 			return
 		}
 		s.used()
 	}
 	defer s.end()
+	ex = ex.in(s)
 	if env.batch {
 		s.mu.Lock()
-		v := s.version
+		v := s.rev2025.version
 		s.mu.Unlock()
 		if !revision.BatchAllowed(v) {
-			writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, revision.BatchRefused)
+			writeHTTPError(w, ex, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, revision.BatchRefused)
 			return
 		}
 	}
@@ -52,13 +54,13 @@ func (h *Handler) serveUnmarked(w http.ResponseWriter, r *http.Request, body []b
 }
 
 // checkVersion validates MCP-Protocol-Version; absent means 2025-03-26.
-func (h *Handler) checkVersion(w http.ResponseWriter, r *http.Request) (string, bool) {
-	v := r.Header.Get(headerProtocolVersion)
+func (h *Handler) checkVersion(w http.ResponseWriter, ex exchange) (string, bool) {
+	v := ex.rev2025.header.Get(headerProtocolVersion)
 	if v == "" {
 		return "2025-03-26", true
 	}
 	if !h.versions[v] {
-		writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
+		writeHTTPError(w, ex, http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
 			"Bad Request: unsupported MCP-Protocol-Version "+quoteHeader(v)+" (supported: "+strings.Join(h.opts.SupportedVersions, ", ")+")")
 		return "", false
 	}
@@ -68,51 +70,55 @@ func (h *Handler) checkVersion(w http.ResponseWriter, r *http.Request) (string, 
 // lookup finds the session a request names: 400 when the header is
 // missing, 404 when the session is unknown, ended, or bound to another
 // user. On success the session counts the request as active (call end).
-func (h *Handler) lookup(w http.ResponseWriter, r *http.Request) *httpSession {
-	id := r.Header.Get(headerSessionID)
+func (h *Handler) lookup(w http.ResponseWriter, ex exchange) *httpSession {
+	id := ex.rev2025.header.Get(headerSessionID)
 	if id == "" {
-		writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
+		writeHTTPError(w, ex, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
 		return nil
 	}
 	h.mu.Lock()
-	s := h.sessions[id]
+	s := h.rev2025.sessions[id]
 	h.mu.Unlock()
-	if s != nil && s.subject != subjectOf(r) {
-		h.refusals.print("transport: session used by another user refused", clipped("session", id))
-		s = nil
-	}
-	if s == nil || !s.begin() {
-		writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
+	otherUser := s != nil && s.rev2025.subject != subjectOfContext(ex.rev2025.ctx)
+	if otherUser || s == nil || !s.begin() {
+		cid := writeHTTPError(w, ex, http.StatusNotFound, codeSessionNotFound, "Session not found")
+		if otherUser {
+			h.refusals.print("transport: session used by another user refused", clipped("session", id), correlationAttr(cid))
+		}
 		return nil
 	}
 	return s
 }
 
 // createSession starts a stateful session for the initialize request id.
-func (h *Handler) createSession(w http.ResponseWriter, r *http.Request, reqID []byte) *httpSession {
+func (h *Handler) createSession(w http.ResponseWriter, r *http.Request, ex exchange, reqID []byte) *httpSession {
 	h.mu.Lock()
-	if max := h.opts.MaxSessions; max > 0 && len(h.sessions) >= max {
+	if max := h.opts.MaxSessions; max > 0 && len(h.rev2025.sessions) >= max {
 		h.mu.Unlock()
-		h.refuseAtLimit(w, http.StatusServiceUnavailable, reqID, "MaxSessions", int64(max), "too many sessions")
+		h.refuseAtLimit(w, ex, http.StatusServiceUnavailable, reqID, "MaxSessions", int64(max), "too many sessions")
 		return nil
 	}
 	peer := peerKey(r)
-	if !h.peerSessions.acquire(peer, h.opts.MaxSessionsPerPeer) {
+	if !h.rev2025.peerSessions.acquire(peer, h.opts.MaxSessionsPerPeer) {
 		h.mu.Unlock()
-		h.refuseAtLimit(w, http.StatusTooManyRequests, reqID, "MaxSessionsPerPeer", int64(h.opts.MaxSessionsPerPeer), "too many sessions for this peer")
+		h.refuseAtLimit(w, ex, http.StatusTooManyRequests, reqID, "MaxSessionsPerPeer", int64(h.opts.MaxSessionsPerPeer), "too many sessions for this peer")
 		return nil
 	}
 	id := h.opts.NewSessionID()
-	for h.sessions[id] != nil {
+	for h.rev2025.sessions[id] != nil {
 		id = h.opts.NewSessionID()
 	}
 	p, _ := transport.PeerFromContext(r.Context())
-	s := h.newHTTPSession(transport.WithPeer(context.Background(), p), id, subjectOf(r), false, false)
-	s.peer = peer
-	h.sessions[id] = s
+	s := h.newHTTPSession(transport.WithPeer(context.Background(), p), false, 16)
+	s.makeStateful(id, subjectOf(r))
+	h.rev2025.sessions[id] = s
 	h.mu.Unlock()
 	s.begin()
-	h.startSession(s, s.ctx)
+	var ended func(error)
+	if h.opts.OnSession != nil {
+		ended = h.opts.OnSession(s.ctx, id)
+	}
+	h.startSession(s, s.ctx, ended)
 	h.log.Debug("transport: session created", "session", id)
 	return s
 }
@@ -121,36 +127,37 @@ func (h *Handler) createSession(w http.ResponseWriter, r *http.Request, reqID []
 // when it carries no request, else the stream of its responses.
 // created marks the POST of the initialize request that created s.
 func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, s *httpSession, body []byte, env *envelope, created bool) {
+	ex := h.exchangeOf(r).with(env).in(s)
 	if !env.hasRequests() {
 		if !s.deliver(r, env, body, nil) {
-			writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
+			writeHTTPError(w, ex, http.StatusNotFound, codeSessionNotFound, "Session not found")
 			return
 		}
-		if len(env.cancelled) > 0 {
-			s.release(env.cancelled)
+		if c := env.rev2025.cancelled; len(c) > 0 {
+			s.release(c)
 		}
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
 	st, dup := s.newStream(env.requests)
 	if st == nil {
-		writeHTTPErrorID(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
-			"Invalid Request: id is already in use by an unanswered request", []byte(dup))
+		writeHTTPErrorID(w, ex, http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
+			"Invalid Request: id is already in use by an unanswered request", []byte(dup), nil)
 		return
 	}
 	if created {
-		st.initPOST = true
+		st.rev2025.initPOST = true
 		s.mu.Lock()
-		s.initID = env.requests[0]
+		s.rev2025.initID = env.requests[0]
 		s.mu.Unlock()
 	}
 	st.mu.Lock()
 	a := st.attachLocked(w)
-	if h.opts.ResponseMode == ResponseSSE && !st.initPOST {
+	if h.opts.ResponseMode == ResponseSSE && !st.rev2025.initPOST {
 		st.mode = modeSSE
 		st.writeHeaderLocked(a, true)
-	} else if h.opts.ResponseMode == ResponseAuto && h.opts.SSEAfter > 0 && st.useIDs && s.canPrime() {
-		st.sseTimer = time.AfterFunc(h.opts.SSEAfter, st.switchToSSE)
+	} else if h.opts.ResponseMode == ResponseAuto && h.opts.SSEAfter > 0 && st.rev2025.useIDs && s.canPrime() {
+		st.rev2025.sseTimer = time.AfterFunc(h.opts.SSEAfter, st.switchToSSE)
 	}
 	st.mu.Unlock()
 	if !s.deliver(r, env, body, st) {
@@ -160,12 +167,12 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, s *httpSessio
 		sent := a.headerSent
 		st.mu.Unlock()
 		if !sent && r.Context().Err() == nil {
-			writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found")
+			writeHTTPError(w, ex, http.StatusNotFound, codeSessionNotFound, "Session not found")
 		}
 		return
 	}
-	if len(env.cancelled) > 0 {
-		s.release(env.cancelled)
+	if c := env.rev2025.cancelled; len(c) > 0 {
+		s.release(c)
 	}
 	finished := st.wait(r, a)
 	st.mu.Lock()
@@ -176,21 +183,22 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, s *httpSessio
 		s.cancelAbandoned(env.requests)
 	}
 	if !sent && r.Context().Err() == nil {
-		writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "Session not found (it ended before the response)")
+		writeHTTPError(w, ex, http.StatusNotFound, codeSessionNotFound, "Session not found (it ended before the response)")
 	}
 }
 
 // serveStateless serves one POST with a fresh session (Stateless mode).
 func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, body []byte, env *envelope) {
+	ex := h.exchangeOf(r).with(env)
 	v := revision.V20250326
 	if !env.initialize {
 		var ok bool
-		if v, ok = h.checkVersion(w, r); !ok {
+		if v, ok = h.checkVersion(w, ex); !ok {
 			return
 		}
 	}
 	if env.batch && !revision.BatchAllowed(v) {
-		writeHTTPError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, revision.BatchRefused)
+		writeHTTPError(w, ex, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, revision.BatchRefused)
 		return
 	}
 	if !env.hasRequests() {

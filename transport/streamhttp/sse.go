@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -40,25 +39,6 @@ func appendSSEEvent(dst []byte, id string, retry time.Duration, data []byte) []b
 		dst = append(dst, '\n')
 	}
 	return append(dst, '\n')
-}
-
-// eventID formats the id of event seq of a stream: "<stream>_<seq>".
-// Stream ids never contain '_'.
-func eventID(stream string, seq uint64) string {
-	return stream + "_" + strconv.FormatUint(seq, 10)
-}
-
-// parseEventID splits an event id made by eventID.
-func parseEventID(id string) (stream string, seq uint64, ok bool) {
-	i := strings.LastIndexByte(id, '_')
-	if i <= 0 {
-		return "", 0, false
-	}
-	n, err := strconv.ParseUint(id[i+1:], 10, 64)
-	if err != nil {
-		return "", 0, false
-	}
-	return id[:i], n, true
 }
 
 // sseEvent is one event read from an SSE stream.

@@ -37,22 +37,6 @@ func TestSSEReader(t *testing.T) {
 	assert.ErrorIs(t, err, errEventTooLarge)
 }
 
-func TestSSEEventRoundTrip(t *testing.T) {
-	b := appendSSEEvent(nil, eventID("7", 3), 1500*time.Millisecond, []byte("line1\nline2"))
-	assert.Equal(t, "id: 7_3\nretry: 1500\ndata: line1\ndata: line2\n\n", string(b))
-	ev, err := newSSEReader(strings.NewReader(string(b)), 1<<10).next()
-	require.NoError(t, err)
-	assert.Equal(t, "line1\nline2", string(ev.data))
-	s, n, ok := parseEventID(ev.id)
-	assert.True(t, ok)
-	assert.Equal(t, "7", s)
-	assert.Equal(t, uint64(3), n)
-	for _, bad := range []string{"", "_1", "7", "7_x", "7_-1"} {
-		_, _, ok := parseEventID(bad)
-		assert.False(t, ok, bad)
-	}
-}
-
 func TestMemoryEventStore(t *testing.T) {
 	ctx := context.Background()
 	m := NewMemoryEventStore(&MemoryEventStoreOptions{MaxBytesPerSession: 10})
