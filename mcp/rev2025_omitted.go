@@ -175,3 +175,6 @@ func (rd *reader) handleBatch([]byte) job {
 func pingClient(*Session, context.Context, time.Duration, context.CancelCauseFunc) (wait func()) {
 	return func() {}
 }
+
+// taskSessions: there are no 2025 sessions whose tasks have owners.
+type taskSessions struct{}

@@ -88,7 +88,7 @@ func (st *taskHost) startTask(ss *Session, reqCtx context.Context, req *Request,
 		c := cancel
 		cancel = func() { stop(); c() }
 	}
-	e, rec, err := st.create(reqCtx, ss, owner, quota, Version20251125, call, ttl, nil, nil, cancel)
+	e, rec, err := st.create(reqCtx, owner, quota, Version20251125, call, ttl, nil, nil, cancel)
 	if err != nil {
 		cancel()
 		st.runner.release(quota)
@@ -118,22 +118,6 @@ func (st *taskHost) startTask(ss *Session, reqCtx context.Context, req *Request,
 		}
 	}
 	return created, nil
-}
-
-// notifyStatus sends notifications/tasks/status with the state of rec to
-// the session that created e, unless a later state was sent already.
-func (st *taskHost) notifyStatus(e *taskEntry, rec *TaskRecord) {
-	e.notifyMu.Lock()
-	defer e.notifyMu.Unlock()
-	if rec.Version <= e.notified {
-		return
-	}
-	e.notified = rec.Version
-	ctx, cancel := context.WithTimeout(context.Background(), logSendTimeout)
-	defer cancel()
-	if err := e.ss.conn.notify(ctx, notificationTasksStatus, &TaskStatusNotificationParams{Task: rec.State}); err != nil && !isClosed(err) {
-		e.ss.log.Warn("mcp: sending notifications/tasks/status failed", "taskId", e.id, "error", err)
-	}
 }
 
 // taskRequest prepares a request to the client sent from inside a task
@@ -311,7 +295,7 @@ func handleTasksList(ctx context.Context, req *Request) (any, error) {
 }
 
 // announce tells the task's client of its new state: a 2025-11-25 task
-// with notifications/tasks/status to the session that created it, a
+// with notifications/tasks/status to the live sessions of its owner, a
 // 2026-07-28 task with notifications/tasks to the subscriptions that
 // listen to it.
 func (st *taskHost) announce(e *taskEntry, rec *TaskRecord) {

@@ -15,9 +15,10 @@ import (
 //     MemoryTaskStore): plain data any process sharing the store can
 //     read, changed by compare and swap (updateTask);
 //   - their runs, in this process (taskHost.live): the call, the
-//     cancel function of its context, the channel its waiters wait on, the
-//     session its status notifications go to. A run is registered while
-//     its task is not terminal.
+//     cancel function of its context, the channel its waiters wait on. A
+//     run is registered while its task is not terminal. Status
+//     notifications of 2025-11-25 tasks go to the live sessions of the
+//     task's owner (rev2025_task_owners.go), not to one connection.
 //
 // Each task belongs to an owner — the authorization context its request
 // came with (TaskOptions.Owner), or the session itself when there is none
@@ -41,12 +42,11 @@ type taskHost struct {
 	lim   TaskLimits
 	srv   *Server // whose options mask error text (errors_mask.go)
 
-	mu         sync.Mutex
-	live       map[string]*taskEntry // the runs of this process, by task id
-	sessions   map[*Session]string   // owner keys of the sessions with tasks (their end is watched)
-	sessionSeq uint64
-	spare      string                    // an id a refused creation left unused
-	index      atomic.Pointer[toolIndex] // tool definitions by name (see findTool)
+	mu    sync.Mutex
+	live  map[string]*taskEntry     // the runs of this process, by task id
+	sess  taskSessions              // the 2025 sessions of the tasks' owners (rev2025_task_owners.go)
+	spare string                    // an id a refused creation left unused
+	index atomic.Pointer[toolIndex] // tool definitions by name (see findTool)
 
 	// runner runs the handlers of both eras (task_runner.go).
 	runner *taskRunner
@@ -65,8 +65,7 @@ type taskHost struct {
 type taskEntry struct {
 	id    string
 	owner string
-	rev   string   // the revision whose rules the task follows (TaskRecord.Revision)
-	ss    *Session // the session that created it: 2025-11-25 status notifications go there
+	rev   string // the revision whose rules the task follows (TaskRecord.Revision)
 	call  *ToolCall
 
 	done   chan struct{}      // closed when the task is terminal or deleted
@@ -87,7 +86,7 @@ func newTaskHost(o TaskOptions, now func() time.Time, tools ToolSource) *taskHos
 	if store == nil {
 		store = NewMemoryTaskStore(now)
 	}
-	st := &taskHost{opts: o, now: now, store: store, live: map[string]*taskEntry{}, sessions: map[*Session]string{},
+	st := &taskHost{opts: o, now: now, store: store, live: map[string]*taskEntry{},
 		lim: TaskLimits{MaxTasks: o.MaxTasks, MaxTasksTotal: o.MaxTasksTotal, MaxFinishedTasks: o.MaxFinishedTasks,
 			MaxFinishedBytes: o.MaxFinishedBytes, MaxFinishedBytesTotal: o.MaxFinishedBytesTotal}}
 	st.runner = newTaskRunner(&st.opts, tools)
@@ -207,13 +206,13 @@ func (st *taskHost) storeError(call *Request, id string, err error) *Error {
 // maxIDTries bounds the ids tried for one task when NewID repeats itself.
 const maxIDTries = 8
 
-// create stores a new working task for owner of revision rev, created by
-// ss (nil for 2026-07-28) and counted against quota, and registers its
+// create stores a new working task for owner of revision rev, counted
+// against quota, and registers its
 // run (for a 2026-07-28 task, run is its call). It returns ErrTaskLimit
 // (a *TaskLimitError: limitError) when quota already has MaxTasks tasks
 // in progress, the server MaxTasksTotal, or finished tasks hold
 // MaxFinishedBytesTotal. cancel cancels the task's context.
-func (st *taskHost) create(ctx context.Context, ss *Session, owner, quota, rev string, call *ToolCall, ttl *int64,
+func (st *taskHost) create(ctx context.Context, owner, quota, rev string, call *ToolCall, ttl *int64,
 	in *TaskInput, run *modernRun, cancel context.CancelFunc) (*taskEntry, *TaskRecord, error) {
 	now := st.now()
 	ts := formatTime(now)
@@ -242,7 +241,7 @@ func (st *taskHost) create(ctx context.Context, ss *Session, owner, quota, rev s
 		}
 		return nil, nil, err
 	}
-	e := &taskEntry{id: rec.ID, owner: owner, rev: rev, ss: ss, call: call, done: make(chan struct{}), cancel: cancel,
+	e := &taskEntry{id: rec.ID, owner: owner, rev: rev, call: call, done: make(chan struct{}), cancel: cancel,
 		notified: rec.Version, run: run}
 	st.mu.Lock()
 	st.live[e.id] = e
@@ -286,30 +285,6 @@ func (st *taskHost) endLocked(e *taskEntry) {
 	if e.expiry != nil {
 		e.expiry.Stop()
 	}
-}
-
-// sessionOwnerLocked returns the owner key of the tasks ss creates without
-// an authorization context, and watches the end of ss to drop them.
-func (st *taskHost) sessionOwnerLocked(ss *Session) string {
-	if k, ok := st.sessions[ss]; ok {
-		return k
-	}
-	st.sessionSeq++
-	k := "session:" + strconv.FormatUint(st.sessionSeq, 10)
-	st.sessions[ss] = k
-	context.AfterFunc(ss.ctx, func() { st.dropSession(ss) })
-	return k
-}
-
-// ownerOf returns the owner key for a request on ss whose authorization
-// context is owner ("" = none: the session).
-func (st *taskHost) ownerOf(ss *Session, owner string) string {
-	if owner != "" {
-		return owner
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.sessionOwnerLocked(ss)
 }
 
 // seqKey is a pagination key that sorts in creation order.
@@ -471,36 +446,6 @@ func (st *taskHost) remove(e *taskEntry, why string) {
 		e.call.progress.finish()
 	}
 	e.cancel()
-}
-
-// dropSession deletes the tasks bound to ss (not those of an
-// authorization context) once ss has ended.
-func (st *taskHost) dropSession(ss *Session) {
-	st.mu.Lock()
-	own, ok := st.sessions[ss]
-	delete(st.sessions, ss)
-	var runs []*taskEntry
-	for _, e := range st.live {
-		if e.owner == own {
-			runs = append(runs, e)
-		}
-	}
-	st.mu.Unlock()
-	if !ok {
-		return
-	}
-	for _, e := range runs {
-		st.remove(e, "session closed")
-	}
-	ctx := context.Background()
-	recs, err := st.store.List(ctx, own)
-	if err != nil {
-		ss.log.Error("mcp: the task store failed: the tasks of a closed session are left to expire", "error", err)
-		return
-	}
-	for _, r := range recs {
-		_ = st.store.Delete(ctx, own, r.ID) // gone meanwhile: as well
-	}
 }
 
 // stopAll cancels the context of every run of this process.

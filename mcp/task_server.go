@@ -476,24 +476,3 @@ func (st *taskHost) quotaOf(ctx context.Context) string {
 	}
 	return "peer:" + PeerFromContext(ctx).Key
 }
-
-// taskOwner returns the owner key of the request ctx belongs to.
-func (st *taskHost) taskOwner(ss *Session, ctx context.Context) string {
-	return st.ownerOf(ss, st.opts.owner(ctx))
-}
-
-// lookupTask finds the record of the task a tasks/* request names:
-// -32602 when there is none for this requestor.
-func lookupTask(ctx context.Context, req *Request) (*TaskRecord, *Error) {
-	id, perr := taskParams(req)
-	if perr != nil {
-		return nil, perr
-	}
-	ss := req.Session
-	st := ss.server.tasks
-	rec, err := st.store.Get(ctx, st.taskOwner(ss, ctx), id)
-	if err != nil {
-		return nil, st.storeError(req, id, err)
-	}
-	return rec, nil
-}

@@ -1,0 +1,13 @@
+//go:build !keel_omit2025
+
+package mcp
+
+// TaskOwnerCountsForTest returns what the server's tasks hold for the
+// routing of status notifications: the live sessions registered, and the
+// owners they are registered under.
+func TaskOwnerCountsForTest(s *Server) (sessions, owners int) {
+	st := s.tasks
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return len(st.sess.of), len(st.sess.byOwner)
+}
