@@ -123,9 +123,8 @@ func shapeResult(v any, _ string) any {
 	return v
 }
 
-// announce tells a task's subscriptions of its new state (every task is a
-// 2026-07-28 task).
-func (st *taskHost) announce(_ *taskEntry, rec *TaskRecord) { st.changed(rec.State) }
+// rulesFor: every task is a 2026-07-28 task.
+func rulesFor(string) taskRules { return taskRules2026{} }
 
 // startStateless: a stateless HTTP request of a 2025 revision starts no
 // session; its requests are refused by the 2026-07-28 rules.
@@ -178,3 +177,6 @@ func pingClient(*Session, context.Context, time.Duration, context.CancelCauseFun
 
 // taskSessions: there are no 2025 sessions whose tasks have owners.
 type taskSessions struct{}
+
+// taskEntry2025: there are no 2025-11-25 tasks.
+type taskEntry2025 struct{}

@@ -165,12 +165,13 @@ func (st *taskHost) dropSession(ss *Session) {
 // Each session gets at most logSendTimeout; they are sent to at once, so
 // that a slow one delays no other.
 func (st *taskHost) notifyStatus(e *taskEntry, rec *TaskRecord) {
-	e.notifyMu.Lock()
-	defer e.notifyMu.Unlock()
-	if rec.Version <= e.notified {
+	r := &e.r2025
+	r.notifyMu.Lock()
+	defer r.notifyMu.Unlock()
+	if rec.Version <= r.notified {
 		return
 	}
-	e.notified = rec.Version
+	r.notified = rec.Version
 	to := st.sessionsOf(e.owner)
 	if len(to) == 0 {
 		return

@@ -65,20 +65,16 @@ type taskHost struct {
 type taskEntry struct {
 	id    string
 	owner string
-	rev   string // the revision whose rules the task follows (TaskRecord.Revision)
+	rules taskRules // the rules of the task's revision (TaskRecord.Revision)
 	call  *ToolCall
 
 	done   chan struct{}      // closed when the task is terminal or deleted
 	cancel context.CancelFunc // cancels the handler's context
 	expiry *time.Timer        // deletes the task when its ttl passes
 	ended  bool               // done is closed
-	waits  int                // server-to-client requests waiting for an answer
-	gone   *CallToolResult    // what tasks/result answers when the task was deleted before it ended
 
-	notifyMu sync.Mutex // serializes status notifications
-	notified uint64     // the record version last notified (guarded by notifyMu)
-
-	run *modernRun // a task of the 2026-07-28 extension (rev2026_tasks_serve.go)
+	run   *modernRun    // a task of the 2026-07-28 extension (rev2026_tasks_serve.go)
+	r2025 taskEntry2025 // a 2025-11-25 task's run (rev2025_tasks.go)
 }
 
 func newTaskHost(o TaskOptions, now func() time.Time, tools ToolSource) *taskHost {
@@ -241,8 +237,8 @@ func (st *taskHost) create(ctx context.Context, owner, quota, rev string, call *
 		}
 		return nil, nil, err
 	}
-	e := &taskEntry{id: rec.ID, owner: owner, rev: rev, call: call, done: make(chan struct{}), cancel: cancel,
-		notified: rec.Version, run: run}
+	e := &taskEntry{id: rec.ID, owner: owner, rules: rulesFor(rev), call: call, done: make(chan struct{}), cancel: cancel,
+		run: run}
 	st.mu.Lock()
 	st.live[e.id] = e
 	if ttl != nil {
@@ -287,42 +283,6 @@ func (st *taskHost) endLocked(e *taskEntry) {
 	}
 }
 
-// seqKey is a pagination key that sorts in creation order.
-func seqKey(seq uint64) string {
-	s := strconv.FormatUint(seq, 10)
-	return string(rune('a'+len(s))) + s // the length prefix makes string order numeric order
-}
-
-// setWaiting records that a request to the client started (delta 1) or
-// ended (-1) for e: the task is input_required while any is waiting. It
-// returns the record when its status changed.
-func (st *taskHost) setWaiting(e *taskEntry, delta int) *TaskRecord {
-	st.mu.Lock()
-	e.waits += delta
-	st.mu.Unlock()
-	rec, ok, err := updateTask(context.Background(), st.store, st.lim, e.owner, e.id, func(r *TaskRecord) (bool, error) {
-		if r.Terminal() {
-			return false, nil
-		}
-		st.mu.Lock()
-		waiting := e.waits > 0
-		st.mu.Unlock()
-		want := TaskStatusWorking
-		if waiting {
-			want = TaskStatusInputRequired
-		}
-		if r.State.Status == want {
-			return false, nil
-		}
-		r.State.Status, r.State.LastUpdatedAt = want, formatTime(st.now())
-		return true, nil
-	})
-	if err != nil || !ok {
-		return nil
-	}
-	return rec
-}
-
 // finish moves e's task to a terminal status with its outcome (size: its
 // JSON size), unless it is terminal already, and ends its run. It returns
 // the record when it did. An outcome the store cannot keep within
@@ -340,12 +300,9 @@ func (st *taskHost) finish(e *taskEntry, status TaskStatus, message string, res 
 	rec, ok, err := st.finalWrite(e, set)
 	if errors.Is(err, ErrTaskLimit) && size > 0 {
 		var msg string
-		status, res, size = TaskStatusFailed, nil, 0
+		res, size = nil, 0
 		rpcErr, msg = overTotalError(e.call, st.lim.MaxFinishedBytesTotal)
-		message = ""
-		if e.rev != Version20260728 {
-			message = "Tool execution failed: " + msg
-		}
+		status, message = e.rules.status(nil, rpcErr, e.rules.limitMessage(msg))
 		e.call.Logger.Warn("mcp: the finished tasks hold MaxFinishedBytesTotal: the task fails", "tool", e.call.Name, "taskId", e.id)
 		rec, ok, err = st.finalWrite(e, set)
 	}
@@ -388,8 +345,8 @@ func (st *taskHost) finalWrite(e *taskEntry, set func(*TaskRecord) (bool, error)
 // cancel is the one cancel path of both revisions: it moves owner's task
 // id to cancelled unless it is terminal, ends its run in this process and
 // cancels its handler's context. It returns the record and whether it
-// cancelled it. A 2025-11-25 task's result is then an isError result
-// saying so; a 2026-07-28 task has none.
+// cancelled it. The result it keeps then is its revision's
+// (taskRules.cancelled).
 func (st *taskHost) cancel(ctx context.Context, owner, id string) (*TaskRecord, bool, error) {
 	e := st.liveOf(id)
 	rec, ok, err := updateTask(ctx, st.store, st.lim, owner, id, func(r *TaskRecord) (bool, error) {
@@ -397,15 +354,11 @@ func (st *taskHost) cancel(ctx context.Context, owner, id string) (*TaskRecord, 
 			return false, nil
 		}
 		r.State.Status, r.State.StatusMessage, r.State.LastUpdatedAt = TaskStatusCancelled, "The task was cancelled by request.", formatTime(st.now())
-		r.Result, r.Error, r.Size = nil, nil, 0
-		if r.Revision != Version20260728 {
-			se := &StructuredError{Code: ErrInternal, Message: "the task was cancelled",
-				Details: map[string]any{"reason": "cancelled", "taskId": id}}
-			if e != nil {
-				se = withIDs(se, e.call)
-			}
-			r.Result = ToolErrorResult(se)
+		var call *ToolCall
+		if e != nil {
+			call = e.call
 		}
+		r.Result, r.Error, r.Size = rulesFor(r.Revision).cancelled(id, call), nil, 0
 		return true, nil
 	})
 	if err != nil || !ok {
@@ -437,8 +390,7 @@ func (st *taskHost) remove(e *taskEntry, why string) {
 	st.mu.Lock()
 	running := !e.ended
 	if running {
-		e.gone = ToolErrorResult(&StructuredError{Code: ErrInternal, Message: "task " + why,
-			Details: map[string]any{"reason": why, "taskId": e.id}})
+		e.rules.deleted(e, why)
 		st.endLocked(e)
 	}
 	st.mu.Unlock()
