@@ -180,3 +180,14 @@ type taskSessions struct{}
 
 // taskEntry2025: there are no 2025-11-25 tasks.
 type taskEntry2025 struct{}
+
+// sessionNotes and hubSubscriptions: no session is notified outside a
+// request, and none subscribes with resources/subscribe.
+type (
+	sessionNotes     struct{}
+	hubSubscriptions struct{}
+)
+
+func (*changeHub) markSessionsLocked(listKind)      {}
+func (*changeHub) updateSessionsLocked(string)      {}
+func (*changeHub) dropSubscriptionsLocked(*Session) {}
