@@ -191,3 +191,7 @@ type (
 func (*changeHub) markSessionsLocked(listKind)      {}
 func (*changeHub) updateSessionsLocked(string)      {}
 func (*changeHub) dropSubscriptionsLocked(*Session) {}
+
+// notifySessions: no session is notified outside a request (2026-07-28
+// clients get NotifyAll through their listen streams).
+func (*Server) notifySessions(context.Context, string, any) error { return nil }

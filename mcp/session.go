@@ -17,32 +17,16 @@ import (
 	"github.com/keelmcp/keel/transport"
 )
 
-// sessionState is the lifecycle state of one connection.
+// sessionState is the lifecycle state of one connection. Every
+// connection opens STARTING and ends CLOSED (terminal); a 2025 session
+// goes through the handshake's states in between
+// (rev2025_session_state.go).
 type sessionState int32
 
-// Lifecycle states: STARTING → INITIALIZING (initialize answered) →
-// RUNNING (notifications/initialized received) → CLOSED (terminal).
 const (
-	stateStarting sessionState = iota
-	stateInitializing
-	stateRunning
-	stateClosed
+	stateStarting sessionState = 0
+	stateClosed   sessionState = 3
 )
-
-// String returns the state's name as the lifecycle names it (e.g. "RUNNING").
-func (s sessionState) String() string {
-	switch s {
-	case stateStarting:
-		return "STARTING"
-	case stateInitializing:
-		return "INITIALIZING"
-	case stateRunning:
-		return "RUNNING"
-	case stateClosed:
-		return "CLOSED"
-	}
-	return "UNKNOWN"
-}
 
 // Session is the server side of one connection: its lifecycle state, the
 // revision negotiated by initialize and what the client declared in it.
@@ -151,8 +135,8 @@ func (ss *Session) runWorker(j job) {
 	w.run(j)
 }
 
-// State returns the session's lifecycle state.
-func (ss *Session) currentState() sessionState { return sessionState(ss.state.Load()) }
+// closed reports whether the session has ended.
+func (ss *Session) closed() bool { return sessionState(ss.state.Load()) == stateClosed }
 
 // ProtocolVersion returns the connection's revision, which tells the kinds
 // of connection apart: the revision initialize negotiated for a 2025

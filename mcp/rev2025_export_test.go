@@ -11,3 +11,12 @@ func TaskOwnerCountsForTest(s *Server) (sessions, owners int) {
 	defer st.mu.Unlock()
 	return len(st.sess.of), len(st.sess.byOwner)
 }
+
+// The states of a 2025 session's handshake.
+const (
+	StateInitializing = stateInitializing
+	StateRunning      = stateRunning
+)
+
+// StateForTest returns the session's state.
+func (ss *Session) StateForTest() SessionState { return ss.currentState() }
