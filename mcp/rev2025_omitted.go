@@ -195,3 +195,16 @@ func (*changeHub) dropSubscriptionsLocked(*Session) {}
 // notifySessions: no session is notified outside a request (2026-07-28
 // clients get NotifyAll through their listen streams).
 func (*Server) notifySessions(context.Context, string, any) error { return nil }
+
+// sessionFeatures: no session has a level of its own (logging/setLevel)
+// nor roots to follow.
+type sessionFeatures struct{}
+
+// sessionLogLevel: a request that is not of revision 2026-07-28 gets no
+// log messages (ServerOptions.LogLevel, the 2025 session's level, is not
+// used).
+func sessionLogLevel(*Session) LoggingLevel { return "" }
+
+// sessionLogEnabled: nothing reaches a client outside a request's own
+// level.
+func sessionLogEnabled(*Session, LoggingLevel) bool { return false }

@@ -69,10 +69,11 @@ type Session struct {
 
 	workers atomic.Pointer[workers] // see runWorker
 
-	// feat holds the state of logging and client requests (feature_logging.go,
-	// session_requests.go).
-	feat sessionFeatures
-	// notes holds pending change notifications (feature_listchanged.go).
+	// feat holds a 2025 session's logging level and roots state, notes
+	// its pending change notifications and resource subscriptions
+	// (rev2025_session_features.go, rev2025_session_notes.go); built with
+	// keel_omit2025 both are empty structs.
+	feat  sessionFeatures
 	notes sessionNotes
 	// rd reads the session's input (reader.go).
 	rd reader
@@ -134,9 +135,6 @@ func (ss *Session) runWorker(j job) {
 	}
 	w.run(j)
 }
-
-// closed reports whether the session has ended.
-func (ss *Session) closed() bool { return sessionState(ss.state.Load()) == stateClosed }
 
 // ProtocolVersion returns the connection's revision, which tells the kinds
 // of connection apart: the revision initialize negotiated for a 2025

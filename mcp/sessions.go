@@ -49,7 +49,7 @@ func (ss *Session) Notify(ctx context.Context, method string, params any) error 
 	if ss.modernOnly || !sessionChannel {
 		return ErrNoChannel
 	}
-	if ss.closed() {
+	if sessionState(ss.state.Load()) == stateClosed {
 		return ErrClosed
 	}
 	return ss.conn.notify(ctx, method, params)
