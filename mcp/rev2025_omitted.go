@@ -208,3 +208,11 @@ func sessionLogLevel(*Session) LoggingLevel { return "" }
 // sessionLogEnabled: nothing reaches a client outside a request's own
 // level.
 func sessionLogEnabled(*Session, LoggingLevel) bool { return false }
+
+// sessionHandshake: no session is initialized (there is no initialize to
+// negotiate a revision, client info or capabilities).
+type sessionHandshake struct{}
+
+func (*sessionHandshake) revision() string         { return "" }
+func (*sessionHandshake) info() Implementation     { return Implementation{} }
+func (*sessionHandshake) caps() ClientCapabilities { return ClientCapabilities{} }

@@ -18,6 +18,18 @@ const (
 	stateRunning      sessionState = 2
 )
 
+// sessionHandshake is what a 2025 session's initialize negotiated
+// (guarded by the session's mu).
+type sessionHandshake struct {
+	version    string
+	clientInfo Implementation
+	clientCaps ClientCapabilities
+}
+
+func (h *sessionHandshake) revision() string         { return h.version }
+func (h *sessionHandshake) info() Implementation     { return h.clientInfo }
+func (h *sessionHandshake) caps() ClientCapabilities { return h.clientCaps }
+
 // String returns the state's name as the lifecycle names it (e.g. "RUNNING").
 func (s sessionState) String() string {
 	switch s {

@@ -53,12 +53,10 @@ type Session struct {
 	// its peer (Server.ServeRequest).
 	plog peerLog
 
-	state      atomic.Int32
-	mu         sync.Mutex // guards the fields below
-	version    string
-	clientInfo Implementation
-	clientCaps ClientCapabilities
-	reqs       requestTable // requests in flight (request_table.go)
+	state atomic.Int32
+	mu    sync.Mutex       // guards the fields below
+	hs    sessionHandshake // what a 2025 session's initialize negotiated (rev2025_session_state.go)
+	reqs  requestTable     // requests in flight (request_table.go)
 	// modernOnly: every request on this session is of revision 2026-07-28
 	// (a session a stateless HTTP handler started for a modern POST).
 	modernOnly bool
@@ -159,7 +157,7 @@ func (ss *Session) ProtocolVersion() string {
 func (ss *Session) negotiated() string {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return ss.version
+	return ss.hs.revision()
 }
 
 // ClientInfo returns the clientInfo the client sent in initialize (zero
@@ -168,7 +166,7 @@ func (ss *Session) negotiated() string {
 func (ss *Session) ClientInfo() Implementation {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return ss.clientInfo
+	return ss.hs.info()
 }
 
 // ClientCapabilities returns the capabilities the client declared in
@@ -177,7 +175,7 @@ func (ss *Session) ClientInfo() Implementation {
 func (ss *Session) ClientCapabilities() ClientCapabilities {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return ss.clientCaps
+	return ss.hs.caps()
 }
 
 // ConnectionCorrelationID returns the id generated when the connection opened.
