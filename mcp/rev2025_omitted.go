@@ -216,3 +216,10 @@ type sessionHandshake struct{}
 func (*sessionHandshake) revision() string         { return "" }
 func (*sessionHandshake) info() Implementation     { return Implementation{} }
 func (*sessionHandshake) caps() ClientCapabilities { return ClientCapabilities{} }
+
+// batch: no batch is accepted, so no request is answered in one.
+type batch struct{}
+
+func (*batch) addResult(*responder, any)                   {}
+func (*batch) addError(*responder, jsontext.Value, *Error) {}
+func (*batch) skip()                                       {}
