@@ -25,8 +25,9 @@ import (
 // in-memory transport), the owners of one session by
 // maxOwnersPerSession; nothing is held for a session once it has ended.
 
-// maxOwnersPerSession bounds the owners one session is registered under.
-// Over HTTP a session is bound to its bearer token's peer, so with the
+// maxOwnersPerSession bounds the owners one session is registered under
+// besides its own key (the owner of the tasks it creates without an
+// authorization context). Over HTTP a session is bound to its bearer token's peer, so with the
 // default Owner it has one; an Owner function that answers differently
 // for the requests of one session is served for its first owners only:
 // the session gets no status notifications of the others' tasks (logged).
@@ -43,7 +44,7 @@ type taskSessions struct {
 // sessionTasks is what the host holds for one live session.
 type sessionTasks struct {
 	key     string   // the owner key of its own tasks ("" until it has one)
-	owners  []string // the owners it joined, at most maxOwnersPerSession
+	owners  []string // the other owners it joined, at most maxOwnersPerSession
 	refused bool     // an owner beyond maxOwnersPerSession was logged
 }
 
@@ -63,26 +64,40 @@ func (st *taskHost) watchLocked(ss *Session) *sessionTasks {
 	return w
 }
 
-// joinLocked registers ss (held as w) under owner. A session joins its
-// own key always, and at most maxOwnersPerSession others: it reports true
-// when owner is the first one refused.
+// joinLocked registers ss (held as w) under owner, one of the at most
+// maxOwnersPerSession besides its own key: it reports true when owner is
+// the first one refused.
 func (st *taskHost) joinLocked(ss *Session, w *sessionTasks, owner string) (refused bool) {
 	if slices.Contains(w.owners, owner) {
 		return false
 	}
-	if owner != w.key && len(w.owners) >= maxOwnersPerSession {
+	if len(w.owners) >= maxOwnersPerSession {
 		refused = !w.refused
 		w.refused = true
 		return refused
 	}
 	w.owners = append(w.owners, owner)
+	st.addLocked(ss, owner)
+	return false
+}
+
+// addLocked adds ss to the sessions of owner.
+func (st *taskHost) addLocked(ss *Session, owner string) {
 	set := st.sess.byOwner[owner]
 	if set == nil {
 		set = map[*Session]struct{}{}
 		st.sess.byOwner[owner] = set
 	}
 	set[ss] = struct{}{}
-	return false
+}
+
+// leaveLocked removes ss from the sessions of owner.
+func (st *taskHost) leaveLocked(ss *Session, owner string) {
+	set := st.sess.byOwner[owner]
+	delete(set, ss)
+	if len(set) == 0 {
+		delete(st.sess.byOwner, owner)
+	}
 }
 
 // ownerOf returns the owner key for a request on ss whose authorization
@@ -91,14 +106,18 @@ func (st *taskHost) joinLocked(ss *Session, w *sessionTasks, owner string) (refu
 func (st *taskHost) ownerOf(ss *Session, owner string) string {
 	st.mu.Lock()
 	w := st.watchLocked(ss)
+	refused := false
+	switch {
+	case owner != "":
+		refused = st.joinLocked(ss, w, owner)
+	case w.key == "":
+		st.sess.seq++
+		w.key = "session:" + strconv.FormatUint(st.sess.seq, 10)
+		st.addLocked(ss, w.key)
+	}
 	if owner == "" {
-		if w.key == "" {
-			st.sess.seq++
-			w.key = "session:" + strconv.FormatUint(st.sess.seq, 10)
-		}
 		owner = w.key
 	}
-	refused := st.joinLocked(ss, w, owner)
 	st.mu.Unlock()
 	if refused {
 		ss.log.Warn("mcp: the session's requests name more task owners than it is registered under: it gets no status notifications of the tasks of the others",
@@ -129,13 +148,12 @@ func (st *taskHost) dropSession(ss *Session) {
 	var runs []*taskEntry
 	if w != nil {
 		for _, o := range w.owners {
-			set := st.sess.byOwner[o]
-			delete(set, ss)
-			if len(set) == 0 {
-				delete(st.sess.byOwner, o)
-			}
+			st.leaveLocked(ss, o)
 		}
 		own = w.key
+		if own != "" {
+			st.leaveLocked(ss, own)
+		}
 		for _, e := range st.live {
 			if own != "" && e.owner == own {
 				runs = append(runs, e)
