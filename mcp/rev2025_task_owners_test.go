@@ -200,30 +200,42 @@ func (s *statusStallTransport) Write(ctx context.Context, msg []byte) error {
 }
 
 // A session that does not read delays no other session of the owner:
-// the others get the status while its write is still blocked.
+// the others get the status while its write is still blocked. Two such
+// sessions, one joining the owner before the reading one and one after,
+// so that a sender that served the sessions one after another would meet
+// one of them first in either order.
 func TestSlowSessionDelaysNoOtherStatus(t *testing.T) {
 	ctx := context.Background()
 	release := map[string]chan struct{}{"a": make(chan struct{})}
 	srv := mcp.NewServer(taskServerOptions(releaseTools(release), &mcp.TaskOptions{Owner: ownerByName}))
-	ct, st := transport.NewPipe(nil)
-	slow := &statusStallTransport{Transport: st}
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(context.Background(), slow) }()
-	copts, _ := statusOptions("alice/slow")
-	sc := mcp.NewClient(copts)
-	require.NoError(t, sc.Connect(ctx, mcptest.ValidateTransport(t, ct)))
-	t.Cleanup(func() { sc.Close(); <-done })
-	_, err := sc.ListTasks(ctx, "")
-	require.NoError(t, err)
-
+	unstall := make(chan struct{})
+	slowSession := func(name string) *statusStallTransport {
+		ct, st := transport.NewPipe(nil)
+		slow := &statusStallTransport{Transport: st}
+		done := make(chan error, 1)
+		go func() { done <- srv.Run(context.Background(), slow) }()
+		copts, _ := statusOptions(name)
+		sc := mcp.NewClient(copts)
+		require.NoError(t, sc.Connect(ctx, mcptest.ValidateTransport(t, ct)))
+		t.Cleanup(func() { sc.Close(); <-done })
+		_, err := sc.ListTasks(ctx, "") // joins the owner
+		require.NoError(t, err)
+		slow.stall.Store(&unstall)
+		return slow
+	}
+	before := slowSession("alice/slow-1")
 	fast := dialStatus(t, srv, "alice/fast")
 	created, err := fast.CallToolAsTask(ctx, "wait", map[string]string{"key": "a"}, time.Minute)
 	require.NoError(t, err)
-	unstall := make(chan struct{})
-	slow.stall.Store(&unstall)
+	after := slowSession("alice/slow-2")
+
 	close(release["a"])
 	fast.waitStatus(t, created.Task.TaskID, mcp.TaskStatusCompleted)
-	require.Eventually(t, slow.entered.Load, 5*time.Second, time.Millisecond, "the slow session is sent the status too")
+	for _, slow := range []*statusStallTransport{before, after} {
+		require.Eventually(t, slow.entered.Load, 5*time.Second, time.Millisecond, "the slow sessions are sent the status too")
+	}
 	close(unstall)
-	assert.False(t, slow.timedOut.Load(), "the fast session got the status while the slow one's write was blocked")
+	for _, slow := range []*statusStallTransport{before, after} {
+		assert.False(t, slow.timedOut.Load(), "the fast session got the status while the slow ones' writes were blocked")
+	}
 }
