@@ -177,28 +177,6 @@ func TestTaskOwnersOfOneSessionAreBounded(t *testing.T) {
 	}, 5*time.Second, time.Millisecond)
 }
 
-// statusStallTransport is a server's end of a connection whose status
-// notifications block, while stall is set, until it is closed.
-type statusStallTransport struct {
-	transport.Transport
-	stall    atomic.Pointer[chan struct{}]
-	entered  atomic.Bool // a status notification was stalled
-	timedOut atomic.Bool // a stalled write ended by its context, not by the test
-}
-
-func (s *statusStallTransport) Write(ctx context.Context, msg []byte) error {
-	if ch := s.stall.Load(); ch != nil && strings.Contains(string(msg), `"notifications/tasks/status"`) {
-		s.entered.Store(true)
-		select {
-		case <-*ch:
-		case <-ctx.Done():
-			s.timedOut.Store(true)
-			return ctx.Err()
-		}
-	}
-	return s.Transport.Write(ctx, msg)
-}
-
 // A session that does not read delays no other session of the owner:
 // the others get the status while its write is still blocked. Two such
 // sessions, one joining the owner before the reading one and one after,
@@ -209,9 +187,9 @@ func TestSlowSessionDelaysNoOtherStatus(t *testing.T) {
 	release := map[string]chan struct{}{"a": make(chan struct{})}
 	srv := mcp.NewServer(taskServerOptions(releaseTools(release), &mcp.TaskOptions{Owner: ownerByName}))
 	unstall := make(chan struct{})
-	slowSession := func(name string) *statusStallTransport {
+	slowSession := func(name string) *stallingTransport {
 		ct, st := transport.NewPipe(nil)
-		slow := &statusStallTransport{Transport: st}
+		slow := &stallingTransport{Transport: st, only: `"notifications/tasks/status"`, release: unstall}
 		done := make(chan error, 1)
 		go func() { done <- srv.Run(context.Background(), slow) }()
 		copts, _ := statusOptions(name)
@@ -220,7 +198,7 @@ func TestSlowSessionDelaysNoOtherStatus(t *testing.T) {
 		t.Cleanup(func() { sc.Close(); <-done })
 		_, err := sc.ListTasks(ctx, "") // joins the owner
 		require.NoError(t, err)
-		slow.stall.Store(&unstall)
+		slow.stall.Store(true)
 		return slow
 	}
 	before := slowSession("alice/slow-1")
@@ -231,11 +209,11 @@ func TestSlowSessionDelaysNoOtherStatus(t *testing.T) {
 
 	close(release["a"])
 	fast.waitStatus(t, created.Task.TaskID, mcp.TaskStatusCompleted)
-	for _, slow := range []*statusStallTransport{before, after} {
+	for _, slow := range []*stallingTransport{before, after} {
 		require.Eventually(t, slow.entered.Load, 5*time.Second, time.Millisecond, "the slow sessions are sent the status too")
 	}
 	close(unstall)
-	for _, slow := range []*statusStallTransport{before, after} {
+	for _, slow := range []*stallingTransport{before, after} {
 		assert.False(t, slow.timedOut.Load(), "the fast session got the status while the slow ones' writes were blocked")
 	}
 }
