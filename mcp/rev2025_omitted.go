@@ -110,6 +110,11 @@ func legacyInputMethod(MethodHandler) MethodHandler { return nil }
 // legacyTasks: there are no 2025-11-25 tasks.
 func legacyTasks(MethodHandler) MethodHandler { return nil }
 
+// progressMessage and completionContext: revision 2026-07-28, the only
+// one served, has both.
+func progressMessage(message, _ string) string                        { return message }
+func completionContext(c *CompleteContext, _ string) *CompleteContext { return c }
+
 // shapeResult returns v fit for revision 2026-07-28, the only one served:
 // tools without their execution member.
 func shapeResult(v any, _ string) any {
