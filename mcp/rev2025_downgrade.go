@@ -163,6 +163,10 @@ func shapeResult(v any, ver string) any {
 	return v
 }
 
+// completionsIn reports whether revision v has the completions
+// capability: from 2025-03-26, which added it.
+func completionsIn(v string) bool { return revision.AtLeast(v, Version20250326) }
+
 // progressMessage returns the message of a progress notification to a
 // client of revision v: none before 2025-03-26, which added it.
 func progressMessage(message, v string) string {

@@ -110,8 +110,10 @@ func legacyInputMethod(MethodHandler) MethodHandler { return nil }
 // legacyTasks: there are no 2025-11-25 tasks.
 func legacyTasks(MethodHandler) MethodHandler { return nil }
 
-// progressMessage and completionContext: revision 2026-07-28, the only
-// one served, has both.
+// completionsIn, progressMessage and completionContext: revision
+// 2026-07-28, the only one served, has all three.
+func completionsIn(string) bool { return true }
+
 func progressMessage(message, _ string) string                        { return message }
 func completionContext(c *CompleteContext, _ string) *CompleteContext { return c }
 
