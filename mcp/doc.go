@@ -155,8 +155,10 @@ package mcp
 //	request*, engine.go, methods.go, reader.go, conn.go, session*.go, server*.go
 //	                 a request and its answer: reading, the method table, the engines, the
 //	                 answer path, connections and the Server
-//	rev2025_*        the 2025 rules (initialize and the state gate, the legacy engine,
-//	                 downgrading, batches, requests to the client, the 2025-11-25 tasks);
+//	rev2025_*        the 2025 rules (initialize and the state gate, the session's
+//	                 lifecycle, log level and change notifications, the legacy engine,
+//	                 downgrading, batches, requests to the client, the 2025-11-25 tasks,
+//	                 their policy and the sessions of their owners);
 //	                 left out by the build tag keel_omit2025, rev2025_omitted.go stands in
 //	rev2026_*        the 2026-07-28 rules (_meta, the modern engine, requestState,
 //	                 subscriptions/listen, the tasks extension)

@@ -46,8 +46,6 @@ type SessionState = sessionState
 
 const (
 	StateStarting            = stateStarting
-	StateInitializing        = stateInitializing
-	StateRunning             = stateRunning
 	StateClosed              = stateClosed
 	MetaRelatedTask          = metaRelatedTask
 	IncludeContextNone       = includeContextNone
@@ -65,9 +63,6 @@ const (
 var (
 	LoggingLevelForSlog = loggingLevelForSlog
 )
-
-// StateForTest returns the session's state.
-func (ss *Session) StateForTest() SessionState { return ss.currentState() }
 
 // SeverityForTest is l's RFC 5424 severity.
 func SeverityForTest(l LoggingLevel) int { return l.severity() }

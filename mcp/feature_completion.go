@@ -2,11 +2,9 @@ package mcp
 
 import (
 	"context"
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/go-json-experiment/json"
-
-	"github.com/keelmcp/keel/internal/revision"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // CompletionSource is what a Server answers completion/complete from:
@@ -39,9 +37,7 @@ func handleComplete(ctx context.Context, req *Request) (any, error) {
 	if p.Argument.Name == "" {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: argument.name is required"}
 	}
-	if !revision.AtLeast(req.r.version(), Version20250618) {
-		p.Context = nil // completion context arrived in 2025-06-18
-	}
+	p.Context = completionContext(p.Context, req.r.version())
 	ss := req.Session
 	res, err := ss.server.opts.Completions.Complete(req.withProgress(ctx), p)
 	if err != nil {

@@ -1,10 +1,6 @@
 package mcp
 
-import (
-	"fmt"
-	"strings"
-	"sync"
-)
+import "sync"
 
 // ChangeNotifier is implemented by tool sources that report changes to
 // their set of tools (registry.Registry does). When ServerOptions.Tools
@@ -75,16 +71,18 @@ const maxPendingUpdates = 1024
 const maxSubscriptions = 4096
 
 // changeHub is the server-wide side of change notifications: the sessions
-// being served, and who subscribed to which resource. The sources call it
-// from whatever goroutine changes them; it only marks sessions, which send
-// on their own goroutine (see sessionNotes).
+// being served, who subscribed to which resource, and the open listen
+// streams. The sources call it from whatever goroutine changes them; it
+// only marks sessions and streams, which send on their own goroutines
+// (2025 sessions: rev2025_session_notes.go; listen streams:
+// rev2026_listen.go).
 type changeHub struct {
 	watch   listKind // lists whose source reports changes: listChanged declared
 	updates bool     // the resource source reports updates: subscribe declared
 
 	mu       sync.Mutex
 	sessions map[*Session]struct{}
-	subs     map[string]map[*Session]struct{} // resource URI → subscribers
+	subs     hubSubscriptions // the 2025 sessions' resource subscriptions (rev2025_session_notes.go)
 	// listeners are the open subscriptions/listen requests (rev2026_listen.go).
 	listeners   map[*listener]struct{}
 	listenersOf map[string]int // open subscriptions by client key (rev2026_listen.go)
@@ -99,7 +97,6 @@ type changeHub struct {
 func (s *Server) watchSources() {
 	h := &s.hub
 	h.sessions = map[*Session]struct{}{}
-	h.subs = map[string]map[*Session]struct{}{}
 	if n, ok := s.opts.Tools.(ChangeNotifier); ok {
 		h.watch |= listTools
 		n.OnChange(func() { s.listChanged(listTools) })
@@ -129,26 +126,17 @@ func (h *changeHub) add(ss *Session) {
 func (h *changeHub) remove(ss *Session) {
 	h.mu.Lock()
 	delete(h.sessions, ss)
-	ss.notes.mu.Lock()
-	for uri := range ss.notes.subs {
-		h.unsubscribeLocked(ss, uri)
-	}
-	h.releaseLocked(peerKeyOf(ss), ss.notes.subBytes)
-	ss.notes.subs, ss.notes.subBytes = nil, 0
-	ss.notes.mu.Unlock()
+	h.dropSubscriptionsLocked(ss)
 	h.mu.Unlock()
 }
 
-// changed marks the list on every session; each sends one notification
-// for any number of changes that arrive before its send.
+// changed marks the list on every session and listen stream that wants
+// it; each sends one notification for any number of changes that arrive
+// before its send.
 func (h *changeHub) changed(k listKind) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for ss := range h.sessions {
-		if !ss.modernOnly {
-			ss.markNotes(k, "")
-		}
-	}
+	h.markSessionsLocked(k)
 	for l := range h.listeners {
 		if l.wants(k) {
 			l.mark(k, "")
@@ -156,9 +144,9 @@ func (h *changeHub) changed(k listKind) {
 	}
 }
 
-// updated queues notifications/resources/updated for the sessions
-// subscribed to uri, or to a resource it is below: a subscription to
-// "file:///dir" or "file:///dir/" also covers "file:///dir/a.txt".
+// updated queues notifications/resources/updated for the sessions and
+// streams subscribed to uri, or to a resource it is below: a subscription
+// to "file:///dir" or "file:///dir/" also covers "file:///dir/a.txt".
 func (h *changeHub) updated(uri string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -167,179 +155,5 @@ func (h *changeHub) updated(uri string) {
 			l.mark(0, uri)
 		}
 	}
-	if len(h.subs) == 0 {
-		return
-	}
-	seen := map[*Session]bool{}
-	visit := func(key string) {
-		for ss := range h.subs[key] {
-			if !seen[ss] {
-				seen[ss] = true
-				ss.markNotes(0, uri)
-			}
-		}
-	}
-	visit(uri)
-	for i := strings.IndexByte(uri, '/'); i >= 0 && i < len(uri)-1; {
-		visit(uri[:i])
-		visit(uri[:i+1])
-		j := strings.IndexByte(uri[i+1:], '/')
-		if j < 0 {
-			break
-		}
-		i += 1 + j
-	}
-}
-
-// subscribe records that ss wants updates of uri. It refuses a session
-// that holds maxSubscriptions subscriptions, or whose subscriptions would
-// pass MaxSubscriptionBytes with uri.
-func (h *changeHub) subscribe(ss *Session, uri string) *Error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if _, live := h.sessions[ss]; !live {
-		return nil // the session is ending
-	}
-	n := &ss.notes
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if _, ok := n.subs[uri]; ok {
-		return nil
-	}
-	if len(n.subs) >= maxSubscriptions {
-		return limitError(CodeServerBusy, ErrResourceExhausted, false, "too many subscriptions on this session", "maxSubscriptions", maxSubscriptions)
-	}
-	max := ss.server.opts.MaxSubscriptionBytes
-	cost := subscriptionCost(uri)
-	if n.subBytes+cost > max {
-		return limitError(CodeServerBusy, ErrResourceExhausted, false,
-			fmt.Sprintf("the subscriptions of this session would hold %d bytes", n.subBytes+cost), "MaxSubscriptionBytes", max)
-	}
-	if e := h.reserveLocked(&ss.server.opts, peerKeyOf(ss), cost); e != nil {
-		return e
-	}
-	if n.subs == nil {
-		n.subs = map[string]struct{}{}
-	}
-	n.subs[uri] = struct{}{}
-	n.subBytes += cost
-	set := h.subs[uri]
-	if set == nil {
-		set = map[*Session]struct{}{}
-		h.subs[uri] = set
-	}
-	set[ss] = struct{}{}
-	return nil
-}
-
-func (h *changeHub) unsubscribe(ss *Session, uri string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	ss.notes.mu.Lock()
-	if _, ok := ss.notes.subs[uri]; ok {
-		delete(ss.notes.subs, uri)
-		ss.notes.subBytes -= subscriptionCost(uri)
-		h.releaseLocked(peerKeyOf(ss), subscriptionCost(uri))
-	}
-	ss.notes.mu.Unlock()
-	h.unsubscribeLocked(ss, uri)
-}
-
-func (h *changeHub) unsubscribeLocked(ss *Session, uri string) {
-	if set := h.subs[uri]; set != nil {
-		delete(set, ss)
-		if len(set) == 0 {
-			delete(h.subs, uri)
-		}
-	}
-}
-
-// sessionNotes is a session's side of change notifications: what is to be
-// sent, and whether a goroutine is sending. Changes that arrive while a
-// send is under way are coalesced into the next one: each list gets one
-// list_changed notification however often it changed, each resource one
-// updated notification.
-type sessionNotes struct {
-	mu      sync.Mutex
-	dirty   listKind
-	updated []string
-	queued  map[string]struct{}
-	sending bool
-	warned  bool
-	subs    map[string]struct{} // this session's subscriptions (guarded by the hub's mu too)
-	// subBytes is what subs count against MaxSubscriptionBytes.
-	subBytes int
-}
-
-// markNotes records a changed list (k != 0) or an updated resource (uri !=
-// "") and starts the session's sender unless it is already running.
-func (ss *Session) markNotes(k listKind, uri string) {
-	n := &ss.notes
-	n.mu.Lock()
-	n.dirty |= k
-	if uri != "" {
-		if _, dup := n.queued[uri]; !dup {
-			if len(n.updated) >= maxPendingUpdates {
-				if !n.warned {
-					n.warned = true
-					ss.log.Warn("mcp: too many pending resource updates; dropping some", "limit", maxPendingUpdates)
-				}
-			} else {
-				if n.queued == nil {
-					n.queued = map[string]struct{}{}
-				}
-				n.queued[uri] = struct{}{}
-				n.updated = append(n.updated, uri)
-			}
-		}
-	}
-	start := !n.sending && (n.dirty != 0 || len(n.updated) > 0)
-	if start {
-		n.sending = true
-	}
-	n.mu.Unlock()
-	if start {
-		go ss.sendNotes()
-	}
-}
-
-// sendNotes writes the pending notifications until none are left. Only a
-// RUNNING session is notified: before that the client lists afterwards
-// anyway, and after CLOSED nothing is written.
-func (ss *Session) sendNotes() {
-	n := &ss.notes
-	for {
-		n.mu.Lock()
-		dirty, uris := n.dirty, n.updated
-		n.dirty, n.updated, n.queued, n.warned = 0, nil, nil, false
-		if dirty == 0 && len(uris) == 0 {
-			n.sending = false
-			n.mu.Unlock()
-			return
-		}
-		n.mu.Unlock()
-		if ss.currentState() != stateRunning {
-			continue
-		}
-		for _, lk := range listKinds {
-			if dirty&lk.kind != 0 && ss.server.hub.watch&lk.kind != 0 {
-				ss.sendNote(lk.method, nil)
-			}
-		}
-		for _, uri := range uris {
-			ss.sendNote(notificationResourceUpdated, &resourceUpdatedNotificationParams{URI: uri})
-		}
-	}
-}
-
-func (ss *Session) sendNote(method string, params any) {
-	var err error
-	if params == nil {
-		err = ss.conn.notify(ss.ctx, method, nil)
-	} else {
-		err = ss.conn.notify(ss.ctx, method, params)
-	}
-	if err != nil && !isClosed(err) {
-		ss.log.Debug("mcp: notification not sent", "method", method, "error", err)
-	}
+	h.updateSessionsLocked(uri)
 }

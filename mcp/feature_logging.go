@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -25,38 +24,9 @@ import (
 // time is dropped.
 const logSendTimeout = 250 * time.Millisecond
 
-// sessionFeatures is the per-session state of logging and of the requests
-// the server sends the client.
-type sessionFeatures struct {
-	// logLevel is 1 + the severity of the level the client set with
-	// logging/setLevel; 0 means ServerOptions.LogLevel.
-	logLevel atomic.Int32
-
-	// rootsMu guards rootsRunning and rootsPending: an OnRootsListChanged
-	// callback is running, and another notification arrived meanwhile.
-	rootsMu      sync.Mutex
-	rootsRunning bool
-	rootsPending bool
-}
-
 // levelsBySeverity lists the levels by RFC 5424 severity (0 = emergency).
 var levelsBySeverity = [...]LoggingLevel{LoggingLevelEmergency, LoggingLevelAlert, LoggingLevelCritical,
 	LoggingLevelError, LoggingLevelWarning, LoggingLevelNotice, LoggingLevelInfo, LoggingLevelDebug}
-
-// logLevel returns the session's logging threshold: the level the client
-// set with logging/setLevel or, before it did, ServerOptions.LogLevel (what
-// applies to one request is Request.LogLevel).
-func (ss *Session) logLevel() LoggingLevel {
-	if v := ss.feat.logLevel.Load(); v > 0 {
-		return levelsBySeverity[v-1]
-	}
-	return ss.server.opts.LogLevel
-}
-
-// logEnabled reports whether a message of level l reaches the client.
-func (ss *Session) logEnabled(l LoggingLevel) bool {
-	return ss.server.opts.Logging && l.AtLeast(ss.logLevel())
-}
 
 // logEnabledFor reports whether a message of level l about the request
 // ctx belongs to reaches the client: a 2026-07-28 request gets messages
@@ -69,10 +39,10 @@ func (ss *Session) logEnabledFor(ctx context.Context, l LoggingLevel) bool {
 		}
 		return ss.server.opts.Logging && m.meta.LogLevel != "" && l.AtLeast(m.meta.LogLevel)
 	}
-	if ss.modernOnly || !sessionChannel {
+	if ss.modernOnly {
 		return false // no 2025 session: only a request's own level applies
 	}
-	return ss.logEnabled(l)
+	return sessionLogEnabled(ss, l)
 }
 
 // Log sends the client a notifications/message of the given level, logger

@@ -12,8 +12,6 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/keelmcp/keel/internal/revision"
 )
 
 // Errors Progress.Report returns for progress it does not send.
@@ -182,9 +180,7 @@ func (p *Progress) Report(ctx context.Context, progress, total float64, message 
 	if total > 0 {
 		n.Total = &total
 	}
-	if revision.AtLeast(p.version, Version20250326) {
-		n.Message = message
-	}
+	n.Message = progressMessage(message, p.version)
 	if p.task != nil {
 		n.Meta = relatedTaskMeta(p.task.id)
 	}

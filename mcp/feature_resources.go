@@ -7,8 +7,6 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/keelmcp/keel/internal/revision"
 )
 
 // ResourceSource is what a Server serves resources from (resources/list,
@@ -63,7 +61,7 @@ func (s *Server) declareFeatures(v string, caps *ServerCapabilities) {
 	if o.Prompts != nil {
 		caps.Prompts = &ListChangedCapability{ListChanged: s.hub.watch&listPrompts != 0}
 	}
-	if o.Completions != nil && revision.AtLeast(v, Version20250326) {
+	if o.Completions != nil && completionsIn(v) {
 		caps.Completions = &struct{}{}
 	}
 }

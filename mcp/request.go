@@ -69,7 +69,7 @@ func (r *Request) LogLevel() LoggingLevel {
 	if r.r.mod != nil {
 		return r.r.mod.meta.LogLevel
 	}
-	return r.Session.logLevel()
+	return sessionLogLevel(r.Session)
 }
 
 // MethodHandler serves one request method (or notification) and returns

@@ -4,6 +4,9 @@ package mcp
 
 import (
 	"strconv"
+	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/revision"
@@ -82,4 +85,91 @@ type limitErrData struct {
 	Limit         string `json:"limit"`
 	Max           int    `json:"max"`
 	CorrelationID string `json:"correlationId"`
+}
+
+// batch collects the responses to one batch and writes them as one array.
+type batch struct {
+	ss    *Session
+	mu    sync.Mutex
+	want  int
+	parts [][]byte
+	ids   []jsontext.Value // the id each part answers (nil: none)
+}
+
+// skip records that one expected response will never come (a cancelled request).
+func (b *batch) skip() {
+	b.mu.Lock()
+	b.want--
+	done := b.want > 0 && len(b.parts) == b.want
+	b.mu.Unlock()
+	if done {
+		b.flush()
+	}
+}
+
+func (b *batch) add(id jsontext.Value, part []byte) {
+	b.mu.Lock()
+	b.parts = append(b.parts, part)
+	b.ids = append(b.ids, id)
+	done := len(b.parts) == b.want
+	b.mu.Unlock()
+	if done {
+		b.flush()
+	}
+}
+
+func (b *batch) flush() {
+	err := b.write(b.parts)
+	if tl := tooLarge(err); tl != nil {
+		// Together the answers pass the transport's limit: each request
+		// is answered with the error naming it instead.
+		b.ss.log.Warn("mcp: batch response over MaxMessageBytes; errors are sent instead", "bytes", tl.Size, "maxBytes", tl.Limit)
+		parts := make([][]byte, len(b.ids))
+		for i, id := range b.ids {
+			if id == nil {
+				id = jsonrpc.Null
+			}
+			e := responder{ss: b.ss}.overLimit(tl)
+			parts[i], _ = jsonrpc.AppendError(nil, id, e.Code, e.Message, e.Data)
+		}
+		err = b.write(parts)
+	}
+	if err != nil && !isClosed(err) {
+		b.ss.log.Warn("mcp: writing batch response failed", "error", err)
+	}
+}
+
+// write sends parts as one array.
+func (b *batch) write(parts [][]byte) error {
+	return b.ss.conn.send(b.ss.ctx, func(dst []byte) ([]byte, error) {
+		dst = append(dst, '[')
+		for i, p := range parts {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, p...)
+		}
+		return append(dst, ']'), nil
+	})
+}
+
+// addResult adds the response with result v to r's request.
+func (b *batch) addResult(r *responder, v any) {
+	part, err := jsonrpc.AppendResponse(nil, r.id, v)
+	if err != nil {
+		r.ss.log.Error("mcp: result not serializable", "error", err)
+		r.error(r.notSerializable())
+		return
+	}
+	b.add(r.id, part)
+}
+
+// addError adds the error response e (with id: r's, or null) to r's
+// request.
+func (b *batch) addError(r *responder, id jsontext.Value, e *Error) {
+	part, err := jsonrpc.AppendError(nil, id, e.Code, e.Message, e.Data)
+	if err != nil {
+		part, _ = jsonrpc.AppendError(nil, id, e.Code, e.Message, nil)
+	}
+	b.add(r.id, part)
 }

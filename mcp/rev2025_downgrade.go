@@ -163,5 +163,28 @@ func shapeResult(v any, ver string) any {
 	return v
 }
 
+// completionsIn reports whether revision v has the completions
+// capability: from 2025-03-26, which added it.
+func completionsIn(v string) bool { return revision.AtLeast(v, Version20250326) }
+
+// progressMessage returns the message of a progress notification to a
+// client of revision v: none before 2025-03-26, which added it.
+func progressMessage(message, v string) string {
+	if !revision.AtLeast(v, Version20250326) {
+		return ""
+	}
+	return message
+}
+
+// completionContext returns the context of a completion request of
+// revision v: none before 2025-06-18, which added it (a client of an
+// older revision cannot have meant one).
+func completionContext(c *CompleteContext, v string) *CompleteContext {
+	if !revision.AtLeast(v, Version20250618) {
+		return nil
+	}
+	return c
+}
+
 // supportedVersions lists the protocol revisions keel negotiates, newest first.
 var supportedVersions = []string{Version20251125, Version20250618, Version20250326, Version20241105}

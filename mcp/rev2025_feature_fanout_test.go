@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -111,17 +112,28 @@ func TestFanOutCarriesChanges(t *testing.T) {
 	assert.Equal(t, mcp.Change{Kind: "notify", Method: "notifications/custom", Params: json.RawMessage(`{"n":1}`)}, b.sent[0])
 }
 
-// stallingTransport stops writing once stall is set: its Writes wait for
-// their context (a client that does not read).
+// stallingTransport stops writing once stall is set (a client that does
+// not read): its Writes of messages containing only ("" = all) wait for
+// their context, or until release (if set) is closed, when they are
+// written. entered tells that a Write stalled, timedOut that one ended by
+// its context.
 type stallingTransport struct {
 	transport.Transport
-	stall atomic.Bool
+	stall             atomic.Bool
+	only              string
+	release           chan struct{}
+	entered, timedOut atomic.Bool
 }
 
 func (s *stallingTransport) Write(ctx context.Context, msg []byte) error {
-	if s.stall.Load() {
-		<-ctx.Done()
-		return ctx.Err()
+	if s.stall.Load() && strings.Contains(string(msg), s.only) {
+		s.entered.Store(true)
+		select {
+		case <-s.release: // a nil release never is
+		case <-ctx.Done():
+			s.timedOut.Store(true)
+			return ctx.Err()
+		}
 	}
 	return s.Transport.Write(ctx, msg)
 }

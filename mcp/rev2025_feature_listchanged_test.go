@@ -137,7 +137,7 @@ func TestResourceUpdatesReachSubscribersOnce(t *testing.T) {
 
 	srv.hub.remove(ss)
 	srv.hub.mu.Lock()
-	assert.Empty(t, srv.hub.subs, "a closed session's subscriptions are dropped")
+	assert.Empty(t, srv.hub.subs.byURI, "a closed session's subscriptions are dropped")
 	srv.hub.mu.Unlock()
 }
 

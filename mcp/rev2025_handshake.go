@@ -94,7 +94,7 @@ func startStateless(ss *Session, v string) {
 		v = latestVersion
 	}
 	ss.mu.Lock()
-	ss.version = v
+	ss.hs.version = v
 	ss.mu.Unlock()
 	ss.state.Store(int32(stateRunning))
 }

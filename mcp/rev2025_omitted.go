@@ -110,6 +110,13 @@ func legacyInputMethod(MethodHandler) MethodHandler { return nil }
 // legacyTasks: there are no 2025-11-25 tasks.
 func legacyTasks(MethodHandler) MethodHandler { return nil }
 
+// completionsIn, progressMessage and completionContext: revision
+// 2026-07-28, the only one served, has all three.
+func completionsIn(string) bool { return true }
+
+func progressMessage(message, _ string) string                        { return message }
+func completionContext(c *CompleteContext, _ string) *CompleteContext { return c }
+
 // shapeResult returns v fit for revision 2026-07-28, the only one served:
 // tools without their execution member.
 func shapeResult(v any, _ string) any {
@@ -123,9 +130,8 @@ func shapeResult(v any, _ string) any {
 	return v
 }
 
-// announce tells a task's subscriptions of its new state (every task is a
-// 2026-07-28 task).
-func (st *taskHost) announce(_ *taskEntry, rec *TaskRecord) { st.changed(rec.State) }
+// rulesFor: every task is a 2026-07-28 task.
+func rulesFor(string) taskRules { return taskRules2026{} }
 
 // startStateless: a stateless HTTP request of a 2025 revision starts no
 // session; its requests are refused by the 2026-07-28 rules.
@@ -175,3 +181,52 @@ func (rd *reader) handleBatch([]byte) job {
 func pingClient(*Session, context.Context, time.Duration, context.CancelCauseFunc) (wait func()) {
 	return func() {}
 }
+
+// taskSessions: there are no 2025 sessions whose tasks have owners.
+type taskSessions struct{}
+
+// taskEntry2025: there are no 2025-11-25 tasks.
+type taskEntry2025 struct{}
+
+// sessionNotes and hubSubscriptions: no session is notified outside a
+// request, and none subscribes with resources/subscribe.
+type (
+	sessionNotes     struct{}
+	hubSubscriptions struct{}
+)
+
+func (*changeHub) markSessionsLocked(listKind)      {}
+func (*changeHub) updateSessionsLocked(string)      {}
+func (*changeHub) dropSubscriptionsLocked(*Session) {}
+
+// notifySessions: no session is notified outside a request (2026-07-28
+// clients get NotifyAll through their listen streams).
+func (*Server) notifySessions(context.Context, string, any) error { return nil }
+
+// sessionFeatures: no session has a level of its own (logging/setLevel)
+// nor roots to follow.
+type sessionFeatures struct{}
+
+// sessionLogLevel: a request that is not of revision 2026-07-28 gets no
+// log messages (ServerOptions.LogLevel, the 2025 session's level, is not
+// used).
+func sessionLogLevel(*Session) LoggingLevel { return "" }
+
+// sessionLogEnabled: nothing reaches a client outside a request's own
+// level.
+func sessionLogEnabled(*Session, LoggingLevel) bool { return false }
+
+// sessionHandshake: no session is initialized (there is no initialize to
+// negotiate a revision, client info or capabilities).
+type sessionHandshake struct{}
+
+func (*sessionHandshake) revision() string         { return "" }
+func (*sessionHandshake) info() Implementation     { return Implementation{} }
+func (*sessionHandshake) caps() ClientCapabilities { return ClientCapabilities{} }
+
+// batch: no batch is accepted, so no request is answered in one.
+type batch struct{}
+
+func (*batch) addResult(*responder, any)                   {}
+func (*batch) addError(*responder, jsontext.Value, *Error) {}
+func (*batch) skip()                                       {}

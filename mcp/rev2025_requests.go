@@ -290,3 +290,14 @@ func (ss *Session) runRootsChanged(f func(context.Context, *Session)) {
 		fs.rootsMu.Unlock()
 	}
 }
+
+// modernRefusal refuses a server-to-client request made while serving a
+// 2026-07-28 request, or on a connection that serves only such requests
+// (ErrNoClientRequests): checked before the capabilities, so that the
+// error gives the true reason.
+func (ss *Session) modernRefusal(ctx context.Context, method string) error {
+	if modernFromContext(ctx) != nil || ss.ProtocolVersion() == Version20260728 {
+		return fmt.Errorf("mcp: %s not sent: %w", method, ErrNoClientRequests)
+	}
+	return nil
+}

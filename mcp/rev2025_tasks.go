@@ -5,7 +5,9 @@ package mcp
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -13,6 +15,16 @@ import (
 
 	"github.com/keelmcp/keel/internal/revision"
 )
+
+// taskEntry2025 is what the run of a 2025-11-25 task holds besides the
+// shared taskEntry.
+type taskEntry2025 struct {
+	waits int             // server-to-client requests waiting for an answer (guarded by the host's mu)
+	gone  *CallToolResult // what tasks/result answers when the task was deleted before it ended (guarded by the host's mu)
+
+	notifyMu sync.Mutex // serializes status notifications
+	notified uint64     // the record version last notified (guarded by notifyMu)
+}
 
 // legacyTasks serves a tasks method to 2025 sessions whose revision has
 // tasks (2025-11-25): -32601 for the others.
@@ -88,7 +100,7 @@ func (st *taskHost) startTask(ss *Session, reqCtx context.Context, req *Request,
 		c := cancel
 		cancel = func() { stop(); c() }
 	}
-	e, rec, err := st.create(reqCtx, ss, owner, quota, Version20251125, call, ttl, nil, nil, cancel)
+	e, rec, err := st.create(reqCtx, owner, quota, Version20251125, call, ttl, nil, nil, cancel)
 	if err != nil {
 		cancel()
 		st.runner.release(quota)
@@ -98,6 +110,9 @@ func (st *taskHost) startTask(ss *Session, reqCtx context.Context, req *Request,
 		call.Logger.Error("mcp: the task store failed: the task was not created", "tool", call.Name, "error", err)
 		return nil, errTaskStore()
 	}
+	e.r2025.notifyMu.Lock()
+	e.r2025.notified = rec.Version // the creation is answered, not notified
+	e.r2025.notifyMu.Unlock()
 	call.task = e
 	run := &taskRun{call: call, quota: quota, ctx: ctx, reserved: true, exit: cancel,
 		settle: func(res *CallToolResult, err error) { st.settle(e, res, err) }}
@@ -118,22 +133,6 @@ func (st *taskHost) startTask(ss *Session, reqCtx context.Context, req *Request,
 		}
 	}
 	return created, nil
-}
-
-// notifyStatus sends notifications/tasks/status with the state of rec to
-// the session that created e, unless a later state was sent already.
-func (st *taskHost) notifyStatus(e *taskEntry, rec *TaskRecord) {
-	e.notifyMu.Lock()
-	defer e.notifyMu.Unlock()
-	if rec.Version <= e.notified {
-		return
-	}
-	e.notified = rec.Version
-	ctx, cancel := context.WithTimeout(context.Background(), logSendTimeout)
-	defer cancel()
-	if err := e.ss.conn.notify(ctx, notificationTasksStatus, &TaskStatusNotificationParams{Task: rec.State}); err != nil && !isClosed(err) {
-		e.ss.log.Warn("mcp: sending notifications/tasks/status failed", "taskId", e.id, "error", err)
-	}
 }
 
 // taskRequest prepares a request to the client sent from inside a task
@@ -218,7 +217,7 @@ func (st *taskHost) awaitTask(ctx context.Context, req *Request, rec *TaskRecord
 				return nil, nil, ctx.Err() // not answered: the request was cancelled
 			}
 			st.mu.Lock()
-			gone = e.gone
+			gone = e.r2025.gone
 			st.mu.Unlock()
 			if gone != nil {
 				return nil, gone, nil
@@ -310,14 +309,38 @@ func handleTasksList(ctx context.Context, req *Request) (any, error) {
 	return &ListTasksResult{Tasks: tasks, NextCursor: next}, nil
 }
 
-// announce tells the task's client of its new state: a 2025-11-25 task
-// with notifications/tasks/status to the session that created it, a
-// 2026-07-28 task with notifications/tasks to the subscriptions that
-// listen to it.
-func (st *taskHost) announce(e *taskEntry, rec *TaskRecord) {
-	if e.rev == Version20260728 {
-		st.changed(rec.State)
-		return
+// seqKey is a pagination key that sorts in creation order.
+func seqKey(seq uint64) string {
+	s := strconv.FormatUint(seq, 10)
+	return string(rune('a'+len(s))) + s // the length prefix makes string order numeric order
+}
+
+// setWaiting records that a request to the client started (delta 1) or
+// ended (-1) for e: the task is input_required while any is waiting. It
+// returns the record when its status changed.
+func (st *taskHost) setWaiting(e *taskEntry, delta int) *TaskRecord {
+	st.mu.Lock()
+	e.r2025.waits += delta
+	st.mu.Unlock()
+	rec, ok, err := updateTask(context.Background(), st.store, st.lim, e.owner, e.id, func(r *TaskRecord) (bool, error) {
+		if r.Terminal() {
+			return false, nil
+		}
+		st.mu.Lock()
+		waiting := e.r2025.waits > 0
+		st.mu.Unlock()
+		want := TaskStatusWorking
+		if waiting {
+			want = TaskStatusInputRequired
+		}
+		if r.State.Status == want {
+			return false, nil
+		}
+		r.State.Status, r.State.LastUpdatedAt = want, formatTime(st.now())
+		return true, nil
+	})
+	if err != nil || !ok {
+		return nil
 	}
-	st.notifyStatus(e, rec)
+	return rec
 }

@@ -194,3 +194,28 @@ func withoutExecution(tools []*Tool) []*Tool {
 func sameSlice[T any](a, b []T) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
+
+// taskRules2026 is the policy of 2026-07-28 tasks (taskRules): a task
+// fails for a JSON-RPC error only, with its message (none for a limit's);
+// an isError result completes it, described by its error; a cancelled
+// task keeps no result; its status reaches the subscriptions that listen
+// to it; and its handler's context is released once its outcome is
+// recorded.
+type taskRules2026 struct{}
+
+func (taskRules2026) status(res *CallToolResult, rpcErr *Error, msg string) (TaskStatus, string) {
+	switch {
+	case rpcErr != nil:
+		return TaskStatusFailed, msg
+	case res != nil && res.IsError:
+		return TaskStatusCompleted, resultErrorText(res)
+	}
+	return TaskStatusCompleted, msg
+}
+
+func (taskRules2026) limitMessage(string) string                           { return "" }
+func (taskRules2026) unencodable(*ToolCall) any                            { return nil }
+func (taskRules2026) cancelled(string, *ToolCall) *CallToolResult          { return nil }
+func (taskRules2026) announce(st *taskHost, _ *taskEntry, rec *TaskRecord) { st.changed(rec.State) }
+func (taskRules2026) settled(e *taskEntry)                                 { e.cancel() }
+func (taskRules2026) deleted(*taskEntry, string)                           {}

@@ -152,7 +152,7 @@ func (run *modernRun) escalate() bool {
 		return false
 	}
 	st := run.st
-	e, rec, err := st.create(run.ctx, nil, run.owner, run.quota, Version20260728, run.call, st.opts.taskTTL(nil),
+	e, rec, err := st.create(run.ctx, run.owner, run.quota, Version20260728, run.call, st.opts.taskTTL(nil),
 		&TaskInput{Round: run.round0}, run, run.cancel)
 	switch {
 	case errors.Is(err, ErrTaskLimit):

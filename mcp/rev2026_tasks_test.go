@@ -529,3 +529,43 @@ func TestModernClientFollowsTasks(t *testing.T) {
 	require.NoError(t, err, "a quick call is answered inline")
 	assert.Equal(t, "quick answered", res.Content[0].Text)
 }
+
+// notifications/tasks go by owner too: a subscription may name only its
+// caller's tasks (TaskOptions.Owner), so another owner's listen stream is
+// never told of a task's status, even on the same connection.
+func TestModernTaskNotificationsGoByOwner(t *testing.T) {
+	c := startTaskServer(t, &mcp.TaskOptions{Owner: func(ctx context.Context) string {
+		who, _ := mcp.RequestFromContext(ctx).ClientCapabilities().Experimental["who"].(string) // a stand-in for a token subject
+		return who
+	}})
+	as := func(who string) string {
+		return `{"experimental":{"who":"` + who + `"},"extensions":{"io.modelcontextprotocol/tasks":{}}}`
+	}
+	res := c.result("tools/call", `"name":"slow"`, as("alice"))
+	require.Equal(t, "task", res["resultType"])
+	id := res["taskId"].(string)
+	listen := func(who string) map[string]any {
+		c.send(`{"jsonrpc":"2.0","id":"sub-` + who + `","method":"subscriptions/listen","params":{"notifications":{"taskIds":["` + id + `"]},` +
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + as(who) + `}}}`)
+		ack := c.recv()
+		require.Equal(t, "notifications/subscriptions/acknowledged", ack["method"])
+		return ack["params"].(map[string]any)["notifications"].(map[string]any)
+	}
+	assert.NotContains(t, listen("bob"), "taskIds", "another owner's task is not honoured")
+	assert.Equal(t, []any{id}, listen("alice")["taskIds"])
+
+	c.send(`{"jsonrpc":"2.0","id":"cancel","method":"tasks/cancel","params":{"taskId":"` + id + `",` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + as("alice") + `}}}`)
+	var notes []any
+	answered := false
+	for len(notes) == 0 || !answered {
+		m := c.recv()
+		switch {
+		case m["method"] == "notifications/tasks":
+			notes = append(notes, m["params"].(map[string]any)["_meta"].(map[string]any)["io.modelcontextprotocol/subscriptionId"])
+		case m["id"] == "cancel":
+			answered = true
+		}
+	}
+	assert.Equal(t, []any{"sub-alice"}, notes, "only the owner's subscription is told")
+}

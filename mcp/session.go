@@ -17,32 +17,16 @@ import (
 	"github.com/keelmcp/keel/transport"
 )
 
-// sessionState is the lifecycle state of one connection.
+// sessionState is the lifecycle state of one connection. Every
+// connection opens STARTING and ends CLOSED (terminal); a 2025 session
+// goes through the handshake's states in between
+// (rev2025_session_state.go).
 type sessionState int32
 
-// Lifecycle states: STARTING → INITIALIZING (initialize answered) →
-// RUNNING (notifications/initialized received) → CLOSED (terminal).
 const (
-	stateStarting sessionState = iota
-	stateInitializing
-	stateRunning
-	stateClosed
+	stateStarting sessionState = 0
+	stateClosed   sessionState = 3
 )
-
-// String returns the state's name as the lifecycle names it (e.g. "RUNNING").
-func (s sessionState) String() string {
-	switch s {
-	case stateStarting:
-		return "STARTING"
-	case stateInitializing:
-		return "INITIALIZING"
-	case stateRunning:
-		return "RUNNING"
-	case stateClosed:
-		return "CLOSED"
-	}
-	return "UNKNOWN"
-}
 
 // Session is the server side of one connection: its lifecycle state, the
 // revision negotiated by initialize and what the client declared in it.
@@ -69,12 +53,10 @@ type Session struct {
 	// its peer (Server.ServeRequest).
 	plog peerLog
 
-	state      atomic.Int32
-	mu         sync.Mutex // guards the fields below
-	version    string
-	clientInfo Implementation
-	clientCaps ClientCapabilities
-	reqs       requestTable // requests in flight (request_table.go)
+	state atomic.Int32
+	mu    sync.Mutex       // guards the fields below
+	hs    sessionHandshake // what a 2025 session's initialize negotiated (rev2025_session_state.go)
+	reqs  requestTable     // requests in flight (request_table.go)
 	// modernOnly: every request on this session is of revision 2026-07-28
 	// (a session a stateless HTTP handler started for a modern POST).
 	modernOnly bool
@@ -85,10 +67,11 @@ type Session struct {
 
 	workers atomic.Pointer[workers] // see runWorker
 
-	// feat holds the state of logging and client requests (feature_logging.go,
-	// session_requests.go).
-	feat sessionFeatures
-	// notes holds pending change notifications (feature_listchanged.go).
+	// feat holds a 2025 session's logging level and roots state, notes
+	// its pending change notifications and resource subscriptions
+	// (rev2025_session_features.go, rev2025_session_notes.go); built with
+	// keel_omit2025 both are empty structs.
+	feat  sessionFeatures
 	notes sessionNotes
 	// rd reads the session's input (reader.go).
 	rd reader
@@ -151,9 +134,6 @@ func (ss *Session) runWorker(j job) {
 	w.run(j)
 }
 
-// State returns the session's lifecycle state.
-func (ss *Session) currentState() sessionState { return sessionState(ss.state.Load()) }
-
 // ProtocolVersion returns the connection's revision, which tells the kinds
 // of connection apart: the revision initialize negotiated for a 2025
 // session; Version20260728 for a connection that has not been initialized
@@ -177,7 +157,7 @@ func (ss *Session) ProtocolVersion() string {
 func (ss *Session) negotiated() string {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return ss.version
+	return ss.hs.revision()
 }
 
 // ClientInfo returns the clientInfo the client sent in initialize (zero
@@ -186,7 +166,7 @@ func (ss *Session) negotiated() string {
 func (ss *Session) ClientInfo() Implementation {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return ss.clientInfo
+	return ss.hs.info()
 }
 
 // ClientCapabilities returns the capabilities the client declared in
@@ -195,7 +175,7 @@ func (ss *Session) ClientInfo() Implementation {
 func (ss *Session) ClientCapabilities() ClientCapabilities {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return ss.clientCaps
+	return ss.hs.caps()
 }
 
 // ConnectionCorrelationID returns the id generated when the connection opened.
@@ -243,13 +223,7 @@ func (r *responder) result(v any) {
 		return
 	}
 	if r.batch != nil {
-		b, err := jsonrpc.AppendResponse(nil, r.id, v)
-		if err != nil {
-			r.ss.log.Error("mcp: result not serializable", "error", err)
-			r.error(r.notSerializable())
-			return
-		}
-		r.batch.add(r.id, b)
+		r.batch.addResult(r, v)
 		return
 	}
 	err = r.ss.conn.writeResult(r.ss.ctx, r.id, v)
@@ -343,11 +317,7 @@ func (r responder) error(e *Error) {
 		id = jsonrpc.Null
 	}
 	if r.batch != nil {
-		b, err := jsonrpc.AppendError(nil, id, e.Code, e.Message, e.Data)
-		if err != nil {
-			b, _ = jsonrpc.AppendError(nil, id, e.Code, e.Message, nil)
-		}
-		r.batch.add(r.id, b)
+		r.batch.addError(&r, id, e)
 		return
 	}
 	ctx := r.ss.ctx
@@ -363,72 +333,6 @@ func (r responder) error(e *Error) {
 	if err != nil && !isClosed(err) {
 		r.ss.log.Warn("mcp: writing error response failed", "error", err)
 	}
-}
-
-// batch collects the responses to one batch and writes them as one array.
-type batch struct {
-	ss    *Session
-	mu    sync.Mutex
-	want  int
-	parts [][]byte
-	ids   []jsontext.Value // the id each part answers (nil: none)
-}
-
-// skip records that one expected response will never come (a cancelled request).
-func (b *batch) skip() {
-	b.mu.Lock()
-	b.want--
-	done := b.want > 0 && len(b.parts) == b.want
-	b.mu.Unlock()
-	if done {
-		b.flush()
-	}
-}
-
-func (b *batch) add(id jsontext.Value, part []byte) {
-	b.mu.Lock()
-	b.parts = append(b.parts, part)
-	b.ids = append(b.ids, id)
-	done := len(b.parts) == b.want
-	b.mu.Unlock()
-	if done {
-		b.flush()
-	}
-}
-
-func (b *batch) flush() {
-	err := b.write(b.parts)
-	if tl := tooLarge(err); tl != nil {
-		// Together the answers pass the transport's limit: each request
-		// is answered with the error naming it instead.
-		b.ss.log.Warn("mcp: batch response over MaxMessageBytes; errors are sent instead", "bytes", tl.Size, "maxBytes", tl.Limit)
-		parts := make([][]byte, len(b.ids))
-		for i, id := range b.ids {
-			if id == nil {
-				id = jsonrpc.Null
-			}
-			e := responder{ss: b.ss}.overLimit(tl)
-			parts[i], _ = jsonrpc.AppendError(nil, id, e.Code, e.Message, e.Data)
-		}
-		err = b.write(parts)
-	}
-	if err != nil && !isClosed(err) {
-		b.ss.log.Warn("mcp: writing batch response failed", "error", err)
-	}
-}
-
-// write sends parts as one array.
-func (b *batch) write(parts [][]byte) error {
-	return b.ss.conn.send(b.ss.ctx, func(dst []byte) ([]byte, error) {
-		dst = append(dst, '[')
-		for i, p := range parts {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, p...)
-		}
-		return append(dst, ']'), nil
-	})
 }
 
 // notificationHandler returns the handler of notification name, or nil.

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"context"
 	"errors"
 	"fmt"
 )
@@ -46,14 +45,3 @@ func (e *CapabilityError) Error() string {
 
 // Unwrap returns ErrCapabilityNotDeclared.
 func (e *CapabilityError) Unwrap() error { return ErrCapabilityNotDeclared }
-
-// modernRefusal refuses a server-to-client request made while serving a
-// 2026-07-28 request, or on a connection that serves only such requests
-// (ErrNoClientRequests): checked before the capabilities, so that the
-// error gives the true reason.
-func (ss *Session) modernRefusal(ctx context.Context, method string) error {
-	if modernFromContext(ctx) != nil || ss.ProtocolVersion() == Version20260728 {
-		return fmt.Errorf("mcp: %s not sent: %w", method, ErrNoClientRequests)
-	}
-	return nil
-}

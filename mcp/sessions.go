@@ -49,7 +49,7 @@ func (ss *Session) Notify(ctx context.Context, method string, params any) error 
 	if ss.modernOnly || !sessionChannel {
 		return ErrNoChannel
 	}
-	if ss.currentState() == stateClosed {
+	if sessionState(ss.state.Load()) == stateClosed {
 		return ErrClosed
 	}
 	return ss.conn.notify(ctx, method, params)
@@ -102,16 +102,7 @@ func (s *Server) notifyAllLocal(ctx context.Context, method string, params any, 
 		}
 	}
 	s.hub.mu.Unlock()
-	var errs []error
-	for _, ss := range s.Sessions() {
-		if ss.currentState() != stateRunning {
-			continue
-		}
-		if err := ss.Notify(ctx, method, params); err != nil && !errors.Is(err, ErrClosed) {
-			errs = append(errs, fmt.Errorf("session %s: %w", ss.ConnectionCorrelationID(), err))
-		}
-	}
-	return errors.Join(errs...)
+	return s.notifySessions(ctx, method, params)
 }
 
 // noteMembers returns the members of a notification's params (nil for

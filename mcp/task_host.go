@@ -15,9 +15,10 @@ import (
 //     MemoryTaskStore): plain data any process sharing the store can
 //     read, changed by compare and swap (updateTask);
 //   - their runs, in this process (taskHost.live): the call, the
-//     cancel function of its context, the channel its waiters wait on, the
-//     session its status notifications go to. A run is registered while
-//     its task is not terminal.
+//     cancel function of its context, the channel its waiters wait on. A
+//     run is registered while its task is not terminal. Status
+//     notifications of 2025-11-25 tasks go to the live sessions of the
+//     task's owner (rev2025_task_owners.go), not to one connection.
 //
 // Each task belongs to an owner — the authorization context its request
 // came with (TaskOptions.Owner), or the session itself when there is none
@@ -41,12 +42,11 @@ type taskHost struct {
 	lim   TaskLimits
 	srv   *Server // whose options mask error text (errors_mask.go)
 
-	mu         sync.Mutex
-	live       map[string]*taskEntry // the runs of this process, by task id
-	sessions   map[*Session]string   // owner keys of the sessions with tasks (their end is watched)
-	sessionSeq uint64
-	spare      string                    // an id a refused creation left unused
-	index      atomic.Pointer[toolIndex] // tool definitions by name (see findTool)
+	mu    sync.Mutex
+	live  map[string]*taskEntry     // the runs of this process, by task id
+	sess  taskSessions              // the 2025 sessions of the tasks' owners (rev2025_task_owners.go)
+	spare string                    // an id a refused creation left unused
+	index atomic.Pointer[toolIndex] // tool definitions by name (see findTool)
 
 	// runner runs the handlers of both eras (task_runner.go).
 	runner *taskRunner
@@ -65,21 +65,16 @@ type taskHost struct {
 type taskEntry struct {
 	id    string
 	owner string
-	rev   string   // the revision whose rules the task follows (TaskRecord.Revision)
-	ss    *Session // the session that created it: 2025-11-25 status notifications go there
+	rules taskRules // the rules of the task's revision (TaskRecord.Revision)
 	call  *ToolCall
 
 	done   chan struct{}      // closed when the task is terminal or deleted
 	cancel context.CancelFunc // cancels the handler's context
 	expiry *time.Timer        // deletes the task when its ttl passes
 	ended  bool               // done is closed
-	waits  int                // server-to-client requests waiting for an answer
-	gone   *CallToolResult    // what tasks/result answers when the task was deleted before it ended
 
-	notifyMu sync.Mutex // serializes status notifications
-	notified uint64     // the record version last notified (guarded by notifyMu)
-
-	run *modernRun // a task of the 2026-07-28 extension (rev2026_tasks_serve.go)
+	run   *modernRun    // a task of the 2026-07-28 extension (rev2026_tasks_serve.go)
+	r2025 taskEntry2025 // a 2025-11-25 task's run (rev2025_tasks.go)
 }
 
 func newTaskHost(o TaskOptions, now func() time.Time, tools ToolSource) *taskHost {
@@ -87,7 +82,7 @@ func newTaskHost(o TaskOptions, now func() time.Time, tools ToolSource) *taskHos
 	if store == nil {
 		store = NewMemoryTaskStore(now)
 	}
-	st := &taskHost{opts: o, now: now, store: store, live: map[string]*taskEntry{}, sessions: map[*Session]string{},
+	st := &taskHost{opts: o, now: now, store: store, live: map[string]*taskEntry{},
 		lim: TaskLimits{MaxTasks: o.MaxTasks, MaxTasksTotal: o.MaxTasksTotal, MaxFinishedTasks: o.MaxFinishedTasks,
 			MaxFinishedBytes: o.MaxFinishedBytes, MaxFinishedBytesTotal: o.MaxFinishedBytesTotal}}
 	st.runner = newTaskRunner(&st.opts, tools)
@@ -207,13 +202,13 @@ func (st *taskHost) storeError(call *Request, id string, err error) *Error {
 // maxIDTries bounds the ids tried for one task when NewID repeats itself.
 const maxIDTries = 8
 
-// create stores a new working task for owner of revision rev, created by
-// ss (nil for 2026-07-28) and counted against quota, and registers its
+// create stores a new working task for owner of revision rev, counted
+// against quota, and registers its
 // run (for a 2026-07-28 task, run is its call). It returns ErrTaskLimit
 // (a *TaskLimitError: limitError) when quota already has MaxTasks tasks
 // in progress, the server MaxTasksTotal, or finished tasks hold
 // MaxFinishedBytesTotal. cancel cancels the task's context.
-func (st *taskHost) create(ctx context.Context, ss *Session, owner, quota, rev string, call *ToolCall, ttl *int64,
+func (st *taskHost) create(ctx context.Context, owner, quota, rev string, call *ToolCall, ttl *int64,
 	in *TaskInput, run *modernRun, cancel context.CancelFunc) (*taskEntry, *TaskRecord, error) {
 	now := st.now()
 	ts := formatTime(now)
@@ -242,8 +237,8 @@ func (st *taskHost) create(ctx context.Context, ss *Session, owner, quota, rev s
 		}
 		return nil, nil, err
 	}
-	e := &taskEntry{id: rec.ID, owner: owner, rev: rev, ss: ss, call: call, done: make(chan struct{}), cancel: cancel,
-		notified: rec.Version, run: run}
+	e := &taskEntry{id: rec.ID, owner: owner, rules: rulesFor(rev), call: call, done: make(chan struct{}), cancel: cancel,
+		run: run}
 	st.mu.Lock()
 	st.live[e.id] = e
 	if ttl != nil {
@@ -288,66 +283,6 @@ func (st *taskHost) endLocked(e *taskEntry) {
 	}
 }
 
-// sessionOwnerLocked returns the owner key of the tasks ss creates without
-// an authorization context, and watches the end of ss to drop them.
-func (st *taskHost) sessionOwnerLocked(ss *Session) string {
-	if k, ok := st.sessions[ss]; ok {
-		return k
-	}
-	st.sessionSeq++
-	k := "session:" + strconv.FormatUint(st.sessionSeq, 10)
-	st.sessions[ss] = k
-	context.AfterFunc(ss.ctx, func() { st.dropSession(ss) })
-	return k
-}
-
-// ownerOf returns the owner key for a request on ss whose authorization
-// context is owner ("" = none: the session).
-func (st *taskHost) ownerOf(ss *Session, owner string) string {
-	if owner != "" {
-		return owner
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.sessionOwnerLocked(ss)
-}
-
-// seqKey is a pagination key that sorts in creation order.
-func seqKey(seq uint64) string {
-	s := strconv.FormatUint(seq, 10)
-	return string(rune('a'+len(s))) + s // the length prefix makes string order numeric order
-}
-
-// setWaiting records that a request to the client started (delta 1) or
-// ended (-1) for e: the task is input_required while any is waiting. It
-// returns the record when its status changed.
-func (st *taskHost) setWaiting(e *taskEntry, delta int) *TaskRecord {
-	st.mu.Lock()
-	e.waits += delta
-	st.mu.Unlock()
-	rec, ok, err := updateTask(context.Background(), st.store, st.lim, e.owner, e.id, func(r *TaskRecord) (bool, error) {
-		if r.Terminal() {
-			return false, nil
-		}
-		st.mu.Lock()
-		waiting := e.waits > 0
-		st.mu.Unlock()
-		want := TaskStatusWorking
-		if waiting {
-			want = TaskStatusInputRequired
-		}
-		if r.State.Status == want {
-			return false, nil
-		}
-		r.State.Status, r.State.LastUpdatedAt = want, formatTime(st.now())
-		return true, nil
-	})
-	if err != nil || !ok {
-		return nil
-	}
-	return rec
-}
-
 // finish moves e's task to a terminal status with its outcome (size: its
 // JSON size), unless it is terminal already, and ends its run. It returns
 // the record when it did. An outcome the store cannot keep within
@@ -365,12 +300,9 @@ func (st *taskHost) finish(e *taskEntry, status TaskStatus, message string, res 
 	rec, ok, err := st.finalWrite(e, set)
 	if errors.Is(err, ErrTaskLimit) && size > 0 {
 		var msg string
-		status, res, size = TaskStatusFailed, nil, 0
+		res, size = nil, 0
 		rpcErr, msg = overTotalError(e.call, st.lim.MaxFinishedBytesTotal)
-		message = ""
-		if e.rev != Version20260728 {
-			message = "Tool execution failed: " + msg
-		}
+		status, message = e.rules.status(nil, rpcErr, e.rules.limitMessage(msg))
 		e.call.Logger.Warn("mcp: the finished tasks hold MaxFinishedBytesTotal: the task fails", "tool", e.call.Name, "taskId", e.id)
 		rec, ok, err = st.finalWrite(e, set)
 	}
@@ -413,8 +345,8 @@ func (st *taskHost) finalWrite(e *taskEntry, set func(*TaskRecord) (bool, error)
 // cancel is the one cancel path of both revisions: it moves owner's task
 // id to cancelled unless it is terminal, ends its run in this process and
 // cancels its handler's context. It returns the record and whether it
-// cancelled it. A 2025-11-25 task's result is then an isError result
-// saying so; a 2026-07-28 task has none.
+// cancelled it. The result it keeps then is its revision's
+// (taskRules.cancelled).
 func (st *taskHost) cancel(ctx context.Context, owner, id string) (*TaskRecord, bool, error) {
 	e := st.liveOf(id)
 	rec, ok, err := updateTask(ctx, st.store, st.lim, owner, id, func(r *TaskRecord) (bool, error) {
@@ -422,15 +354,11 @@ func (st *taskHost) cancel(ctx context.Context, owner, id string) (*TaskRecord, 
 			return false, nil
 		}
 		r.State.Status, r.State.StatusMessage, r.State.LastUpdatedAt = TaskStatusCancelled, "The task was cancelled by request.", formatTime(st.now())
-		r.Result, r.Error, r.Size = nil, nil, 0
-		if r.Revision != Version20260728 {
-			se := &StructuredError{Code: ErrInternal, Message: "the task was cancelled",
-				Details: map[string]any{"reason": "cancelled", "taskId": id}}
-			if e != nil {
-				se = withIDs(se, e.call)
-			}
-			r.Result = ToolErrorResult(se)
+		var call *ToolCall
+		if e != nil {
+			call = e.call
 		}
+		r.Result, r.Error, r.Size = rulesFor(r.Revision).cancelled(id, call), nil, 0
 		return true, nil
 	})
 	if err != nil || !ok {
@@ -462,8 +390,7 @@ func (st *taskHost) remove(e *taskEntry, why string) {
 	st.mu.Lock()
 	running := !e.ended
 	if running {
-		e.gone = ToolErrorResult(&StructuredError{Code: ErrInternal, Message: "task " + why,
-			Details: map[string]any{"reason": why, "taskId": e.id}})
+		e.rules.deleted(e, why)
 		st.endLocked(e)
 	}
 	st.mu.Unlock()
@@ -471,36 +398,6 @@ func (st *taskHost) remove(e *taskEntry, why string) {
 		e.call.progress.finish()
 	}
 	e.cancel()
-}
-
-// dropSession deletes the tasks bound to ss (not those of an
-// authorization context) once ss has ended.
-func (st *taskHost) dropSession(ss *Session) {
-	st.mu.Lock()
-	own, ok := st.sessions[ss]
-	delete(st.sessions, ss)
-	var runs []*taskEntry
-	for _, e := range st.live {
-		if e.owner == own {
-			runs = append(runs, e)
-		}
-	}
-	st.mu.Unlock()
-	if !ok {
-		return
-	}
-	for _, e := range runs {
-		st.remove(e, "session closed")
-	}
-	ctx := context.Background()
-	recs, err := st.store.List(ctx, own)
-	if err != nil {
-		ss.log.Error("mcp: the task store failed: the tasks of a closed session are left to expire", "error", err)
-		return
-	}
-	for _, r := range recs {
-		_ = st.store.Delete(ctx, own, r.ID) // gone meanwhile: as well
-	}
 }
 
 // stopAll cancels the context of every run of this process.

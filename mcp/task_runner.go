@@ -29,9 +29,9 @@ import (
 //     (ToolCall.AfterHandler).
 //
 // What an outcome means is the revision's business, in its settle hook:
-// a 2025-11-25 task finishes (finishTask), a 2026-07-28 call answers its
-// request or settles its task, and may park it in input_required
-// (modernRun.outcome).
+// a 2025-11-25 task is settled (taskHost.settle, under its revision's
+// taskRules), a 2026-07-28 call answers its request or settles its task,
+// and may park it in input_required (modernRun.outcome).
 
 // taskRun is one run of a task's handler.
 type taskRun struct {

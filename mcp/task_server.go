@@ -359,17 +359,15 @@ func toolOutcome(s *Server, call *ToolCall, err error) (res *CallToolResult, rpc
 
 // settle is the one outcome mapper of the tasks of both revisions: it
 // records what a task's handler returned as tools/call would have
-// answered it, and announces the new status. The revision's policy: a
-// 2025-11-25 task fails for an isError result or a JSON-RPC error, with a
-// message that says so; a 2026-07-28 task fails for a JSON-RPC error only
-// (an isError result completes it), and its result is written for its
-// revision. A result over MaxResultBytes, or one that cannot be encoded,
-// fails the task. It returns the record when the task was settled.
+// answered it, and announces the new status. What the outcome means is
+// the revision's policy (taskRules): which outcomes fail the task, with
+// which message, and what the failure's error carries. A result over
+// MaxResultBytes, or one that cannot be encoded, fails the task. It
+// returns the record when the task was settled.
 func (st *taskHost) settle(e *taskEntry, res *CallToolResult, err error) *TaskRecord {
-	call := e.call
-	modern := e.rev == Version20260728
+	call, rules := e.call, e.rules
 	call.progress.finish() // no progress after the task is over
-	status, msg := TaskStatusCompleted, ""
+	msg := ""
 	var rpcErr *Error
 	if err != nil {
 		res, rpcErr, msg = toolOutcome(st.srv, call, err)
@@ -381,35 +379,46 @@ func (st *taskHost) settle(e *taskEntry, res *CallToolResult, err error) *TaskRe
 	switch {
 	case merr != nil:
 		call.Logger.Error("mcp: task result not serializable", "error", merr)
-		res, rpcErr, msg = nil, &Error{Code: CodeInternalError, Message: "Internal error: result not serializable"}, "result not serializable"
-		if !modern {
-			rpcErr.Data = &StructuredError{Code: ErrInternal, Message: "the result could not be encoded as JSON",
-				CorrelationID: call.CorrelationID, RunID: call.RunID}
-		}
+		res, rpcErr, msg = nil, &Error{Code: CodeInternalError, Message: "Internal error: result not serializable",
+			Data: rules.unencodable(call)}, "result not serializable"
 	case over != nil:
 		call.Logger.Warn("mcp: task result over the limit: the task fails", "tool", call.Name, "taskId", e.id, "error", over.Message)
-		res, rpcErr, msg = nil, over, over.Message
-		if modern {
-			msg = ""
-		}
-	case res != nil && res.IsError && (modern || msg == ""):
-		msg = resultErrorText(res)
+		res, rpcErr, msg = nil, over, rules.limitMessage(over.Message)
 	}
-	switch {
-	case rpcErr != nil && modern:
-		status = TaskStatusFailed
-	case rpcErr != nil || res.IsError && !modern:
-		status, msg = TaskStatusFailed, "Tool execution failed: "+msg
-	}
+	status, msg := rules.status(res, rpcErr, msg)
 	rec := st.finish(e, status, msg, res, rpcErr, size)
 	if rec != nil {
 		call.Logger.Debug("mcp: task finished", "tool", call.Name, "taskId", e.id, "status", string(status))
-		st.announce(e, rec)
+		rules.announce(st, e, rec)
 	}
-	if modern {
-		e.cancel() // the handler returned: release its context
-	}
+	rules.settled(e)
 	return rec
+}
+
+// taskRules is what one revision decides about its tasks: the outcome
+// mapper (settle), the final write (taskHost.finish) and the cancel path
+// (taskHost.cancel) are shared, and ask it. rulesFor returns a
+// revision's.
+type taskRules interface {
+	// status returns the status and message of a task whose handler's
+	// outcome is res or rpcErr; msg describes the outcome so far.
+	status(res *CallToolResult, rpcErr *Error, msg string) (TaskStatus, string)
+	// limitMessage returns what describes the outcome of a task failed
+	// by a limit whose error says msg.
+	limitMessage(msg string) string
+	// unencodable returns error.data of the failure of a task whose
+	// result cannot be encoded (nil: none).
+	unencodable(call *ToolCall) any
+	// cancelled returns the result a task cancelled by request keeps
+	// (nil: none); call is its run's, nil when no run is in this process.
+	cancelled(id string, call *ToolCall) *CallToolResult
+	// announce tells the task's client of its new state rec.
+	announce(st *taskHost, e *taskEntry, rec *TaskRecord)
+	// settled runs once the handler's outcome is recorded.
+	settled(e *taskEntry)
+	// deleted records, under the host's mu, why a task still running was
+	// deleted (its ttl passed, its session ended), for its waiters.
+	deleted(e *taskEntry, why string)
 }
 
 // resultErrorText describes an isError result: its StructuredError's code
@@ -475,25 +484,4 @@ func (st *taskHost) quotaOf(ctx context.Context) string {
 		return k
 	}
 	return "peer:" + PeerFromContext(ctx).Key
-}
-
-// taskOwner returns the owner key of the request ctx belongs to.
-func (st *taskHost) taskOwner(ss *Session, ctx context.Context) string {
-	return st.ownerOf(ss, st.opts.owner(ctx))
-}
-
-// lookupTask finds the record of the task a tasks/* request names:
-// -32602 when there is none for this requestor.
-func lookupTask(ctx context.Context, req *Request) (*TaskRecord, *Error) {
-	id, perr := taskParams(req)
-	if perr != nil {
-		return nil, perr
-	}
-	ss := req.Session
-	st := ss.server.tasks
-	rec, err := st.store.Get(ctx, st.taskOwner(ss, ctx), id)
-	if err != nil {
-		return nil, st.storeError(req, id, err)
-	}
-	return rec, nil
 }
