@@ -43,10 +43,10 @@ type Call struct {
 
 	enteredAt time.Time // set by AuditEnter; the start of the audit pair
 
-	// Set by Timeout when the response deadline passed.
+	// Set by Timeout or Deadline when the call's deadline passed.
 	timedOut atomic.Bool
-	// timeoutDepth: the Timeout stages the call has entered, counted as
-	// each starts the handler's goroutine (a stage inside another has the
+	// timeoutDepth: the Timeout and Deadline stages the call has entered,
+	// counted as each starts the handler (a stage inside another has the
 	// greater depth).
 	timeoutDepth int32
 	// The late outcome: what the handler really returned after a deadline
@@ -106,8 +106,8 @@ func (c *Call) Registry() *registry.Registry { return c.reg }
 // Validated reports whether Validate accepted c.Args.
 func (c *Call) Validated() bool { return c.validated }
 
-// TimedOut reports whether Timeout's response deadline passed before the
-// handler returned.
+// TimedOut reports whether the deadline of Timeout or Deadline passed
+// before the handler returned.
 func (c *Call) TimedOut() bool { return c.timedOut.Load() }
 
 // Log returns the call's logger (ToolCall.Logger, which carries correlationId

@@ -37,22 +37,32 @@ func (c *deadlineContext) Value(key any) any { return c.parent.Value(key) }
 func (c *deadlineContext) String() string { return "middleware.deadlineContext" }
 
 // arm returns the armed context, making it on first use; c.mu is held.
-// One made after the context ended (see ended) ends at once with the same
-// error.
+// One made after the context ended (see ended) has ended already, with
+// the same error, and nothing can change it: an error Err returned stays.
 func (c *deadlineContext) arm() context.Context {
 	if c.armed != nil {
 		return c.armed
 	}
-	if c.ended() == context.Canceled { // released (or the parent's cancel): whatever ends after that
+	if err := c.ended(); err != nil {
 		ctx, cancel := context.WithCancel(context.WithoutCancel(c.parent))
 		cancel()
-		c.armed, c.cancel = ctx, cancel
-		return ctx
+		c.armed, c.cancel = endedContext{ctx, err}, cancel
+		return c.armed
 	}
-	// The parent's end comes first, then the deadline's, as in ended.
+	// Not ended: the parent's end comes first, then the deadline's, as in
+	// ended.
 	c.armed, c.cancel = context.WithDeadline(c.parent, c.at)
 	return c.armed
 }
+
+// endedContext is a context that has ended with err: its Done channel is
+// closed, and the contexts derived from it end at once with err.
+type endedContext struct {
+	context.Context // cancelled already
+	err             error
+}
+
+func (e endedContext) Err() error { return e.err }
 
 // ended returns why the unarmed context has ended, or nil: the end it
 // recorded, else the parent's, else the deadline's; c.mu is held.

@@ -244,6 +244,31 @@ func TestDeadlineContext(t *testing.T) {
 				<-c.Done()
 				assert.ErrorIs(t, c.Err(), context.DeadlineExceeded)
 			})
+			t.Run("an end once seen stays", func(t *testing.T) {
+				for _, end := range []struct {
+					name string
+					f    func(c *deadlineContext)
+				}{
+					{"seen by Err", func(c *deadlineContext) { assert.ErrorIs(t, c.Err(), context.DeadlineExceeded) }},
+					{"released late", func(c *deadlineContext) { c.release(context.DeadlineExceeded) }},
+				} {
+					parent, cancel := context.WithCancel(context.Background())
+					c := &deadlineContext{parent: parent, at: time.Now().Add(5 * time.Millisecond)}
+					arm.f(t, c)
+					time.Sleep(10 * time.Millisecond)
+					if arm.name == "armed" {
+						<-c.Done()
+					}
+					end.f(c)
+					cancel() // the caller ends after the deadline: the deadline's end stays
+					<-c.Done()
+					assert.ErrorIs(t, c.Err(), context.DeadlineExceeded, end.name)
+					child, cancelChild := context.WithCancel(c)
+					<-child.Done()
+					assert.ErrorIs(t, child.Err(), context.DeadlineExceeded, end.name)
+					cancelChild()
+				}
+			})
 			t.Run("derived contexts end with it", func(t *testing.T) {
 				c := &deadlineContext{parent: context.Background(), at: time.Now().Add(20 * time.Millisecond)}
 				arm.f(t, c)
