@@ -1,5 +1,7 @@
 package mcp
 
+import "github.com/keelmcp/keel/internal/revision"
+
 // Protocol revisions keel serves, newest first.
 const (
 	Version20251125 = "2025-11-25"
@@ -55,6 +57,11 @@ type Meta map[string]any
 // MetaCorrelationID is the _meta key a client may set on tools/call to choose
 // the correlation id of that call.
 const MetaCorrelationID = "correlationId"
+
+// MetaServerInfo is the _meta key under which a 2026-07-28 result names
+// the server that answered it (an Implementation: name and version). The
+// Server stamps it on every result it sends under that revision.
+const MetaServerInfo = revision.MetaServerInfo
 
 // MetaProgressToken is the _meta key that carries a request's progress token.
 const MetaProgressToken = "progressToken"
