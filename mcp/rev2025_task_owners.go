@@ -6,7 +6,6 @@ import (
 	"context"
 	"slices"
 	"strconv"
-	"sync"
 )
 
 // The owners of 2025-11-25 tasks and their sessions. A task belongs to an
@@ -178,37 +177,118 @@ func (st *taskHost) dropSession(ss *Session) {
 	}
 }
 
-// notifyStatus sends notifications/tasks/status with the state of rec to
-// every live session of e's owner, unless a later state was sent already.
-// Each session gets at most logSendTimeout; they are sent to at once, so
-// that a slow one delays no other.
+// notifyStatus hands notifications/tasks/status with the state of rec to
+// every live session of e's owner, unless a later state was handed on
+// already. It never waits for a write: each session's own goroutine
+// (Session.sendNotes) writes it, so that neither the task (its pool slot,
+// its requests to the client) nor another session waits for a session
+// that does not read.
 func (st *taskHost) notifyStatus(e *taskEntry, rec *TaskRecord) {
 	r := &e.r2025
 	r.notifyMu.Lock()
-	defer r.notifyMu.Unlock()
+	defer r.notifyMu.Unlock() // the versions of one task are queued in order
 	if rec.Version <= r.notified {
 		return
 	}
 	r.notified = rec.Version
-	to := st.sessionsOf(e.owner)
-	if len(to) == 0 {
-		return
-	}
 	p := &TaskStatusNotificationParams{Task: rec.State}
-	var wg sync.WaitGroup
-	for _, ss := range to[1:] {
-		wg.Go(func() { sendStatus(ss, e.id, p) })
+	for _, ss := range st.sessionsOf(e.owner) {
+		ss.queueStatus(p)
 	}
-	sendStatus(to[0], e.id, p)
-	wg.Wait()
 }
 
-// sendStatus sends one status notification to ss, within logSendTimeout.
-func sendStatus(ss *Session, id string, p *TaskStatusNotificationParams) {
-	ctx, cancel := context.WithTimeout(context.Background(), logSendTimeout)
+// maxPendingStatusBytes bounds the task status notifications one session
+// holds while its writes are under way (each counted by statusCost): a
+// status that does not fit is dropped, with a warning, until the backlog
+// is written. The latest status of a task replaces the one pending, so a
+// session holds at most one per task.
+const maxPendingStatusBytes = 64 << 10
+
+// statusCost is what a pending status counts against
+// maxPendingStatusBytes: its strings of variable length and a fixed share
+// for the rest.
+func statusCost(p *TaskStatusNotificationParams) int {
+	return 128 + len(p.Task.TaskID) + len(p.Task.StatusMessage)
+}
+
+// pendingStatuses is the task status notifications a session is yet to
+// be sent: the latest of each task, in the order their tasks first
+// changed. It is guarded by the sessionNotes' mu.
+type pendingStatuses struct {
+	order  []string                                 // task ids
+	latest map[string]*TaskStatusNotificationParams // by task id (made on first use)
+	bytes  int                                      // their statusCost, together
+	warned bool                                     // a status was dropped since the last take
+}
+
+// put makes p the pending status of its task. It reports false when p
+// does not fit in maxPendingStatusBytes: the task then has none pending
+// (the one it replaced is stale).
+func (q *pendingStatuses) put(p *TaskStatusNotificationParams) bool {
+	id := p.Task.TaskID
+	old, had := q.latest[id]
+	if had {
+		q.bytes -= statusCost(old)
+	}
+	if q.bytes+statusCost(p) > maxPendingStatusBytes {
+		if had {
+			delete(q.latest, id)
+			q.order = slices.DeleteFunc(q.order, func(o string) bool { return o == id })
+		}
+		return false
+	}
+	if q.latest == nil {
+		q.latest = map[string]*TaskStatusNotificationParams{}
+	}
+	if !had {
+		q.order = append(q.order, id)
+	}
+	q.latest[id] = p
+	q.bytes += statusCost(p)
+	return true
+}
+
+// take returns the pending statuses, in order, and empties q.
+func (q *pendingStatuses) take() []*TaskStatusNotificationParams {
+	if len(q.order) == 0 {
+		return nil
+	}
+	out := make([]*TaskStatusNotificationParams, len(q.order))
+	for i, id := range q.order {
+		out[i] = q.latest[id]
+	}
+	*q = pendingStatuses{}
+	return out
+}
+
+// queueStatus makes p the status of its task to send to ss, and starts
+// the session's sender unless it is running.
+func (ss *Session) queueStatus(p *TaskStatusNotificationParams) {
+	n := &ss.notes
+	n.mu.Lock()
+	ok := n.statuses.put(p)
+	warn := !ok && !n.statuses.warned
+	if !ok {
+		n.statuses.warned = true
+	}
+	start := n.claimSenderLocked()
+	n.mu.Unlock()
+	if warn {
+		ss.log.Warn("mcp: too many task status notifications pending for a session that does not read; dropping some",
+			"limit", "maxPendingStatusBytes", "maxPendingStatusBytes", maxPendingStatusBytes, "taskId", p.Task.TaskID)
+	}
+	if start {
+		go ss.sendNotes()
+	}
+}
+
+// sendStatus writes one status notification to ss, within logSendTimeout
+// and the session's life.
+func (ss *Session) sendStatus(p *TaskStatusNotificationParams) {
+	ctx, cancel := context.WithTimeout(ss.ctx, logSendTimeout)
 	defer cancel()
-	if err := ss.conn.notify(ctx, notificationTasksStatus, p); err != nil && !isClosed(err) {
-		ss.log.Warn("mcp: sending notifications/tasks/status failed", "taskId", id, "error", err)
+	if err := ss.conn.notify(ctx, notificationTasksStatus, p); err != nil && !isClosed(err) && ss.ctx.Err() == nil {
+		ss.log.Warn("mcp: sending notifications/tasks/status failed", "taskId", p.Task.TaskID, "error", err)
 	}
 }
 
