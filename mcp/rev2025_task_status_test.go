@@ -152,6 +152,7 @@ func TestTaskStatusesKeepTheirOrder(t *testing.T) {
 		return &mcp.ElicitResult{Action: mcp.ElicitDecline}, nil
 	}
 	fast := dial(t, srv, copts)
+	start := time.Now()
 	created, err := fast.CallToolAsTask(ctx, "ask", nil, time.Minute)
 	require.NoError(t, err)
 
@@ -170,7 +171,10 @@ func TestTaskStatusesKeepTheirOrder(t *testing.T) {
 		}
 		require.Contains(t, []mcp.TaskStatus{mcp.TaskStatusInputRequired, mcp.TaskStatusWorking}, got.Status)
 	}
-	t.Logf("%d statuses of %d changes: %v", len(seen), 2*rounds+1, seen)
+	t.Logf("%d statuses of %d changes in %v: %v", len(seen), 2*rounds+1, time.Since(start), seen)
+	// A task path that waited for the stalled session would take
+	// logSendTimeout (250 ms) per change: over 10 s.
+	assert.Less(t, time.Since(start), 5*time.Second, "the stalled session delays the task's requests")
 	select {
 	case got := <-statuses:
 		t.Fatalf("a status after the final one: %+v", got)
