@@ -21,13 +21,14 @@ import (
 // stalledStatusSession connects a client named name to srv whose end of
 // the connection stops writing notifications/tasks/status once the
 // session has joined its owner (a client that does not read them, such as
-// an abandoned connection of a client that reconnected). closeIt closes
-// the client and waits for the server's Run to return.
-func stalledStatusSession(t *testing.T, srv *mcp.Server, name string) (slow *stallingTransport, closeIt func()) {
+// an abandoned connection of a client that reconnected) until release is
+// closed (nil: never). closeIt closes the client and waits for the
+// server's Run to return.
+func stalledStatusSession(t *testing.T, srv *mcp.Server, name string, release chan struct{}) (slow *stallingTransport, closeIt func()) {
 	t.Helper()
 	ctx := context.Background()
 	ct, st := transport.NewPipe(nil)
-	slow = &stallingTransport{Transport: st, only: `"notifications/tasks/status"`}
+	slow = &stallingTransport{Transport: st, only: `"notifications/tasks/status"`, release: release}
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(context.Background(), slow) }()
 	copts, _ := statusOptions(name)
@@ -63,7 +64,7 @@ func TestStalledSessionHoldsNoTaskSlot(t *testing.T) {
 		release[k] = make(chan struct{})
 	}
 	srv := mcp.NewServer(taskServerOptions(releaseTools(release), &mcp.TaskOptions{Owner: ownerByName, MaxRunningPerOwner: 1}))
-	slow, _ := stalledStatusSession(t, srv, "alice/slow")
+	slow, _ := stalledStatusSession(t, srv, "alice/slow", nil)
 	fast := dialStatus(t, srv, "alice/fast")
 
 	created, err := fast.CallToolAsTask(ctx, "wait", map[string]string{"key": keys[0]}, time.Minute)
@@ -89,7 +90,7 @@ func TestStalledSessionStatusSendsEndWithIt(t *testing.T) {
 	const n = 20
 	release := map[string]chan struct{}{"all": make(chan struct{})}
 	srv := mcp.NewServer(taskServerOptions(releaseTools(release), &mcp.TaskOptions{Owner: ownerByName}))
-	slow, closeSlow := stalledStatusSession(t, srv, "alice/slow")
+	slow, closeSlow := stalledStatusSession(t, srv, "alice/slow", nil)
 	fast := dialStatus(t, srv, "alice/fast")
 	ids := map[string]bool{}
 	for range n {
@@ -146,7 +147,7 @@ func TestTaskStatusesKeepTheirOrder(t *testing.T) {
 	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	o.Now = func() time.Time { return epoch.Add(time.Duration(tick.Add(1)) * time.Millisecond) }
 	srv := mcp.NewServer(o)
-	stalledStatusSession(t, srv, "alice/slow")
+	stalledStatusSession(t, srv, "alice/slow", nil)
 	copts, statuses := statusOptions("alice/fast")
 	copts.OnElicitation = func(context.Context, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 		return &mcp.ElicitResult{Action: mcp.ElicitDecline}, nil
