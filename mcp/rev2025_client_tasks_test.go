@@ -311,8 +311,8 @@ func TestTaskRequestsToTheClientCarryTheTask(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	// "working" lasts as long as the tool takes to return after the answer:
-	// "completed" may replace it before it is written (the latest status
-	// of a task wins).
+	// while the session's sender is still writing, "completed" may replace
+	// it before it is written (the latest status of a task wins).
 	assert.Contains(t, [][]mcp.TaskStatus{
 		{mcp.TaskStatusInputRequired, mcp.TaskStatusWorking, mcp.TaskStatusCompleted},
 		{mcp.TaskStatusInputRequired, mcp.TaskStatusCompleted},

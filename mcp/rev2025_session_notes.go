@@ -188,7 +188,7 @@ func (ss *Session) markNotes(k listKind, uri string) {
 // claimSenderLocked reports whether the caller is to start the session's
 // sender (sendNotes): something is pending and none is running.
 func (n *sessionNotes) claimSenderLocked() bool {
-	if n.sending || (n.dirty == 0 && len(n.updated) == 0 && len(n.statuses.order) == 0) {
+	if n.sending || (n.dirty == 0 && len(n.updated) == 0 && len(n.statuses.queue) == 0) {
 		return false
 	}
 	n.sending = true

@@ -198,10 +198,8 @@ func (st *taskHost) notifyStatus(e *taskEntry, rec *TaskRecord) {
 }
 
 // maxPendingStatusBytes bounds the task status notifications one session
-// holds while its writes are under way (each counted by statusCost): a
-// status that does not fit is dropped, with a warning, until the backlog
-// is written. The latest status of a task replaces the one pending, so a
-// session holds at most one per task.
+// holds unwritten (each counted by statusCost): a status that does not
+// fit is dropped, with a warning, until the backlog is written.
 const maxPendingStatusBytes = 64 << 10
 
 // statusCost is what a pending status counts against
@@ -212,52 +210,53 @@ func statusCost(p *TaskStatusNotificationParams) int {
 }
 
 // pendingStatuses is the task status notifications a session is yet to
-// be sent: the latest of each task, in the order their tasks first
-// changed. It is guarded by the sessionNotes' mu.
+// be written, in the order they changed. While the session's sender is
+// writing (busy), a task's later status replaces the one of it still
+// waiting, so that a session that does not keep up holds at most one per
+// task, the latest; one that keeps up (its sender idle when a status
+// comes) is written every status. It is guarded by the sessionNotes' mu.
 type pendingStatuses struct {
-	order  []string                                 // task ids
-	latest map[string]*TaskStatusNotificationParams // by task id (made on first use)
-	bytes  int                                      // their statusCost, together
-	warned bool                                     // a status was dropped since the last take
+	queue  []*TaskStatusNotificationParams // nil: replaced, then dropped
+	last   map[string]int                  // task id → its last entry in queue (made on first use)
+	bytes  int                             // the statusCost of queue, together
+	busy   bool                            // the sender is writing what it took last
+	warned bool                            // a status was dropped since the last take
 }
 
-// put makes p the pending status of its task. It reports false when p
-// does not fit in maxPendingStatusBytes: the task then has none pending
-// (the one it replaced is stale).
+// put queues p, in place of its task's waiting status while the sender
+// is busy. It reports false when p does not fit in maxPendingStatusBytes:
+// p is dropped then, and so is the stale status it was to replace.
 func (q *pendingStatuses) put(p *TaskStatusNotificationParams) bool {
-	id := p.Task.TaskID
-	old, had := q.latest[id]
-	if had {
-		q.bytes -= statusCost(old)
-	}
-	if q.bytes+statusCost(p) > maxPendingStatusBytes {
-		if had {
-			delete(q.latest, id)
-			q.order = slices.DeleteFunc(q.order, func(o string) bool { return o == id })
+	id, cost := p.Task.TaskID, statusCost(p)
+	if i, ok := q.last[id]; ok && q.busy {
+		old := statusCost(q.queue[i])
+		if q.bytes-old+cost > maxPendingStatusBytes {
+			q.queue[i] = nil
+			delete(q.last, id)
+			q.bytes -= old
+			return false
 		}
+		q.queue[i] = p
+		q.bytes += cost - old
+		return true
+	}
+	if q.bytes+cost > maxPendingStatusBytes {
 		return false
 	}
-	if q.latest == nil {
-		q.latest = map[string]*TaskStatusNotificationParams{}
+	if q.last == nil {
+		q.last = map[string]int{}
 	}
-	if !had {
-		q.order = append(q.order, id)
-	}
-	q.latest[id] = p
-	q.bytes += statusCost(p)
+	q.last[id] = len(q.queue)
+	q.queue = append(q.queue, p)
+	q.bytes += cost
 	return true
 }
 
-// take returns the pending statuses, in order, and empties q.
+// take returns the queued statuses, in order, and empties q; q is busy
+// until a take finds none.
 func (q *pendingStatuses) take() []*TaskStatusNotificationParams {
-	if len(q.order) == 0 {
-		return nil
-	}
-	out := make([]*TaskStatusNotificationParams, len(q.order))
-	for i, id := range q.order {
-		out[i] = q.latest[id]
-	}
-	*q = pendingStatuses{}
+	out := slices.DeleteFunc(q.queue, func(p *TaskStatusNotificationParams) bool { return p == nil })
+	*q = pendingStatuses{busy: len(out) > 0}
 	return out
 }
 
