@@ -13,9 +13,9 @@ import (
 // the updates of the resources it subscribed to with resources/subscribe
 // (notifications/resources/updated) and of the status changes of its
 // owners' tasks (notifications/tasks/status, rev2025_task_owners.go), on a
-// goroutine of its own that coalesces what arrives meanwhile. 2026-07-28 clients
-// are notified through their subscriptions/listen streams instead
-// (rev2026_listen.go).
+// goroutine of its own that coalesces what arrives meanwhile. 2026-07-28
+// clients are notified through their subscriptions/listen streams
+// instead (rev2026_listen.go).
 
 // hubSubscriptions is who subscribed to which resource (guarded by the
 // hub's mu).
