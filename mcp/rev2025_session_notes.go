@@ -9,12 +9,13 @@ import (
 )
 
 // The change notifications of 2025 sessions: each session is notified of
-// the list changes the server declares (notifications/*/list_changed) and
-// of the updates of the resources it subscribed to with
-// resources/subscribe (notifications/resources/updated), on a goroutine
-// of its own that coalesces what arrives meanwhile. 2026-07-28 clients
-// are notified through their subscriptions/listen streams instead
-// (rev2026_listen.go).
+// the list changes the server declares (notifications/*/list_changed), of
+// the updates of the resources it subscribed to with resources/subscribe
+// (notifications/resources/updated) and of the status changes of its
+// owners' tasks (notifications/tasks/status, rev2025_task_owners.go), on a
+// goroutine of its own that coalesces what arrives meanwhile. 2026-07-28
+// clients are notified through their subscriptions/listen streams
+// instead (rev2026_listen.go).
 
 // hubSubscriptions is who subscribed to which resource (guarded by the
 // hub's mu).
@@ -150,6 +151,9 @@ type sessionNotes struct {
 	subs    map[string]struct{} // this session's subscriptions (guarded by the hub's mu too)
 	// subBytes is what subs count against MaxSubscriptionBytes.
 	subBytes int
+	// statuses are the task status notifications to send
+	// (rev2025_task_owners.go).
+	statuses pendingStatuses
 }
 
 // markNotes records a changed list (k != 0) or an updated resource (uri !=
@@ -174,26 +178,36 @@ func (ss *Session) markNotes(k listKind, uri string) {
 			}
 		}
 	}
-	start := !n.sending && (n.dirty != 0 || len(n.updated) > 0)
-	if start {
-		n.sending = true
-	}
+	start := n.claimSenderLocked()
 	n.mu.Unlock()
 	if start {
 		go ss.sendNotes()
 	}
 }
 
+// claimSenderLocked reports whether the caller is to start the session's
+// sender (sendNotes): something is pending and none is running.
+func (n *sessionNotes) claimSenderLocked() bool {
+	if n.sending || (n.dirty == 0 && len(n.updated) == 0 && len(n.statuses.queue) == 0) {
+		return false
+	}
+	n.sending = true
+	return true
+}
+
 // sendNotes writes the pending notifications until none are left. Only a
 // RUNNING session is notified: before that the client lists afterwards
-// anyway, and after CLOSED nothing is written.
+// anyway, and after CLOSED nothing is written (what is pending then is
+// dropped). It is the session's goroutine: it runs while something is
+// pending, and each of its writes ends when the session does.
 func (ss *Session) sendNotes() {
 	n := &ss.notes
 	for {
 		n.mu.Lock()
 		dirty, uris := n.dirty, n.updated
 		n.dirty, n.updated, n.queued, n.warned = 0, nil, nil, false
-		if dirty == 0 && len(uris) == 0 {
+		statuses := n.statuses.take()
+		if dirty == 0 && len(uris) == 0 && len(statuses) == 0 {
 			n.sending = false
 			n.mu.Unlock()
 			return
@@ -209,6 +223,9 @@ func (ss *Session) sendNotes() {
 		}
 		for _, uri := range uris {
 			ss.sendNote(notificationResourceUpdated, &resourceUpdatedNotificationParams{URI: uri})
+		}
+		for _, p := range statuses {
+			ss.sendStatus(p)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"slices"
 	"strconv"
-	"sync"
 )
 
 // The owners of 2025-11-25 tasks and their sessions. A task belongs to an
@@ -178,37 +177,117 @@ func (st *taskHost) dropSession(ss *Session) {
 	}
 }
 
-// notifyStatus sends notifications/tasks/status with the state of rec to
-// every live session of e's owner, unless a later state was sent already.
-// Each session gets at most logSendTimeout; they are sent to at once, so
-// that a slow one delays no other.
+// notifyStatus hands notifications/tasks/status with the state of rec to
+// every live session of e's owner, unless a later state was handed on
+// already. It never waits for a write: each session's own goroutine
+// (Session.sendNotes) writes it, so that neither the task (its pool slot,
+// its requests to the client) nor another session waits for a session
+// that does not read.
 func (st *taskHost) notifyStatus(e *taskEntry, rec *TaskRecord) {
 	r := &e.r2025
 	r.notifyMu.Lock()
-	defer r.notifyMu.Unlock()
+	defer r.notifyMu.Unlock() // the versions of one task are queued in order
 	if rec.Version <= r.notified {
 		return
 	}
 	r.notified = rec.Version
-	to := st.sessionsOf(e.owner)
-	if len(to) == 0 {
-		return
-	}
 	p := &TaskStatusNotificationParams{Task: rec.State}
-	var wg sync.WaitGroup
-	for _, ss := range to[1:] {
-		wg.Go(func() { sendStatus(ss, e.id, p) })
+	for _, ss := range st.sessionsOf(e.owner) {
+		ss.queueStatus(p)
 	}
-	sendStatus(to[0], e.id, p)
-	wg.Wait()
 }
 
-// sendStatus sends one status notification to ss, within logSendTimeout.
-func sendStatus(ss *Session, id string, p *TaskStatusNotificationParams) {
-	ctx, cancel := context.WithTimeout(context.Background(), logSendTimeout)
+// maxPendingStatusBytes bounds the task status notifications one session
+// holds unwritten (each counted by statusCost): a status that does not
+// fit is dropped, with a warning, until the backlog is written.
+const maxPendingStatusBytes = 64 << 10
+
+// statusCost is what a pending status counts against
+// maxPendingStatusBytes: its strings of variable length and a fixed share
+// for the rest.
+func statusCost(p *TaskStatusNotificationParams) int {
+	return 128 + len(p.Task.TaskID) + len(p.Task.StatusMessage)
+}
+
+// pendingStatuses is the task status notifications a session is yet to
+// be written, in the order they changed. While the session's sender is
+// writing (busy), a task's later status replaces the one of it still
+// waiting, so that a session that does not keep up holds at most one per
+// task, the latest; one that keeps up (its sender idle when a status
+// comes) is written every status. It is guarded by the sessionNotes' mu.
+type pendingStatuses struct {
+	queue  []*TaskStatusNotificationParams // nil: replaced, then dropped
+	last   map[string]int                  // task id → its last entry in queue (made on first use)
+	bytes  int                             // the statusCost of queue, together
+	busy   bool                            // the sender is writing what it took last
+	warned bool                            // a status was dropped since the last take
+}
+
+// put queues p, in place of its task's waiting status while the sender
+// is busy. It reports false when p does not fit in maxPendingStatusBytes:
+// p is dropped then, and so is the stale status it was to replace.
+func (q *pendingStatuses) put(p *TaskStatusNotificationParams) bool {
+	id, cost := p.Task.TaskID, statusCost(p)
+	if i, ok := q.last[id]; ok && q.busy {
+		old := statusCost(q.queue[i])
+		if q.bytes-old+cost > maxPendingStatusBytes {
+			q.queue[i] = nil
+			delete(q.last, id)
+			q.bytes -= old
+			return false
+		}
+		q.queue[i] = p
+		q.bytes += cost - old
+		return true
+	}
+	if q.bytes+cost > maxPendingStatusBytes {
+		return false
+	}
+	if q.last == nil {
+		q.last = map[string]int{}
+	}
+	q.last[id] = len(q.queue)
+	q.queue = append(q.queue, p)
+	q.bytes += cost
+	return true
+}
+
+// take returns the queued statuses, in order, and empties q; q is busy
+// until a take finds none.
+func (q *pendingStatuses) take() []*TaskStatusNotificationParams {
+	out := slices.DeleteFunc(q.queue, func(p *TaskStatusNotificationParams) bool { return p == nil })
+	*q = pendingStatuses{busy: len(out) > 0}
+	return out
+}
+
+// queueStatus makes p the status of its task to send to ss, and starts
+// the session's sender unless it is running.
+func (ss *Session) queueStatus(p *TaskStatusNotificationParams) {
+	n := &ss.notes
+	n.mu.Lock()
+	ok := n.statuses.put(p)
+	warn := !ok && !n.statuses.warned
+	if !ok {
+		n.statuses.warned = true
+	}
+	start := n.claimSenderLocked()
+	n.mu.Unlock()
+	if warn {
+		ss.log.Warn("mcp: too many task status notifications pending for a session that does not read; dropping some",
+			"limit", "maxPendingStatusBytes", "maxPendingStatusBytes", maxPendingStatusBytes, "taskId", p.Task.TaskID)
+	}
+	if start {
+		go ss.sendNotes()
+	}
+}
+
+// sendStatus writes one status notification to ss, within logSendTimeout
+// and the session's life.
+func (ss *Session) sendStatus(p *TaskStatusNotificationParams) {
+	ctx, cancel := context.WithTimeout(ss.ctx, logSendTimeout)
 	defer cancel()
-	if err := ss.conn.notify(ctx, notificationTasksStatus, p); err != nil && !isClosed(err) {
-		ss.log.Warn("mcp: sending notifications/tasks/status failed", "taskId", id, "error", err)
+	if err := ss.conn.notify(ctx, notificationTasksStatus, p); err != nil && !isClosed(err) && ss.ctx.Err() == nil {
+		ss.log.Warn("mcp: sending notifications/tasks/status failed", "taskId", p.Task.TaskID, "error", err)
 	}
 }
 

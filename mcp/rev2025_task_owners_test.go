@@ -14,9 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/keelmcp/keel/internal/mcptest"
 	"github.com/keelmcp/keel/mcp"
-	"github.com/keelmcp/keel/transport"
 )
 
 // ownerByName is a TaskOptions.Owner for tests: the part of the client's
@@ -188,17 +186,7 @@ func TestSlowSessionDelaysNoOtherStatus(t *testing.T) {
 	srv := mcp.NewServer(taskServerOptions(releaseTools(release), &mcp.TaskOptions{Owner: ownerByName}))
 	unstall := make(chan struct{})
 	slowSession := func(name string) *stallingTransport {
-		ct, st := transport.NewPipe(nil)
-		slow := &stallingTransport{Transport: st, only: `"notifications/tasks/status"`, release: unstall}
-		done := make(chan error, 1)
-		go func() { done <- srv.Run(context.Background(), slow) }()
-		copts, _ := statusOptions(name)
-		sc := mcp.NewClient(copts)
-		require.NoError(t, sc.Connect(ctx, mcptest.ValidateTransport(t, ct)))
-		t.Cleanup(func() { sc.Close(); <-done })
-		_, err := sc.ListTasks(ctx, "") // joins the owner
-		require.NoError(t, err)
-		slow.stall.Store(true)
+		slow, _ := stalledStatusSession(t, srv, name, unstall)
 		return slow
 	}
 	before := slowSession("alice/slow-1")

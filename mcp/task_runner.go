@@ -26,7 +26,9 @@ import (
 //     deadline: see ToolCall.Detach) and the max run time wins, whatever
 //     comes later is logged and dropped;
 //   - its slot is released once the handler has really returned
-//     (ToolCall.AfterHandler).
+//     (ToolCall.AfterHandler): before its outcome is settled when the
+//     handler returned with it, so that a client told of the outcome can
+//     start its next task at once.
 //
 // What an outcome means is the revision's business, in its settle hook:
 // a 2025-11-25 task is settled (taskHost.settle, under its revision's
@@ -164,9 +166,10 @@ func (tr *taskRunner) start(r *taskRun) error {
 	return nil
 }
 
-// exec is the goroutine of a run: the handler, then its outcome through
-// the gate, then the release of its slot once the handler has really
-// returned (a deadline inside may return first: ToolCall.AfterHandler).
+// exec is the goroutine of a run: the handler, then the release of its
+// slot and its outcome through the gate, or, when a deadline inside
+// returned first (ToolCall.AfterHandler), its outcome and then the
+// release once the handler has really returned.
 func (tr *taskRunner) exec(r *taskRun, ctx context.Context) {
 	stop := context.AfterFunc(ctx, func() { // the max run time answers at once
 		if context.Cause(ctx) == errMaxRunTime {
@@ -178,23 +181,32 @@ func (tr *taskRunner) exec(r *taskRun, ctx context.Context) {
 	if context.Cause(ctx) == errMaxRunTime { // the limit, not the handler's reaction to it
 		res, err = nil, tr.runTimeError(r.call)
 	}
+	detached := r.call.Detached()
+	if !detached {
+		tr.free(r) // before the outcome is announced: a client told of it may start the next at once
+	}
 	if !r.deliver(res, err) {
 		r.call.Logger.Debug("mcp: late task result dropped (the run already had its outcome)", "tool", r.call.Name)
 	}
-	if r.call.Detached() {
-		r.call.AfterHandler(func() { tr.finish(r) })
+	if detached {
+		r.call.AfterHandler(func() { tr.free(r); tr.finish(r) })
 	} else {
 		tr.finish(r)
 	}
 }
 
-// finish releases what a run holds, once its handler has returned.
-func (tr *taskRunner) finish(r *taskRun) {
-	r.cancel()
+// free gives back the pool slot of a run whose handler has returned.
+func (tr *taskRunner) free(r *taskRun) {
 	tr.mu.Lock()
 	delete(tr.live, r)
 	tr.releaseLocked(r.quota)
 	tr.mu.Unlock()
+}
+
+// finish ends a run whose slot is free: its context, its exit hook, its
+// count.
+func (tr *taskRunner) finish(r *taskRun) {
+	r.cancel()
 	if r.exit != nil {
 		r.exit()
 	}
