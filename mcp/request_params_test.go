@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keelmcp/keel/mcp"
+	"github.com/keelmcp/keel/transport"
 )
 
 type greetParams struct {
@@ -315,4 +317,41 @@ func TestParamsSetAnewAreDecodedAnew(t *testing.T) {
 	defer s.mu.Unlock()
 	assert.Equal(t, `{"message":"hi"}`, string(s.mw["tools/call"].(*mcp.CallToolParams).Arguments), "the middleware's value is left as decoded")
 	assert.False(t, s.again["tools/call"], "Params after the handler decodes the new params")
+}
+
+// BenchmarkBuiltinParams serves each built-in method that reads its
+// params through Params, over the in-memory transport, without a
+// middleware and with one that decodes the params first (decodeFirst):
+// the ratio of the two is what a middleware's decoding costs the request.
+func BenchmarkBuiltinParams(b *testing.B) {
+	lines := map[string]string{
+		"tools/call":          `{"name":"echo","arguments":{"message":"hi"},` + modernMeta + `}`,
+		"prompts/get":         `{"name":"greet","arguments":{"who":"ann"},` + modernMeta + `}`,
+		"resources/read":      `{"uri":"file:///a",` + modernMeta + `}`,
+		"completion/complete": `{"ref":{"type":"ref/prompt","name":"greet"},"argument":{"name":"who","value":"a"},` + modernMeta + `}`,
+	}
+	for _, method := range []string{"tools/call", "prompts/get", "resources/read", "completion/complete"} {
+		for _, decode := range []bool{false, true} {
+			b.Run(method+map[bool]string{false: "/handler", true: "/middleware"}[decode], func(b *testing.B) {
+				s := &paramsSeen{mw: map[string]any{}, again: map[string]bool{}}
+				ct, st := transport.NewPipe(nil)
+				srv := mcp.NewServer(paramsSeenOptions(s, decode))
+				done := make(chan struct{})
+				go func() { defer close(done); _ = srv.Run(context.Background(), st) }()
+				b.Cleanup(func() { ct.Close(); <-done })
+				ctx := context.Background()
+				b.ReportAllocs()
+				for i := 0; b.Loop(); i++ {
+					line := `{"jsonrpc":"2.0","id":` + strconv.Itoa(i+1) + `,"method":"` + method + `","params":` + lines[method] + `}`
+					if err := ct.Write(ctx, []byte(line)); err != nil {
+						b.Fatal(err)
+					}
+					msg, err := ct.Read(ctx)
+					if err != nil || !bytes.Contains(msg, []byte(`"result"`)) {
+						b.Fatalf("answer %s, %v", msg, err)
+					}
+				}
+			})
+		}
+	}
 }
