@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io/fs"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -68,15 +67,10 @@ func (s *Server) declareFeatures(caps *ServerCapabilities) {
 	}
 }
 
-// decodePaginated decodes the params of a list request.
-func decodePaginated(req *Request) (paginatedParams, *Error) {
-	var p paginatedParams
-	if req.Params != nil {
-		if err := json.Unmarshal(req.Params, &p); err != nil {
-			return p, invalidParams(err)
-		}
-	}
-	return p, nil
+// decodePaginated returns the params of a list request, as Params decoded
+// them: shared, read-only.
+func decodePaginated(req *Request) (*paginatedParams, *Error) {
+	return paramsOf[paginatedParams](req)
 }
 
 func handleResourcesList(ctx context.Context, req *Request) (any, error) {
@@ -116,13 +110,13 @@ func handleResourceTemplatesList(ctx context.Context, req *Request) (any, error)
 // decodeURIParams returns the params of a request on one resource (a
 // required absolute "uri"), as Params decoded them (a middleware's
 // decoding, if one did): shared, read-only.
-func decodeURIParams(req *Request) (*ReadResourceParams, error) {
+func decodeURIParams(req *Request) (*ReadResourceParams, *Error) {
 	if req.Params == nil || jsontext.Value(req.Params).Kind() != '{' {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: " + req.Method + " requires params {uri}"}
 	}
-	p, err := Params[ReadResourceParams](req)
-	if err != nil {
-		return nil, err
+	p, e := paramsOf[ReadResourceParams](req)
+	if e != nil {
+		return nil, e
 	}
 	if e := req.Session.server.opts.checkURI("uri", p.URI); e != nil {
 		return nil, e

@@ -21,7 +21,7 @@ type paramsCache struct {
 // failedParams is a T whose decoding failed: v is the zero *T.
 type failedParams struct {
 	v   any
-	err error
+	err *Error
 }
 
 // paramsStart identifies params by their first byte in memory (nil when
@@ -36,7 +36,7 @@ func paramsStart(params []byte) *byte {
 // lookup returns the *T decoded from params (and the error decoding it
 // gave), if Params decoded one; c.mu is held. Values decoded from other
 // params (a middleware set Request.Params anew since) are dropped.
-func lookup[T any](c *paramsCache, params []byte) (*T, error, bool) {
+func lookup[T any](c *paramsCache, params []byte) (*T, *Error, bool) {
 	if start := paramsStart(params); c.src != start {
 		c.src, c.first, c.more = start, nil, nil
 		return nil, nil, false
@@ -55,7 +55,7 @@ func lookup[T any](c *paramsCache, params []byte) (*T, error, bool) {
 }
 
 // entryOf returns the value and error of cache entry e if it is a T's.
-func entryOf[T any](e any) (*T, error, bool) {
+func entryOf[T any](e any) (*T, *Error, bool) {
 	switch x := e.(type) {
 	case *T:
 		return x, nil, true
@@ -86,30 +86,39 @@ func entryOf[T any](e any) (*T, error, bool) {
 // ReadResourceParams (resources/read) or CompleteParams
 // (completion/complete) spares the method's handler its decoding.
 func Params[T any](req *Request) (*T, error) {
+	p, e := paramsOf[T](req)
+	if e != nil {
+		return p, e
+	}
+	return p, nil // not a typed nil in an interface
+}
+
+// paramsOf is Params with the error as the *Error it is.
+func paramsOf[T any](req *Request) (*T, *Error) {
 	c := &req.params
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if p, err, ok := lookup[T](c, req.Params); ok {
-		return p, err
+	if p, e, ok := lookup[T](c, req.Params); ok {
+		return p, e
 	}
 	p := new(T)
-	var err error
-	var e any = p
+	var e *Error
+	var entry any = p
 	if len(req.Params) > 0 && string(req.Params) != "null" {
-		if derr := json.Unmarshal(req.Params, p); derr != nil {
-			p, err = new(T), invalidParams(derr)
-			e = &failedParams{v: p, err: err}
+		if err := json.Unmarshal(req.Params, p); err != nil {
+			p, e = new(T), invalidParams(err)
+			entry = &failedParams{v: p, err: e}
 		}
 	}
 	switch {
 	case c.first == nil:
-		c.first = e
+		c.first = entry
 	case c.more == nil:
-		c.more = &[]any{e}
+		c.more = &[]any{entry}
 	default:
-		*c.more = append(*c.more, e)
+		*c.more = append(*c.more, entry)
 	}
-	return p, err
+	return p, e
 }
 
 // decodedBefore returns the *T Params decoded from req's current params
@@ -121,7 +130,7 @@ func decodedBefore[T any](req *Request) (*T, bool) {
 	c := &req.params
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if p, err, ok := lookup[T](c, req.Params); ok && err == nil {
+	if p, e, ok := lookup[T](c, req.Params); ok && e == nil {
 		return p, true
 	}
 	return nil, false
