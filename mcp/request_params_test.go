@@ -355,3 +355,36 @@ func BenchmarkBuiltinParams(b *testing.B) {
 		}
 	}
 }
+
+// TestToolsCallAfterMiddlewareDecodeFailed: a _meta member only the
+// revision reads (clientInfo) holds a number no Meta value can hold, so a
+// middleware's Params[CallToolParams] fails; a middleware that goes on
+// regardless leaves tools/call to read its params itself, and the call
+// is answered as without the middleware.
+func TestToolsCallAfterMiddlewareDecodeFailed(t *testing.T) {
+	var decodeErr atomic.Pointer[error]
+	s := &paramsSeen{mw: map[string]any{}, again: map[string]bool{}}
+	o := paramsSeenOptions(s, false)
+	o.Middleware = []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, req *mcp.Request) (any, error) {
+			if _, err := mcp.Params[mcp.CallToolParams](req); err != nil {
+				decodeErr.Store(&err)
+			}
+			return next(ctx, req)
+		}
+	}}
+	c := startPlain(t, o)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"},"_meta":{` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1","x":1e400},"acme/trace":"t-1"}}}`)
+	m := c.recv()
+	require.Contains(t, m, "result", "%v", m)
+	require.NotNil(t, decodeErr.Load(), "the middleware's decoding failed")
+	var e *mcp.Error
+	require.ErrorAs(t, *decodeErr.Load(), &e)
+	assert.Equal(t, int64(mcp.CodeInvalidParams), e.Code)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	assert.Equal(t, `{"message":"hi"}`, string(s.tool.Arguments))
+	assert.Equal(t, mcp.Meta{"acme/trace": "t-1"}, s.tool.Meta)
+}
