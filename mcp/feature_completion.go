@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -19,17 +18,23 @@ type CompletionSource interface {
 	// sets hasMore and total. An unknown prompt or template is an *Error
 	// with code -32602 (or an INVALID_ARGUMENT or NOT_FOUND
 	// *StructuredError); any other error becomes -32603. p.Context is nil
-	// for clients of revisions before 2025-06-18.
+	// for clients of revisions before 2025-06-18. p is the request's
+	// params as Params decoded them, shared with any middleware that
+	// decoded them too: treat it as read-only.
 	Complete(ctx context.Context, p *CompleteParams) (*CompleteResult, error)
 }
 
-func handleComplete(ctx context.Context, req *Request) (any, error) {
+// handleComplete serves completion/complete, with the params a
+// middleware decoded (Params) or decoded here. withContext is the rule of
+// the method table's column: false drops params.context, which a client
+// of a revision without it cannot have meant (legacyComplete).
+func handleComplete(ctx context.Context, req *Request, withContext bool) (any, error) {
 	if req.Params == nil || jsontext.Value(req.Params).Kind() != '{' {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: completion/complete requires params {ref, argument}"}
 	}
-	p := new(CompleteParams)
-	if err := json.Unmarshal(req.Params, p); err != nil {
-		return nil, invalidParams(err)
+	p, err := Params[CompleteParams](req)
+	if err != nil {
+		return nil, err
 	}
 	if p.Ref.Type == "" {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: ref is required"}
@@ -37,7 +42,11 @@ func handleComplete(ctx context.Context, req *Request) (any, error) {
 	if p.Argument.Name == "" {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: argument.name is required"}
 	}
-	p.Context = completionContext(p.Context, req.r.version())
+	if p.Context != nil && !withContext {
+		c := *p // the decoded params are shared with middleware: read-only
+		c.Context = nil
+		p = &c
+	}
 	ss := req.Session
 	res, err := ss.server.opts.Completions.Complete(req.withProgress(ctx), p)
 	if err != nil {

@@ -29,20 +29,24 @@ var levelsBySeverity = [...]LoggingLevel{LoggingLevelEmergency, LoggingLevelAler
 	LoggingLevelError, LoggingLevelWarning, LoggingLevelNotice, LoggingLevelInfo, LoggingLevelDebug}
 
 // logEnabledFor reports whether a message of level l about the request
-// ctx belongs to reaches the client: a 2026-07-28 request gets messages
-// only at or above the logLevel of its own _meta (none without one), a
-// legacy request those at or above the session's level.
+// ctx belongs to reaches the client: one at or above the request's level
+// (Request.LogLevel: a 2026-07-28 request's own, none without one; a 2025
+// request's session's), none once the request was answered with a task
+// (there is nothing to send on). Outside a request, the session's level
+// applies (none for a connection that serves 2026-07-28 requests only).
 func (ss *Session) logEnabledFor(ctx context.Context, l LoggingLevel) bool {
-	if m := modernFromContext(ctx); m != nil {
-		if c := ToolCallFromContext(ctx); c != nil && c.run.isTask() {
-			return false // the request was answered with a task: nothing to send on
-		}
-		return ss.server.opts.Logging && m.meta.LogLevel != "" && l.AtLeast(m.meta.LogLevel)
+	if !ss.server.opts.Logging {
+		return false
 	}
-	if ss.modernOnly {
-		return false // no 2025 session: only a request's own level applies
+	req := RequestFromContext(ctx)
+	if req == nil {
+		return sessionLogEnabled(ss, l)
 	}
-	return sessionLogEnabled(ss, l)
+	if c := ToolCallFromContext(ctx); c != nil && c.run.isTask() {
+		return false
+	}
+	level := req.LogLevel()
+	return level != "" && l.AtLeast(level)
 }
 
 // Log sends the client a notifications/message of the given level, logger

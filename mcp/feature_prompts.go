@@ -3,9 +3,9 @@ package mcp
 import (
 	"context"
 	"errors"
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // PromptSource is what a Server serves prompts from (prompts/list,
@@ -18,7 +18,9 @@ type PromptSource interface {
 	// GetPrompt renders one prompt. An unknown prompt or a missing
 	// required argument is an *Error with code -32602 (or an
 	// INVALID_ARGUMENT or NOT_FOUND *StructuredError, which the Server
-	// turns into one); any other error becomes -32603.
+	// turns into one); any other error becomes -32603. p is the request's
+	// params as Params decoded them, shared with any middleware that
+	// decoded them too: treat it as read-only.
 	GetPrompt(ctx context.Context, p *GetPromptParams) (*GetPromptResult, error)
 }
 
@@ -45,9 +47,9 @@ func handlePromptsGet(ctx context.Context, req *Request, rounds inputRule) (any,
 	if req.Params == nil || jsontext.Value(req.Params).Kind() != '{' {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: prompts/get requires params {name, arguments}"}
 	}
-	p := new(GetPromptParams)
-	if err := json.Unmarshal(req.Params, p); err != nil {
-		return nil, invalidParams(err)
+	p, err := Params[GetPromptParams](req) // a middleware's decoding, if one did
+	if err != nil {
+		return nil, err
 	}
 	if p.Name == "" {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: name is required"}
@@ -59,7 +61,13 @@ func handlePromptsGet(ctx context.Context, req *Request, rounds inputRule) (any,
 		return nil, invalidParams(err)
 	}
 	responses, state := p.InputResponses, p.RequestState
-	p.InputResponses, p.RequestState = nil, "" // the handler reads them with InputFromContext
+	if responses != nil || state != "" {
+		// The handler reads them with InputFromContext. The decoded
+		// params are shared with middleware (read-only): a copy.
+		c := *p
+		c.InputResponses, c.RequestState = nil, ""
+		p = &c
+	}
 	ctx = req.withProgress(ctx)
 	return rounds(r, ctx, methodPromptsGet, p.Name, args, responses, state, func(ctx context.Context) (any, error) {
 		res, err := src.GetPrompt(ctx, p)

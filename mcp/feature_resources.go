@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io/fs"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -25,7 +24,8 @@ type ResourceSource interface {
 	// ReadResource reads one resource. An unknown resource is an error
 	// matching ResourceNotFoundError (or a NOT_FOUND *StructuredError, or
 	// fs.ErrNotExist); an *Error is sent as it is; any other error becomes
-	// -32603.
+	// -32603. p is the request's params as Params decoded them, shared
+	// with any middleware that decoded them too: treat it as read-only.
 	ReadResource(ctx context.Context, p *ReadResourceParams) (*ReadResourceResult, error)
 }
 
@@ -52,8 +52,9 @@ func (d resourceErrData) correlatedWith(id func() string) any {
 }
 
 // declareFeatures adds the capabilities of resources, prompts and
-// completion to an initialize result for revision v.
-func (s *Server) declareFeatures(v string, caps *ServerCapabilities) {
+// completion the server serves to caps (a revision that lacks one of them
+// leaves it out: initializeResult).
+func (s *Server) declareFeatures(caps *ServerCapabilities) {
 	o := &s.opts
 	if o.Resources != nil {
 		caps.Resources = &ResourcesCapability{Subscribe: s.hub.updates, ListChanged: s.hub.watch&listResources != 0}
@@ -61,20 +62,15 @@ func (s *Server) declareFeatures(v string, caps *ServerCapabilities) {
 	if o.Prompts != nil {
 		caps.Prompts = &ListChangedCapability{ListChanged: s.hub.watch&listPrompts != 0}
 	}
-	if o.Completions != nil && completionsIn(v) {
+	if o.Completions != nil {
 		caps.Completions = &struct{}{}
 	}
 }
 
-// decodePaginated decodes the params of a list request.
-func decodePaginated(req *Request) (paginatedParams, *Error) {
-	var p paginatedParams
-	if req.Params != nil {
-		if err := json.Unmarshal(req.Params, &p); err != nil {
-			return p, invalidParams(err)
-		}
-	}
-	return p, nil
+// decodePaginated returns the params of a list request, as Params decoded
+// them: shared, read-only.
+func decodePaginated(req *Request) (*paginatedParams, *Error) {
+	return paramsOf[paginatedParams](req)
 }
 
 func handleResourcesList(ctx context.Context, req *Request) (any, error) {
@@ -111,34 +107,43 @@ func handleResourceTemplatesList(ctx context.Context, req *Request) (any, error)
 	return &ListResourceTemplatesResult{ResourceTemplates: page, NextCursor: next}, nil
 }
 
-// decodeURIParams decodes params holding a required absolute "uri".
-func decodeURIParams(req *Request, p *ReadResourceParams) *Error {
+// decodeURIParams returns the params of a request on one resource (a
+// required absolute "uri"), as Params decoded them (a middleware's
+// decoding, if one did): shared, read-only.
+func decodeURIParams(req *Request) (*ReadResourceParams, *Error) {
 	if req.Params == nil || jsontext.Value(req.Params).Kind() != '{' {
-		return &Error{Code: CodeInvalidParams, Message: "Invalid params: " + req.Method + " requires params {uri}"}
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: " + req.Method + " requires params {uri}"}
 	}
-	if err := json.Unmarshal(req.Params, p); err != nil {
-		return invalidParams(err)
+	p, e := paramsOf[ReadResourceParams](req)
+	if e != nil {
+		return nil, e
 	}
 	if e := req.Session.server.opts.checkURI("uri", p.URI); e != nil {
-		return e
+		return nil, e
 	}
 	if err := CheckResourceURI(p.URI); err != nil {
-		return &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
+		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
 	}
-	return nil
+	return p, nil
 }
 
 // handleResourcesRead serves resources/read, in the input rounds of its
 // column of the method table.
 func handleResourcesRead(ctx context.Context, req *Request, rounds inputRule) (any, error) {
-	p := new(ReadResourceParams)
-	if e := decodeURIParams(req, p); e != nil {
+	p, e := decodeURIParams(req)
+	if e != nil {
 		return nil, e
 	}
 	ss, r := req.Session, &req.r
 	src := ss.server.opts.Resources
 	responses, state := p.InputResponses, p.RequestState
-	p.InputResponses, p.RequestState = nil, "" // the handler reads them with InputFromContext
+	if responses != nil || state != "" {
+		// The handler reads them with InputFromContext. The decoded
+		// params are shared with middleware (read-only): a copy.
+		c := *p
+		c.InputResponses, c.RequestState = nil, ""
+		p = &c
+	}
 	ctx = req.withProgress(ctx)
 	return rounds(r, ctx, methodResourcesRead, p.URI, nil, responses, state, func(ctx context.Context) (any, error) {
 		res, err := src.ReadResource(ctx, p)

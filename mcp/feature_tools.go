@@ -104,6 +104,79 @@ type callToolFields struct {
 	RequestState   string                     `json:"requestState,omitempty"`
 }
 
+// metaRule returns the _meta of a tools/call as the request's scope read
+// it already (without the revision's own members), when there is such a
+// reading of the request's current params; ok false: tools/call reads
+// _meta itself. It is a column's rule (modernCallMeta; nil: none).
+type metaRule func(req *Request) (meta Meta, ok bool)
+
+// toolCallParams returns the params of a tools/call, a copy the call may
+// change: from the CallToolParams a middleware decoded (Params), when one
+// did, else decoded here (callToolWire), with the _meta readMeta gives
+// when it gives one. Meta leaves out the revision's own members either
+// way (see callToolWire).
+func toolCallParams(req *Request, readMeta metaRule) (*CallToolParams, error) {
+	var meta Meta
+	read := false
+	if readMeta != nil {
+		meta, read = readMeta(req)
+	}
+	p := new(CallToolParams)
+	if c, ok := decodedBefore[CallToolParams](req); ok {
+		*p = *c
+		if read {
+			p.Meta = meta
+		} else {
+			p.Meta = withoutRevisionMembers(c.Meta)
+		}
+		return p, nil
+	}
+	var w callToolWire
+	var err error
+	if read {
+		err = jsonv2.Unmarshal(req.Params, &w.callToolFields)
+		w.Meta = callMeta(meta)
+	} else {
+		err = jsonv2.Unmarshal(req.Params, &w)
+	}
+	if err != nil {
+		return nil, invalidParams(err)
+	}
+	*p = CallToolParams{Name: w.Name, Arguments: json.RawMessage(w.Arguments), Task: w.Task, InputResponses: w.InputResponses,
+		RequestState: w.RequestState, Meta: Meta(w.Meta)}
+	return p, nil
+}
+
+// withoutRevisionMembers returns m without the members callMeta skips:
+// m itself when it has none of them, else a copy; nil when nothing is
+// left (as callMeta leaves an empty _meta).
+func withoutRevisionMembers(m Meta) Meta {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := [...]string{revision.MetaProtocolVersion, revision.MetaClientCapabilities, revision.MetaClientInfo, revision.MetaLogLevel}
+	n := 0
+	for _, k := range keys {
+		if _, ok := m[k]; ok {
+			n++
+		}
+	}
+	if n == 0 {
+		return m
+	}
+	out := make(Meta, len(m)-n)
+	for k, v := range m {
+		out[k] = v
+	}
+	for _, k := range keys {
+		delete(out, k)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
 // sameValue reports whether a and b are the same bytes in memory (not
 // merely equal ones).
 func sameValue(a, b jsontext.Value) bool {
@@ -145,28 +218,18 @@ func (m *callMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 // handleToolsCall serves tools/call: it checks the params, builds the
 // ToolCall, and runs it through the ToolSource in the input rounds (or as
 // a task, by the task rules) of its column of the method table
-// (legacyToolsCall, modernToolsCall).
+// (legacyToolsCall, modernToolsCall), reading _meta by the column's
+// metaRule.
 // Its outcome is the tool result: a tool's error becomes an isError
 // result, an *Error stays a JSON-RPC error.
-func handleToolsCall(ctx context.Context, req *Request, rounds inputRule, taskCall taskRule) (any, error) {
+func handleToolsCall(ctx context.Context, req *Request, rounds inputRule, taskCall taskRule, readMeta metaRule) (any, error) {
 	if req.Params == nil || jsontext.Value(req.Params).Kind() != '{' {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: tools/call requires params {name, arguments}"}
 	}
-	var w callToolWire
-	var err error
-	if mod := req.r.mod; mod != nil && !mod.meta.partial && sameValue(jsontext.Value(req.Params), req.r.params) {
-		// The request's own params (no middleware replaced them), whose
-		// _meta was read with the request's scope (RequestMeta.Meta).
-		err = jsonv2.Unmarshal(req.Params, &w.callToolFields)
-		w.Meta = callMeta(mod.meta.Meta)
-	} else {
-		err = jsonv2.Unmarshal(req.Params, &w)
-	}
+	p, err := toolCallParams(req, readMeta)
 	if err != nil {
-		return nil, invalidParams(err)
+		return nil, err
 	}
-	p := CallToolParams{Name: w.Name, Arguments: json.RawMessage(w.Arguments), Task: w.Task, InputResponses: w.InputResponses,
-		RequestState: w.RequestState, Meta: Meta(w.Meta)}
 	if p.Name == "" {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: name is required"}
 	}
@@ -188,7 +251,7 @@ func handleToolsCall(ctx context.Context, req *Request, rounds inputRule, taskCa
 	call.logv = *slog.New(&call.logh)
 	call.Logger = &call.logv
 	r.call = call
-	if res, err, handled := taskCall(ctx, req, call, &p); handled {
+	if res, err, handled := taskCall(ctx, req, call, p); handled {
 		return res, err
 	}
 	src := opts.Tools

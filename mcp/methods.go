@@ -38,7 +38,10 @@ func both(h MethodHandler) method { return method{legacy: h, modern: h} }
 // column with its revision's (inputRule: legacyRounds, modernRounds), run
 // around the handlers of tools/call, prompts/get and resources/read, which
 // pass them their target and arguments once decoded, and around the custom
-// methods named in ServerOptions.InputMethods (withInputRounds). It is a switch rather
+// methods named in ServerOptions.InputMethods (withInputRounds). What else
+// a revision changes in a built-in method is its column's too (the
+// context of completion/complete, the _meta tools/call reads), so that no
+// handler asks which revision it serves. It is a switch rather
 // than a map literal: the handlers reach handleRequest again (a handler
 // waiting for the client hands reading over), which a package-level map
 // could not refer to without an initialization cycle.
@@ -71,8 +74,7 @@ func (s *Server) lookupMethod(name string) (md method, ok bool) {
 		md = method{offered: hasPrompts, legacy: legacyPromptsGet,
 			modern: func(ctx context.Context, req *Request) (any, error) { return handlePromptsGet(ctx, req, modernRounds) }}
 	case methodCompletionComplete:
-		md = both(handleComplete)
-		md.offered = hasCompletions
+		md = method{offered: hasCompletions, legacy: legacyComplete, modern: modernComplete}
 	case methodLoggingSetLevel:
 		md = method{offered: hasLogging, legacy: handleSetLevel, inline: true}
 	case methodTasksGet:

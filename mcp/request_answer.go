@@ -10,7 +10,7 @@ import (
 // tools/call (whose ToolCall holds its own): ReportProgress works in the
 // handler, and the request finishes it before it answers.
 func (req *Request) withProgress(ctx context.Context) context.Context {
-	ctx, req.f.prog = req.Session.withProgress(ctx, jsontext.Value(req.Params), req.r.version())
+	ctx, req.f.prog = req.Session.withProgress(ctx, jsontext.Value(req.Params), req.ProtocolVersion())
 	return ctx
 }
 

@@ -176,15 +176,9 @@ func progressMessage(message, v string) string {
 	return message
 }
 
-// completionContext returns the context of a completion request of
-// revision v: none before 2025-06-18, which added it (a client of an
-// older revision cannot have meant one).
-func completionContext(c *CompleteContext, v string) *CompleteContext {
-	if !revision.AtLeast(v, Version20250618) {
-		return nil
-	}
-	return c
-}
+// completionContextIn reports whether a completion request of revision v
+// can carry a context: from 2025-06-18, which added it.
+func completionContextIn(v string) bool { return revision.AtLeast(v, Version20250618) }
 
 // supportedVersions lists the protocol revisions keel negotiates, newest first.
 var supportedVersions = []string{Version20251125, Version20250618, Version20250326, Version20241105}

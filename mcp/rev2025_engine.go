@@ -136,9 +136,9 @@ func (legacyEngine) inputRequired(r *responder, _ *InputRequiredError) {
 func (legacyEngine) errorCode(c int64) int64 { return c }
 
 // legacyToolsCall is tools/call in the legacy column of the method table:
-// under the 2025-11-25 task rules.
+// under the 2025-11-25 task rules; it reads _meta itself (no metaRule).
 func legacyToolsCall(ctx context.Context, req *Request) (any, error) {
-	return handleToolsCall(ctx, req, legacyRounds, legacyTaskCall)
+	return handleToolsCall(ctx, req, legacyRounds, legacyTaskCall, nil)
 }
 
 // legacyResourcesRead and legacyPromptsGet are resources/read and
@@ -151,6 +151,13 @@ func legacyResourcesRead(ctx context.Context, req *Request) (any, error) {
 
 func legacyPromptsGet(ctx context.Context, req *Request) (any, error) {
 	return handlePromptsGet(ctx, req, legacyRounds)
+}
+
+// legacyComplete is completion/complete in the legacy column: params.context
+// reaches the source from clients of 2025-06-18 and later only (an older
+// client cannot have meant one).
+func legacyComplete(ctx context.Context, req *Request) (any, error) {
+	return handleComplete(ctx, req, completionContextIn(req.ProtocolVersion()))
 }
 
 func legacyInputMethod(h MethodHandler) MethodHandler { return withInputRounds(h, legacyRounds) }

@@ -33,8 +33,11 @@ func (s *Server) initializeResult(v string) *InitializeResult {
 	if o.Tools != nil {
 		res.Capabilities.Tools = &ListChangedCapability{ListChanged: s.hub.watch&listTools != 0}
 	}
-	s.declareFeatures(v, &res.Capabilities) // resources, prompts, completions
-	s.declareTasks(v, &res.Capabilities)    // task_server.go
+	s.declareFeatures(&res.Capabilities) // resources, prompts, completions
+	if !completionsIn(v) {
+		res.Capabilities.Completions = nil
+	}
+	s.declareTasks(v, &res.Capabilities) // task_server.go
 	if o.Logging {
 		res.Capabilities.Logging = &struct{}{}
 	}
@@ -73,8 +76,8 @@ func handleUnsubscribe(_ context.Context, req *Request) (any, error) {
 }
 
 func subscribe(req *Request, on bool) (any, error) {
-	p := new(ReadResourceParams) // same shape as subscribeParams and unsubscribeParams
-	if e := decodeURIParams(req, p); e != nil {
+	p, e := decodeURIParams(req) // same shape as subscribeParams and unsubscribeParams
+	if e != nil {
 		return nil, e
 	}
 	ss := req.Session

@@ -103,19 +103,16 @@ var (
 
 // The 2025 column's tools/call, resources/read, prompts/get and custom
 // input methods are empty too.
-var legacyToolsCall, legacyResourcesRead, legacyPromptsGet MethodHandler
+var legacyToolsCall, legacyResourcesRead, legacyPromptsGet, legacyComplete MethodHandler
 
 func legacyInputMethod(MethodHandler) MethodHandler { return nil }
 
 // legacyTasks: there are no 2025-11-25 tasks.
 func legacyTasks(MethodHandler) MethodHandler { return nil }
 
-// completionsIn, progressMessage and completionContext: revision
-// 2026-07-28, the only one served, has all three.
-func completionsIn(string) bool { return true }
-
-func progressMessage(message, _ string) string                        { return message }
-func completionContext(c *CompleteContext, _ string) *CompleteContext { return c }
+// progressMessage: revision 2026-07-28, the only one served, has
+// progress messages.
+func progressMessage(message, _ string) string { return message }
 
 // shapeResult returns v fit for revision 2026-07-28, the only one served:
 // tools without their execution member.

@@ -24,9 +24,13 @@ type sessionFeatures struct {
 
 // sessionLogLevel returns the logging threshold of session ss: the level
 // the client set with logging/setLevel or, before it did,
-// ServerOptions.LogLevel (what applies to one request is
-// Request.LogLevel).
+// ServerOptions.LogLevel; none ("") for a connection that serves
+// 2026-07-28 requests only, which has no session level (what applies to
+// one request is Request.LogLevel).
 func sessionLogLevel(ss *Session) LoggingLevel {
+	if ss.modernOnly {
+		return ""
+	}
 	if v := ss.feat.logLevel.Load(); v > 0 {
 		return levelsBySeverity[v-1]
 	}
@@ -36,5 +40,6 @@ func sessionLogLevel(ss *Session) LoggingLevel {
 // sessionLogEnabled reports whether a message of level l reaches the
 // client of session ss at its threshold.
 func sessionLogEnabled(ss *Session, l LoggingLevel) bool {
-	return ss.server.opts.Logging && l.AtLeast(sessionLogLevel(ss))
+	level := sessionLogLevel(ss)
+	return ss.server.opts.Logging && level != "" && l.AtLeast(level)
 }

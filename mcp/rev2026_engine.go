@@ -127,9 +127,28 @@ func (modernEngine) errorCode(c int64) int64 {
 }
 
 // modernToolsCall is tools/call in the 2026-07-28 column of the method
-// table: under the rules of the tasks extension.
+// table: under the rules of the tasks extension, with the _meta the
+// request's scope read (modernCallMeta).
 func modernToolsCall(ctx context.Context, req *Request) (any, error) {
-	return handleToolsCall(ctx, req, modernRounds, modernTaskCall)
+	return handleToolsCall(ctx, req, modernRounds, modernTaskCall, modernCallMeta)
+}
+
+// modernCallMeta is the metaRule of the 2026-07-28 column: the members of
+// _meta other than the revision's, read with the request's scope
+// (RequestMeta.Meta), while req.Params are the request's own (no
+// middleware replaced them) and every member could be read.
+func modernCallMeta(req *Request) (Meta, bool) {
+	mod := req.r.mod
+	if mod == nil || mod.meta.partial || !sameValue(jsontext.Value(req.Params), req.r.params) {
+		return nil, false
+	}
+	return mod.meta.Meta, true
+}
+
+// modernComplete is completion/complete in the 2026-07-28 column: the
+// revision has params.context.
+func modernComplete(ctx context.Context, req *Request) (any, error) {
+	return handleComplete(ctx, req, true)
 }
 
 // modernTaskCall: tasks are an extension in 2026-07-28, which params.task

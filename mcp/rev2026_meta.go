@@ -192,7 +192,7 @@ func (s *Server) modernCapabilities() ServerCapabilities {
 	if o.Tools != nil {
 		caps.Tools = &ListChangedCapability{ListChanged: s.hub.watch&listTools != 0}
 	}
-	s.declareFeatures(Version20260728, &caps) // resources, prompts, completions
+	s.declareFeatures(&caps) // resources, prompts, completions
 	if o.Logging {
 		caps.Logging = &struct{}{}
 	}
