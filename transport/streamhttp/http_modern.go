@@ -22,8 +22,7 @@ const (
 	metaProtocolVersion    = revision.MetaProtocolVersion
 	metaClientCapabilities = revision.MetaClientCapabilities
 
-	codeHeaderMismatch             = revision.CodeHeaderMismatch
-	codeUnsupportedProtocolVersion = revision.CodeUnsupportedProtocolVersion
+	codeHeaderMismatch = revision.CodeHeaderMismatch
 
 	headerMethod = "Mcp-Method"
 	headerName   = "Mcp-Name"
@@ -157,12 +156,10 @@ func (h *Handler) checkModern(r *http.Request, env *envelope) (string, *rpcError
 		return "", &rpcError{code: codeHeaderMismatch,
 			message: "Header mismatch: MCP-Protocol-Version " + quoteHeader(hv) + " differs from _meta." + metaProtocolVersion + " " + quoteHeader(version)}
 	}
-	if !h.versions[version] || !revision.PerRequest(version) {
-		// A legacy revision is negotiated with initialize, never named per
-		// request: it is not served in this form.
-		return "", &rpcError{code: codeUnsupportedProtocolVersion,
-			message: "Unsupported protocol version: " + quoteHeader(version),
-			data:    versionData{Supported: h.opts.SupportedVersions, Requested: version}}
+	if !revision.Served(h.opts.SupportedVersions, version) {
+		e := revision.UnsupportedVersion(version, quoteHeader)
+		return "", &rpcError{code: e.Code, message: e.Message,
+			data: versionData{Supported: h.opts.SupportedVersions, Requested: version}}
 	}
 	if err := checkRoutingHeaders(r, method, named, field); err != nil {
 		return "", err
