@@ -132,7 +132,7 @@ type prereader interface {
 	// PrereadMessage returns the message the last Read returned (or the
 	// one handed to Server.ServeRequest), decoded with at most maxDepth
 	// levels of nesting, and for a request or notification the reading
-	// of its params by revision.Read; ok is false when the transport has
+	// of its params by revision.Classify; ok is false when the transport has
 	// no such reading (a batch, say). The message's bytes are the
 	// caller's to keep: they never change.
 	PrereadMessage() (m *jsonrpc.Message, maxDepth int, rd revision.Reading, ok bool)
@@ -148,11 +148,12 @@ func (rd *reader) handleRead(msg []byte) job {
 			if m.Kind != jsonrpc.KindRequest {
 				return rd.handleMessage(m, nil)
 			}
-			var c classified
+			var meta RequestMeta
+			var e *Error
 			if reading.Marked {
-				c = *reading.Server.(*classified)
+				meta, e = requestMetaOf(m.Params, &reading)
 			}
-			return rd.route(m, responder{ss: ss, id: m.ID, params: m.Params}, reading.Marked, c.meta, c.e)
+			return rd.route(m, responder{ss: ss, id: m.ID, params: m.Params}, reading.Marked, meta, e)
 		}
 	}
 	return rd.handleRaw(msg)

@@ -37,7 +37,7 @@ func (p *prereadTransport) PrereadMessage() (*jsonrpc.Message, int, revision.Rea
 	if derr != nil {
 		panic(derr.Message)
 	}
-	return &m, p.maxDepth, revision.Read(m.Params), true
+	return &m, p.maxDepth, revision.Classify(m.Params), true
 }
 
 func (p *prereadTransport) Read(ctx context.Context) ([]byte, error) {

@@ -27,8 +27,8 @@ type envelope struct {
 	// a modern (2026-07-28) message.
 	metaVersion bool
 	// The single message of a body that is not a batch, and for a
-	// request or notification the server's reading of its params
-	// (revision.Read): read here once, for the routing and the server.
+	// request or notification the classifier's reading of its params
+	// (revision.Classify): read here once, for the routing and the server.
 	msg     jsonrpc.Message
 	reading revision.Reading
 	one     [1]string // requests' room for the single message's id
@@ -54,7 +54,7 @@ func parseIncoming(body []byte, maxDepth int) (*envelope, *jsonrpc.DecodeError) 
 			return nil, derr
 		}
 		if m.Kind != jsonrpc.KindResponse {
-			env.reading = revision.Read(m.Params)
+			env.reading = revision.Classify(m.Params)
 			env.metaVersion = env.reading.Marked
 		}
 		env.requests = env.one[:0]

@@ -127,12 +127,12 @@ type rpcError struct {
 // (-32022), then the Mcp-Method and Mcp-Name headers against the body
 // (-32020). It returns the request's revision, or the error to answer.
 func (h *Handler) checkModern(r *http.Request, env *envelope) (string, *rpcError) {
-	// The rules of _meta are internal/revision's. The server's reading of
-	// a modern request's params (parseIncoming) gives the revision when it
-	// succeeds; otherwise CheckMeta tells whether what the routing needs is
-	// there (a bad logLevel, say, is the server's to refuse).
-	version, e := env.reading.Version, (*revision.Refusal)(nil)
-	if !env.reading.Marked || env.reading.Refused {
+	// The rules of _meta are internal/revision's. The classifier's reading
+	// of a marked request's params (parseIncoming) tells whether what the
+	// routing needs is there (a bad logLevel, say, is the server's to
+	// refuse); a request marked by its header alone is checked here.
+	version, e := env.reading.Version, env.reading.Refusal
+	if !env.reading.Marked {
 		version, e = revision.CheckMeta(env.msg.Params)
 	}
 	if e != nil {

@@ -416,8 +416,8 @@ func TestHTTPModernShutdownEndsListens(t *testing.T) {
 }
 
 // A modern POST served in its POST (Options.ServeRequest) hands the
-// server its own reading of the request — the message and the server's
-// reading of its _meta — so that the server does not read the body
+// server its own reading of the request — the message and the
+// classifier's reading of its _meta — so that the server does not read the body
 // again; the reading is that of the body.
 func TestHTTPModernHandsItsReadingToServeRequest(t *testing.T) {
 	type reading struct {
@@ -457,7 +457,7 @@ func TestHTTPModernHandsItsReadingToServeRequest(t *testing.T) {
 	assert.Equal(t, "tools/call", r.method)
 	assert.Equal(t, 40, r.maxDepth)
 	assert.True(t, r.reading.Marked)
-	assert.False(t, r.reading.Refused)
+	assert.Nil(t, r.reading.Refusal)
 	assert.Equal(t, modern, r.reading.Version)
-	assert.NotNil(t, r.reading.Server, "the server's own reading rides along")
+	assert.NotNil(t, r.reading.Caps, "the located capabilities ride along, for the server to decode")
 }
