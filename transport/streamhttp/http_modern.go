@@ -131,14 +131,14 @@ func (h *Handler) checkModern(r *http.Request, env *envelope) (string, *rpcError
 	// of a marked request's params (parseIncoming) tells whether what the
 	// routing needs is there (a bad logLevel, say, is the server's to
 	// refuse); a request marked by its header alone is checked here.
-	version, e := env.reading.Version, env.reading.Refusal
-	if !env.reading.Marked {
-		version, e = revision.CheckMeta(env.msg.Params)
+	version, e := env.x.Reading.Version, env.x.Reading.Refusal
+	if !env.x.Reading.Marked {
+		version, e = revision.CheckMeta(env.x.Msg.Params)
 	}
 	if e != nil {
 		return "", &rpcError{code: e.Code, message: e.Message}
 	}
-	method, params := env.msg.Method, env.msg.Params
+	method, params := env.x.Msg.Method, env.x.Msg.Params
 	member, field := routingMember(method)
 	var named jsontext.Value // the member Mcp-Name stands for
 	if member != nil {
@@ -361,7 +361,7 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, body []byt
 	}
 	v, rerr := h.checkModern(r, env)
 	if rerr != nil {
-		writeHTTPErrorID(w, h.exchangeOf(r).with(env), http.StatusBadRequest, rerr.code, rerr.message, env.msg.ID, rerr.data)
+		writeHTTPErrorID(w, h.exchangeOf(r).with(env), http.StatusBadRequest, rerr.code, rerr.message, env.x.Msg.ID, rerr.data)
 		return
 	}
 	h.serveEphemeral(w, r, body, env, v, true)

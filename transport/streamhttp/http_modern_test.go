@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/handoff"
 	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/transport"
 	"github.com/keelmcp/keel/transport/streamhttp"
@@ -432,15 +432,11 @@ func TestHTTPModernHandsItsReadingToServeRequest(t *testing.T) {
 		MaxDepth:          40,
 		Serve:             func(ctx context.Context, t transport.Transport) error { <-ctx.Done(); return nil },
 		ServeRequest: func(ctx context.Context, t transport.Transport, msg []byte) error {
-			p, ok := t.(interface {
-				PrereadMessage() (*jsonrpc.Message, int, revision.Reading, bool)
-			})
 			var r reading
-			if ok {
-				var m *jsonrpc.Message
-				m, r.maxDepth, r.reading, r.ok = p.PrereadMessage()
-				if r.ok {
-					r.id, r.method = string(m.ID), m.Method
+			if c, ok := t.(handoff.Carrier); ok {
+				if x := c.Handoff(); x != nil {
+					r.ok, r.maxDepth, r.reading = true, x.MaxDepth, x.Reading
+					r.id, r.method = string(x.Msg.ID), x.Msg.Method
 				}
 			}
 			got <- r

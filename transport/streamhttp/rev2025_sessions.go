@@ -25,7 +25,7 @@ func (h *Handler) serveUnmarked(w http.ResponseWriter, r *http.Request, body []b
 	var s *httpSession
 	created := env.initialize && r.Header.Get(headerSessionID) == ""
 	if created {
-		if s = h.createSession(w, r, ex, env.msg.ID); s == nil {
+		if s = h.createSession(w, r, ex, env.x.Msg.ID); s == nil {
 			return
 		}
 	} else {
@@ -109,7 +109,7 @@ func (h *Handler) createSession(w http.ResponseWriter, r *http.Request, ex excha
 		id = h.opts.NewSessionID()
 	}
 	p, _ := transport.PeerFromContext(r.Context())
-	s := h.newHTTPSession(transport.WithPeer(context.Background(), p), false, 16)
+	s := h.newHTTPSession(transport.WithPeer(context.Background(), p), nil, 16)
 	s.makeStateful(id, subjectOf(r))
 	h.rev2025.sessions[id] = s
 	h.mu.Unlock()
