@@ -134,7 +134,7 @@ func (rd *reader) handleRaw(msg []byte) job {
 // noteMessage), else read here.
 func (rd *reader) handleRead(msg []byte) job {
 	ss := rd.ss
-	if x := rd.x; x != nil && x.MaxDepth <= ss.server.opts.MaxDepth {
+	if x := rd.x; x != nil && int(x.MaxDepth) <= ss.server.opts.MaxDepth {
 		m := &x.Msg
 		if m.Kind != jsonrpc.KindRequest {
 			return rd.handleMessage(m, nil)

@@ -93,13 +93,13 @@ func requestMetaOf(params jsontext.Value, rd *revision.Reading) (RequestMeta, *E
 	if rd.Refusal != nil || rd.Slow {
 		return parseRequestMeta(params)
 	}
-	w := requestMetaWire{hasVersion: true, hasCaps: true, hasLevel: rd.HasLevel, ProtocolVersion: rd.Version, LogLevel: LoggingLevel(rd.Level)}
-	if string(rd.Caps) != "{}" && jsonrpc.Unmarshal(rd.Caps, &w.ClientCapabilities) != nil {
+	w := requestMetaWire{hasVersion: true, hasCaps: true, hasLevel: rd.Level != 0, ProtocolVersion: rd.Version, LogLevel: LoggingLevel(rd.LevelName())}
+	if caps := rd.Caps.In(params); string(caps) != "{}" && jsonrpc.Unmarshal(caps, &w.ClientCapabilities) != nil {
 		return parseRequestMeta(params)
 	}
-	if rd.Info != nil {
+	if info := rd.Info.In(params); info != nil {
 		w.ClientInfo = new(Implementation)
-		if jsonrpc.Unmarshal(rd.Info, w.ClientInfo) != nil {
+		if jsonrpc.Unmarshal(info, w.ClientInfo) != nil {
 			return parseRequestMeta(params)
 		}
 	}

@@ -40,7 +40,7 @@ func (p *prereadTransport) Handoff() *handoff.Request {
 	if derr != nil {
 		panic(derr.Message)
 	}
-	x := &handoff.Request{Msg: m, MaxDepth: p.maxDepth, Reading: revision.Classify(m.Params)}
+	x := &handoff.Request{Msg: m, MaxDepth: int32(p.maxDepth), Reading: revision.Classify(m.Params)}
 	p.mu.Lock()
 	p.x = x
 	p.mu.Unlock()

@@ -23,16 +23,18 @@ import (
 type Request struct {
 	// Msg is the message, decoded with at most MaxDepth levels of
 	// nesting. Its bytes are the server's to keep: they never change.
-	Msg      jsonrpc.Message
-	MaxDepth int
+	Msg jsonrpc.Message
 	// Reading is revision.Classify's reading of Msg.Params (the zero
 	// Reading for a response).
 	Reading revision.Reading
 
-	mu      sync.Mutex
-	aborted bool
-	end     func()
-	code    atomic.Int64
+	code atomic.Int64
+	end  func()
+	mu   sync.Mutex
+	// MaxDepth (a limit: 32 bits are plenty, and share a word with
+	// aborted) is the depth Msg was decoded with.
+	MaxDepth int32
+	aborted  bool
 }
 
 // Carrier is a transport that hands over the Request of the message its

@@ -3,6 +3,8 @@ package revision
 import (
 	"bytes"
 	"errors"
+	"math"
+	"slices"
 	"strconv"
 
 	"github.com/go-json-experiment/json"
@@ -231,31 +233,62 @@ func decodeString(dec *jsontext.Decoder) (string, error) {
 // and the server decodes its typed _meta from it without reading params
 // again (unless Slow).
 type Reading struct {
-	// Marked is Marked(params): the request follows the per-request rules.
-	Marked bool
 	// Version is the revision _meta names, when Refusal is nil.
 	Version string
 	// Refusal is CheckMeta's refusal of the _meta (nil when what every
 	// per-request request must carry is there).
 	Refusal *Refusal
-	// Caps is the value of the clientCapabilities member (an object when
-	// Refusal is nil).
-	Caps jsontext.Value
-	// Info is the value of the clientInfo member (nil when absent or
-	// null).
-	Info jsontext.Value
-	// Level is the logLevel member's string (HasLevel: it is there, not
-	// null).
-	Level    string
-	HasLevel bool
+	// Caps locates the value of the clientCapabilities member (an object
+	// when Refusal is nil).
+	Caps Span
+	// Info locates the value of the clientInfo member (the zero Span when
+	// it is absent or null).
+	Info Span
+	// Level is 1 + the index in KnownLevels of the logLevel member (0:
+	// absent or null; see LevelName).
+	Level uint8
+	// Marked is Marked(params): the request follows the per-request rules.
+	Marked bool
 	// Slow reports that the reading above is not all the server needs: _meta
 	// has members beyond the revision's four (progressToken among them),
 	// or one the server refuses in its own words (a protocolVersion or
-	// logLevel that is not a string). The server then reads _meta itself.
+	// logLevel that is not a known level's string). The server then reads
+	// _meta itself.
 	Slow bool
 	// named reports that _meta has a protocolVersion member (even null);
 	// scanErr that its reading stopped at an error.
 	named, scanErr bool
+}
+
+// LevelName returns the logLevel _meta names ("" when none).
+func (r *Reading) LevelName() string {
+	if r.Level == 0 {
+		return ""
+	}
+	return KnownLevels[r.Level-1]
+}
+
+// Span locates a value in the params a Reading was read from: params[Start:End].
+// The zero Span locates nothing.
+type Span struct{ Start, End uint32 }
+
+// In returns the value s locates in params (nil for the zero Span).
+func (s Span) In(params []byte) jsontext.Value {
+	if s.End == 0 {
+		return nil
+	}
+	return params[s.Start:s.End]
+}
+
+// spanOf reads the value dec is at (over params, in place) and locates it
+// in params; ok is false for params too long to locate in a Span.
+func spanOf(dec *jsontext.Decoder, params []byte) (s Span, ok bool, err error) {
+	raw, err := dec.ReadValue()
+	if err != nil || uint64(len(params)) > math.MaxUint32 {
+		return s, false, err
+	}
+	end := dec.InputOffset()
+	return Span{Start: uint32(end - int64(len(raw))), End: uint32(end)}, true, nil
 }
 
 // Classify reads a request's (or notification's) params once to hand it to
@@ -290,6 +323,7 @@ func read(params jsontext.Value) (r Reading) {
 	hasVersion, hasCaps := false, false
 	err := ScanMetaMembers(params, func(dec *jsontext.Decoder, member Member, _ jsontext.Value) (err error) {
 		kind := dec.PeekKind()
+		var located bool
 		switch {
 		case member == MemberVersion:
 			r.named = true
@@ -304,20 +338,28 @@ func read(params jsontext.Value) (r Reading) {
 				err = dec.SkipValue()
 			}
 		case member == MemberCaps:
-			r.Caps, err = dec.ReadValue()
+			r.Caps, located, err = spanOf(dec, params)
 			hasCaps = err == nil && kind == '{'
 			if kind == 'n' {
-				r.Caps = nil
-			} else if !hasCaps {
+				r.Caps = Span{}
+			} else if !hasCaps || !located {
 				r.Slow = true
 			}
 		case member == MemberInfo:
-			if r.Info, err = dec.ReadValue(); kind == 'n' {
-				r.Info = nil
+			if r.Info, located, err = spanOf(dec, params); kind == 'n' {
+				r.Info = Span{}
+			} else if !located {
+				r.Slow = true
 			}
 		case member == MemberLevel && kind == '"':
-			r.Level, err = DecodeInterned(dec, KnownLevels)
-			r.HasLevel = true
+			var l string
+			if l, err = DecodeInterned(dec, KnownLevels); err == nil {
+				if i := slices.Index(KnownLevels, l); i >= 0 {
+					r.Level = uint8(i + 1)
+				} else {
+					r.Slow = true // an unknown level: the server's words
+				}
+			}
 		case member == MemberLevel && kind == 'n':
 			err = dec.SkipValue()
 		default: // another member, or a logLevel that is not a string

@@ -81,6 +81,8 @@ func TestClassify(t *testing.T) {
 		{params: `{"_meta":{` + v + `,` + c + `,"io.modelcontextprotocol/clientInfo":null,"io.modelcontextprotocol/logLevel":null}}`, marked: true, caps: `{"roots":{}}`},
 		{params: `{"_meta":{` + v + `,` + c + `,"progressToken":1}}`, marked: true, slow: true, caps: `{"roots":{}}`},
 		{params: `{"_meta":{` + v + `,` + c + `,"io.modelcontextprotocol/logLevel":2}}`, marked: true, slow: true, caps: `{"roots":{}}`},
+		{params: `{"_meta":{` + v + `,` + c + `,"io.modelcontextprotocol/logLevel":"loud"}}`, marked: true, slow: true, caps: `{"roots":{}}`},
+		{params: `{"_meta": { ` + v + ` , "io.modelcontextprotocol/clientCapabilities" : { } } }`, marked: true, caps: `{ }`},
 		{params: `{"_meta":{"io.modelcontextprotocol/protocolVersion":7,` + c + `}}`, marked: true, slow: true, refuse: true, caps: `{"roots":{}}`},
 		{params: `{"_meta":{` + v + `,"io.modelcontextprotocol/clientCapabilities":[]}}`, marked: true, slow: true, refuse: true, caps: `[]`},
 		{params: `{"_meta":{` + v + `}}`, marked: true, refuse: true},
@@ -101,9 +103,8 @@ func TestClassify(t *testing.T) {
 		if !tc.refuse {
 			assert.Equal(t, "2026-07-28", r.Version, tc.params)
 		}
-		assert.Equal(t, tc.caps, string(r.Caps), tc.params)
-		assert.Equal(t, tc.info, string(r.Info), tc.params)
-		assert.Equal(t, tc.level, r.Level, tc.params)
-		assert.Equal(t, tc.level != "", r.HasLevel, tc.params)
+		assert.Equal(t, tc.caps, string(r.Caps.In([]byte(tc.params))), tc.params)
+		assert.Equal(t, tc.info, string(r.Info.In([]byte(tc.params))), tc.params)
+		assert.Equal(t, tc.level, r.LevelName(), tc.params)
 	}
 }

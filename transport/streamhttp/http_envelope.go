@@ -3,6 +3,7 @@ package streamhttp
 import (
 	"bytes"
 	"errors"
+	"math"
 	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -17,11 +18,11 @@ import (
 // batch) to route it: which requests it carries, which responses, and
 // whether it is an initialize request.
 type envelope struct {
-	batch      bool
 	requests   []string // raw ids of the requests
 	responses  []string // raw ids of the responses (not null)
 	notes      int      // notifications
-	initialize bool     // a single initialize request
+	batch      bool
+	initialize bool // a single initialize request
 
 	// metaVersion reports that a request or notification carries
 	// params._meta["io.modelcontextprotocol/protocolVersion"]: the mark of
@@ -70,7 +71,7 @@ func parseIncoming(body []byte, maxDepth int) (*envelope, *jsonrpc.DecodeError) 
 		}
 		env.requests = env.one[:0]
 		env.add(&m)
-		env.x.Msg, env.x.MaxDepth = m, maxDepth
+		env.x.Msg, env.x.MaxDepth = m, int32(min(maxDepth, math.MaxInt32))
 		env.initialize = m.Kind == jsonrpc.KindRequest && m.Method == "initialize"
 		return env, nil
 	}

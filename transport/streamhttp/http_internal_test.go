@@ -40,7 +40,7 @@ func TestSessionAbortsItsHandoff(t *testing.T) {
 	s.cur = inbound{env: env}
 	require.Same(t, &env.x, s.Handoff())
 	assert.Equal(t, "ping", s.Handoff().Msg.Method)
-	assert.Equal(t, 8, s.Handoff().MaxDepth)
+	assert.Equal(t, int32(8), s.Handoff().MaxDepth)
 	assert.Nil(t, s.cancel, "the POST's context is the session's")
 	ended := 0
 	s.Handoff().OnAbort(func() { ended++ })

@@ -435,7 +435,7 @@ func TestHTTPModernHandsItsReadingToServeRequest(t *testing.T) {
 			var r reading
 			if c, ok := t.(handoff.Carrier); ok {
 				if x := c.Handoff(); x != nil {
-					r.ok, r.maxDepth, r.reading = true, x.MaxDepth, x.Reading
+					r.ok, r.maxDepth, r.reading = true, int(x.MaxDepth), x.Reading
 					r.id, r.method = string(x.Msg.ID), x.Msg.Method
 				}
 			}
@@ -455,5 +455,5 @@ func TestHTTPModernHandsItsReadingToServeRequest(t *testing.T) {
 	assert.True(t, r.reading.Marked)
 	assert.Nil(t, r.reading.Refusal)
 	assert.Equal(t, modern, r.reading.Version)
-	assert.NotNil(t, r.reading.Caps, "the located capabilities ride along, for the server to decode")
+	assert.NotZero(t, r.reading.Caps, "the located capabilities ride along, for the server to decode")
 }

@@ -31,9 +31,9 @@ type stream struct {
 	mu       sync.Mutex
 	att      *attachment
 	mode     streamMode
-	pending  int  // requests not yet answered (POST streams)
-	finished bool // every request answered (or released)
+	pending  int // requests not yet answered (POST streams)
 	done     chan struct{}
+	finished bool // every request answered (or released)
 	modern   bool // answers a request of revision 2026-07-28 or later
 	listen   bool // answers a modern subscriptions/listen (always SSE)
 	// x is the hand-off of the POST's one message (nil for a batch, and
