@@ -125,7 +125,7 @@ func isSemantic(err error) bool {
 }
 
 func (c *conn) writeError(ctx context.Context, id jsontext.Value, e *Error) error {
-	return c.send(transport.WithErrorCode(ctx, e.Code), func(b []byte) ([]byte, error) { return jsonrpc.AppendError(b, id, e.Code, e.Message, e.Data) })
+	return c.send(ctx, func(b []byte) ([]byte, error) { return jsonrpc.AppendError(b, id, e.Code, e.Message, e.Data) })
 }
 
 func (c *conn) notify(ctx context.Context, method string, params any) error {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/keelmcp/keel/internal/handoff"
 	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/logclip"
 	"github.com/keelmcp/keel/internal/revision"
@@ -31,6 +32,9 @@ type reader struct {
 	// msgCtx is the context the transport attached to the message being
 	// handled, or nil; reader-owned (server_http.go).
 	msgCtx context.Context
+	// x is the transport's hand-off of the message being handled, or nil;
+	// reader-owned (noteMessage).
+	x *handoff.Request
 	// owned: the messages handled are the caller's to give (ServeRequest),
 	// so what the request keeps of them is not copied.
 	owned bool
@@ -119,41 +123,28 @@ func (rd *reader) handleRaw(msg []byte) job {
 	if derr != nil {
 		// With the message's context: an answer with id null goes to the
 		// exchange that carried the message (see responder.wctx).
-		responder{ss: ss, id: derr.ID, wctx: rd.messageContext()}.error(&Error{Code: derr.Code, Message: derr.Message})
+		responder{ss: ss, id: derr.ID, wctx: rd.messageContext(), x: rd.x}.error(&Error{Code: derr.Code, Message: derr.Message})
 		return nil
 	}
 	return rd.handleMessage(&m, nil)
 }
 
-// prereader is a transport that has read the message it hands over
-// (streamable HTTP reads each POST's to route it and check its headers),
-// so that the message is not read twice.
-type prereader interface {
-	// PrereadMessage returns the message the last Read returned (or the
-	// one handed to Server.ServeRequest), decoded with at most maxDepth
-	// levels of nesting, and for a request or notification the reading
-	// of its params by revision.Read; ok is false when the transport has
-	// no such reading (a batch, say). The message's bytes are the
-	// caller's to keep: they never change.
-	PrereadMessage() (m *jsonrpc.Message, maxDepth int, rd revision.Reading, ok bool)
-}
-
 // handleRead handles msg, the message just read (or handed to
-// ServeRequest): as the transport read it when it has (see prereader),
-// else read here.
+// ServeRequest): as the transport read it when it handed it over (see
+// noteMessage), else read here.
 func (rd *reader) handleRead(msg []byte) job {
 	ss := rd.ss
-	if p, ok := ss.conn.t.(prereader); ok {
-		if m, depth, reading, ok := p.PrereadMessage(); ok && depth <= ss.server.opts.MaxDepth {
-			if m.Kind != jsonrpc.KindRequest {
-				return rd.handleMessage(m, nil)
-			}
-			var c classified
-			if reading.Marked {
-				c = *reading.Server.(*classified)
-			}
-			return rd.route(m, responder{ss: ss, id: m.ID, params: m.Params}, reading.Marked, c.meta, c.e)
+	if x := rd.x; x != nil && int(x.MaxDepth) <= ss.server.opts.MaxDepth {
+		m := &x.Msg
+		if m.Kind != jsonrpc.KindRequest {
+			return rd.handleMessage(m, nil)
 		}
+		var meta RequestMeta
+		var e *Error
+		if x.Reading.Marked {
+			meta, e = requestMetaOf(m.Params, &x.Reading)
+		}
+		return rd.route(m, responder{ss: ss, id: m.ID, params: m.Params, x: x}, x.Reading.Marked, meta, e)
 	}
 	return rd.handleRaw(msg)
 }
@@ -168,7 +159,7 @@ func (rd *reader) handleMessage(m *jsonrpc.Message, b *batch) job {
 	case jsonrpc.KindNotification:
 		rd.handleNotification(m)
 	case jsonrpc.KindRequest:
-		return rd.handleRequest(m, responder{ss: ss, id: m.ID, batch: b, params: m.Params})
+		return rd.handleRequest(m, responder{ss: ss, id: m.ID, batch: b, params: m.Params, x: rd.x})
 	}
 	return nil
 }
@@ -229,14 +220,19 @@ func (rd *reader) route(m *jsonrpc.Message, r responder, modern bool, meta Reque
 	return connectionEngine.dispatch(ss, m, r)
 }
 
-// noteMessage records the context the transport attached to the message
-// just read (HTTP: the request's values and stream), or nil; the reading
+// noteMessage records what the transport handed over with the message
+// just read: the context it attached (HTTP: the request's values and
+// stream) and the message's hand-off (HTTP: the message as read, and where
+// its answer's error code goes), each nil when there is none; the reading
 // goroutine calls it after each Read.
 func (rd *reader) noteMessage() {
 	ss := rd.ss
-	rd.msgCtx = nil
+	rd.msgCtx, rd.x = nil, nil
 	if mc, ok := ss.conn.t.(transport.MessageContexter); ok {
 		rd.msgCtx = mc.MessageContext(ss.ctx)
+	}
+	if c, ok := ss.conn.t.(handoff.Carrier); ok {
+		rd.x = c.Handoff()
 	}
 }
 

@@ -36,7 +36,8 @@ type requestTable struct {
 }
 
 // close cancels every request in flight and every one added afterwards:
-// the transport ended the requests it handed over (see aborter).
+// the transport ended the request it handed over (handoff.Request.Abort;
+// see Server.ServeRequest).
 func (t *requestTable) close() {
 	t.mu.Lock()
 	t.closed = true

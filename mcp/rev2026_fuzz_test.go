@@ -224,12 +224,30 @@ func FuzzClassifyRequest(f *testing.F) {
 		`{"_meta":{"io.modelcontextprotocol/clientInfo":{"name":5},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`,
 		`{"_meta":{"io.modelcontextprotocol/clientInfo":{"name":5}},"x":"io.modelcontextprotocol/protocolVersion"}`,
 		`["io.modelcontextprotocol/protocolVersion"]`, `{"_meta":"io.modelcontextprotocol/protocolVersion"}`,
+		// The classifier's reading is all it takes (no second reading):
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{},"roots":{"listChanged":true}},` +
+			`"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/logLevel":"info"}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{ },"io.modelcontextprotocol/logLevel":"loud"}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":null,"io.modelcontextprotocol/clientInfo":null}}`,
+		// ... and where it is not (the server's words):
+		`{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"sampling":5},"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/logLevel":"loud"}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":7,"io.modelcontextprotocol/clientCapabilities":{}}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":3}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":1,"x":[1]}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":null}}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if !jsontext.Value(b).IsValid() {
 			return // params reach the reader validated
+		}
+		if rd := revision.Classify(b); rd.Marked {
+			// The classifier's check is CheckMeta's.
+			v, refusal := revision.CheckMeta(b)
+			if v != rd.Version || !reflect.DeepEqual(refusal, rd.Refusal) {
+				t.Fatalf("%s: Classify %q %v, CheckMeta %q %v", b, rd.Version, rd.Refusal, v, refusal)
+			}
 		}
 		modern, meta, e := classifyRequest(b)
 		if want := revision.Marked(b); modern != want {

@@ -10,6 +10,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/revision"
 )
 
@@ -71,45 +72,38 @@ func parseNotificationMeta(params jsontext.Value) (RequestMeta, *Error) {
 	return w.check(err)
 }
 
-// classified is the server's reading of a marked request's _meta, as a
-// transport hands it over (revision.Reading.Server).
-type classified struct {
-	meta RequestMeta
-	e    *Error
-}
-
-func init() {
-	revision.Read = func(params jsontext.Value) revision.Reading {
-		modern, meta, e := classifyRequest(params)
-		if !modern {
-			return revision.Reading{}
-		}
-		return revision.Reading{Marked: true, Version: meta.ProtocolVersion, Refused: e != nil, Server: &classified{meta: meta, e: e}}
-	}
-}
-
-// classifyRequest is revision.Marked and, for a marked request,
-// parseRequestMeta, reading params once where revision.Marked alone would
-// read them: the hand-off of a request to its era's rules. When modern is
-// false, meta and e are zero.
+// classifyRequest is revision.Classify and, for a marked request, its
+// _meta as parseRequestMeta reads it (requestMetaOf): the hand-off of a
+// request to its era's rules. When modern is false, meta and e are zero.
 func classifyRequest(params jsontext.Value) (modern bool, meta RequestMeta, e *Error) {
-	if !revision.MayBeMarked(params) {
+	rd := revision.Classify(params)
+	if !rd.Marked {
 		return false, meta, nil
 	}
-	if params.Kind() != '{' {
-		return true, meta, refused(revision.NoParams)
-	}
-	var w requestMetaWire
-	err := decodeMeta(jsontext.Value(params), &w)
-	switch {
-	case w.namedVersion:
-	case err == nil:
-		return false, meta, nil // the key is elsewhere than in _meta
-	case !revision.Marked(params):
-		return false, meta, nil // malformed, but not where the era is named
-	}
-	meta, e = w.check(err)
+	meta, e = requestMetaOf(params, &rd)
 	return true, meta, e
+}
+
+// requestMetaOf is parseRequestMeta(params), given rd, the classifier's
+// reading of them (marked): the typed members are decoded from the values
+// rd located, and params are read again only when rd is not all it takes
+// (rd.Slow, a refusal, or a member whose type is wrong), so that the
+// errors are parseRequestMeta's own.
+func requestMetaOf(params jsontext.Value, rd *revision.Reading) (RequestMeta, *Error) {
+	if rd.Refusal != nil || rd.Slow {
+		return parseRequestMeta(params)
+	}
+	w := requestMetaWire{hasVersion: true, hasCaps: true, hasLevel: rd.Level != 0, ProtocolVersion: rd.Version, LogLevel: LoggingLevel(rd.LevelName())}
+	if caps := rd.Caps.In(params); string(caps) != "{}" && jsonrpc.Unmarshal(caps, &w.ClientCapabilities) != nil {
+		return parseRequestMeta(params)
+	}
+	if info := rd.Info.In(params); info != nil {
+		w.ClientInfo = new(Implementation)
+		if jsonrpc.Unmarshal(info, w.ClientInfo) != nil {
+			return parseRequestMeta(params)
+		}
+	}
+	return w.check(nil)
 }
 
 // check applies the rules of parseRequestMeta to w, decoded with error
@@ -247,7 +241,7 @@ func decodeMeta(params jsontext.Value, w *requestMetaWire) error {
 		case member == revision.MemberLevel:
 			w.hasLevel = true
 			var l string
-			l, err = revision.DecodeInterned(dec, knownLevels)
+			l, err = revision.DecodeInterned(dec, revision.KnownLevels)
 			w.LogLevel = LoggingLevel(l)
 		}
 		return err
@@ -303,7 +297,3 @@ func decodeCaps(dec *jsontext.Decoder, params []byte) (ClientCapabilities, error
 	err := jsonv2.UnmarshalDecode(dec, &caps)
 	return caps, err
 }
-
-// knownLevels are the logging levels decodeMeta reads without allocating.
-var knownLevels = []string{string(LoggingLevelDebug), string(LoggingLevelInfo), string(LoggingLevelNotice), string(LoggingLevelWarning),
-	string(LoggingLevelError), string(LoggingLevelCritical), string(LoggingLevelAlert), string(LoggingLevelEmergency)}

@@ -84,9 +84,9 @@ func (d UnsupportedVersionData) correlatedWith(id func() string) any {
 // unsupportedVersionError returns the -32022 error for a request that
 // asked for revision requested.
 func unsupportedVersionError(requested string) *Error {
-	return &Error{Code: CodeUnsupportedProtocolVersion,
-		Message: "Unsupported protocol version: " + quote(requested),
-		Data:    UnsupportedVersionData{Supported: AllVersions(), Requested: requested}}
+	e := refused(revision.UnsupportedVersion(requested, quote))
+	e.Data = UnsupportedVersionData{Supported: AllVersions(), Requested: requested}
+	return e
 }
 
 // missingCapabilityData is error.data of -32021.

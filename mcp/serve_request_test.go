@@ -7,10 +7,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/keelmcp/keel/internal/handoff"
 	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/mcptest"
 	"github.com/keelmcp/keel/internal/revision"
@@ -27,17 +29,22 @@ type prereadTransport struct {
 
 	mu      sync.Mutex
 	written [][]byte
+	x       *handoff.Request // the last hand-off made
 }
 
-func (p *prereadTransport) PrereadMessage() (*jsonrpc.Message, int, revision.Reading, bool) {
+func (p *prereadTransport) Handoff() *handoff.Request {
 	if !p.ok {
-		return nil, 0, revision.Reading{}, false
+		return nil
 	}
 	m, derr := jsonrpc.Decode(p.pre, jsonrpc.DefaultMaxDepth)
 	if derr != nil {
 		panic(derr.Message)
 	}
-	return &m, p.maxDepth, revision.Read(m.Params), true
+	x := &handoff.Request{Msg: m, MaxDepth: int32(p.maxDepth), Reading: revision.Classify(m.Params)}
+	p.mu.Lock()
+	p.x = x
+	p.mu.Unlock()
+	return x
 }
 
 func (p *prereadTransport) Read(ctx context.Context) ([]byte, error) {
@@ -109,6 +116,59 @@ func TestServeRequestTakesTheTransportsReading(t *testing.T) {
 			assert.Contains(t, string(tr.written[0]), tc.wantID)
 			assert.Contains(t, string(tr.written[0]), tc.wantText)
 		})
+	}
+}
+
+// The server records its answer's JSON-RPC error code in the transport's
+// hand-off before it writes the answer (0 for a result), for the transport
+// to give the answer its HTTP status; and the transport can end the request
+// through the hand-off before the request's context ends.
+func TestServeRequestAnswersThroughTheHandoff(t *testing.T) {
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	started := make(chan struct{})
+	srv := mcp.NewServer(mcptest.ServerOptions(handlerTools{
+		"ok": func(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.Text("ran")}}, nil
+		},
+		"wait": func(ctx context.Context, _ *mcp.ToolCall) (*mcp.CallToolResult, error) {
+			close(started)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		},
+	}))
+	for _, tc := range []struct {
+		msg    string
+		code   int64
+		status int
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ok",` + meta + `}}`, 0, 200},
+		{`{"jsonrpc":"2.0","id":2,"method":"acme/nothing","params":{` + meta + `}}`, mcp.CodeMethodNotFound, 404},
+		{`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+			mcp.CodeUnsupportedProtocolVersion, 400},
+		{`{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, mcp.CodeInvalidParams, 200},
+	} {
+		tr := &prereadTransport{pre: []byte(tc.msg), maxDepth: srv.Options().MaxDepth, ok: true}
+		require.NoError(t, srv.ServeRequest(context.Background(), tr, []byte(tc.msg)))
+		require.Len(t, tr.written, 1, tc.msg)
+		require.NotNil(t, tr.x)
+		assert.Equal(t, tc.code, tr.x.ErrorCode(), string(tr.written[0]))
+		assert.Equal(t, tc.status, tr.x.Status(), string(tr.written[0]))
+	}
+
+	msg := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"wait",` + meta + `}}`
+	tr := &prereadTransport{pre: []byte(msg), maxDepth: srv.Options().MaxDepth, ok: true}
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeRequest(context.Background(), tr, []byte(msg)) }()
+	<-started
+	tr.mu.Lock()
+	x := tr.x
+	tr.mu.Unlock()
+	x.Abort() // the context is never cancelled: only the hand-off ends the request
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("ServeRequest did not return after the hand-off was aborted")
 	}
 }
 

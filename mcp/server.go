@@ -548,7 +548,10 @@ func (s *Server) Run(ctx context.Context, t transport.Transport) error {
 // answered. The answer and the messages its handler sends are written to
 // t (with the context of t's MessageContext, when t has one); ctx carries
 // the request's cancellation and values, and must carry a
-// transport.StatelessRequest naming the revision. A message of any other
+// transport.StatelessRequest naming the revision. A transport that read
+// the message itself hands it over with it (streamable HTTP does), which
+// spares reading it again and lets the transport end the request early
+// and learn its answer's error code. A message of any other
 // kind is served the same way, as a session that ends with it would. msg
 // is not copied: it must not change afterwards (the request, and a task
 // it starts, keep parts of it). A handler answered at a deadline that runs
@@ -564,29 +567,21 @@ func (s *Server) ServeRequest(ctx context.Context, t transport.Transport, msg []
 		defer ss.plog.release()
 		ss.log, ss.reqs.log, ss.conn.log = log, log, log
 	}
-	if a, ok := t.(aborter); ok {
-		a.OnAbort(ss.reqs.close)
-	}
 	ss.applyTransportContext(ctx)
 	ss.ctx = ctx // the caller cancels it: the request's handlers end with it
 	ss.rd.parent, ss.rd.owned = ctx, true
 	ss.rd.noteMessage()
+	if x := ss.rd.x; x != nil {
+		// The transport may end the request before ctx ends (streamable
+		// HTTP: when its Handler closes).
+		x.OnAbort(ss.reqs.close)
+	}
 	if j := ss.rd.handleRead(msg); j != nil {
 		j.run()
 	}
 	ss.reqs.wg.Wait() // a lasting request runs on a worker: it ends with ctx (a detached handler is not counted here)
 	ss.close()
 	return nil
-}
-
-// aborter is a transport that may end the request it hands to
-// Server.ServeRequest before the request's context ends: streamable HTTP
-// gives a POST's request the POST's own context, and ends it this way
-// when the Handler closes.
-type aborter interface {
-	// OnAbort registers end, which the transport calls once if it ends
-	// the request (at once if it has already).
-	OnAbort(end func())
 }
 
 // connIDTaker is a transport that answers some errors itself (streamable

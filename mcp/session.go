@@ -11,6 +11,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/keelmcp/keel/internal/handoff"
 	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/logclip"
 	"github.com/keelmcp/keel/internal/revision"
@@ -206,6 +207,9 @@ type responder struct {
 	// transport routes an answer without an id (a refused batch) to the
 	// exchange that carried the message.
 	wctx context.Context
+	// x is the transport's hand-off of the request (nil when it made
+	// none): an error answer records its code there before it is written.
+	x *handoff.Request
 }
 
 func (r *responder) result(v any) {
@@ -323,6 +327,9 @@ func (r responder) error(e *Error) {
 	ctx := r.ss.ctx
 	if r.wctx != nil {
 		ctx = r.wctx
+	}
+	if r.x != nil {
+		r.x.SetErrorCode(e.Code) // the HTTP status of a 2026-07-28 answer
 	}
 	err := r.ss.conn.writeError(ctx, id, e)
 	if tooLarge(err) != nil {

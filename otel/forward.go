@@ -3,6 +3,7 @@ package otel
 import (
 	"context"
 
+	"github.com/keelmcp/keel/internal/handoff"
 	"github.com/keelmcp/keel/transport"
 )
 
@@ -10,7 +11,8 @@ import (
 // wrapper, so that ServerTransport and ClientTransport keep what the
 // Server and Client ask of the transport they wrap: the peer watch
 // (handlers end when the client goes away), the message size limit, the
-// per-message context of streamable HTTP, the session id. Where the
+// per-message context of streamable HTTP and its hand-off of each message
+// (through which a 2026-07-28 answer gets its HTTP status), the session id. Where the
 // wrapped transport lacks one, the answer is that of a transport without
 // it (a channel that never closes, no limit, the parent context, no id).
 type forward struct {
@@ -41,6 +43,15 @@ func (f forward) MessageContext(parent context.Context) context.Context {
 	return parent
 }
 
+// Handoff forwards handoff.Carrier: streamable HTTP's hand-off of the
+// message just read.
+func (f forward) Handoff() *handoff.Request {
+	if c, ok := f.Transport.(handoff.Carrier); ok {
+		return c.Handoff()
+	}
+	return nil
+}
+
 // SessionID forwards the session id of a transport that has one (the
 // streamable HTTP client transport).
 func (f forward) SessionID() string {
@@ -54,4 +65,5 @@ var (
 	_ transport.PeerWatcher      = forward{}
 	_ transport.MessageLimiter   = forward{}
 	_ transport.MessageContexter = forward{}
+	_ handoff.Carrier            = forward{}
 )

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keelmcp/keel/internal/handoff"
 	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/middleware"
 	keelotel "github.com/keelmcp/keel/otel"
@@ -425,8 +426,18 @@ func TestWrappersForwardOptionalInterfaces(t *testing.T) {
 		require.True(t, ok)
 		ctx := context.Background()
 		assert.Equal(t, ctx, mc.MessageContext(ctx), "the pipe attaches nothing")
+		c, ok := wrapped.(handoff.Carrier)
+		require.True(t, ok)
+		assert.Nil(t, c.Handoff(), "the pipe hands nothing off")
 		assert.Equal(t, inner.Kind(), wrapped.Kind())
 	}
+	// A transport that hands its messages off (streamable HTTP) does so
+	// through the wrapper: the server records its answers' error codes in
+	// the transport's own hand-off.
+	x := &handoff.Request{}
+	c, ok := tm.ServerTransport(carrierTransport{Transport: se, x: x}).(handoff.Carrier)
+	require.True(t, ok)
+	assert.Same(t, x, c.Handoff())
 	se.Close()
 	select {
 	case <-tm.ServerTransport(ce).(transport.PeerWatcher).PeerGone():
@@ -471,3 +482,11 @@ func TestServingSpansBounded(t *testing.T) {
 	}
 	assert.Equal(t, map[string]int{"": 3, "-32601": 1, "transport_closed": keelotel.MaxPendingSpans - 1}, counts)
 }
+
+// carrierTransport is a transport that hands off x with every message.
+type carrierTransport struct {
+	transport.Transport
+	x *handoff.Request
+}
+
+func (c carrierTransport) Handoff() *handoff.Request { return c.x }

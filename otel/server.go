@@ -206,7 +206,8 @@ func errorType(err error) string {
 // is set when Read ended with another error. Streamable HTTP sessions are
 // created inside streamhttp.Handler: HTTPSession records their duration.
 // The wrapper keeps the optional interfaces of package transport the
-// Server uses (PeerWatcher, MessageLimiter, MessageContexter).
+// Server uses (PeerWatcher, MessageLimiter, MessageContexter), and
+// streamable HTTP's hand-off of each message.
 func (tm *Telemetry) ServerTransport(t transport.Transport) transport.Transport {
 	tr, httpProto := networkTransport(t.Kind())
 	a := []attribute.KeyValue{}

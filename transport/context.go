@@ -89,21 +89,3 @@ func TokenInfoFromContext(ctx context.Context) *TokenInfo {
 	info, _ := ctx.Value(tokenInfoKey{}).(*TokenInfo)
 	return info
 }
-
-type errorCodeKey struct{}
-
-// WithErrorCode returns ctx marking the message written with it (see
-// Transport.Write) as a JSON-RPC error response with the given code. A
-// server writes its error responses with it, so that a transport that maps
-// errors to a status of its own (streamable HTTP answers some with 400 or
-// 404) takes the code from the server instead of parsing the message.
-func WithErrorCode(ctx context.Context, code int64) context.Context {
-	return context.WithValue(ctx, errorCodeKey{}, code)
-}
-
-// ErrorCodeFromContext returns the code WithErrorCode stored in ctx, and
-// whether there is one.
-func ErrorCodeFromContext(ctx context.Context) (int64, bool) {
-	c, ok := ctx.Value(errorCodeKey{}).(int64)
-	return c, ok
-}

@@ -3,6 +3,8 @@ package revision
 import (
 	"bytes"
 	"errors"
+	"math"
+	"slices"
 	"strconv"
 
 	"github.com/go-json-experiment/json"
@@ -89,36 +91,13 @@ var errNamed = errors.New("revision: _meta names the protocol version")
 // capabilities (an object) — and returns the revision named, or the
 // refusal to answer. It leaves the rest unchecked (a bad logLevel, for
 // instance, is the server's to refuse), so a transport calls it to check a
-// request before it routes it; mcp's full reading of _meta applies the
-// same rules first, and when it succeeds CheckMeta returns the same
-// revision and no refusal.
+// request before it routes it; the server's full reading of _meta applies
+// the same rules first, and when it succeeds CheckMeta returns the same
+// revision and no refusal. It is Classify's check, for params that may
+// not be marked (a request marked by an HTTP header alone).
 func CheckMeta(params jsontext.Value) (string, *Refusal) {
-	if params.Kind() != '{' {
-		return "", NoParams
-	}
-	version, hasVersion, hasCaps := "", false, false
-	err := ScanMetaMembers(params, func(dec *jsontext.Decoder, member Member, _ jsontext.Value) (err error) {
-		switch kind := dec.PeekKind(); {
-		case member == MemberVersion && kind == '"':
-			version, err = DecodeInterned(dec, KnownVersions)
-			hasVersion = err == nil
-		case member == MemberCaps && kind == '{':
-			hasCaps = true
-			err = dec.SkipValue()
-		default:
-			err = dec.SkipValue()
-		}
-		return err
-	})
-	switch {
-	case err != nil:
-		return "", InvalidParams(err)
-	case !hasVersion:
-		return "", MissingMeta(MetaProtocolVersion)
-	case !hasCaps:
-		return "", MissingMeta(MetaClientCapabilities)
-	}
-	return version, nil
+	r := read(params)
+	return r.Version, r.Refusal
 }
 
 // Member is the kind of a member of _meta: one of the revision's, or
@@ -247,28 +226,165 @@ func decodeString(dec *jsontext.Decoder) (string, error) {
 	return s, err
 }
 
-// Reading is a request's params as the server reads them to hand the
-// request to its revision's rules, read once by the transport that routes
-// the request (streamable HTTP) and handed to the server with it, so that
-// params are read once.
+// Reading is the classifier's reading of a request's params: whether the
+// request follows the per-request rules, what CheckMeta says of its _meta,
+// and where the members the server decodes are. It is read once, by the
+// transport that routes the request (streamable HTTP) or by the server,
+// and the server decodes its typed _meta from it without reading params
+// again (unless Slow).
 type Reading struct {
-	// Marked is Marked(params).
-	Marked bool
-	// Version is the revision the _meta names when the reading succeeded
-	// (Refused is false).
+	// Version is the revision _meta names, when Refusal is nil.
 	Version string
-	// Refused reports that the server refuses the _meta (with a -32602
-	// that may concern members CheckMeta leaves alone, such as logLevel).
-	Refused bool
-	// Server is the server's own reading (package mcp's), opaque here;
-	// nil when Marked is false.
-	Server any
+	// Refusal is CheckMeta's refusal of the _meta (nil when what every
+	// per-request request must carry is there).
+	Refusal *Refusal
+	// Caps locates the value of the clientCapabilities member (an object
+	// when Refusal is nil).
+	Caps Span
+	// Info locates the value of the clientInfo member (the zero Span when
+	// it is absent or null).
+	Info Span
+	// Level is 1 + the index in KnownLevels of the logLevel member (0:
+	// absent or null; see LevelName).
+	Level uint8
+	// Marked is Marked(params): the request follows the per-request rules.
+	Marked bool
+	// Slow reports that the reading above is not all the server needs: _meta
+	// has members beyond the revision's four (progressToken among them),
+	// or one the server refuses in its own words (a protocolVersion or
+	// logLevel that is not a known level's string). The server then reads
+	// _meta itself.
+	Slow bool
+	// named reports that _meta has a protocolVersion member (even null);
+	// scanErr that its reading stopped at an error.
+	named, scanErr bool
 }
 
-// Read reads a request's params as the server does: package mcp sets it
-// when it is initialised, before any transport can run. Transports call
-// it once per message and hand the Reading to the server with the message.
-var Read func(params jsontext.Value) Reading
+// LevelName returns the logLevel _meta names ("" when none).
+func (r *Reading) LevelName() string {
+	if r.Level == 0 {
+		return ""
+	}
+	return KnownLevels[r.Level-1]
+}
+
+// Span locates a value in the params a Reading was read from: params[Start:End].
+// The zero Span locates nothing.
+type Span struct{ Start, End uint32 }
+
+// In returns the value s locates in params (nil for the zero Span).
+func (s Span) In(params []byte) jsontext.Value {
+	if s.End == 0 {
+		return nil
+	}
+	return params[s.Start:s.End]
+}
+
+// spanOf reads the value dec is at (over params, in place) and locates it
+// in params; ok is false for params too long to locate in a Span.
+func spanOf(dec *jsontext.Decoder, params []byte) (s Span, ok bool, err error) {
+	raw, err := dec.ReadValue()
+	if err != nil || uint64(len(params)) > math.MaxUint32 {
+		return s, false, err
+	}
+	end := dec.InputOffset()
+	return Span{Start: uint32(end - int64(len(raw))), End: uint32(end)}, true, nil
+}
+
+// Classify reads a request's (or notification's) params once to hand it to
+// its revision's rules: unmarked params (the negotiated era) give the zero
+// Reading and cost one bytes.Contains; marked ones are checked as
+// CheckMeta checks them, and the members the server decodes are located.
+// Both the transport that routes a request and the server call it: the
+// transport hands its Reading over with the message.
+func Classify(params jsontext.Value) Reading {
+	if !MayBeMarked(params) {
+		return Reading{}
+	}
+	r := read(params)
+	switch {
+	case params.Kind() != '{', r.named:
+		r.Marked = true
+	case r.scanErr:
+		r.Marked = Marked(params) // malformed: marked if the key is where the era is named
+	}
+	if !r.Marked {
+		return Reading{}
+	}
+	return r
+}
+
+// read is the one reading of _meta behind Classify and CheckMeta.
+func read(params jsontext.Value) (r Reading) {
+	if params.Kind() != '{' {
+		r.Refusal = NoParams
+		return r
+	}
+	hasVersion, hasCaps := false, false
+	err := ScanMetaMembers(params, func(dec *jsontext.Decoder, member Member, _ jsontext.Value) (err error) {
+		kind := dec.PeekKind()
+		var located bool
+		switch {
+		case member == MemberVersion:
+			r.named = true
+			switch kind {
+			case '"':
+				r.Version, err = DecodeInterned(dec, KnownVersions)
+				hasVersion = err == nil
+			case 'n':
+				err = dec.SkipValue()
+			default:
+				r.Slow = true // the server's words: not a string
+				err = dec.SkipValue()
+			}
+		case member == MemberCaps:
+			r.Caps, located, err = spanOf(dec, params)
+			hasCaps = err == nil && kind == '{'
+			if kind == 'n' {
+				r.Caps = Span{}
+			} else if !hasCaps || !located {
+				r.Slow = true
+			}
+		case member == MemberInfo:
+			if r.Info, located, err = spanOf(dec, params); kind == 'n' {
+				r.Info = Span{}
+			} else if !located {
+				r.Slow = true
+			}
+		case member == MemberLevel && kind == '"':
+			var l string
+			if l, err = DecodeInterned(dec, KnownLevels); err == nil {
+				if i := slices.Index(KnownLevels, l); i >= 0 {
+					r.Level = uint8(i + 1)
+				} else {
+					r.Slow = true // an unknown level: the server's words
+				}
+			}
+		case member == MemberLevel && kind == 'n':
+			err = dec.SkipValue()
+		default: // another member, or a logLevel that is not a string
+			r.Slow = true
+			err = dec.SkipValue()
+		}
+		return err
+	})
+	switch {
+	case err != nil:
+		r.Refusal, r.scanErr, r.Slow = InvalidParams(err), true, true
+	case !hasVersion:
+		r.Refusal = MissingMeta(MetaProtocolVersion)
+	case !hasCaps:
+		r.Refusal = MissingMeta(MetaClientCapabilities)
+	}
+	if r.Refusal != nil {
+		r.Version = ""
+	}
+	return r
+}
+
+// KnownLevels are the logging levels of logLevel, which Classify reads
+// without allocating.
+var KnownLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
 // MetaCorrelationID is the _meta key a client may set on a request to
 // choose the correlation id its errors (and a tool call's run) carry.

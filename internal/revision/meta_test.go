@@ -62,3 +62,49 @@ func TestCorrelationID(t *testing.T) {
 		})
 	}
 }
+
+// Classify: unmarked params give the zero Reading; marked ones are checked
+// as CheckMeta checks them, the members the server decodes are located,
+// and Slow tells when the server must read _meta itself.
+func TestClassify(t *testing.T) {
+	const v, c = `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`, `"io.modelcontextprotocol/clientCapabilities":{"roots":{}}`
+	for _, tc := range []struct {
+		params               string
+		marked, slow, refuse bool
+		caps, info, level    string
+	}{
+		{params: `{"name":"x"}`},
+		{params: `{"arguments":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`}, // not in _meta
+		{params: `{"_meta":{` + v + `,` + c + `}}`, marked: true, caps: `{"roots":{}}`},
+		{params: `{"_meta":{` + v + `,` + c + `,"io.modelcontextprotocol/clientInfo":{"name":"n"},"io.modelcontextprotocol/logLevel":"warning"}}`,
+			marked: true, caps: `{"roots":{}}`, info: `{"name":"n"}`, level: "warning"},
+		{params: `{"_meta":{` + v + `,` + c + `,"io.modelcontextprotocol/clientInfo":null,"io.modelcontextprotocol/logLevel":null}}`, marked: true, caps: `{"roots":{}}`},
+		{params: `{"_meta":{` + v + `,` + c + `,"progressToken":1}}`, marked: true, slow: true, caps: `{"roots":{}}`},
+		{params: `{"_meta":{` + v + `,` + c + `,"io.modelcontextprotocol/logLevel":2}}`, marked: true, slow: true, caps: `{"roots":{}}`},
+		{params: `{"_meta":{` + v + `,` + c + `,"io.modelcontextprotocol/logLevel":"loud"}}`, marked: true, slow: true, caps: `{"roots":{}}`},
+		{params: `{"_meta": { ` + v + ` , "io.modelcontextprotocol/clientCapabilities" : { } } }`, marked: true, caps: `{ }`},
+		{params: `{"_meta":{"io.modelcontextprotocol/protocolVersion":7,` + c + `}}`, marked: true, slow: true, refuse: true, caps: `{"roots":{}}`},
+		{params: `{"_meta":{` + v + `,"io.modelcontextprotocol/clientCapabilities":[]}}`, marked: true, slow: true, refuse: true, caps: `[]`},
+		{params: `{"_meta":{` + v + `}}`, marked: true, refuse: true},
+		{params: `{"_meta":"io.modelcontextprotocol/protocolVersion"}`, marked: true, slow: true, refuse: true},
+		{params: `["io.modelcontextprotocol/protocolVersion"]`, marked: true, refuse: true},
+	} {
+		r := revision.Classify(jsontext.Value(tc.params))
+		require.Equal(t, tc.marked, r.Marked, tc.params)
+		if !tc.marked {
+			assert.Zero(t, r, tc.params)
+			continue
+		}
+		assert.Equal(t, tc.slow, r.Slow, tc.params)
+		assert.Equal(t, tc.refuse, r.Refusal != nil, tc.params)
+		v, refusal := revision.CheckMeta(jsontext.Value(tc.params))
+		assert.Equal(t, refusal, r.Refusal, tc.params)
+		assert.Equal(t, v, r.Version, tc.params)
+		if !tc.refuse {
+			assert.Equal(t, "2026-07-28", r.Version, tc.params)
+		}
+		assert.Equal(t, tc.caps, string(r.Caps.In([]byte(tc.params))), tc.params)
+		assert.Equal(t, tc.info, string(r.Info.In([]byte(tc.params))), tc.params)
+		assert.Equal(t, tc.level, r.LevelName(), tc.params)
+	}
+}

@@ -52,6 +52,30 @@ func contains(list []string, v string) bool {
 	return false
 }
 
+// Served reports whether a request that names revision v in its _meta is
+// served by a server that supports the revisions in supported: v is of the
+// per-request era (PerRequest) and listed. A revision of the negotiated
+// era is never named per request, so it is not served in this form even
+// when listed.
+func Served(supported []string, v string) bool { return PerRequest(v) && contains(supported, v) }
+
+// UnsupportedVersion is the -32022 refusal of a request that names
+// revision v, which the server does not serve per request (Served is
+// false); quote writes v into the message as the caller's medium needs it.
+// The error's data lists the supported revisions and the one requested
+// (each side builds it with its correlationId).
+func UnsupportedVersion(v string, quote func(string) string) *Refusal {
+	return &Refusal{Code: CodeUnsupportedProtocolVersion, Message: "Unsupported protocol version: " + quote(v)}
+}
+
+// PrimingEvents reports whether negotiated revision v has priming events
+// and closes a stream before its response (2025-11-25 and later).
+func PrimingEvents(v string) bool { return v != "" && AtLeast(v, V20251125) }
+
+// DefaultHeaderVersion is the revision of a 2025 request over HTTP that
+// sends no MCP-Protocol-Version header.
+const DefaultHeaderVersion = V20250326
+
 // BatchAllowed reports whether a batch is accepted under revision v: only
 // 2025-03-26 has batches.
 func BatchAllowed(v string) bool { return v == V20250326 }

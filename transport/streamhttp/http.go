@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/keelmcp/keel/internal/handoff"
 	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/logclip"
 	"github.com/keelmcp/keel/transport"
@@ -344,13 +345,17 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 	// from) the POST's, so a client that goes away cancels the request,
 	// and the request sees the POST's values (the verified token, for
 	// one).
-	inPOST := modern && env.msg.Method != methodListen && h.opts.ServeRequest != nil
+	inPOST := modern && env.x.Msg.Method != methodListen && h.opts.ServeRequest != nil
 	parent := context.Background()
 	if inPOST {
 		parent = r.Context()
 	}
-	s := h.newHTTPSession(parent, inPOST, 1) // one message: the POST's
-	s.listen = modern && env.msg.Method == methodListen
+	var inPOSTx *handoff.Request
+	if inPOST {
+		inPOSTx = env.handoff()
+	}
+	s := h.newHTTPSession(parent, inPOSTx, 1) // one message: the POST's
+	s.listen = modern && env.x.Msg.Method == methodListen
 	h.mu.Lock()
 	h.stateless[s] = struct{}{}
 	h.mu.Unlock()
@@ -360,7 +365,7 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 		writeHTTPErrorID(w, h.exchangeOf(r).with(env), http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid Request: duplicate id in batch", []byte(dup), nil)
 		return
 	}
-	st.modern, st.listen = modern, s.listen
+	st.modern, st.listen, st.x = modern, s.listen, env.handoff()
 	ctx := s.ctx
 	if modern || !env.initialize {
 		ctx = transport.WithStatelessRequest(ctx, StatelessRequest{ProtocolVersion: v})

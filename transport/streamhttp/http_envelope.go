@@ -3,11 +3,13 @@ package streamhttp
 import (
 	"bytes"
 	"errors"
+	"math"
 	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/keelmcp/keel/internal/handoff"
 	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/revision"
 )
@@ -16,27 +18,37 @@ import (
 // batch) to route it: which requests it carries, which responses, and
 // whether it is an initialize request.
 type envelope struct {
-	batch      bool
 	requests   []string // raw ids of the requests
 	responses  []string // raw ids of the responses (not null)
 	notes      int      // notifications
-	initialize bool     // a single initialize request
+	batch      bool
+	initialize bool // a single initialize request
 
 	// metaVersion reports that a request or notification carries
 	// params._meta["io.modelcontextprotocol/protocolVersion"]: the mark of
 	// a modern (2026-07-28) message.
 	metaVersion bool
-	// The single message of a body that is not a batch, and for a
-	// request or notification the server's reading of its params
-	// (revision.Read): read here once, for the routing and the server.
-	msg     jsonrpc.Message
-	reading revision.Reading
-	one     [1]string // requests' room for the single message's id
+	// x is the single message of a body that is not a batch, and for a
+	// request or notification the classifier's reading of its params
+	// (revision.Classify): read here once, for the routing and the server,
+	// which gets it as the message's handoff.Request (see handoff).
+	x   handoff.Request
+	one [1]string // requests' room for the single message's id
 
 	// rev2025 is what only the 2025 rules read of the message: the
 	// requests it cancels. It is empty in a build without those rules
 	// (keel_omit2025).
 	rev2025 envelopeRev2025
+}
+
+// handoff returns the handoff.Request of e's single message, which the
+// session hands to the server; nil for a batch (or no envelope: a message
+// the session made itself).
+func (e *envelope) handoff() *handoff.Request {
+	if e == nil || e.batch {
+		return nil
+	}
+	return &e.x
 }
 
 // hasRequests reports whether the message carries at least one request.
@@ -54,12 +66,12 @@ func parseIncoming(body []byte, maxDepth int) (*envelope, *jsonrpc.DecodeError) 
 			return nil, derr
 		}
 		if m.Kind != jsonrpc.KindResponse {
-			env.reading = revision.Read(m.Params)
-			env.metaVersion = env.reading.Marked
+			env.x.Reading = revision.Classify(m.Params)
+			env.metaVersion = env.x.Reading.Marked
 		}
 		env.requests = env.one[:0]
 		env.add(&m)
-		env.msg = m
+		env.x.Msg, env.x.MaxDepth = m, int32(min(maxDepth, math.MaxInt32))
 		env.initialize = m.Kind == jsonrpc.KindRequest && m.Method == "initialize"
 		return env, nil
 	}

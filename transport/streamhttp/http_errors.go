@@ -44,7 +44,7 @@ func (ex exchange) with(env *envelope) exchange {
 // id for this exchange. It is computed only on the way to an error.
 func (ex exchange) correlationID() string {
 	if ex.env != nil && !ex.env.batch {
-		if id := revision.CorrelationID(ex.env.msg.Params); id != "" {
+		if id := revision.CorrelationID(ex.env.x.Msg.Params); id != "" {
 			return id
 		}
 	}

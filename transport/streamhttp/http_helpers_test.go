@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"github.com/keelmcp/keel/transport/streamhttp"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,7 +17,9 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
 
+	"github.com/keelmcp/keel/internal/handoff"
 	"github.com/keelmcp/keel/transport"
+	"github.com/keelmcp/keel/transport/streamhttp"
 )
 
 // fakeServer is a minimal JSON-RPC server for the HTTP transport tests. Its
@@ -85,6 +86,10 @@ func (f *fakeServer) serve(ctx context.Context, t transport.Transport) error {
 		if mc, ok := t.(transport.MessageContexter); ok {
 			mctx = mc.MessageContext(ctx)
 		}
+		var x *handoff.Request // where the answer's error code goes, as mcp.Server records its errors'
+		if c, ok := t.(handoff.Carrier); ok {
+			x = c.Handoff()
+		}
 		msg = bytes.Clone(msg)
 		if bytes.HasPrefix(msg, []byte("[")) {
 			var batch []rpcMsg
@@ -122,7 +127,6 @@ func (f *fakeServer) serve(ctx context.Context, t transport.Transport) error {
 			defer wg.Done()
 			res := f.handle(ctx, mctx, t, &m)
 			b, _ := json.Marshal(rpcMsg{JSONRPC: "2.0", ID: m.ID, Result: res})
-			wctx := ctx
 			if m.Method == "fail" {
 				var p struct {
 					Code int64 `json:"code"`
@@ -133,9 +137,11 @@ func (f *fakeServer) serve(ctx context.Context, t transport.Transport) error {
 					ID      jsontext.Value `json:"id"`
 					Error   any            `json:"error"`
 				}{"2.0", m.ID, map[string]any{"code": p.Code, "message": "failed"}})
-				wctx = transport.WithErrorCode(ctx, p.Code) // as mcp.Server writes its errors
+				if x != nil {
+					x.SetErrorCode(p.Code)
+				}
 			}
-			_ = t.Write(wctx, b) // responses are routed by id, whatever the context
+			_ = t.Write(ctx, b) // responses are routed by id, whatever the context
 		}()
 	}
 }

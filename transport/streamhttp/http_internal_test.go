@@ -25,27 +25,34 @@ func TestIsJSONContentType(t *testing.T) {
 	}
 }
 
-// A session served in its POST ends its request through OnAbort when it
-// closes: once, and at once for a registration that comes after the close.
-func TestSessionOnAbort(t *testing.T) {
+// A session served in its POST ends its request through its hand-off
+// (handoff.Request.OnAbort) when it closes: once, and at once for a registration that comes
+// after the close. Its Handoff is the POST's message's.
+func TestSessionAbortsItsHandoff(t *testing.T) {
 	h := NewHandler(&Options{
 		Serve:              func(ctx context.Context, _ transport.Transport) error { <-ctx.Done(); return nil },
 		ServeRequest:       func(context.Context, transport.Transport, []byte) error { return nil },
 		serveRequestAborts: true,
 	})
-	s := h.newHTTPSession(context.Background(), true, 0)
+	env, derr := parseIncoming([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), 8)
+	require.Nil(t, derr)
+	s := h.newHTTPSession(context.Background(), env.handoff(), 0)
+	s.cur = inbound{env: env}
+	require.Same(t, &env.x, s.Handoff())
+	assert.Equal(t, "ping", s.Handoff().Msg.Method)
+	assert.Equal(t, int32(8), s.Handoff().MaxDepth)
 	assert.Nil(t, s.cancel, "the POST's context is the session's")
 	ended := 0
-	s.OnAbort(func() { ended++ })
+	s.Handoff().OnAbort(func() { ended++ })
 	s.close()
 	s.close()
 	assert.Equal(t, 1, ended)
-	s.OnAbort(func() { ended++ })
+	s.Handoff().OnAbort(func() { ended++ })
 	assert.Equal(t, 2, ended, "registered after the close: ended at once")
 
 	// A ServeRequest that does not register keeps a context of its own.
 	h.opts.serveRequestAborts = false
-	s = h.newHTTPSession(context.Background(), true, 0)
+	s = h.newHTTPSession(context.Background(), env.handoff(), 0)
 	require.NotNil(t, s.cancel)
 	s.close()
 	assert.Error(t, s.ctx.Err())

@@ -22,8 +22,7 @@ const (
 	metaProtocolVersion    = revision.MetaProtocolVersion
 	metaClientCapabilities = revision.MetaClientCapabilities
 
-	codeHeaderMismatch             = revision.CodeHeaderMismatch
-	codeUnsupportedProtocolVersion = revision.CodeUnsupportedProtocolVersion
+	codeHeaderMismatch = revision.CodeHeaderMismatch
 
 	headerMethod = "Mcp-Method"
 	headerName   = "Mcp-Name"
@@ -128,18 +127,18 @@ type rpcError struct {
 // (-32022), then the Mcp-Method and Mcp-Name headers against the body
 // (-32020). It returns the request's revision, or the error to answer.
 func (h *Handler) checkModern(r *http.Request, env *envelope) (string, *rpcError) {
-	// The rules of _meta are internal/revision's. The server's reading of
-	// a modern request's params (parseIncoming) gives the revision when it
-	// succeeds; otherwise CheckMeta tells whether what the routing needs is
-	// there (a bad logLevel, say, is the server's to refuse).
-	version, e := env.reading.Version, (*revision.Refusal)(nil)
-	if !env.reading.Marked || env.reading.Refused {
-		version, e = revision.CheckMeta(env.msg.Params)
+	// The rules of _meta are internal/revision's. The classifier's reading
+	// of a marked request's params (parseIncoming) tells whether what the
+	// routing needs is there (a bad logLevel, say, is the server's to
+	// refuse); a request marked by its header alone is checked here.
+	version, e := env.x.Reading.Version, env.x.Reading.Refusal
+	if !env.x.Reading.Marked {
+		version, e = revision.CheckMeta(env.x.Msg.Params)
 	}
 	if e != nil {
 		return "", &rpcError{code: e.Code, message: e.Message}
 	}
-	method, params := env.msg.Method, env.msg.Params
+	method, params := env.x.Msg.Method, env.x.Msg.Params
 	member, field := routingMember(method)
 	var named jsontext.Value // the member Mcp-Name stands for
 	if member != nil {
@@ -157,12 +156,10 @@ func (h *Handler) checkModern(r *http.Request, env *envelope) (string, *rpcError
 		return "", &rpcError{code: codeHeaderMismatch,
 			message: "Header mismatch: MCP-Protocol-Version " + quoteHeader(hv) + " differs from _meta." + metaProtocolVersion + " " + quoteHeader(version)}
 	}
-	if !h.versions[version] || !revision.PerRequest(version) {
-		// A legacy revision is negotiated with initialize, never named per
-		// request: it is not served in this form.
-		return "", &rpcError{code: codeUnsupportedProtocolVersion,
-			message: "Unsupported protocol version: " + quoteHeader(version),
-			data:    versionData{Supported: h.opts.SupportedVersions, Requested: version}}
+	if !revision.Served(h.opts.SupportedVersions, version) {
+		e := revision.UnsupportedVersion(version, quoteHeader)
+		return "", &rpcError{code: e.Code, message: e.Message,
+			data: versionData{Supported: h.opts.SupportedVersions, Requested: version}}
 	}
 	if err := checkRoutingHeaders(r, method, named, field); err != nil {
 		return "", err
@@ -364,7 +361,7 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, body []byt
 	}
 	v, rerr := h.checkModern(r, env)
 	if rerr != nil {
-		writeHTTPErrorID(w, h.exchangeOf(r).with(env), http.StatusBadRequest, rerr.code, rerr.message, env.msg.ID, rerr.data)
+		writeHTTPErrorID(w, h.exchangeOf(r).with(env), http.StatusBadRequest, rerr.code, rerr.message, env.x.Msg.ID, rerr.data)
 		return
 	}
 	h.serveEphemeral(w, r, body, env, v, true)

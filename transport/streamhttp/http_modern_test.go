@@ -15,8 +15,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/internal/handoff"
+	"github.com/keelmcp/keel/internal/mcptest"
 	"github.com/keelmcp/keel/internal/revision"
+	"github.com/keelmcp/keel/mcp"
 	"github.com/keelmcp/keel/transport"
 	"github.com/keelmcp/keel/transport/streamhttp"
 )
@@ -416,8 +418,8 @@ func TestHTTPModernShutdownEndsListens(t *testing.T) {
 }
 
 // A modern POST served in its POST (Options.ServeRequest) hands the
-// server its own reading of the request — the message and the server's
-// reading of its _meta — so that the server does not read the body
+// server its own reading of the request — the message and the
+// classifier's reading of its _meta — so that the server does not read the body
 // again; the reading is that of the body.
 func TestHTTPModernHandsItsReadingToServeRequest(t *testing.T) {
 	type reading struct {
@@ -432,15 +434,11 @@ func TestHTTPModernHandsItsReadingToServeRequest(t *testing.T) {
 		MaxDepth:          40,
 		Serve:             func(ctx context.Context, t transport.Transport) error { <-ctx.Done(); return nil },
 		ServeRequest: func(ctx context.Context, t transport.Transport, msg []byte) error {
-			p, ok := t.(interface {
-				PrereadMessage() (*jsonrpc.Message, int, revision.Reading, bool)
-			})
 			var r reading
-			if ok {
-				var m *jsonrpc.Message
-				m, r.maxDepth, r.reading, r.ok = p.PrereadMessage()
-				if r.ok {
-					r.id, r.method = string(m.ID), m.Method
+			if c, ok := t.(handoff.Carrier); ok {
+				if x := c.Handoff(); x != nil {
+					r.ok, r.maxDepth, r.reading = true, int(x.MaxDepth), x.Reading
+					r.id, r.method = string(x.Msg.ID), x.Msg.Method
 				}
 			}
 			got <- r
@@ -457,7 +455,51 @@ func TestHTTPModernHandsItsReadingToServeRequest(t *testing.T) {
 	assert.Equal(t, "tools/call", r.method)
 	assert.Equal(t, 40, r.maxDepth)
 	assert.True(t, r.reading.Marked)
-	assert.False(t, r.reading.Refused)
+	assert.Nil(t, r.reading.Refusal)
 	assert.Equal(t, modern, r.reading.Version)
-	assert.NotNil(t, r.reading.Server, "the server's own reading rides along")
+	assert.NotZero(t, r.reading.Caps, "the located capabilities ride along, for the server to decode")
+}
+
+// An mcp.Server behind NewServerHandler (each modern POST served on its
+// goroutine, ServeRequest) gives its error answers their HTTP status
+// through the request's hand-off, in every response mode: a method not
+// found 404, an error of the method 200, a result 200.
+func TestHTTPModernServerErrorStatus(t *testing.T) {
+	for _, mode := range []streamhttp.ResponseMode{streamhttp.ResponseAuto, streamhttp.ResponseSSE, streamhttp.ResponseJSON} {
+		srv := mcp.NewServer(mcptest.ServerOptions(mcptest.NewTools(mcptest.ToolEcho)))
+		h := streamhttp.NewServerHandler(srv, &streamhttp.Options{Logger: quiet, ResponseMode: mode})
+		t.Cleanup(func() { _ = h.Close() })
+		hs := newServer(t, h)
+		for _, tc := range []struct {
+			name, method, params string
+			status               int
+			code                 int64
+		}{
+			{"not found", "acme/nothing", "", http.StatusNotFound, -32601},
+			{"unknown tool", "tools/call", `"name":"nope","arguments":{}`, http.StatusOK, -32602},
+			{"result", "tools/call", `"name":"echo","arguments":{"message":"hi"}`, http.StatusOK, 0},
+		} {
+			t.Run(modeNames[mode]+"/"+tc.name, func(t *testing.T) {
+				name := ""
+				if tc.method == "tools/call" {
+					name = strings.Split(tc.params, `"`)[3]
+				}
+				resp := do(t, hs, request{body: modernRequest(`"s1"`, tc.method, tc.params, ""), version: modern, header: modernHeaders(tc.method, name, nil)})
+				body := readBody(t, resp)
+				assert.Equal(t, tc.status, resp.StatusCode, body)
+				if resp.Header.Get("Content-Type") == "text/event-stream" {
+					evs := sseEvents(t, strings.NewReader(body), -1)
+					require.NotEmpty(t, evs)
+					body = evs[len(evs)-1].data
+				}
+				a := decodeAnswer(t, body)
+				if tc.code == 0 {
+					assert.Nil(t, a.Error, body)
+					return
+				}
+				require.NotNil(t, a.Error, body)
+				assert.Equal(t, tc.code, a.Error.Code)
+			})
+		}
+	}
 }

@@ -6,8 +6,7 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/keelmcp/keel/internal/jsonrpc"
-	"github.com/keelmcp/keel/internal/revision"
+	"github.com/keelmcp/keel/internal/handoff"
 	"github.com/keelmcp/keel/transport"
 )
 
@@ -26,8 +25,10 @@ type httpSession struct {
 	h *Handler
 
 	ctx    context.Context    // Serve's context
-	cancel context.CancelFunc // nil: ctx is the POST's, and abort ends the request
-	abort  func()             // see OnAbort (guarded by mu)
+	cancel context.CancelFunc // nil: ctx is the POST's, and inPOST.Abort ends the request
+	// inPOST is the hand-off of the one message of a session served in
+	// its POST (nil for any other session): close aborts it.
+	inPOST *handoff.Request
 
 	in        chan inbound  // nil in a session served in its POST (newHTTPSession)
 	eof       chan struct{} // closed when the input ends (Read returns io.EOF); nil as in
@@ -50,25 +51,26 @@ type httpSession struct {
 var (
 	_ transport.Transport        = (*httpSession)(nil)
 	_ transport.MessageContexter = (*httpSession)(nil)
+	_ handoff.Carrier            = (*httpSession)(nil)
 )
 
 // newHTTPSession makes a session, with room for inCap messages waiting to
-// be read. inPOST is a session that serves the one message of a POST on
-// the POST's goroutine (Options.ServeRequest): it has no input to Read,
-// and its context is parent, the POST's, when ServeRequest is mcp's (which
-// ends the request when the session closes: OnAbort), else derives from
-// it.
-func (h *Handler) newHTTPSession(parent context.Context, inPOST bool, inCap int) *httpSession {
+// be read. A session with inPOST, the hand-off of a POST's one message,
+// serves that message on the POST's goroutine (Options.ServeRequest): it
+// has no input to Read, and its context is parent, the POST's, when
+// ServeRequest is mcp's (which registers with inPOST.OnAbort what ends the
+// request, and close aborts it), else derives from it.
+func (h *Handler) newHTTPSession(parent context.Context, inPOST *handoff.Request, inCap int) *httpSession {
 	ctx, cancel := parent, context.CancelFunc(nil)
-	if !inPOST || !h.opts.serveRequestAborts {
+	if inPOST == nil || !h.opts.serveRequestAborts {
 		ctx, cancel = context.WithCancel(parent)
-	} // else: the POST's context ends the request, close ends it through OnAbort
+	} // else: the POST's context ends the request, close ends it through inPOST.Abort
 	s := &httpSession{
-		h: h, ctx: ctx, cancel: cancel,
+		h: h, ctx: ctx, cancel: cancel, inPOST: inPOST,
 		done:    make(chan struct{}),
 		pending: map[string]*stream{},
 	}
-	if !inPOST {
+	if inPOST == nil {
 		s.in, s.eof = make(chan inbound, inCap), make(chan struct{})
 	}
 	return s
@@ -106,33 +108,13 @@ func (s *httpSession) Read(ctx context.Context) ([]byte, error) {
 	}
 }
 
-// OnAbort registers end, which close calls to end the request of a
-// session served in its POST (whose context is the POST's own); at once
-// when the session is closed already. mcp.Server.ServeRequest registers.
-func (s *httpSession) OnAbort(end func()) {
-	s.mu.Lock()
-	if !s.closed {
-		s.abort = end
-		s.mu.Unlock()
-		return
-	}
-	s.mu.Unlock()
-	end()
-}
-
-// PrereadMessage returns the message Read returned last (or the one a
-// session served in its POST hands to mcp.Server.ServeRequest) as
-// parseIncoming read it, with the server's reading of its params, so that
-// mcp does not read it again; ok is false for a batch, and for a message
-// the session made itself. The POST's body is its own: the message's bytes
-// never change.
-func (s *httpSession) PrereadMessage() (m *jsonrpc.Message, maxDepth int, rd revision.Reading, ok bool) {
-	env := s.cur.env
-	if env == nil || env.batch {
-		return nil, 0, rd, false
-	}
-	return &env.msg, s.h.opts.MaxDepth, env.reading, true
-}
+// Handoff implements handoff.Carrier: the hand-off of the message Read
+// returned last (or of the one a session served in its POST hands to
+// Options.ServeRequest), as parseIncoming read it, so that the server does
+// not read it again and tells the session its answer's error code; nil for
+// a batch, and for a message the session made itself. The POST's body is
+// its own: the message's bytes never change.
+func (s *httpSession) Handoff() *handoff.Request { return s.cur.env.handoff() }
 
 // MessageContext implements transport.MessageContexter: parent overlaid with the
 // values of the HTTP request that carried the last message read, and the
@@ -169,8 +151,7 @@ func (s *httpSession) Write(ctx context.Context, msg []byte) error {
 			s.h.log.Debug("transport: response to an unknown or cancelled request dropped", "session", s.sessionID())
 			return nil
 		}
-		code, _ := transport.ErrorCodeFromContext(ctx)
-		return st.send(msg, n, code)
+		return st.send(msg, n, st.errorCode())
 	}
 	if st, _ := ctx.Value(streamKey{}).(*stream); st != nil && st.sess == s && !st.standalone() {
 		if err := st.send(msg, 0, 0); err != errStreamFinished && err != errNoRelated {
@@ -241,8 +222,6 @@ func (s *httpSession) close() {
 		s.h.removeSession(s)
 		s.mu.Lock()
 		s.closed = true
-		abort := s.abort
-		s.abort = nil
 		n := len(s.pending)
 		clear(s.pending)
 		s.rev2025.endLocked()
@@ -253,8 +232,8 @@ func (s *httpSession) close() {
 		if s.cancel != nil {
 			s.cancel()
 		}
-		if abort != nil {
-			abort()
+		if s.inPOST != nil {
+			s.inPOST.Abort()
 		}
 		s.releaseEvents()
 	})

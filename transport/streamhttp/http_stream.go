@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/keelmcp/keel/internal/handoff"
 	"github.com/keelmcp/keel/internal/revision"
 )
 
@@ -30,17 +31,30 @@ type stream struct {
 	mu       sync.Mutex
 	att      *attachment
 	mode     streamMode
-	pending  int  // requests not yet answered (POST streams)
-	finished bool // every request answered (or released)
+	pending  int // requests not yet answered (POST streams)
 	done     chan struct{}
+	finished bool // every request answered (or released)
 	modern   bool // answers a request of revision 2026-07-28 or later
 	listen   bool // answers a modern subscriptions/listen (always SSE)
+	// x is the hand-off of the POST's one message (nil for a batch, and
+	// for a POST to a 2025 session): the server records in it the error
+	// code of the answer, which gives a modern answer its HTTP status.
+	x *handoff.Request
 
 	// rev2025 is what only a stream of a 2025 session has: an id and
 	// event ids (resumable), the GET stream's mark, the switch to SSE
 	// (guarded by mu where it changes). It is empty in a build without
 	// those rules (keel_omit2025).
 	rev2025 streamRev2025
+}
+
+// errorCode is the JSON-RPC error code of the answer st carries (0: a
+// result, or no hand-off).
+func (st *stream) errorCode() int64 {
+	if st.x == nil {
+		return 0
+	}
+	return st.x.ErrorCode()
 }
 
 // attachment is one HTTP connection of a stream.

@@ -103,9 +103,10 @@ type Options struct {
 	// messages go to. subscriptions/listen, which lasts, always goes
 	// through Serve.
 	ServeRequest func(ctx context.Context, t transport.Transport, msg []byte) error
-	// serveRequestAborts: ServeRequest registers with the session's
-	// OnAbort, so the session can end the request without a context of
-	// its own (mcp.Server.ServeRequest does: NewServerHandler sets it).
+	// serveRequestAborts: ServeRequest registers with the hand-off of
+	// the session's message (handoff.Request.OnAbort), so the session can
+	// end the request without a context of its own
+	// (mcp.Server.ServeRequest does: NewServerHandler sets it).
 	serveRequestAborts bool
 	// newCorrelationID makes the correlation id of an error the handler
 	// answers itself when neither the request nor its session has one

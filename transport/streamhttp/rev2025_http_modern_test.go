@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/keelmcp/keel/internal/handoff"
 	"github.com/keelmcp/keel/internal/jsonrpc"
-	"github.com/keelmcp/keel/internal/revision"
 	"github.com/keelmcp/keel/transport"
 	"github.com/keelmcp/keel/transport/streamhttp"
 )
@@ -79,7 +79,7 @@ func TestHTTPModernNotSupportedByDefault(t *testing.T) {
 }
 
 // A session reading a POSTed message gets the transport's reading of it
-// too (PrereadMessage after Read), for a 2025 message as for a modern one;
+// too (its Handoff after Read), for a 2025 message as for a modern one;
 // a batch has none.
 func TestHTTPSessionHandsItsReadingAfterRead(t *testing.T) {
 	type reading struct {
@@ -96,11 +96,9 @@ func TestHTTPSessionHandsItsReadingAfterRead(t *testing.T) {
 				return err
 			}
 			var r reading
-			m, _, _, ok := t.(interface {
-				PrereadMessage() (*jsonrpc.Message, int, revision.Reading, bool)
-			}).PrereadMessage()
-			if r.ok = ok; ok {
-				r.id = string(m.ID)
+			x := t.(handoff.Carrier).Handoff()
+			if r.ok = x != nil; r.ok {
+				r.id = string(x.Msg.ID)
 			}
 			got <- r
 			if jsonrpc.IsBatch(msg) {

@@ -25,7 +25,7 @@ func (h *Handler) serveUnmarked(w http.ResponseWriter, r *http.Request, body []b
 	var s *httpSession
 	created := env.initialize && r.Header.Get(headerSessionID) == ""
 	if created {
-		if s = h.createSession(w, r, ex, env.msg.ID); s == nil {
+		if s = h.createSession(w, r, ex, env.x.Msg.ID); s == nil {
 			return
 		}
 	} else {
@@ -57,7 +57,7 @@ func (h *Handler) serveUnmarked(w http.ResponseWriter, r *http.Request, body []b
 func (h *Handler) checkVersion(w http.ResponseWriter, ex exchange) (string, bool) {
 	v := ex.rev2025.header.Get(headerProtocolVersion)
 	if v == "" {
-		return "2025-03-26", true
+		return revision.DefaultHeaderVersion, true
 	}
 	if !h.versions[v] {
 		writeHTTPError(w, ex, http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
@@ -109,7 +109,7 @@ func (h *Handler) createSession(w http.ResponseWriter, r *http.Request, ex excha
 		id = h.opts.NewSessionID()
 	}
 	p, _ := transport.PeerFromContext(r.Context())
-	s := h.newHTTPSession(transport.WithPeer(context.Background(), p), false, 16)
+	s := h.newHTTPSession(transport.WithPeer(context.Background(), p), nil, 16)
 	s.makeStateful(id, subjectOf(r))
 	h.rev2025.sessions[id] = s
 	h.mu.Unlock()
@@ -190,7 +190,7 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, s *httpSessio
 // serveStateless serves one POST with a fresh session (Stateless mode).
 func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, body []byte, env *envelope) {
 	ex := h.exchangeOf(r).with(env)
-	v := revision.V20250326
+	v := revision.DefaultHeaderVersion
 	if !env.initialize {
 		var ok bool
 		if v, ok = h.checkVersion(w, ex); !ok {
@@ -210,4 +210,4 @@ func (h *Handler) serveStateless(w http.ResponseWriter, r *http.Request, body []
 	h.serveEphemeral(w, r, body, env, v, false)
 }
 
-var defaultVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+var defaultVersions = append([]string(nil), revision.NegotiatedVersions...)

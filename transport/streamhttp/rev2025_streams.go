@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/keelmcp/keel/internal/revision"
 )
 
 // streamRev2025 is what a stream of a 2025 session has beyond the stream
@@ -42,7 +44,7 @@ func (s *httpSession) canPrime() bool {
 	s.mu.Lock()
 	v := s.rev2025.version
 	s.mu.Unlock()
-	return v != "" && v >= "2025-11-25"
+	return revision.PrimingEvents(v)
 }
 
 // addStreamLocked numbers a new stream of s and, when s is resumable,
