@@ -31,26 +31,31 @@ func (s *Server) Sessions() []*Session {
 }
 
 // ErrNoChannel is returned by Session.Notify on a session that has no
-// channel for notifications outside a request: one a stateless HTTP
-// handler made for a single 2026-07-28 request, or any session of a
-// server built with the tag keel_omit2025 (there are no 2025 sessions).
+// channel for notifications outside a request: every connection but an
+// initialized 2025 session (one serving 2026-07-28 requests without
+// initialize, one a stateless HTTP handler made for a single 2026-07-28
+// request, one not initialized yet), and so every session of a server
+// built with the tag keel_omit2025 (there are no 2025 sessions).
 var ErrNoChannel = errors.New("mcp: the session has no channel for notifications outside a request")
 
 // Notify sends the notification method with params (encoded as JSON; nil
-// for none) to the session's client. It fails on a closed session and
-// with ErrNoChannel on a stateless per-request session, and on every
-// session of a server built with the tag keel_omit2025. Clients of
-// revision 2026-07-28 are reached through their subscriptions/listen
-// streams: see Server.NotifyAll.
+// for none) to the session's client. Only an initialized 2025 session has
+// a channel for that: Notify fails with ErrClosed on a closed session and
+// with ErrNoChannel on every other one (not initialized yet, serving
+// 2026-07-28 requests without initialize, made for one stateless
+// request, any session of a server built with the tag keel_omit2025).
+// Clients of revision 2026-07-28 are reached through their
+// subscriptions/listen streams, which carry only what they subscribed
+// to: see Server.NotifyAll and ListenStream.Notify.
 func (ss *Session) Notify(ctx context.Context, method string, params any) error {
 	if method == "" {
 		return errors.New("mcp: Notify: empty method")
 	}
-	if ss.modernOnly || !sessionChannel {
-		return ErrNoChannel
-	}
 	if sessionState(ss.state.Load()) == stateClosed {
 		return ErrClosed
+	}
+	if !sessionChannel(ss) {
+		return ErrNoChannel
 	}
 	return ss.conn.notify(ctx, method, params)
 }
