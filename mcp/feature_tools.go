@@ -89,7 +89,7 @@ func handleToolsList(ctx context.Context, req *Request) (any, error) {
 // capabilities and info, log level), which the request's scope holds
 // already (see Request): decoding them into a map for every call costs
 // more than the call. A 2026-07-28 request's _meta was read with its scope
-// (RequestMeta.Meta): its fields alone are decoded.
+// (requestMeta.Meta): its fields alone are decoded.
 type callToolWire struct {
 	callToolFields `json:",inline"`
 	Meta           callMeta `json:"_meta,omitempty"`
@@ -156,7 +156,7 @@ func handleToolsCall(ctx context.Context, req *Request, rounds inputRule, taskCa
 	var err error
 	if mod := req.r.mod; mod != nil && !mod.meta.partial && sameValue(jsontext.Value(req.Params), req.r.params) {
 		// The request's own params (no middleware replaced them), whose
-		// _meta was read with the request's scope (RequestMeta.Meta).
+		// _meta was read with the request's scope (requestMeta.Meta).
 		err = jsonv2.Unmarshal(req.Params, &w.callToolFields)
 		w.Meta = callMeta(mod.meta.Meta)
 	} else {

@@ -216,7 +216,7 @@ func (rd *reader) handleRequest(m *jsonrpc.Message, r responder) job {
 // reading of its params: a modern request, or any request of a
 // per-request session, to the modern rules (which refuse a request
 // without the modern _meta), any other to the legacy ones.
-func (rd *reader) route(m *jsonrpc.Message, r responder, modern bool, meta RequestMeta, e *Error) job {
+func (rd *reader) route(m *jsonrpc.Message, r responder, modern bool, meta requestMeta, e *Error) job {
 	ss := rd.ss
 	switch {
 	case modern:

@@ -30,7 +30,7 @@ func (e modernEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) job
 
 // dispatchMeta is dispatch with the request's _meta parsed (meta, or the
 // error e of parseRequestMeta).
-func (modernEngine) dispatchMeta(ss *Session, m *jsonrpc.Message, r responder, meta RequestMeta, e *Error) job {
+func (modernEngine) dispatchMeta(ss *Session, m *jsonrpc.Message, r responder, meta requestMeta, e *Error) job {
 	if e != nil {
 		r.error(e)
 		return nil

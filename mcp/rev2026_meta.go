@@ -17,7 +17,7 @@ import (
 // _meta declared. Nothing in it comes from the session or an earlier
 // request.
 type modernReq struct {
-	meta      RequestMeta
+	meta      requestMeta
 	cacheable bool
 	// bind is what an input-required answer's requestState is bound to
 	// (set by the method before its handler runs; input_rounds.go).
@@ -48,9 +48,9 @@ type requestMetaWire struct {
 // parseRequestMeta decodes and checks the _meta of a 2026-07-28 request's
 // params: protocolVersion and clientCapabilities are required, logLevel
 // must be a known level. The error is the -32602 to answer.
-func parseRequestMeta(params jsontext.Value) (RequestMeta, *Error) {
+func parseRequestMeta(params jsontext.Value) (requestMeta, *Error) {
 	if params.Kind() != '{' {
-		return RequestMeta{}, refused(revision.NoParams)
+		return requestMeta{}, refused(revision.NoParams)
 	}
 	var w requestMetaWire
 	return w.check(decodeMeta(jsontext.Value(params), &w))
@@ -61,9 +61,9 @@ func parseRequestMeta(params jsontext.Value) (RequestMeta, *Error) {
 // parseRequestMeta, except that clientCapabilities, a member of a
 // request's _meta only, is not required (notifications/cancelled and
 // notifications/progress of a 2026-07-28 client carry none).
-func parseNotificationMeta(params jsontext.Value) (RequestMeta, *Error) {
+func parseNotificationMeta(params jsontext.Value) (requestMeta, *Error) {
 	if params.Kind() != '{' {
-		return RequestMeta{}, refused(revision.NoParams)
+		return requestMeta{}, refused(revision.NoParams)
 	}
 	var w requestMetaWire
 	err := decodeMeta(jsontext.Value(params), &w)
@@ -74,7 +74,7 @@ func parseNotificationMeta(params jsontext.Value) (RequestMeta, *Error) {
 // classified is the server's reading of a marked request's _meta, as a
 // transport hands it over (revision.Reading.Server).
 type classified struct {
-	meta RequestMeta
+	meta requestMeta
 	e    *Error
 }
 
@@ -92,7 +92,7 @@ func init() {
 // parseRequestMeta, reading params once where revision.Marked alone would
 // read them: the hand-off of a request to its era's rules. When modern is
 // false, meta and e are zero.
-func classifyRequest(params jsontext.Value) (modern bool, meta RequestMeta, e *Error) {
+func classifyRequest(params jsontext.Value) (modern bool, meta requestMeta, e *Error) {
 	if !revision.MayBeMarked(params) {
 		return false, meta, nil
 	}
@@ -114,8 +114,8 @@ func classifyRequest(params jsontext.Value) (modern bool, meta RequestMeta, e *E
 
 // check applies the rules of parseRequestMeta to w, decoded with error
 // err.
-func (w *requestMetaWire) check(err error) (RequestMeta, *Error) {
-	var rm RequestMeta
+func (w *requestMetaWire) check(err error) (requestMeta, *Error) {
+	var rm requestMeta
 	if err != nil {
 		return rm, invalidParams(err)
 	}
@@ -128,7 +128,7 @@ func (w *requestMetaWire) check(err error) (RequestMeta, *Error) {
 		return rm, &Error{Code: CodeInvalidParams, Message: "Invalid params: unknown logging level " + quote(string(w.LogLevel)) +
 			" in _meta[" + strconv.Quote(revision.MetaLogLevel) + "]"}
 	}
-	return RequestMeta{ProtocolVersion: w.ProtocolVersion, ClientCapabilities: w.ClientCapabilities,
+	return requestMeta{ProtocolVersion: w.ProtocolVersion, ClientCapabilities: w.ClientCapabilities,
 		ClientInfo: w.ClientInfo, LogLevel: w.LogLevel, ProgressToken: w.ProgressToken, Meta: w.Meta, partial: w.partial}, nil
 }
 
@@ -257,7 +257,7 @@ func decodeMeta(params jsontext.Value, w *requestMetaWire) error {
 // addOther records the member key of _meta in w.Meta, raw decoded as an
 // any. A value no any holds (a number beyond float64) is not an error of
 // the request's _meta, which the revision's rules judge: Meta is then
-// left partial (RequestMeta.partial), and tools/call, whose ToolCall.Meta
+// left partial (requestMeta.partial), and tools/call, whose ToolCall.Meta
 // it is, reads _meta itself and answers what a 2025 request would get.
 func (w *requestMetaWire) addOther(key string, raw jsontext.Value) {
 	var v any

@@ -160,3 +160,114 @@ func (hidden) O() {}
 		"type Embedded", "type G", "type I", "type Ptr", "type T", "var V",
 	}, exportedNames(t, dir))
 }
+
+// TestExportedTypesAreReachable: an exported type is part of the API only
+// if a user can meet it: it has exported methods (an interface a user
+// implements has them), or another exported
+// declaration names it (a function's or method's signature, an exported
+// field of an exported type, an interface method, a constant or
+// variable). One that nothing exported names is plumbing and stays
+// unexported.
+func TestExportedTypesAreReachable(t *testing.T) {
+	assert.Equal(t, []string{"Orphan"}, unreachableTypes(t, writeSource(t, `package p
+type Orphan struct{ A int }
+type Used struct{}
+type Level string
+const L Level = "x"
+type Recv struct{}
+func (Recv) M() {}
+type hidden struct{ O Orphan }
+type Outer struct{ o Orphan }
+func F(u *Used, o *Outer) {}
+type Impl interface{ Do() }
+`)))
+	assert.Empty(t, unreachableTypes(t, "."), "exported types that no exported API takes or returns")
+}
+
+func writeSource(t *testing.T, src string) string {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.go"), []byte(src), 0o600))
+	return dir
+}
+
+// unreachableTypes lists the exported types of dir's non-test files that
+// have no exported method (an interface's included) and that no other
+// exported declaration names.
+func unreachableTypes(t *testing.T, dir string) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	types := map[string]bool{} // exported type → reachable
+	named := map[string]bool{}
+	mention := func(n ast.Node, self string) {
+		ast.Inspect(n, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok && id.Name != self {
+				named[id.Name] = true
+			}
+			return true
+		})
+	}
+	for _, n := range sourceFiles(t, dir) {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if !d.Name.IsExported() {
+					continue
+				}
+				if d.Recv != nil {
+					recv := receiverName(d.Recv.List[0].Type)
+					if !ast.IsExported(recv) {
+						continue
+					}
+					named[recv] = true
+				}
+				mention(d.Type, "")
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.ValueSpec:
+						for _, id := range s.Names {
+							if id.IsExported() {
+								if s.Type != nil {
+									mention(s.Type, "")
+								}
+								for _, v := range s.Values {
+									mention(v, "")
+								}
+							}
+						}
+					case *ast.TypeSpec:
+						if !s.Name.IsExported() {
+							continue
+						}
+						types[s.Name.Name] = true
+						switch x := s.Type.(type) {
+						case *ast.StructType: // the types of its exported fields
+							for _, f := range x.Fields.List {
+								if len(f.Names) == 0 || f.Names[0].IsExported() {
+									mention(f.Type, s.Name.Name)
+								}
+							}
+						case *ast.InterfaceType: // one a user implements
+							if len(memberNames(s.Name.Name, x)) > 0 {
+								named[s.Name.Name] = true
+							}
+							mention(x, s.Name.Name)
+						default:
+							mention(x, s.Name.Name)
+						}
+					}
+				}
+			}
+		}
+	}
+	var out []string
+	for typ := range types {
+		if !named[typ] {
+			out = append(out, typ)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
