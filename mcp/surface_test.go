@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -266,6 +267,115 @@ func unreachableTypes(t *testing.T, dir string) []string {
 	for typ := range types {
 		if !named[typ] {
 			out = append(out, typ)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestDocsNameNoUnexportedIdentifier: the doc comment of an exported
+// declaration speaks to users, who cannot see the package's unexported
+// names: it states the rule (a bound's value and what happens past it),
+// never the identifier that holds it. Identifiers in camelCase (an inner
+// capital) are checked: plain lower-case ones read as English words, and
+// a protocol member's name (a json tag) is the wire's vocabulary.
+func TestDocsNameNoUnexportedIdentifier(t *testing.T) {
+	assert.Equal(t, []string{"F mentions maxItems"}, docsNamingUnexported(t, writeSource(t, `package p
+// maxItems bounds F.
+const maxItems = 8
+// F takes at most maxItems items.
+func F() {}
+// G takes at most 8 items (max items).
+func G() {}
+`)))
+	assert.Empty(t, docsNamingUnexported(t, "."))
+}
+
+func docsNamingUnexported(t *testing.T, dir string) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	var files []*ast.File
+	hidden := map[string]bool{}
+	for _, n := range sourceFiles(t, dir) {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.ParseComments|parser.SkipObjectResolution)
+		require.NoError(t, err)
+		files = append(files, f)
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil && !d.Name.IsExported() {
+					hidden[d.Name.Name] = true
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.ValueSpec:
+						for _, id := range s.Names {
+							if !id.IsExported() {
+								hidden[id.Name] = true
+							}
+						}
+					case *ast.TypeSpec:
+						if !s.Name.IsExported() {
+							hidden[s.Name.Name] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	for name := range hidden {
+		if strings.ToLower(name) == name {
+			delete(hidden, name)
+		}
+	}
+	for _, f := range files { // a protocol member's name is the wire's, not an identifier
+		ast.Inspect(f, func(n ast.Node) bool {
+			if fld, ok := n.(*ast.Field); ok && fld.Tag != nil {
+				tag := reflect.StructTag(strings.Trim(fld.Tag.Value, "`"))
+				delete(hidden, strings.Split(tag.Get("json"), ",")[0])
+			}
+			return true
+		})
+	}
+	var out []string
+	check := func(name string, doc *ast.CommentGroup) {
+		if doc == nil {
+			return
+		}
+		for _, w := range strings.FieldsFunc(doc.Text(), func(r rune) bool {
+			return !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+		}) {
+			if hidden[w] {
+				out = append(out, name+" mentions "+w)
+			}
+		}
+	}
+	for _, f := range files {
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Name.IsExported() && (d.Recv == nil || ast.IsExported(receiverName(d.Recv.List[0].Type))) {
+					check(d.Name.Name, d.Doc)
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.ValueSpec:
+						for _, id := range s.Names {
+							if id.IsExported() {
+								check(id.Name, s.Doc)
+								check(id.Name, d.Doc)
+							}
+						}
+					case *ast.TypeSpec:
+						if s.Name.IsExported() {
+							check(s.Name.Name, s.Doc)
+							check(s.Name.Name, d.Doc)
+						}
+					}
+				}
+			}
 		}
 	}
 	sort.Strings(out)
