@@ -34,50 +34,59 @@ const (
 // name a user has to learn, so they do not count.
 func exportedNames(t *testing.T, dir string) []string {
 	t.Helper()
-	fset := token.NewFileSet()
 	var names []string
-	for _, n := range sourceFiles(t, dir) {
-		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.SkipObjectResolution)
-		require.NoError(t, err)
-		for _, d := range f.Decls {
-			switch d := d.(type) {
-			case *ast.FuncDecl:
-				if !d.Name.IsExported() {
-					continue
-				}
-				if d.Recv == nil {
-					names = append(names, "func "+d.Name.Name)
-					continue
-				}
-				recv := receiverName(d.Recv.List[0].Type)
-				if d.Name.Name == "MarshalJSON" || d.Name.Name == "UnmarshalJSON" {
-					continue // encoding/json's interfaces: no name a user learns
-				}
-				if ast.IsExported(recv) {
-					names = append(names, "method "+recv+"."+d.Name.Name)
-				}
-			case *ast.GenDecl:
-				for _, s := range d.Specs {
-					switch s := s.(type) {
-					case *ast.ValueSpec:
-						for _, id := range s.Names {
-							if id.IsExported() {
-								names = append(names, d.Tok.String()+" "+id.Name)
-							}
+	for _, d := range decls(t, dir) {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if !d.Name.IsExported() {
+				continue
+			}
+			if d.Recv == nil {
+				names = append(names, "func "+d.Name.Name)
+				continue
+			}
+			recv := receiverName(d.Recv.List[0].Type)
+			if d.Name.Name == "MarshalJSON" || d.Name.Name == "UnmarshalJSON" {
+				continue // encoding/json's interfaces: no name a user learns
+			}
+			if ast.IsExported(recv) {
+				names = append(names, "method "+recv+"."+d.Name.Name)
+			}
+		case *ast.GenDecl:
+			for _, s := range d.Specs {
+				switch s := s.(type) {
+				case *ast.ValueSpec:
+					for _, id := range s.Names {
+						if id.IsExported() {
+							names = append(names, d.Tok.String()+" "+id.Name)
 						}
-					case *ast.TypeSpec:
-						if !s.Name.IsExported() {
-							continue
-						}
-						names = append(names, "type "+s.Name.Name)
-						names = append(names, memberNames(s.Name.Name, s.Type)...)
 					}
+				case *ast.TypeSpec:
+					if !s.Name.IsExported() {
+						continue
+					}
+					names = append(names, "type "+s.Name.Name)
+					names = append(names, memberNames(s.Name.Name, s.Type)...)
 				}
 			}
 		}
 	}
 	sort.Strings(names)
 	return names
+}
+
+// decls returns the top-level declarations of the non-test Go files in
+// dir (sourceFiles), with their doc comments.
+func decls(t *testing.T, dir string) []ast.Decl {
+	t.Helper()
+	fset := token.NewFileSet()
+	var out []ast.Decl
+	for _, n := range sourceFiles(t, dir) {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.ParseComments|parser.SkipObjectResolution)
+		require.NoError(t, err)
+		out = append(out, f.Decls...)
+	}
+	return out
 }
 
 // memberNames lists the exported fields of a struct type and the exported
@@ -196,7 +205,6 @@ func writeSource(t *testing.T, src string) string {
 // exported declaration names.
 func unreachableTypes(t *testing.T, dir string) []string {
 	t.Helper()
-	fset := token.NewFileSet()
 	types := map[string]bool{} // exported type → reachable
 	named := map[string]bool{}
 	mention := func(n ast.Node, self string) {
@@ -207,57 +215,53 @@ func unreachableTypes(t *testing.T, dir string) []string {
 			return true
 		})
 	}
-	for _, n := range sourceFiles(t, dir) {
-		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.SkipObjectResolution)
-		require.NoError(t, err)
-		for _, d := range f.Decls {
-			switch d := d.(type) {
-			case *ast.FuncDecl:
-				if !d.Name.IsExported() {
+	for _, d := range decls(t, dir) {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if !d.Name.IsExported() {
+				continue
+			}
+			if d.Recv != nil {
+				recv := receiverName(d.Recv.List[0].Type)
+				if !ast.IsExported(recv) {
 					continue
 				}
-				if d.Recv != nil {
-					recv := receiverName(d.Recv.List[0].Type)
-					if !ast.IsExported(recv) {
+				named[recv] = true
+			}
+			mention(d.Type, "")
+		case *ast.GenDecl:
+			for _, s := range d.Specs {
+				switch s := s.(type) {
+				case *ast.ValueSpec:
+					for _, id := range s.Names {
+						if id.IsExported() {
+							if s.Type != nil {
+								mention(s.Type, "")
+							}
+							for _, v := range s.Values {
+								mention(v, "")
+							}
+						}
+					}
+				case *ast.TypeSpec:
+					if !s.Name.IsExported() {
 						continue
 					}
-					named[recv] = true
-				}
-				mention(d.Type, "")
-			case *ast.GenDecl:
-				for _, s := range d.Specs {
-					switch s := s.(type) {
-					case *ast.ValueSpec:
-						for _, id := range s.Names {
-							if id.IsExported() {
-								if s.Type != nil {
-									mention(s.Type, "")
-								}
-								for _, v := range s.Values {
-									mention(v, "")
-								}
+					types[s.Name.Name] = true
+					switch x := s.Type.(type) {
+					case *ast.StructType: // the types of its exported fields
+						for _, f := range x.Fields.List {
+							if len(f.Names) == 0 || f.Names[0].IsExported() {
+								mention(f.Type, s.Name.Name)
 							}
 						}
-					case *ast.TypeSpec:
-						if !s.Name.IsExported() {
-							continue
+					case *ast.InterfaceType: // one a user implements
+						if len(memberNames(s.Name.Name, x)) > 0 {
+							named[s.Name.Name] = true
 						}
-						types[s.Name.Name] = true
-						switch x := s.Type.(type) {
-						case *ast.StructType: // the types of its exported fields
-							for _, f := range x.Fields.List {
-								if len(f.Names) == 0 || f.Names[0].IsExported() {
-									mention(f.Type, s.Name.Name)
-								}
-							}
-						case *ast.InterfaceType: // one a user implements
-							if len(memberNames(s.Name.Name, x)) > 0 {
-								named[s.Name.Name] = true
-							}
-							mention(x, s.Name.Name)
-						default:
-							mention(x, s.Name.Name)
-						}
+						mention(x, s.Name.Name)
+					default:
+						mention(x, s.Name.Name)
 					}
 				}
 			}
@@ -293,32 +297,26 @@ func G() {}
 
 func docsNamingUnexported(t *testing.T, dir string) []string {
 	t.Helper()
-	fset := token.NewFileSet()
-	var files []*ast.File
+	all := decls(t, dir)
 	hidden := map[string]bool{}
-	for _, n := range sourceFiles(t, dir) {
-		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.ParseComments|parser.SkipObjectResolution)
-		require.NoError(t, err)
-		files = append(files, f)
-		for _, d := range f.Decls {
-			switch d := d.(type) {
-			case *ast.FuncDecl:
-				if d.Recv == nil && !d.Name.IsExported() {
-					hidden[d.Name.Name] = true
-				}
-			case *ast.GenDecl:
-				for _, s := range d.Specs {
-					switch s := s.(type) {
-					case *ast.ValueSpec:
-						for _, id := range s.Names {
-							if !id.IsExported() {
-								hidden[id.Name] = true
-							}
+	for _, d := range all {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Recv == nil && !d.Name.IsExported() {
+				hidden[d.Name.Name] = true
+			}
+		case *ast.GenDecl:
+			for _, s := range d.Specs {
+				switch s := s.(type) {
+				case *ast.ValueSpec:
+					for _, id := range s.Names {
+						if !id.IsExported() {
+							hidden[id.Name] = true
 						}
-					case *ast.TypeSpec:
-						if !s.Name.IsExported() {
-							hidden[s.Name.Name] = true
-						}
+					}
+				case *ast.TypeSpec:
+					if !s.Name.IsExported() {
+						hidden[s.Name.Name] = true
 					}
 				}
 			}
@@ -329,8 +327,8 @@ func docsNamingUnexported(t *testing.T, dir string) []string {
 			delete(hidden, name)
 		}
 	}
-	for _, f := range files { // a protocol member's name is the wire's, not an identifier
-		ast.Inspect(f, func(n ast.Node) bool {
+	for _, d := range all { // a protocol member's name is the wire's, not an identifier
+		ast.Inspect(d, func(n ast.Node) bool {
 			if fld, ok := n.(*ast.Field); ok && fld.Tag != nil {
 				tag := reflect.StructTag(strings.Trim(fld.Tag.Value, "`"))
 				delete(hidden, strings.Split(tag.Get("json"), ",")[0])
@@ -351,28 +349,26 @@ func docsNamingUnexported(t *testing.T, dir string) []string {
 			}
 		}
 	}
-	for _, f := range files {
-		for _, d := range f.Decls {
-			switch d := d.(type) {
-			case *ast.FuncDecl:
-				if d.Name.IsExported() && (d.Recv == nil || ast.IsExported(receiverName(d.Recv.List[0].Type))) {
-					check(d.Name.Name, d.Doc)
-				}
-			case *ast.GenDecl:
-				for _, s := range d.Specs {
-					switch s := s.(type) {
-					case *ast.ValueSpec:
-						for _, id := range s.Names {
-							if id.IsExported() {
-								check(id.Name, s.Doc)
-								check(id.Name, d.Doc)
-							}
+	for _, d := range all {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Name.IsExported() && (d.Recv == nil || ast.IsExported(receiverName(d.Recv.List[0].Type))) {
+				check(d.Name.Name, d.Doc)
+			}
+		case *ast.GenDecl:
+			for _, s := range d.Specs {
+				switch s := s.(type) {
+				case *ast.ValueSpec:
+					for _, id := range s.Names {
+						if id.IsExported() {
+							check(id.Name, s.Doc)
+							check(id.Name, d.Doc)
 						}
-					case *ast.TypeSpec:
-						if s.Name.IsExported() {
-							check(s.Name.Name, s.Doc)
-							check(s.Name.Name, d.Doc)
-						}
+					}
+				case *ast.TypeSpec:
+					if s.Name.IsExported() {
+						check(s.Name.Name, s.Doc)
+						check(s.Name.Name, d.Doc)
 					}
 				}
 			}
