@@ -91,7 +91,7 @@ type ClientOptions struct {
 	// the client's read goroutine: return quickly.
 	OnLog      func(*LoggingMessageNotificationParams)
 	OnProgress func(*ProgressParams)
-	// OnTaskStatus receives notifications/tasks/status (client_rev2025_tasks.go),
+	// OnTaskStatus receives notifications/tasks/status (client_tasks2025.go),
 	// before OnNotification sees it. It runs on the client's read
 	// goroutine: return quickly.
 	OnTaskStatus func(*TaskStatusNotificationParams)
@@ -126,7 +126,7 @@ type Client struct {
 
 	conn *conn         // nil before Connect
 	in   clientReader  // reads conn (client_reader.go)
-	sess clientSession // initialize result and legacy calls (client_rev2025_session.go)
+	sess clientSession // initialize result and legacy calls (client_session2025.go)
 	side clientSide    // server-to-client requests (client_handlers.go)
 	mod  modernState   // revision 2026-07-28 (client_rev2026.go)
 	mw   clientChains  // ClientOptions.Middleware (client_middleware.go)

@@ -15,7 +15,7 @@ import (
 func (r *clientReader) featureNotification(m *jsonrpc.Message) {
 	switch m.Method {
 	case notificationTasksStatus:
-		r.taskStatus(m) // client_rev2025_tasks.go
+		r.taskStatus(m) // client_tasks2025.go
 	case notificationResourceUpdated:
 		if r.opts.OnResourceUpdated != nil {
 			var p resourceUpdatedNotificationParams

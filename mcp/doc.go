@@ -165,4 +165,6 @@ package mcp
 //	feature_*        what a server offers: tools, resources, prompts, completion,
 //	                 logging, progress and list changes
 //	task_*           the tasks of both revisions: options, host, runner, store
-//	client_*         the Client (client_rev2025_*, client_rev2026_*: what one revision has)
+//	client_*         the Client (client_*2025.go, client_rev2026_*: what one revision has;
+//	                 a Client talks to servers of either revision, so both builds
+//	                 compile all of them)

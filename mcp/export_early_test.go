@@ -12,7 +12,7 @@ func SetRemoteNotifyTimeoutForTest(d time.Duration) (restore func()) {
 
 // ParseRequestMetaForTest is parseRequestMeta, for the tests of package
 // mcp_test that check its reading of _meta.
-func ParseRequestMetaForTest(params []byte) (RequestMeta, *Error) { return parseRequestMeta(params) }
+func ParseRequestMetaForTest(params []byte) (requestMeta, *Error) { return parseRequestMeta(params) }
 
 // Wire types of the protocol that are not part of the API, for the
 // vocabulary tests of package mcp_test.

@@ -2,6 +2,9 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -197,3 +200,50 @@ func TestToolCallMetaLeavesOutProtocolMembers(t *testing.T) {
 type writerFunc func(p []byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// nonObjectResults are custom methods' results that are not JSON objects,
+// by method name.
+var nonObjectResults = map[string]any{"acme/array": []int{1, 2, 3}, "acme/number": 42, "acme/string": "hi", "acme/bool": true,
+	"acme/raw": json.RawMessage(`[{"a":1}]`)} // encoded already: the raw path
+
+// startNonObjectMethods starts a server whose custom methods return
+// nonObjectResults, and returns its client end and what it logged so far.
+func startNonObjectMethods(t *testing.T) (*rawConn, func() string) {
+	methods := map[string]mcp.MethodHandler{}
+	for name, v := range nonObjectResults {
+		methods[name] = func(context.Context, *mcp.Request) (any, error) { return v, nil }
+	}
+	var logs strings.Builder
+	var logMu sync.Mutex
+	opts := mcptest.ServerOptions(&modernTools{})
+	opts.Methods = methods
+	opts.Logger = slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	return startPlain(t, opts), func() string {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return logs.String()
+	}
+}
+
+// A custom method whose result is not a JSON object, on a 2026-07-28
+// request, whose results are objects carrying resultType: refused with an
+// error that names the rule, and logged; nothing is dropped silently.
+func TestCustomMethodNonObjectResult2026(t *testing.T) {
+	c, logs := startNonObjectMethods(t)
+	id := 0
+	for name, kind := range map[string]string{"acme/array": "a JSON array", "acme/number": "a JSON number", "acme/string": "a JSON string", "acme/bool": "a JSON boolean", "acme/raw": "a JSON array"} {
+		id++
+		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{%s}}`, id, name, modernMeta))
+		m := c.recv()
+		require.Contains(t, m, "error", name)
+		e := m["error"].(map[string]any)
+		assert.EqualValues(t, mcp.CodeInternalError, e["code"])
+		assert.Equal(t, "Internal error: the result is "+kind+", and a result of revision 2026-07-28 must be a JSON object (it carries resultType)", e["message"])
+		assert.NotEmpty(t, e["data"].(map[string]any)["correlationId"])
+	}
+	assert.Equal(t, len(nonObjectResults), strings.Count(logs(), "mcp: result refused"), "each refusal is logged")
+}

@@ -40,7 +40,8 @@ func (ss *Session) logEnabledFor(ctx context.Context, l LoggingLevel) bool {
 	}
 	req := RequestFromContext(ctx)
 	if req == nil {
-		return sessionLogEnabled(ss, l)
+		// Outside a request: an initialized 2025 session's level only.
+		return sessionChannel(ss) && sessionLogEnabled(ss, l)
 	}
 	if c := ToolCallFromContext(ctx); c != nil && c.run.isTask() {
 		return false
@@ -52,9 +53,12 @@ func (ss *Session) logEnabledFor(ctx context.Context, l LoggingLevel) bool {
 // Log sends the client a notifications/message of the given level, logger
 // name (may be empty) and data (any JSON-encodable value: a string, a map,
 // a struct). It sends nothing, and returns nil, when the server does not
-// declare logging (ServerOptions.Logging) or level is below the session's
-// level (see Request.LogLevel); built with the tag keel_omit2025, it sends
-// only about a request (ctx), at or above that request's own level. It
+// declare logging (ServerOptions.Logging) or level is below the level
+// that applies (see Request.LogLevel): about a 2026-07-28 request (ctx),
+// that request's own logLevel; otherwise the session's level, and only on
+// an initialized 2025 session (outside a request, any other connection,
+// and every connection of a server built with the tag keel_omit2025, is
+// sent nothing). It
 // waits at most a short while (and never past ctx) for a slow client; an
 // error reports a message that was not sent.
 func (ss *Session) Log(ctx context.Context, level LoggingLevel, logger string, data any) error {

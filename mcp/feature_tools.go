@@ -89,7 +89,7 @@ func handleToolsList(ctx context.Context, req *Request) (any, error) {
 // capabilities and info, log level), which the request's scope holds
 // already (see Request): decoding them into a map for every call costs
 // more than the call. A 2026-07-28 request's _meta was read with its scope
-// (RequestMeta.Meta): its fields alone are decoded.
+// (requestMeta.Meta): its fields alone are decoded.
 type callToolWire struct {
 	callToolFields `json:",inline"`
 	Meta           callMeta `json:"_meta,omitempty"`

@@ -15,8 +15,8 @@ import (
 // TestRevisionFilesCarryTheirBuildTag pins the file layout of the packages
 // the build tag keel_omit2025 covers: a file is left out by the tag
 // exactly when its name starts with rev2025_ (the 2025 rules and their
-// tests), and the files that stand in for them when the tag is set are
-// the rev2025_omitted* files.
+// tests), no other file's name contains rev2025_, and the files that
+// stand in for them when the tag is set are the rev2025_omitted* files.
 func TestRevisionFilesCarryTheirBuildTag(t *testing.T) {
 	without := map[string]bool{"keel_omit2025": false}
 	with := map[string]bool{"keel_omit2025": true}
@@ -34,6 +34,8 @@ func TestRevisionFilesCarryTheirBuildTag(t *testing.T) {
 				assert.True(t, in(with) && !in(without), "%s stands in for the 2025 rules: only with keel_omit2025", f)
 			case strings.HasPrefix(name, "rev2025_"):
 				assert.True(t, in(without) && !in(with), "%s holds 2025 rules: left out by keel_omit2025", f)
+			case strings.Contains(name, "rev2025_"):
+				assert.Fail(t, "a file whose name says rev2025_ holds 2025 rules: it starts with rev2025_ and is left out by keel_omit2025", f)
 			default:
 				assert.True(t, in(without) && in(with), "%s is shared by both builds (a file only one build compiles starts with rev2025_)", f)
 			}

@@ -76,8 +76,11 @@ func loggingLevelForSlog(l slog.Level) LoggingLevel {
 }
 
 // SlogLevel returns the slog level of the same severity: the lowest level
-// loggingLevelForSlog maps back to l. Notice, which slog lacks, is Info+2
-// (which maps back to info); a level that is not valid is slog.LevelInfo.
+// that maps back to l (below Info is debug, Info to below Warn info, Warn
+// to below Error warning, Error error, and each further step of 4 one
+// level more severe: critical, alert, emergency). Notice, which slog
+// lacks, is Info+2 (which maps back to info); a level that is not valid
+// is slog.LevelInfo.
 func (l LoggingLevel) SlogLevel() slog.Level {
 	switch l {
 	case LoggingLevelDebug:

@@ -78,8 +78,8 @@ type CancelTaskResult struct {
 	Meta Meta `json:"_meta,omitempty"`
 }
 
-// ListTasksResult is the result of tasks/list (2025-11-25); its params are
-// paginatedParams. Tasks is always written (an empty array when nil).
+// ListTasksResult is the result of tasks/list (2025-11-25), whose params
+// are a cursor, as every list request's. Tasks is always written (an empty array when nil).
 type ListTasksResult struct {
 	Tasks      []*Task `json:"tasks"`
 	NextCursor string  `json:"nextCursor,omitempty"`

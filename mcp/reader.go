@@ -139,7 +139,7 @@ func (rd *reader) handleRead(msg []byte) job {
 		if m.Kind != jsonrpc.KindRequest {
 			return rd.handleMessage(m, nil)
 		}
-		var meta RequestMeta
+		var meta requestMeta
 		var e *Error
 		if x.Reading.Marked {
 			meta, e = requestMetaOf(m.Params, &x.Reading)
@@ -207,7 +207,7 @@ func (rd *reader) handleRequest(m *jsonrpc.Message, r responder) job {
 // reading of its params: a modern request, or any request of a
 // per-request session, to the modern rules (which refuse a request
 // without the modern _meta), any other to the legacy ones.
-func (rd *reader) route(m *jsonrpc.Message, r responder, modern bool, meta RequestMeta, e *Error) job {
+func (rd *reader) route(m *jsonrpc.Message, r responder, modern bool, meta requestMeta, e *Error) job {
 	ss := rd.ss
 	switch {
 	case modern:

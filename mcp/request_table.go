@@ -175,9 +175,10 @@ type inflight struct {
 	reply     func(res any, err error) // answers a request a Client serves
 }
 
-// answerGate is the answer-once gate of a request, and of a task's run
-// (taskRun): the first close wins the right to answer, or suppresses the
-// answer.
+// answerGate is the answer-once gate of a request, of a task's run
+// (taskRun), and of the direct answer of a 2026-07-28 call that may
+// become a task (modernRun): the first close wins the right to answer, or
+// suppresses the answer.
 type answerGate struct{ closed atomic.Bool }
 
 // close closes the gate and reports whether this call closed it.

@@ -27,10 +27,13 @@ type legacyEngine struct{}
 // _meta: by the rules of the revision their connection negotiated.
 var connectionEngine engine = legacyEngine{}
 
-// sessionChannel reports whether a connection may reach its client outside
-// a request (Session.Notify, Session.Log at the session's level): with the
-// 2025 rules, a session that negotiated a 2025 revision.
-const sessionChannel = true
+// sessionChannel reports whether the connection ss may reach its client
+// outside a request (Session.Notify, Session.Log at the session's level):
+// with the 2025 rules, only a 2025 session that has been initialized
+// (RUNNING). A connection serving 2026-07-28 requests without initialize
+// has none: its client is reached through its listen streams, which
+// carry only what it subscribed to.
+func sessionChannel(ss *Session) bool { return !ss.modernOnly && ss.currentState() == stateRunning }
 
 func (legacyEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) job {
 	switch m.Method {

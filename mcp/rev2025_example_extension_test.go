@@ -168,7 +168,10 @@ func ExampleSendMiddleware() {
 	done := make(chan struct{})
 	c := connectExample(srv, &mcp.ClientOptions{OnNotification: func(string, json.RawMessage) { close(done) }})
 	defer c.Close()
-	_ = srv.Sessions()[0].Notify(context.Background(), "acme/ready", nil)
+	_ = c.Ping(context.Background()) // the session is initialized (RUNNING) once ping is answered
+	if err := srv.Sessions()[0].Notify(context.Background(), "acme/ready", nil); err != nil {
+		panic(err)
+	}
 	<-done
 	// Output:
 	// sending acme/ready

@@ -6,8 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -265,47 +263,14 @@ func TestEveryProtocolErrorCarriesTheCorrelationID(t *testing.T) {
 }
 
 // A custom method whose result is not a JSON object: a 2025 session gets
-// it intact; a 2026-07-28 request, whose results are objects carrying
-// resultType, is refused with an error that names the rule, and the
-// server logs it; nothing is dropped silently.
+// it intact (the 2026-07-28 refusal: TestCustomMethodNonObjectResult2026).
 func TestCustomMethodNonObjectResult(t *testing.T) {
-	results := map[string]any{"acme/array": []int{1, 2, 3}, "acme/number": 42, "acme/string": "hi", "acme/bool": true,
-		"acme/raw": json.RawMessage(`[{"a":1}]`)} // encoded already: the raw path
-
-	methods := map[string]mcp.MethodHandler{}
-	for name, v := range results {
-		methods[name] = func(context.Context, *mcp.Request) (any, error) { return v, nil }
-	}
-	var logs strings.Builder
-	var logMu sync.Mutex
-	opts := mcptest.ServerOptions(&modernTools{})
-	opts.Methods = methods
-	opts.Logger = slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-		logMu.Lock()
-		defer logMu.Unlock()
-		return logs.Write(p)
-	}), nil))
-	c := startPlain(t, opts)
-
-	id := 0
-	for name, kind := range map[string]string{"acme/array": "a JSON array", "acme/number": "a JSON number", "acme/string": "a JSON string", "acme/bool": "a JSON boolean", "acme/raw": "a JSON array"} {
-		id++
-		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{%s}}`, id, name, modernMeta))
-		m := c.recv()
-		require.Contains(t, m, "error", name)
-		e := m["error"].(map[string]any)
-		assert.EqualValues(t, mcp.CodeInternalError, e["code"])
-		assert.Equal(t, "Internal error: the result is "+kind+", and a result of revision 2026-07-28 must be a JSON object (it carries resultType)", e["message"])
-		assert.NotEmpty(t, e["data"].(map[string]any)["correlationId"])
-	}
-	logMu.Lock()
-	assert.Equal(t, len(results), strings.Count(logs.String(), "mcp: result refused"), "each refusal is logged")
-	logMu.Unlock()
-
+	c, _ := startNonObjectMethods(t)
 	c.send(`{"jsonrpc":"2.0","id":100,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
 	c.recv()
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	for name, v := range results {
+	id := 0
+	for name, v := range nonObjectResults {
 		id++
 		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q}`, id, name))
 		m := c.recv()

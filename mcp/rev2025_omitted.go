@@ -46,7 +46,7 @@ import (
 // Session.Log (with LogHandler and ClientLogger) sends a message only
 // about a request, at or above that request's own logLevel;
 // ServerOptions.LogLevel is not used.
-const sessionChannel = false
+func sessionChannel(*Session) bool { return false }
 
 // supportedVersions: no revision is negotiated by initialize.
 var supportedVersions []string

@@ -30,7 +30,7 @@ func (e modernEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) job
 
 // dispatchMeta is dispatch with the request's _meta parsed (meta, or the
 // error e of parseRequestMeta).
-func (modernEngine) dispatchMeta(ss *Session, m *jsonrpc.Message, r responder, meta RequestMeta, e *Error) job {
+func (modernEngine) dispatchMeta(ss *Session, m *jsonrpc.Message, r responder, meta requestMeta, e *Error) job {
 	if e != nil {
 		r.error(e)
 		return nil
@@ -135,7 +135,7 @@ func modernToolsCall(ctx context.Context, req *Request) (any, error) {
 
 // modernCallMeta is the metaRule of the 2026-07-28 column: the members of
 // _meta other than the revision's, read with the request's scope
-// (RequestMeta.Meta), while req.Params are the request's own (no
+// (requestMeta.Meta), while req.Params are the request's own (no
 // middleware replaced them) and every member could be read.
 func modernCallMeta(req *Request) (Meta, bool) {
 	mod := req.r.mod

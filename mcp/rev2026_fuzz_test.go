@@ -12,7 +12,7 @@ import (
 	"github.com/keelmcp/keel/internal/revision"
 )
 
-// FuzzParseRequestMeta: any params either decode into a RequestMeta that
+// FuzzParseRequestMeta: any params either decode into a requestMeta that
 // has the two required keys, or are refused with -32602; never a panic.
 func FuzzParseRequestMeta(f *testing.F) {
 	for _, s := range []string{

@@ -105,3 +105,59 @@ func TestBroadcastsHonourEachListenFilter(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return len(srv.ListenStreams()) == 0 }, 5*time.Second, time.Millisecond)
 }
+
+// Outside a request, only an initialized 2025 session has a channel to
+// its client: on any other connection (one serving 2026-07-28 requests
+// without initialize, whose listen stream subscribed to nothing, or one not
+// initialized yet) Session.Notify fails with ErrNoChannel and Session.Log
+// sends nothing, so neither slips past a listen stream's filter. The same
+// holds with and without the 2025 rules compiled in.
+func TestSessionNotifyAndLogNeedAnInitialized2025Session(t *testing.T) {
+	cases := []struct {
+		name    string
+		version string // the connection's ProtocolVersion
+		open    func(c *rawConn)
+		end     func(c *rawConn) // sends a request; the next message answers it
+		endID   string
+	}{
+		{"a 2026-07-28 connection whose listen stream subscribed to nothing", mcp.Version20260728,
+			func(c *rawConn) {
+				c.send(`{"jsonrpc":"2.0","id":"none","method":"subscriptions/listen","params":{"notifications":{},` + modernMeta + `}}`)
+				require.Equal(t, "notifications/subscriptions/acknowledged", c.recv()["method"])
+			},
+			func(c *rawConn) {
+				c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"none"}}`)
+			}, "none"},
+		{"a connection not initialized", "",
+			func(*rawConn) {},
+			func(c *rawConn) { c.send(`{"jsonrpc":"2.0","id":"p","method":"ping"}`) }, "p"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := registry.New(nil)
+			opts := mcptest.ServerOptions(reg)
+			opts.Logging, opts.LogLevel = true, mcp.LoggingLevelDebug
+			srv := mcp.NewServer(opts)
+			c := connectRaw(t, srv, false, true)
+			tc.open(c)
+			var ss *mcp.Session
+			require.Eventually(t, func() bool {
+				all := srv.Sessions()
+				if len(all) != 1 || all[0].ProtocolVersion() != tc.version {
+					return false
+				}
+				ss = all[0]
+				return true
+			}, 5*time.Second, time.Millisecond)
+			ctx := context.Background()
+			require.ErrorIs(t, ss.Notify(ctx, "notifications/tools/list_changed", nil), mcp.ErrNoChannel)
+			require.ErrorIs(t, ss.Notify(ctx, "acme/news", map[string]any{"headline": "x"}), mcp.ErrNoChannel)
+			require.NoError(t, ss.Log(ctx, mcp.LoggingLevelEmergency, "l", "sent to no one"))
+			require.NoError(t, srv.NotifyAll(ctx, "notifications/tools/list_changed", nil))
+			// Nothing was sent: the next message answers the request that ends.
+			tc.end(c)
+			m := c.recv()
+			assert.Equal(t, tc.endID, m["id"], "the client got %v", m)
+		})
+	}
+}

@@ -18,7 +18,7 @@ import (
 // _meta declared. Nothing in it comes from the session or an earlier
 // request.
 type modernReq struct {
-	meta      RequestMeta
+	meta      requestMeta
 	cacheable bool
 	// bind is what an input-required answer's requestState is bound to
 	// (set by the method before its handler runs; input_rounds.go).
@@ -49,9 +49,9 @@ type requestMetaWire struct {
 // parseRequestMeta decodes and checks the _meta of a 2026-07-28 request's
 // params: protocolVersion and clientCapabilities are required, logLevel
 // must be a known level. The error is the -32602 to answer.
-func parseRequestMeta(params jsontext.Value) (RequestMeta, *Error) {
+func parseRequestMeta(params jsontext.Value) (requestMeta, *Error) {
 	if params.Kind() != '{' {
-		return RequestMeta{}, refused(revision.NoParams)
+		return requestMeta{}, refused(revision.NoParams)
 	}
 	var w requestMetaWire
 	return w.check(decodeMeta(jsontext.Value(params), &w))
@@ -62,9 +62,9 @@ func parseRequestMeta(params jsontext.Value) (RequestMeta, *Error) {
 // parseRequestMeta, except that clientCapabilities, a member of a
 // request's _meta only, is not required (notifications/cancelled and
 // notifications/progress of a 2026-07-28 client carry none).
-func parseNotificationMeta(params jsontext.Value) (RequestMeta, *Error) {
+func parseNotificationMeta(params jsontext.Value) (requestMeta, *Error) {
 	if params.Kind() != '{' {
-		return RequestMeta{}, refused(revision.NoParams)
+		return requestMeta{}, refused(revision.NoParams)
 	}
 	var w requestMetaWire
 	err := decodeMeta(jsontext.Value(params), &w)
@@ -75,7 +75,7 @@ func parseNotificationMeta(params jsontext.Value) (RequestMeta, *Error) {
 // classifyRequest is revision.Classify and, for a marked request, its
 // _meta as parseRequestMeta reads it (requestMetaOf): the hand-off of a
 // request to its era's rules. When modern is false, meta and e are zero.
-func classifyRequest(params jsontext.Value) (modern bool, meta RequestMeta, e *Error) {
+func classifyRequest(params jsontext.Value) (modern bool, meta requestMeta, e *Error) {
 	rd := revision.Classify(params)
 	if !rd.Marked {
 		return false, meta, nil
@@ -89,7 +89,7 @@ func classifyRequest(params jsontext.Value) (modern bool, meta RequestMeta, e *E
 // rd located, and params are read again only when rd is not all it takes
 // (rd.Slow, a refusal, or a member whose type is wrong), so that the
 // errors are parseRequestMeta's own.
-func requestMetaOf(params jsontext.Value, rd *revision.Reading) (RequestMeta, *Error) {
+func requestMetaOf(params jsontext.Value, rd *revision.Reading) (requestMeta, *Error) {
 	if rd.Refusal != nil || rd.Slow {
 		return parseRequestMeta(params)
 	}
@@ -108,8 +108,8 @@ func requestMetaOf(params jsontext.Value, rd *revision.Reading) (RequestMeta, *E
 
 // check applies the rules of parseRequestMeta to w, decoded with error
 // err.
-func (w *requestMetaWire) check(err error) (RequestMeta, *Error) {
-	var rm RequestMeta
+func (w *requestMetaWire) check(err error) (requestMeta, *Error) {
+	var rm requestMeta
 	if err != nil {
 		return rm, invalidParams(err)
 	}
@@ -122,7 +122,7 @@ func (w *requestMetaWire) check(err error) (RequestMeta, *Error) {
 		return rm, &Error{Code: CodeInvalidParams, Message: "Invalid params: unknown logging level " + quote(string(w.LogLevel)) +
 			" in _meta[" + strconv.Quote(revision.MetaLogLevel) + "]"}
 	}
-	return RequestMeta{ProtocolVersion: w.ProtocolVersion, ClientCapabilities: w.ClientCapabilities,
+	return requestMeta{ProtocolVersion: w.ProtocolVersion, ClientCapabilities: w.ClientCapabilities,
 		ClientInfo: w.ClientInfo, LogLevel: w.LogLevel, ProgressToken: w.ProgressToken, Meta: w.Meta, partial: w.partial}, nil
 }
 
@@ -251,7 +251,7 @@ func decodeMeta(params jsontext.Value, w *requestMetaWire) error {
 // addOther records the member key of _meta in w.Meta, raw decoded as an
 // any. A value no any holds (a number beyond float64) is not an error of
 // the request's _meta, which the revision's rules judge: Meta is then
-// left partial (RequestMeta.partial), and tools/call, whose ToolCall.Meta
+// left partial (requestMeta.partial), and tools/call, whose ToolCall.Meta
 // it is, reads _meta itself and answers what a 2025 request would get.
 func (w *requestMetaWire) addOther(key string, raw jsontext.Value) {
 	var v any

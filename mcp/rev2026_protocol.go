@@ -149,8 +149,8 @@ type subscriptionAcknowledgedParams struct {
 	Meta          Meta               `json:"_meta"`
 }
 
-// RequestMeta is the decoded per-request _meta of a modern request.
-type RequestMeta struct {
+// requestMeta is the decoded _meta of a 2026-07-28 request.
+type requestMeta struct {
 	ProtocolVersion    string
 	ClientCapabilities ClientCapabilities
 	ClientInfo         *Implementation

@@ -36,8 +36,8 @@ type modernRun struct {
 	cur       *taskRun      // the handler's current run
 	entry     *taskEntry    // set once the call is a task
 	created   Task          // its state when it became one
-	settled   bool          // the request is answered directly (or went away)
-	out       runOutcome    // the direct answer (settled)
+	settled   answerGate    // closed when the request is answered directly (or went away)
+	out       runOutcome    // the direct answer (set by whoever closed settled)
 	answered  chan struct{} // closed when out is set
 	escalated chan struct{} // closed when entry is set
 }
@@ -130,9 +130,8 @@ func (run *modernRun) serve(ctx context.Context, in *Input) (any, error) {
 			run.escalate() // if it cannot (MaxTasks), the request waits
 		case <-ctx.Done():
 			run.mu.Lock()
-			if run.entry == nil && !run.settled {
-				run.settled = true // the request went away: so does the call
-				run.cancel()
+			if run.entry == nil && run.settled.close() {
+				run.cancel() // the request went away: so does the call
 			}
 			run.mu.Unlock()
 			return nil, ctx.Err()
@@ -148,7 +147,7 @@ func (run *modernRun) escalate() bool {
 	switch {
 	case run.entry != nil:
 		return true
-	case run.settled:
+	case run.settled.closed.Load():
 		return false
 	}
 	st := run.st
@@ -197,8 +196,8 @@ func (run *modernRun) start(in *Input) {
 func (run *modernRun) outcome(res *CallToolResult, err error) {
 	run.mu.Lock()
 	if run.entry == nil {
-		if !run.settled {
-			run.settled, run.out = true, runOutcome{res, err}
+		if run.settled.close() {
+			run.out = runOutcome{res, err}
 			close(run.answered)
 		}
 		run.mu.Unlock()

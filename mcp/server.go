@@ -2,10 +2,12 @@ package mcp
 
 import (
 	"context"
+	stdjson "encoding/json"
 	"errors"
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -268,6 +270,11 @@ type ServerOptions struct {
 	// result and on server/discover) and Extensions (on server/discover:
 	// revision 2026-07-28 has them), merged with keel's own entries, which
 	// win on a clash. The other members are ignored: keel derives them.
+	// NewServer keeps a deep copy of both maps: JSON-like values (maps
+	// of type map[string]any, slices of type []any, strings, numbers,
+	// booleans, nil, raw JSON) are copied as they are, any other value as
+	// its JSON encoding then (a jsontext.Value); a value that does not
+	// encode as JSON makes NewServer panic.
 	Capabilities *ServerCapabilities
 }
 
@@ -428,8 +435,7 @@ func NewServer(opts *ServerOptions) *Server {
 	o.InputMethods = append([]string(nil), o.InputMethods...)
 	inputMethods := checkInputMethods(o.Methods, o.InputMethods)
 	if o.Capabilities != nil {
-		c := *o.Capabilities
-		o.Capabilities = &c
+		o.Capabilities = o.Capabilities.clone() // nothing shared with the caller
 	}
 	log := slog.New(logclip.NewHandler(o.Logger.Handler(), 0, o.LogLinesPerSecond))
 	s := &Server{opts: o, log: log, logPeers: logclip.NewPeers(log), states: states, inputMethods: inputMethods}
@@ -445,13 +451,15 @@ func NewServer(opts *ServerOptions) *Server {
 }
 
 // Options returns a copy of the server's effective options. Nothing in
-// it is shared with the server: its slices, maps, Capabilities and Tasks
-// are copies, so changing them changes neither the server nor a later
-// call's result.
+// it is shared with the server: its slices, maps, Capabilities (with the
+// values of Experimental and Extensions, all the way down) and Tasks are
+// copies, so changing them changes neither the server, nor what it sends,
+// nor a later call's result. The handlers, middleware and sources it
+// names are the server's own.
 func (s *Server) Options() ServerOptions { return s.opts.clone() }
 
 // clone copies o, with copies of what o refers to and the server keeps
-// (the values a map holds and the sources are the caller's own).
+// (the functions and sources it names are shared).
 func (o *ServerOptions) clone() ServerOptions {
 	c := *o
 	c.Icons = slices.Clone(o.Icons)
@@ -481,8 +489,8 @@ func (o *ServerOptions) clone() ServerOptions {
 // clone copies c and the capabilities it points to.
 func (c *ServerCapabilities) clone() *ServerCapabilities {
 	out := *c
-	out.Experimental = maps.Clone(c.Experimental)
-	out.Extensions = maps.Clone(c.Extensions)
+	out.Experimental = cloneJSONMap(c.Experimental, "Experimental")
+	out.Extensions = cloneJSONMap(c.Extensions, "Extensions")
 	out.Logging = clonePtr(c.Logging)
 	out.Completions = clonePtr(c.Completions)
 	out.Prompts = clonePtr(c.Prompts)
@@ -512,6 +520,50 @@ func clonePtr[T any](p *T) *T {
 	}
 	v := *p
 	return &v
+}
+
+// cloneJSONMap returns a deep copy of m, a member of
+// ServerOptions.Capabilities (field names it): maps (map[string]any),
+// slices ([]any) and raw JSON are copied all the way down, and strings,
+// numbers, booleans and nil kept; any other value (a struct, a pointer, a
+// typed map) is replaced by its JSON encoding, a jsontext.Value, which
+// the wire writes exactly as the value would have been written. A value
+// that does not encode as JSON makes it panic, naming the member: a
+// misconfigured server fails at start-up.
+func cloneJSONMap(m map[string]any, field string) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = cloneJSONValue(v, field+"["+quote(k)+"]")
+	}
+	return out
+}
+
+func cloneJSONValue(v any, path string) any {
+	switch x := v.(type) {
+	case nil, string, bool, float64, float32, int, int8, int16, int32, int64,
+		uint, uint8, uint16, uint32, uint64, stdjson.Number:
+		return v
+	case map[string]any:
+		return cloneJSONMap(x, path)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = cloneJSONValue(e, path+"["+strconv.Itoa(i)+"]")
+		}
+		return out
+	case jsontext.Value:
+		return x.Clone()
+	case stdjson.RawMessage:
+		return slices.Clone(x)
+	}
+	b, err := jsonrpc.Marshal(v)
+	if err != nil {
+		panic("mcp: ServerOptions.Capabilities." + path + " does not encode as JSON: " + err.Error())
+	}
+	return jsontext.Value(b)
 }
 
 // Run serves one connection until its input ends (nil error), ctx is

@@ -2,7 +2,10 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -82,4 +85,78 @@ func TestValidateRefusesUnknownInputMethod(t *testing.T) {
 	assert.Equal(t, "InputMethods[0]", oe.Option)
 	assert.Contains(t, oe.Problem, `"acme/missing" is not in Methods`)
 	assert.PanicsWithError(t, err.Error(), func() { mcp.NewServer(o) })
+}
+
+// acmeCaps is a struct value in ServerOptions.Capabilities: the server
+// keeps what it encoded to at NewServer.
+type acmeCaps struct {
+	Zone  string         `json:"zone"`
+	Rules map[string]int `json:"rules"`
+}
+
+// TestServerCapabilitiesAreCopiedDeep changes the nested values of
+// Capabilities.Experimental and Extensions, in the options passed to
+// NewServer after the call and in a copy Options returned, and shows that
+// what the server declares on the wire (server/discover, whose
+// capabilities carry both) does not change.
+func TestServerCapabilitiesAreCopiedDeep(t *testing.T) {
+	nested := map[string]any{"a": 1.0, "list": []any{"x", map[string]any{"b": true}}}
+	acme := &acmeCaps{Zone: "eu", Rules: map[string]int{"r": 1}}
+	opts := &mcp.ServerOptions{Name: "s", Capabilities: &mcp.ServerCapabilities{
+		Experimental: map[string]any{"x": nested, "acme": acme, "raw": json.RawMessage(`{"c":1}`)},
+		Extensions:   map[string]any{"io.example/x": map[string]any{"n": []any{1.0, 2.0}}},
+	}}
+	srv := mcp.NewServer(opts)
+	c := connectRaw(t, srv, false, true)
+	discover := func() string {
+		t.Helper()
+		c.send(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + modernMeta + `}}`)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		b, err := c.tr.Read(ctx)
+		require.NoError(t, err)
+		return string(b)
+	}
+	want := discover()
+	require.Contains(t, want, `"acme":{"zone":"eu","rules":{"r":1}}`)
+	require.Contains(t, want, `"io.example/x":{"n":[1,2]}`)
+
+	// The options passed to NewServer, changed after the call.
+	nested["a"] = 2.0
+	nested["list"].([]any)[1].(map[string]any)["b"] = false
+	acme.Zone, acme.Rules["r"] = "us", 2
+	copy(opts.Capabilities.Experimental["raw"].(json.RawMessage), `{"c":2}`)
+	opts.Capabilities.Extensions["io.example/x"].(map[string]any)["n"].([]any)[0] = 9.0
+	assert.Equal(t, want, discover(), "changing the options after NewServer changed the wire")
+
+	// A copy Options returned, changed all the way down.
+	got := srv.Options()
+	got.Capabilities.Experimental["x"].(map[string]any)["a"] = 3.0
+	got.Capabilities.Experimental["x"].(map[string]any)["list"].([]any)[0] = "changed"
+	got.Capabilities.Experimental["x"].(map[string]any)["list"].([]any)[1].(map[string]any)["b"] = "changed"
+	got.Capabilities.Extensions["io.example/x"].(map[string]any)["n"].([]any)[1] = 9.0
+	raw := got.Capabilities.Experimental["raw"].(json.RawMessage)
+	copy(raw, `{"c":3}`)
+	assert.Equal(t, want, discover(), "changing a copy from Options changed the wire")
+}
+
+// A capability value that does not encode as JSON is a configuration
+// error: NewServer panics with a message naming the member.
+func TestServerCapabilitiesMustEncode(t *testing.T) {
+	for _, field := range []string{"Experimental", "Extensions"} {
+		caps := &mcp.ServerCapabilities{}
+		bad := map[string]any{"x": []any{map[string]any{"ch": make(chan int)}}}
+		if field == "Experimental" {
+			caps.Experimental = bad
+		} else {
+			caps.Extensions = bad
+		}
+		var got any
+		func() {
+			defer func() { got = recover() }()
+			mcp.NewServer(&mcp.ServerOptions{Capabilities: caps})
+		}()
+		require.NotNil(t, got, field)
+		assert.Contains(t, fmt.Sprint(got), `mcp: ServerOptions.Capabilities.`+field+`["x"][0]["ch"] does not encode as JSON`)
+	}
 }

@@ -31,26 +31,31 @@ func (s *Server) Sessions() []*Session {
 }
 
 // ErrNoChannel is returned by Session.Notify on a session that has no
-// channel for notifications outside a request: one a stateless HTTP
-// handler made for a single 2026-07-28 request, or any session of a
-// server built with the tag keel_omit2025 (there are no 2025 sessions).
+// channel for notifications outside a request: every connection but an
+// initialized 2025 session (one serving 2026-07-28 requests without
+// initialize, one a stateless HTTP handler made for a single 2026-07-28
+// request, one not initialized yet), and so every session of a server
+// built with the tag keel_omit2025 (there are no 2025 sessions).
 var ErrNoChannel = errors.New("mcp: the session has no channel for notifications outside a request")
 
 // Notify sends the notification method with params (encoded as JSON; nil
-// for none) to the session's client. It fails on a closed session and
-// with ErrNoChannel on a stateless per-request session, and on every
-// session of a server built with the tag keel_omit2025. Clients of
-// revision 2026-07-28 are reached through their subscriptions/listen
-// streams: see Server.NotifyAll.
+// for none) to the session's client. Only an initialized 2025 session has
+// a channel for that: Notify fails with ErrClosed on a closed session and
+// with ErrNoChannel on every other one (not initialized yet, serving
+// 2026-07-28 requests without initialize, made for one stateless
+// request, any session of a server built with the tag keel_omit2025).
+// Clients of revision 2026-07-28 are reached through their
+// subscriptions/listen streams, which carry only what they subscribed
+// to: see Server.NotifyAll and ListenStream.Notify.
 func (ss *Session) Notify(ctx context.Context, method string, params any) error {
 	if method == "" {
 		return errors.New("mcp: Notify: empty method")
 	}
-	if ss.modernOnly || !sessionChannel {
-		return ErrNoChannel
-	}
 	if sessionState(ss.state.Load()) == stateClosed {
 		return ErrClosed
+	}
+	if !sessionChannel(ss) {
+		return ErrNoChannel
 	}
 	return ss.conn.notify(ctx, method, params)
 }
@@ -61,8 +66,10 @@ func (ss *Session) Notify(ctx context.Context, method string, params any) error 
 // covers it (see ListenStream.Notify: a stream gets only what its client
 // opted in to, so a method no filter names reaches no 2026-07-28 client;
 // there the params' _meta names the subscription, so params must encode
-// as a JSON object, or be nil). A stream queues at most maxPendingNotes
-// such notifications; beyond that they are dropped and logged. It returns
+// as a JSON object, or be nil). A stream holds at most 64 notifications
+// its client has not read yet: a broadcast that finds one full is not
+// queued for that stream (its client misses it; the others get it) and
+// is logged as a warning. It returns
 // the errors of the sessions it could not reach, joined (a closed session
 // is skipped silently).
 func (s *Server) NotifyAll(ctx context.Context, method string, params any) error {
@@ -188,8 +195,9 @@ func (sub *ListenStream) Filter() SubscriptionFilter { return sub.l.filter }
 // encode as a JSON object, or be nil). The revision lets a stream carry
 // only what its client opted in to: a notification the filter does not
 // cover fails with ErrNotSubscribed, one for a subscription that ended
-// with ErrClosed, and one beyond the maxPendingNotes the stream holds with
-// an error that names that bound.
+// with ErrClosed. A stream holds at most 64 notifications its client has
+// not read yet: past that, Notify queues nothing and fails with an error
+// that names the bound.
 func (sub *ListenStream) Notify(method string, params any) error {
 	members, err := noteMembers("ListenStream.Notify", method, params)
 	if err != nil {
@@ -218,8 +226,9 @@ func (sub *ListenStream) Notify(method string, params any) error {
 	return nil
 }
 
-// maxPendingNotes bounds the NotifyAll notifications one listen stream
-// holds while its client reads slowly.
+// maxPendingNotes bounds the notifications one listen stream holds while
+// its client reads slowly (the docs of NotifyAll and ListenStream.Notify
+// state its value).
 const maxPendingNotes = 64
 
 // pendingNote is a NotifyAll notification queued for a listen stream: the

@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -33,50 +34,59 @@ const (
 // name a user has to learn, so they do not count.
 func exportedNames(t *testing.T, dir string) []string {
 	t.Helper()
-	fset := token.NewFileSet()
 	var names []string
-	for _, n := range sourceFiles(t, dir) {
-		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.SkipObjectResolution)
-		require.NoError(t, err)
-		for _, d := range f.Decls {
-			switch d := d.(type) {
-			case *ast.FuncDecl:
-				if !d.Name.IsExported() {
-					continue
-				}
-				if d.Recv == nil {
-					names = append(names, "func "+d.Name.Name)
-					continue
-				}
-				recv := receiverName(d.Recv.List[0].Type)
-				if d.Name.Name == "MarshalJSON" || d.Name.Name == "UnmarshalJSON" {
-					continue // encoding/json's interfaces: no name a user learns
-				}
-				if ast.IsExported(recv) {
-					names = append(names, "method "+recv+"."+d.Name.Name)
-				}
-			case *ast.GenDecl:
-				for _, s := range d.Specs {
-					switch s := s.(type) {
-					case *ast.ValueSpec:
-						for _, id := range s.Names {
-							if id.IsExported() {
-								names = append(names, d.Tok.String()+" "+id.Name)
-							}
+	for _, d := range decls(t, dir) {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if !d.Name.IsExported() {
+				continue
+			}
+			if d.Recv == nil {
+				names = append(names, "func "+d.Name.Name)
+				continue
+			}
+			recv := receiverName(d.Recv.List[0].Type)
+			if d.Name.Name == "MarshalJSON" || d.Name.Name == "UnmarshalJSON" {
+				continue // encoding/json's interfaces: no name a user learns
+			}
+			if ast.IsExported(recv) {
+				names = append(names, "method "+recv+"."+d.Name.Name)
+			}
+		case *ast.GenDecl:
+			for _, s := range d.Specs {
+				switch s := s.(type) {
+				case *ast.ValueSpec:
+					for _, id := range s.Names {
+						if id.IsExported() {
+							names = append(names, d.Tok.String()+" "+id.Name)
 						}
-					case *ast.TypeSpec:
-						if !s.Name.IsExported() {
-							continue
-						}
-						names = append(names, "type "+s.Name.Name)
-						names = append(names, memberNames(s.Name.Name, s.Type)...)
 					}
+				case *ast.TypeSpec:
+					if !s.Name.IsExported() {
+						continue
+					}
+					names = append(names, "type "+s.Name.Name)
+					names = append(names, memberNames(s.Name.Name, s.Type)...)
 				}
 			}
 		}
 	}
 	sort.Strings(names)
 	return names
+}
+
+// decls returns the top-level declarations of the non-test Go files in
+// dir (sourceFiles), with their doc comments.
+func decls(t *testing.T, dir string) []ast.Decl {
+	t.Helper()
+	fset := token.NewFileSet()
+	var out []ast.Decl
+	for _, n := range sourceFiles(t, dir) {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.ParseComments|parser.SkipObjectResolution)
+		require.NoError(t, err)
+		out = append(out, f.Decls...)
+	}
+	return out
 }
 
 // memberNames lists the exported fields of a struct type and the exported
@@ -159,4 +169,211 @@ func (hidden) O() {}
 		"method G.N", "method I.M", "method T.M",
 		"type Embedded", "type G", "type I", "type Ptr", "type T", "var V",
 	}, exportedNames(t, dir))
+}
+
+// TestExportedTypesAreReachable: an exported type is part of the API only
+// if a user can meet it: it has exported methods (an interface a user
+// implements has them), or another exported
+// declaration names it (a function's or method's signature, an exported
+// field of an exported type, an interface method, a constant or
+// variable). One that nothing exported names is plumbing and stays
+// unexported.
+func TestExportedTypesAreReachable(t *testing.T) {
+	assert.Equal(t, []string{"Orphan"}, unreachableTypes(t, writeSource(t, `package p
+type Orphan struct{ A int }
+type Used struct{}
+type Level string
+const L Level = "x"
+type Recv struct{}
+func (Recv) M() {}
+type hidden struct{ O Orphan }
+type Outer struct{ o Orphan }
+func F(u *Used, o *Outer) {}
+type Impl interface{ Do() }
+`)))
+	assert.Empty(t, unreachableTypes(t, "."), "exported types that no exported API takes or returns")
+}
+
+func writeSource(t *testing.T, src string) string {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.go"), []byte(src), 0o600))
+	return dir
+}
+
+// unreachableTypes lists the exported types of dir's non-test files that
+// have no exported method (an interface's included) and that no other
+// exported declaration names.
+func unreachableTypes(t *testing.T, dir string) []string {
+	t.Helper()
+	types := map[string]bool{} // exported type → reachable
+	named := map[string]bool{}
+	mention := func(n ast.Node, self string) {
+		ast.Inspect(n, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok && id.Name != self {
+				named[id.Name] = true
+			}
+			return true
+		})
+	}
+	for _, d := range decls(t, dir) {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if !d.Name.IsExported() {
+				continue
+			}
+			if d.Recv != nil {
+				recv := receiverName(d.Recv.List[0].Type)
+				if !ast.IsExported(recv) {
+					continue
+				}
+				named[recv] = true
+			}
+			mention(d.Type, "")
+		case *ast.GenDecl:
+			for _, s := range d.Specs {
+				switch s := s.(type) {
+				case *ast.ValueSpec:
+					for _, id := range s.Names {
+						if id.IsExported() {
+							if s.Type != nil {
+								mention(s.Type, "")
+							}
+							for _, v := range s.Values {
+								mention(v, "")
+							}
+						}
+					}
+				case *ast.TypeSpec:
+					if !s.Name.IsExported() {
+						continue
+					}
+					types[s.Name.Name] = true
+					switch x := s.Type.(type) {
+					case *ast.StructType: // the types of its exported fields
+						for _, f := range x.Fields.List {
+							if len(f.Names) == 0 || f.Names[0].IsExported() {
+								mention(f.Type, s.Name.Name)
+							}
+						}
+					case *ast.InterfaceType: // one a user implements
+						if len(memberNames(s.Name.Name, x)) > 0 {
+							named[s.Name.Name] = true
+						}
+						mention(x, s.Name.Name)
+					default:
+						mention(x, s.Name.Name)
+					}
+				}
+			}
+		}
+	}
+	var out []string
+	for typ := range types {
+		if !named[typ] {
+			out = append(out, typ)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestDocsNameNoUnexportedIdentifier: the doc comment of an exported
+// declaration speaks to users, who cannot see the package's unexported
+// names: it states the rule (a bound's value and what happens past it),
+// never the identifier that holds it. Identifiers in camelCase (an inner
+// capital) are checked: plain lower-case ones read as English words, and
+// a protocol member's name (a json tag) is the wire's vocabulary.
+func TestDocsNameNoUnexportedIdentifier(t *testing.T) {
+	assert.Equal(t, []string{"F mentions maxItems"}, docsNamingUnexported(t, writeSource(t, `package p
+// maxItems bounds F.
+const maxItems = 8
+// F takes at most maxItems items.
+func F() {}
+// G takes at most 8 items (max items).
+func G() {}
+`)))
+	assert.Empty(t, docsNamingUnexported(t, "."))
+}
+
+func docsNamingUnexported(t *testing.T, dir string) []string {
+	t.Helper()
+	all := decls(t, dir)
+	hidden := map[string]bool{}
+	for _, d := range all {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Recv == nil && !d.Name.IsExported() {
+				hidden[d.Name.Name] = true
+			}
+		case *ast.GenDecl:
+			for _, s := range d.Specs {
+				switch s := s.(type) {
+				case *ast.ValueSpec:
+					for _, id := range s.Names {
+						if !id.IsExported() {
+							hidden[id.Name] = true
+						}
+					}
+				case *ast.TypeSpec:
+					if !s.Name.IsExported() {
+						hidden[s.Name.Name] = true
+					}
+				}
+			}
+		}
+	}
+	for name := range hidden {
+		if strings.ToLower(name) == name {
+			delete(hidden, name)
+		}
+	}
+	for _, d := range all { // a protocol member's name is the wire's, not an identifier
+		ast.Inspect(d, func(n ast.Node) bool {
+			if fld, ok := n.(*ast.Field); ok && fld.Tag != nil {
+				tag := reflect.StructTag(strings.Trim(fld.Tag.Value, "`"))
+				delete(hidden, strings.Split(tag.Get("json"), ",")[0])
+			}
+			return true
+		})
+	}
+	var out []string
+	check := func(name string, doc *ast.CommentGroup) {
+		if doc == nil {
+			return
+		}
+		for _, w := range strings.FieldsFunc(doc.Text(), func(r rune) bool {
+			return !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+		}) {
+			if hidden[w] {
+				out = append(out, name+" mentions "+w)
+			}
+		}
+	}
+	for _, d := range all {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Name.IsExported() && (d.Recv == nil || ast.IsExported(receiverName(d.Recv.List[0].Type))) {
+				check(d.Name.Name, d.Doc)
+			}
+		case *ast.GenDecl:
+			for _, s := range d.Specs {
+				switch s := s.(type) {
+				case *ast.ValueSpec:
+					for _, id := range s.Names {
+						if id.IsExported() {
+							check(id.Name, s.Doc)
+							check(id.Name, d.Doc)
+						}
+					}
+				case *ast.TypeSpec:
+					if s.Name.IsExported() {
+						check(s.Name.Name, s.Doc)
+						check(s.Name.Name, d.Doc)
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }

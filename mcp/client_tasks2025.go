@@ -79,7 +79,7 @@ func (c *Client) GetTask(ctx context.Context, taskID string) (*Task, error) {
 // tools/call would have returned, like CallToolWithParams: a JSON-RPC error
 // as *Error; an isError result (a failed or cancelled task) together with
 // its *StructuredError. The result's _meta names the task
-// (metaRelatedTask). Cancel ctx to stop waiting (the task goes on).
+// ("io.modelcontextprotocol/related-task"; see RelatedTaskID). Cancel ctx to stop waiting (the task goes on).
 func (c *Client) TaskResult(ctx context.Context, taskID string) (*CallToolResult, error) {
 	var res CallToolResult
 	if err := c.Call(ctx, methodTasksResult, &getTaskPayloadParams{TaskID: taskID}, &res); err != nil {
