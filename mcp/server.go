@@ -273,7 +273,7 @@ type ServerOptions struct {
 	// NewServer keeps a deep copy of both maps: JSON-like values (maps
 	// of type map[string]any, slices of type []any, strings, numbers,
 	// booleans, nil, raw JSON) are copied as they are, any other value as
-	// its JSON encoding then (a jsontext.Value); a value that does not
+	// its JSON encoding then (a json.RawMessage); a value that does not
 	// encode as JSON makes NewServer panic.
 	Capabilities *ServerCapabilities
 }
@@ -526,7 +526,7 @@ func clonePtr[T any](p *T) *T {
 // ServerOptions.Capabilities (field names it): maps (map[string]any),
 // slices ([]any) and raw JSON are copied all the way down, and strings,
 // numbers, booleans and nil kept; any other value (a struct, a pointer, a
-// typed map) is replaced by its JSON encoding, a jsontext.Value, which
+// typed map) is replaced by its JSON encoding, a json.RawMessage, which
 // the wire writes exactly as the value would have been written. A value
 // that does not encode as JSON makes it panic, naming the member: a
 // misconfigured server fails at start-up.
@@ -563,7 +563,7 @@ func cloneJSONValue(v any, path string) any {
 	if err != nil {
 		panic("mcp: ServerOptions.Capabilities." + path + " does not encode as JSON: " + err.Error())
 	}
-	return jsontext.Value(b)
+	return stdjson.RawMessage(b)
 }
 
 // Run serves one connection until its input ends (nil error), ctx is
