@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"sort"
 	"strings"
 
@@ -111,7 +112,7 @@ type callToolFields struct {
 type metaRule func(req *Request) (meta Meta, ok bool)
 
 // toolCallParams returns the params of a tools/call, a copy the call may
-// change: from the CallToolParams a middleware decoded (Params), when one
+// change (but for the argument bytes, which are shared and only read): from the CallToolParams a middleware decoded (Params), when one
 // did, else decoded here (callToolWire), with the _meta readMeta gives
 // when it gives one. Meta leaves out the revision's own members either
 // way (see callToolWire).
@@ -123,7 +124,16 @@ func toolCallParams(req *Request, readMeta metaRule) (*CallToolParams, error) {
 	}
 	p := new(CallToolParams)
 	if c, ok := decodedBefore[CallToolParams](req); ok {
+		// A copy of what the call may change (Meta, Task, the input
+		// responses): the middleware that decoded c still holds it, and a
+		// task's handler runs on another goroutine. The argument bytes are
+		// shared: they are read, never written.
 		*p = *c
+		p.InputResponses = maps.Clone(c.InputResponses)
+		if c.Task != nil {
+			t := *c.Task
+			p.Task = &t
+		}
 		if read {
 			p.Meta = meta
 		} else {
@@ -147,9 +157,8 @@ func toolCallParams(req *Request, readMeta metaRule) (*CallToolParams, error) {
 	return p, nil
 }
 
-// withoutRevisionMembers returns m without the members callMeta skips:
-// m itself when it has none of them, else a copy; nil when nothing is
-// left (as callMeta leaves an empty _meta).
+// withoutRevisionMembers returns a copy of m without the members callMeta
+// skips; nil when nothing is left (as callMeta leaves an empty _meta).
 func withoutRevisionMembers(m Meta) Meta {
 	if len(m) == 0 {
 		return nil
@@ -162,7 +171,7 @@ func withoutRevisionMembers(m Meta) Meta {
 		}
 	}
 	if n == 0 {
-		return m
+		return maps.Clone(m)
 	}
 	out := make(Meta, len(m)-n)
 	for k, v := range m {

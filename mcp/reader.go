@@ -231,9 +231,28 @@ func (rd *reader) noteMessage() {
 	if mc, ok := ss.conn.t.(transport.MessageContexter); ok {
 		rd.msgCtx = mc.MessageContext(ss.ctx)
 	}
-	if c, ok := ss.conn.t.(handoff.Carrier); ok {
+	if c := carrierOf(ss.conn.t); c != nil {
 		rd.x = c.Handoff()
 	}
+}
+
+// carrierOf returns the transport that hands over each message's hand-off
+// (handoff.Carrier): t itself, or the transport a wrapper wraps, followed
+// through Unwrap() transport.Transport (see transport.Transport), or nil.
+func carrierOf(t transport.Transport) handoff.Carrier {
+	for range 8 { // wrappers deeper than that are not followed
+		if c, ok := t.(handoff.Carrier); ok {
+			return c
+		}
+		u, ok := t.(interface{ Unwrap() transport.Transport })
+		if !ok {
+			return nil
+		}
+		if t = u.Unwrap(); t == nil {
+			return nil
+		}
+	}
+	return nil
 }
 
 // messageContext is the parent context of a request being handled: the

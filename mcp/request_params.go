@@ -14,6 +14,7 @@ import (
 type paramsCache struct {
 	mu    sync.Mutex
 	src   *byte // the first byte of the params the values were decoded from
+	n     int   // and their length
 	first any   // a *T, or a *failedParams (nil: none yet)
 	more  *[]any
 }
@@ -35,10 +36,12 @@ func paramsStart(params []byte) *byte {
 
 // lookup returns the *T decoded from params (and the error decoding it
 // gave), if Params decoded one; c.mu is held. Values decoded from other
-// params (a middleware set Request.Params anew since) are dropped.
+// params (a middleware set Request.Params anew since, also by appending to
+// the same bytes) are dropped. Params rewritten in place, same bytes and
+// same length, are not told apart: set Request.Params to new bytes.
 func lookup[T any](c *paramsCache, params []byte) (*T, *Error, bool) {
-	if start := paramsStart(params); c.src != start {
-		c.src, c.first, c.more = start, nil, nil
+	if start := paramsStart(params); c.src != start || c.n != len(params) {
+		c.src, c.n, c.first, c.more = start, len(params), nil, nil
 		return nil, nil, false
 	}
 	if p, err, ok := entryOf[T](c.first); ok {

@@ -388,3 +388,18 @@ func TestToolsCallAfterMiddlewareDecodeFailed(t *testing.T) {
 	assert.Equal(t, `{"message":"hi"}`, string(s.tool.Arguments))
 	assert.Equal(t, mcp.Meta{"acme/trace": "t-1"}, s.tool.Meta)
 }
+
+// Params appended in place (the same first byte, a longer slice) are
+// decoded anew, not served from the cache of the shorter ones.
+func TestParamsAppendedInPlaceAreDecodedAnew(t *testing.T) {
+	buf := make([]byte, 0, 64)
+	buf = append(buf, `{"name":"ann"}`...)
+	req := &mcp.Request{Method: "acme/greet", Params: json.RawMessage(buf)}
+	p, err := mcp.Params[greetParams](req)
+	require.NoError(t, err)
+	require.Equal(t, "ann", p.Name)
+	req.Params = append(req.Params[:len(req.Params)-1], `,"times":3}`...)
+	p2, err := mcp.Params[greetParams](req)
+	require.NoError(t, err)
+	assert.Equal(t, 3, p2.Times, "params set anew (%s) decoded anew", req.Params)
+}

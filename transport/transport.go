@@ -27,6 +27,14 @@ import (
 // Read and Write may be called concurrently with each other; Read is called
 // by one goroutine at a time, Write by any number (writes are ordered and
 // never interleaved).
+//
+// A transport that wraps another (to count, trace or log its messages)
+// should forward MessageContexter and PeerWatcher when the wrapped one
+// implements them, and implement Unwrap() Transport returning the wrapped
+// transport: through it the server finds what the streamable HTTP
+// transport hands over with each message, among which where a 2026-07-28
+// error answer's HTTP status (404, 400) is recorded; without it such an
+// answer goes out with status 200.
 type Transport interface {
 	// Read returns the next message without its framing. The slice is
 	// valid only until the next call to Read. At the end of input Read

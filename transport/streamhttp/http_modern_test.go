@@ -503,3 +503,46 @@ func TestHTTPModernServerErrorStatus(t *testing.T) {
 		}
 	}
 }
+
+// wrapped is a user's transport wrapper that follows the documented
+// convention: it forwards MessageContexter and implements Unwrap.
+type wrapped struct{ transport.Transport }
+
+func (w wrapped) MessageContext(parent context.Context) context.Context {
+	return w.Transport.(transport.MessageContexter).MessageContext(parent)
+}
+
+func (w wrapped) Unwrap() transport.Transport { return w.Transport }
+
+// A wrapper of the session transport (Options.Serve wrapping it before
+// Server.Run) keeps a 2026-07-28 error answer's HTTP status when it
+// implements Unwrap; without Unwrap the answer goes out with status 200,
+// as transport.Transport documents.
+func TestHTTPModernStatusThroughAWrapper(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		wrap   func(transport.Transport) transport.Transport
+		status int
+	}{
+		{"unwrapped", func(t transport.Transport) transport.Transport { return t }, http.StatusNotFound},
+		{"wrapper with Unwrap", func(t transport.Transport) transport.Transport { return wrapped{t} }, http.StatusNotFound},
+		{"wrapper with Unwrap, twice", func(t transport.Transport) transport.Transport { return wrapped{wrapped{t}} }, http.StatusNotFound},
+		{"wrapper without Unwrap", func(t transport.Transport) transport.Transport {
+			return struct{ transport.Transport }{wrapped{t}}
+		}, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := mcp.NewServer(mcptest.ServerOptions(mcptest.NewTools(mcptest.ToolEcho)))
+			h := streamhttp.NewHandler(&streamhttp.Options{Logger: quiet, SupportedVersions: mcp.AllVersions(), ResponseMode: streamhttp.ResponseJSON,
+				Serve: func(ctx context.Context, tr transport.Transport) error { return srv.Run(ctx, tc.wrap(tr)) }})
+			t.Cleanup(func() { _ = h.Close() })
+			hs := newServer(t, h)
+			resp := do(t, hs, request{body: modernRequest(`"s1"`, "acme/nothing", "", ""), version: modern, header: modernHeaders("acme/nothing", "", nil)})
+			body := readBody(t, resp)
+			assert.Equal(t, tc.status, resp.StatusCode, body)
+			a := decodeAnswer(t, body)
+			require.NotNil(t, a.Error, body)
+			assert.EqualValues(t, -32601, a.Error.Code)
+		})
+	}
+}
