@@ -112,10 +112,11 @@ type callToolFields struct {
 type metaRule func(req *Request) (meta Meta, ok bool)
 
 // toolCallParams returns the params of a tools/call, a copy the call may
-// change (but for the argument bytes, which are shared and only read): from the CallToolParams a middleware decoded (Params), when one
-// did, else decoded here (callToolWire), with the _meta readMeta gives
-// when it gives one. Meta leaves out the revision's own members either
-// way (see callToolWire).
+// change, one level deep (the argument bytes and values nested in Meta
+// are shared, and only read): from the CallToolParams a middleware
+// decoded (Params), when one did, else decoded here (callToolWire), with
+// the _meta readMeta gives when it gives one. Meta leaves out the
+// revision's own members either way (see callToolWire).
 func toolCallParams(req *Request, readMeta metaRule) (*CallToolParams, error) {
 	var meta Meta
 	read := false
@@ -132,6 +133,10 @@ func toolCallParams(req *Request, readMeta metaRule) (*CallToolParams, error) {
 		p.InputResponses = maps.Clone(c.InputResponses)
 		if c.Task != nil {
 			t := *c.Task
+			if t.TTL != nil {
+				ttl := *t.TTL
+				t.TTL = &ttl
+			}
 			p.Task = &t
 		}
 		if read {

@@ -27,11 +27,14 @@ type ToolSource interface {
 type ToolCall struct {
 	Name string
 	// Arguments is the raw arguments object ({} when the client sent none).
+	// Its bytes may be shared with middleware: read them, never write
+	// into them.
 	Arguments json.RawMessage
 	// Meta is the request's _meta (nil when absent), without the
 	// members of revision 2026-07-28 that the request's scope holds
 	// (protocol version, client capabilities and info, log level: see
-	// RequestFromContext).
+	// RequestFromContext). The map is the call's own, but the values
+	// nested in it may be shared with middleware: don't write into them.
 	Meta Meta
 	// Task is set when the client asked to run the call as a task
 	// (2025-11-25), or when a 2026-07-28 call may become one (the tool

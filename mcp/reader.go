@@ -63,7 +63,7 @@ func (rd *reader) readLoop() {
 			close(rd.inputDone)
 			return
 		}
-		rd.noteMessage() // values the transport attached to msg (server_http.go)
+		rd.noteMessage(msg) // values the transport attached to msg (server_http.go)
 		if j := rd.handleRead(msg); j != nil && !rd.runInline(j) {
 			return
 		}
@@ -220,39 +220,20 @@ func (rd *reader) route(m *jsonrpc.Message, r responder, modern bool, meta reque
 	return connectionEngine.dispatch(ss, m, r)
 }
 
-// noteMessage records what the transport handed over with the message
-// just read: the context it attached (HTTP: the request's values and
-// stream) and the message's hand-off (HTTP: the message as read, and where
-// its answer's error code goes), each nil when there is none; the reading
-// goroutine calls it after each Read.
-func (rd *reader) noteMessage() {
+// noteMessage records what the transport handed over with msg, the
+// message just read: the context it attached (HTTP: the request's values
+// and stream) and the message's hand-off (HTTP: the message as read, and
+// where its answer's error code goes), each nil when there is none; the
+// reading goroutine calls it after each Read. The hand-off is found
+// through wrappers (handoff.CarrierOf) and used only for the very bytes
+// it was made for (handoff.Of).
+func (rd *reader) noteMessage(msg []byte) {
 	ss := rd.ss
-	rd.msgCtx, rd.x = nil, nil
+	rd.msgCtx = nil
 	if mc, ok := ss.conn.t.(transport.MessageContexter); ok {
 		rd.msgCtx = mc.MessageContext(ss.ctx)
 	}
-	if c := carrierOf(ss.conn.t); c != nil {
-		rd.x = c.Handoff()
-	}
-}
-
-// carrierOf returns the transport that hands over each message's hand-off
-// (handoff.Carrier): t itself, or the transport a wrapper wraps, followed
-// through Unwrap() transport.Transport (see transport.Transport), or nil.
-func carrierOf(t transport.Transport) handoff.Carrier {
-	for range 8 { // wrappers deeper than that are not followed
-		if c, ok := t.(handoff.Carrier); ok {
-			return c
-		}
-		u, ok := t.(interface{ Unwrap() transport.Transport })
-		if !ok {
-			return nil
-		}
-		if t = u.Unwrap(); t == nil {
-			return nil
-		}
-	}
-	return nil
+	rd.x = handoff.Of(handoff.CarrierOf(ss.conn.t), msg)
 }
 
 // messageContext is the parent context of a request being handled: the

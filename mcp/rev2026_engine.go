@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"strconv"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -133,8 +134,8 @@ func modernToolsCall(ctx context.Context, req *Request) (any, error) {
 	return handleToolsCall(ctx, req, modernRounds, modernTaskCall, modernCallMeta)
 }
 
-// modernCallMeta is the metaRule of the 2026-07-28 column: the members of
-// _meta other than the revision's, read with the request's scope
+// modernCallMeta is the metaRule of the 2026-07-28 column: a copy of the
+// members of _meta other than the revision's, read with the request's scope
 // (requestMeta.Meta), while req.Params are the request's own (no
 // middleware replaced them) and every member could be read.
 func modernCallMeta(req *Request) (Meta, bool) {
@@ -142,7 +143,7 @@ func modernCallMeta(req *Request) (Meta, bool) {
 	if mod == nil || mod.meta.partial || !sameValue(jsontext.Value(req.Params), req.r.params) {
 		return nil, false
 	}
-	return mod.meta.Meta, true
+	return maps.Clone(mod.meta.Meta), true // the call's own: a middleware may call next again
 }
 
 // modernComplete is completion/complete in the 2026-07-28 column: the

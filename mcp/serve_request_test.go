@@ -26,6 +26,7 @@ type prereadTransport struct {
 	maxDepth int    // the depth it says it read it with
 	ok       bool   // whether it has a reading
 	input    []byte // what Read returns once (then io.EOF); nil: Read waits for ctx
+	raw      []byte // the bytes the hand-off says it was made for (see handoff.Of)
 
 	mu      sync.Mutex
 	written [][]byte
@@ -40,7 +41,7 @@ func (p *prereadTransport) Handoff() *handoff.Request {
 	if derr != nil {
 		panic(derr.Message)
 	}
-	x := &handoff.Request{Msg: m, MaxDepth: int32(p.maxDepth), Reading: revision.Classify(m.Params)}
+	x := &handoff.Request{Msg: m, Raw: p.raw, MaxDepth: int32(p.maxDepth), Reading: revision.Classify(m.Params)}
 	p.mu.Lock()
 	p.x = x
 	p.mu.Unlock()
@@ -94,21 +95,33 @@ func TestServeRequestTakesTheTransportsReading(t *testing.T) {
 		maxDepth int
 		wantID   string
 		wantText string
+		// otherBytes: the hand-off was made for other bytes (a wrapper's
+		// Read changed them).
+		otherBytes bool
 	}{
-		{"reading taken", true, srv.Options().MaxDepth, `"id":7`, "from the reading"},
-		{"looser depth: read again", true, srv.Options().MaxDepth + 1, `"id":1`, "from the message"},
-		{"no reading", false, 0, `"id":1`, "from the message"},
+		{"reading taken", true, srv.Options().MaxDepth, `"id":7`, "from the reading", false},
+		{"looser depth: read again", true, srv.Options().MaxDepth + 1, `"id":1`, "from the message", false},
+		{"no reading", false, 0, `"id":1`, "from the message", false},
+		{"made for other bytes: read again", true, srv.Options().MaxDepth, `"id":1`, "from the message", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := &prereadTransport{pre: call("7", "b"), maxDepth: tc.maxDepth, ok: tc.ok}
-			require.NoError(t, srv.ServeRequest(context.Background(), tr, call("1", "a")))
+			msg := call("1", "a")
+			tr := &prereadTransport{pre: call("7", "b"), maxDepth: tc.maxDepth, ok: tc.ok, raw: msg}
+			if tc.otherBytes {
+				tr.raw = call("1", "a")
+			}
+			require.NoError(t, srv.ServeRequest(context.Background(), tr, msg))
 			require.Len(t, tr.written, 1)
 			assert.Contains(t, string(tr.written[0]), tc.wantID)
 			assert.Contains(t, string(tr.written[0]), tc.wantText)
 		})
 		// A session asks the same after each Read.
 		t.Run(tc.name+" (session)", func(t *testing.T) {
-			tr := &prereadTransport{pre: call("7", "b"), maxDepth: tc.maxDepth, ok: tc.ok, input: call("1", "a")}
+			msg := call("1", "a")
+			tr := &prereadTransport{pre: call("7", "b"), maxDepth: tc.maxDepth, ok: tc.ok, input: msg, raw: msg}
+			if tc.otherBytes {
+				tr.raw = call("1", "a")
+			}
 			require.NoError(t, srv.Run(context.Background(), tr))
 			tr.mu.Lock()
 			defer tr.mu.Unlock()
@@ -147,8 +160,9 @@ func TestServeRequestAnswersThroughTheHandoff(t *testing.T) {
 			mcp.CodeUnsupportedProtocolVersion, 400},
 		{`{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, mcp.CodeInvalidParams, 200},
 	} {
-		tr := &prereadTransport{pre: []byte(tc.msg), maxDepth: srv.Options().MaxDepth, ok: true}
-		require.NoError(t, srv.ServeRequest(context.Background(), tr, []byte(tc.msg)))
+		b := []byte(tc.msg)
+		tr := &prereadTransport{pre: b, raw: b, maxDepth: srv.Options().MaxDepth, ok: true}
+		require.NoError(t, srv.ServeRequest(context.Background(), tr, b))
 		require.Len(t, tr.written, 1, tc.msg)
 		require.NotNil(t, tr.x)
 		assert.Equal(t, tc.code, tr.x.ErrorCode(), string(tr.written[0]))
@@ -156,9 +170,10 @@ func TestServeRequestAnswersThroughTheHandoff(t *testing.T) {
 	}
 
 	msg := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"wait",` + meta + `}}`
-	tr := &prereadTransport{pre: []byte(msg), maxDepth: srv.Options().MaxDepth, ok: true}
+	b := []byte(msg)
+	tr := &prereadTransport{pre: b, raw: b, maxDepth: srv.Options().MaxDepth, ok: true}
 	done := make(chan error, 1)
-	go func() { done <- srv.ServeRequest(context.Background(), tr, []byte(msg)) }()
+	go func() { done <- srv.ServeRequest(context.Background(), tr, b) }()
 	<-started
 	tr.mu.Lock()
 	x := tr.x

@@ -622,7 +622,7 @@ func (s *Server) ServeRequest(ctx context.Context, t transport.Transport, msg []
 	ss.applyTransportContext(ctx)
 	ss.ctx = ctx // the caller cancels it: the request's handlers end with it
 	ss.rd.parent, ss.rd.owned = ctx, true
-	ss.rd.noteMessage()
+	ss.rd.noteMessage(msg)
 	if x := ss.rd.x; x != nil {
 		// The transport may end the request before ctx ends (streamable
 		// HTTP: when its Handler closes).

@@ -44,13 +44,16 @@ func (f forward) MessageContext(parent context.Context) context.Context {
 }
 
 // Handoff forwards handoff.Carrier: streamable HTTP's hand-off of the
-// message just read.
+// message just read, found through the wrappers inside (handoff.CarrierOf).
 func (f forward) Handoff() *handoff.Request {
-	if c, ok := f.Transport.(handoff.Carrier); ok {
+	if c := handoff.CarrierOf(f.Transport); c != nil {
 		return c.Handoff()
 	}
 	return nil
 }
+
+// Unwrap returns the wrapped transport (see transport.Transport).
+func (f forward) Unwrap() transport.Transport { return f.Transport }
 
 // SessionID forwards the session id of a transport that has one (the
 // streamable HTTP client transport).

@@ -29,12 +29,15 @@ import (
 // never interleaved).
 //
 // A transport that wraps another (to count, trace or log its messages)
-// should forward MessageContexter and PeerWatcher when the wrapped one
-// implements them, and implement Unwrap() Transport returning the wrapped
-// transport: through it the server finds what the streamable HTTP
-// transport hands over with each message, among which where a 2026-07-28
-// error answer's HTTP status (404, 400) is recorded; without it such an
-// answer goes out with status 200.
+// should forward MessageContexter, MessageLimiter and PeerWatcher when the
+// wrapped one implements them, and implement Unwrap() Transport returning
+// the wrapped transport (never a nil pointer of a concrete type): through
+// it the server finds what the streamable HTTP transport hands over with
+// each message it reads, among which where a 2026-07-28 error answer's
+// HTTP status (404, 400) is recorded; without it such an answer goes out
+// with status 200. What was handed over is used only for a message whose
+// bytes are the very ones the wrapped Read returned: a wrapper that
+// returns other bytes (or a message of its own) has them read as they are.
 type Transport interface {
 	// Read returns the next message without its framing. The slice is
 	// valid only until the next call to Read. At the end of input Read

@@ -13,6 +13,7 @@ import (
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/revision"
+	"github.com/keelmcp/keel/transport"
 )
 
 // Request is one request (or notification, or response) a transport read
@@ -24,6 +25,12 @@ type Request struct {
 	// Msg is the message, decoded with at most MaxDepth levels of
 	// nesting. Its bytes are the server's to keep: they never change.
 	Msg jsonrpc.Message
+	// Raw is the message's bytes as the transport's Read returned them (or
+	// as handed to Server.ServeRequest). The server uses the Request only
+	// for a message whose bytes are these very ones (Of): a wrapper that
+	// returns other bytes from Read (or a message of its own) has them
+	// read anew.
+	Raw []byte
 	// Reading is revision.Classify's reading of Msg.Params (the zero
 	// Reading for a response).
 	Reading revision.Reading
@@ -43,6 +50,42 @@ type Carrier interface {
 	// Handoff returns that Request, or nil when there is none (a batch,
 	// or a message the transport made itself).
 	Handoff() *Request
+}
+
+// maxUnwrap bounds how many wrappers CarrierOf follows.
+const maxUnwrap = 8
+
+// CarrierOf returns the Carrier t is, or the one it wraps, followed
+// through Unwrap() transport.Transport (see transport.Transport) across at
+// most 8 wrappers; nil when there is none.
+func CarrierOf(t transport.Transport) Carrier {
+	for range maxUnwrap + 1 {
+		if c, ok := t.(Carrier); ok {
+			return c
+		}
+		u, ok := t.(interface{ Unwrap() transport.Transport })
+		if !ok {
+			return nil
+		}
+		if t = u.Unwrap(); t == nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+// Of returns the Request c hands over for msg, the message just read:
+// nil when c is nil, hands none, or handed over other bytes than msg
+// (a wrapper changed or made the message).
+func Of(c Carrier, msg []byte) *Request {
+	if c == nil {
+		return nil
+	}
+	x := c.Handoff()
+	if x == nil || len(x.Raw) != len(msg) || (len(msg) > 0 && &x.Raw[0] != &msg[0]) {
+		return nil
+	}
+	return x
 }
 
 // OnAbort registers end, which Abort calls once: the server registers

@@ -9,6 +9,7 @@ import (
 
 	"github.com/keelmcp/keel/internal/handoff"
 	"github.com/keelmcp/keel/internal/revision"
+	"github.com/keelmcp/keel/transport"
 )
 
 // The abort hook runs once: when Abort comes after OnAbort, at Abort; when
@@ -56,4 +57,68 @@ func TestErrorCode(t *testing.T) {
 		assert.Equal(t, code, x.ErrorCode())
 		assert.Equal(t, status, x.Status(), code)
 	}
+}
+
+// carrierT is a transport that hands over x for its message.
+type carrierT struct {
+	transport.Transport
+	x *handoff.Request
+}
+
+func (c carrierT) Handoff() *handoff.Request { return c.x }
+
+// wrapT wraps a transport, with Unwrap.
+type wrapT struct{ transport.Transport }
+
+func (w wrapT) Unwrap() transport.Transport { return w.Transport }
+
+// selfT unwraps to itself.
+type selfT struct{ transport.Transport }
+
+func (s *selfT) Unwrap() transport.Transport { return s }
+
+// nilT unwraps to nothing.
+type nilT struct{ transport.Transport }
+
+func (nilT) Unwrap() transport.Transport { return nil }
+
+// CarrierOf finds the carrier through up to 8 wrappers with Unwrap, and
+// stops at a wrapper without it, at a nil Unwrap and at a cycle; Of hands
+// over the Request only for the very bytes it was made for.
+func TestCarrierOfAndOf(t *testing.T) {
+	msg := []byte(`{"jsonrpc":"2.0","method":"x"}`)
+	x := &handoff.Request{Raw: msg}
+	c := carrierT{x: x}
+	wrapN := func(n int) transport.Transport {
+		var tr transport.Transport = c
+		for range n {
+			tr = wrapT{tr}
+		}
+		return tr
+	}
+	for _, tc := range []struct {
+		name string
+		t    transport.Transport
+		want bool
+	}{
+		{"the carrier", c, true},
+		{"one wrapper", wrapN(1), true},
+		{"eight wrappers", wrapN(8), true},
+		{"nine wrappers", wrapN(9), false},
+		{"a wrapper without Unwrap", struct{ transport.Transport }{c}, false},
+		{"Unwrap returns nil", nilT{}, false},
+		{"Unwrap returns itself", &selfT{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := handoff.CarrierOf(tc.t)
+			assert.Equal(t, tc.want, got != nil)
+			if tc.want {
+				assert.Same(t, x, handoff.Of(got, msg), "the bytes it was made for")
+				assert.Nil(t, handoff.Of(got, append([]byte(nil), msg...)), "equal bytes elsewhere: a wrapper's own")
+				assert.Nil(t, handoff.Of(got, msg[:len(msg)-1]), "a part of them")
+			}
+		})
+	}
+	assert.Nil(t, handoff.Of(nil, msg))
+	assert.Nil(t, handoff.Of(carrierT{}, msg), "a carrier that hands over nothing")
 }

@@ -71,7 +71,7 @@ func parseIncoming(body []byte, maxDepth int) (*envelope, *jsonrpc.DecodeError) 
 		}
 		env.requests = env.one[:0]
 		env.add(&m)
-		env.x.Msg, env.x.MaxDepth = m, int32(min(maxDepth, math.MaxInt32))
+		env.x.Msg, env.x.Raw, env.x.MaxDepth = m, body, int32(min(maxDepth, math.MaxInt32))
 		env.initialize = m.Kind == jsonrpc.KindRequest && m.Method == "initialize"
 		return env, nil
 	}

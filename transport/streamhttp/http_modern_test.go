@@ -546,3 +546,36 @@ func TestHTTPModernStatusThroughAWrapper(t *testing.T) {
 		})
 	}
 }
+
+// rewriting is a wrapper with Unwrap whose Read returns other bytes than
+// the wrapped Read: the method acme/nothing becomes tools/list.
+type rewriting struct{ wrapped }
+
+func (w rewriting) Read(ctx context.Context) ([]byte, error) {
+	msg, err := w.Transport.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return []byte(strings.Replace(string(msg), `"acme/nothing"`, `"tools/list"`, 1)), nil
+}
+
+func (w rewriting) Unwrap() transport.Transport { return w.Transport }
+
+// A wrapper that changes what Read returns is served as it returns it: the
+// hand-off the wrapped transport made for its own bytes is not used for
+// other ones.
+func TestHTTPModernWrapperThatRewritesIsServedAsItReads(t *testing.T) {
+	srv := mcp.NewServer(mcptest.ServerOptions(mcptest.NewTools(mcptest.ToolEcho)))
+	h := streamhttp.NewHandler(&streamhttp.Options{Logger: quiet, SupportedVersions: mcp.AllVersions(), ResponseMode: streamhttp.ResponseJSON,
+		Serve: func(ctx context.Context, tr transport.Transport) error {
+			return srv.Run(ctx, rewriting{wrapped{tr}})
+		}})
+	t.Cleanup(func() { _ = h.Close() })
+	hs := newServer(t, h)
+	resp := do(t, hs, request{body: modernRequest(`"s1"`, "acme/nothing", "", ""), version: modern, header: modernHeaders("acme/nothing", "", nil)})
+	body := readBody(t, resp)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, body)
+	a := decodeAnswer(t, body)
+	assert.Nil(t, a.Error, body)
+	assert.Contains(t, body, `"tools"`, "the rewritten method (tools/list) was served")
+}
