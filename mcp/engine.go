@@ -61,20 +61,53 @@ type inputRule func(r *responder, ctx context.Context, method, target string, ar
 // tools/call with its own (legacyToolsCall, modernToolsCall).
 type taskRule func(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (res any, err error, handled bool)
 
-// engine returns the engine r's request was handed to.
-func (r *responder) engine() engine {
-	if r.eng == nil {
-		return connectionEngine
-	}
-	return r.eng
+// scope is which revision's rules a request (or notification) follows:
+// one value per message, set when it is handed to its engine (reader.route
+// for a request, handleNotification's gate for a notification) and owned
+// by that engine from then on, as net/http hands a connection to its
+// HTTP/2 engine once. It is the engine plus what the engine needs to serve
+// the message: a 2025 request's is its session (sessionScope: the
+// revision initialize negotiated), a 2026-07-28 request's its own _meta
+// (*modernReq), set by the engine once the _meta is checked. No scope
+// value allocates but a 2026-07-28 request's, which is its per-request
+// state.
+type scope interface {
+	// engine returns the engine that serves the message.
+	engine() engine
+	// version returns the revision the message is served at.
+	version() string
 }
 
+// sessionScope is the scope of a message served under its connection's
+// rules (connectionEngine: the revisions negotiated by initialize), and of
+// an answer made before any hand-off (a refused batch, a message that
+// cannot be parsed): the revision is the session's, as negotiated when it
+// is read (initialize sets it while its own request is served).
+type sessionScope struct{ ss *Session }
+
+func (s sessionScope) engine() engine  { return connectionEngine }
+func (s sessionScope) version() string { return s.ss.negotiated() }
+
+// unmarkedScope is the scope of a message handed to the 2026-07-28 engine
+// before its _meta is checked (an error answer to a request whose _meta is
+// not valid), or that names no revision on a connection serving only
+// 2026-07-28 requests (such a notification): the revision's rules, with no
+// request state.
+type unmarkedScope struct{ ss *Session }
+
+func (s unmarkedScope) engine() engine  { return modernEngine{} }
+func (s unmarkedScope) version() string { return s.ss.negotiated() }
+
+// engine returns the engine r's request was handed to.
+func (r *responder) engine() engine { return r.sc.engine() }
+
 // version returns the revision r's request is served at: its own for a
-// 2026-07-28 request (its scope, set when the engine took it), else the
-// one its session negotiated.
-func (r *responder) version() string {
-	if r.mod != nil {
-		return r.mod.meta.ProtocolVersion
-	}
-	return r.ss.negotiated()
+// 2026-07-28 request, else the one its session negotiated.
+func (r *responder) version() string { return r.sc.version() }
+
+// modern returns the state of r's request if it is of revision 2026-07-28
+// with a checked _meta (rev2026_meta.go), else nil.
+func (r *responder) modern() *modernReq {
+	m, _ := r.sc.(*modernReq)
+	return m
 }

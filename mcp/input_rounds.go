@@ -36,16 +36,16 @@ func (r *responder) inputFor(ctx context.Context, method, target string, args js
 	subject := stateSubject(ctx)
 	// The digest of the arguments is computed only when a state is
 	// opened or sealed: most requests need neither.
-	r.mod.bind, r.mod.bound = sealedState{Method: method, Target: target, Subject: subject}, true
-	r.mod.bindArgs = args
+	r.modern().bind, r.modern().bound = sealedState{Method: method, Target: target, Subject: subject}, true
+	r.modern().bindArgs = args
 	if state == "" && responses == nil {
 		return nil, nil
 	}
-	r.mod.bind.Digest = argsDigest(args)
+	r.modern().bind.Digest = argsDigest(args)
 	in := &Input{Responses: map[string]json.RawMessage{}}
 	var keys map[string]string
 	if state != "" {
-		st, e := s.openState(state, method, target, r.mod.bind.Digest, subject)
+		st, e := s.openState(state, method, target, r.modern().bind.Digest, subject)
 		if e != nil {
 			return nil, e
 		}
@@ -53,7 +53,7 @@ func (r *responder) inputFor(ctx context.Context, method, target string, args js
 			return nil, &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("Invalid params: too many rounds of input (MaxInputRounds is %d)", s.opts.MaxInputRounds)}
 		}
 		in.State, in.Round, keys = st.State, st.Round+1, st.Keys
-		r.mod.bind.Round = in.Round
+		r.modern().bind.Round = in.Round
 	}
 	for k, raw := range responses {
 		if jsontext.Value(raw).Kind() != '{' {
@@ -219,7 +219,7 @@ func missingFor(need, have ClientCapabilities) (ClientCapabilities, bool) {
 // declared: one it lacks is refused with -32021) and the handler's state,
 // sealed. A legacy request never gets here (withInput asked the client).
 func (r *responder) modernInputRequired(ir *InputRequiredError) {
-	if !r.mod.bound {
+	if !r.modern().bound {
 		r.error(&Error{Code: CodeInternalError, Message: "Internal error: the handler needs input from the client, which this request cannot ask for"})
 		return
 	}
@@ -240,13 +240,13 @@ func (r *responder) modernInputRequired(ir *InputRequiredError) {
 		mergeCaps(&need, requiredFor(req))
 		keys[k] = req.Method
 	}
-	if miss, ok := missingFor(need, r.mod.meta.ClientCapabilities); ok {
+	if miss, ok := missingFor(need, r.modern().meta.ClientCapabilities); ok {
 		r.error(MissingCapabilityError(miss, "Missing required client capability: the request needs input the client did not declare it can give"))
 		return
 	}
-	st := r.mod.bind
+	st := r.modern().bind
 	if st.Digest == "" {
-		st.Digest = argsDigest(r.mod.bindArgs)
+		st.Digest = argsDigest(r.modern().bindArgs)
 	}
 	st.Keys, st.State = keys, ir.State
 	reqs := ir.Requests

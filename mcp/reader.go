@@ -50,7 +50,7 @@ func (rd *reader) readLoop() {
 		if err != nil {
 			var tooLarge *transport.MessageTooLargeError
 			if errors.As(err, &tooLarge) {
-				responder{ss: ss}.error(&Error{Code: CodeInvalidRequest,
+				responder{ss: ss, sc: sessionScope{ss}}.error(&Error{Code: CodeInvalidRequest,
 					Message: "Invalid Request: " + tooLarge.Error(),
 					Data:    map[string]any{"limit": "MaxMessageBytes", "maxBytes": tooLarge.Limit, "correlationId": ss.connID()}})
 				continue
@@ -123,7 +123,7 @@ func (rd *reader) handleRaw(msg []byte) job {
 	if derr != nil {
 		// With the message's context: an answer with id null goes to the
 		// exchange that carried the message (see responder.wctx).
-		responder{ss: ss, id: derr.ID, wctx: rd.messageContext(), x: rd.x}.error(&Error{Code: derr.Code, Message: derr.Message})
+		responder{ss: ss, sc: sessionScope{ss}, id: derr.ID, wctx: rd.messageContext(), x: rd.x}.error(&Error{Code: derr.Code, Message: derr.Message})
 		return nil
 	}
 	return rd.handleMessage(&m, nil)
@@ -211,12 +211,13 @@ func (rd *reader) route(m *jsonrpc.Message, r responder, modern bool, meta reque
 	ss := rd.ss
 	switch {
 	case modern:
-		r.eng = modernEngine{}
+		r.sc = unmarkedScope{ss}
 		return modernEngine{}.dispatchMeta(ss, m, r, meta, e)
 	case ss.modernOnly:
-		r.eng = modernEngine{}
+		r.sc = unmarkedScope{ss}
 		return modernEngine{}.dispatch(ss, m, r)
 	}
+	r.sc = sessionScope{ss}
 	return connectionEngine.dispatch(ss, m, r)
 }
 

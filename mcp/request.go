@@ -45,8 +45,8 @@ func (r *Request) ProtocolVersion() string { return r.r.version() }
 // request: the ones its _meta declares (2026-07-28), else those the
 // session's client declared in initialize.
 func (r *Request) ClientCapabilities() ClientCapabilities {
-	if r.r.mod != nil {
-		return r.r.mod.meta.ClientCapabilities
+	if r.r.modern() != nil {
+		return r.r.modern().meta.ClientCapabilities
 	}
 	return r.Session.ClientCapabilities()
 }
@@ -54,8 +54,8 @@ func (r *Request) ClientCapabilities() ClientCapabilities {
 // ClientInfo returns the client's self-reported name and version for this
 // request (zero when a 2026-07-28 request names none).
 func (r *Request) ClientInfo() Implementation {
-	if r.r.mod != nil {
-		return r.r.mod.clientInfo()
+	if r.r.modern() != nil {
+		return r.r.modern().clientInfo()
 	}
 	return r.Session.ClientInfo()
 }
@@ -66,8 +66,8 @@ func (r *Request) ClientInfo() Implementation {
 // the client set with logging/setLevel or, before it did,
 // ServerOptions.LogLevel.
 func (r *Request) LogLevel() LoggingLevel {
-	if r.r.mod != nil {
-		return r.r.mod.meta.LogLevel
+	if r.r.modern() != nil {
+		return r.r.modern().meta.LogLevel
 	}
 	return sessionLogLevel(r.Session)
 }

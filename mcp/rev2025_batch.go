@@ -18,7 +18,7 @@ import (
 // tools/call would be (see runInline).
 func (rd *reader) handleBatch(msg []byte) job {
 	ss := rd.ss
-	r := responder{ss: ss, wctx: rd.messageContext()} // a refusal of the whole batch has id null
+	r := responder{ss: ss, sc: sessionScope{ss}, wctx: rd.messageContext()} // a refusal of the whole batch has id null
 	if derr := jsonrpc.CheckDepth(msg, ss.server.opts.MaxDepth); derr != nil {
 		r.error(&Error{Code: derr.Code, Message: derr.Message})
 		return nil
@@ -52,11 +52,11 @@ func (rd *reader) handleBatch(msg []byte) job {
 	}
 	for i := range elems {
 		if errs[i] != nil {
-			responder{ss: ss, id: errs[i].ID, batch: b}.error(&Error{Code: errs[i].Code, Message: errs[i].Message})
+			responder{ss: ss, sc: sessionScope{ss}, id: errs[i].ID, batch: b}.error(&Error{Code: errs[i].Code, Message: errs[i].Message})
 			continue
 		}
 		if msgs[i].Kind == jsonrpc.KindRequest && msgs[i].Method == methodInitialize {
-			responder{ss: ss, id: msgs[i].ID, batch: b}.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize must not be part of a batch"})
+			responder{ss: ss, sc: sessionScope{ss}, id: msgs[i].ID, batch: b}.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize must not be part of a batch"})
 			continue
 		}
 		if job := rd.handleMessage(&msgs[i], b); job != nil {
@@ -129,7 +129,7 @@ func (b *batch) flush() {
 			if id == nil {
 				id = jsonrpc.Null
 			}
-			e := responder{ss: b.ss}.overLimit(tl)
+			e := responder{ss: b.ss, sc: sessionScope{b.ss}}.overLimit(tl)
 			parts[i], _ = jsonrpc.AppendError(nil, id, e.Code, e.Message, e.Data)
 		}
 		err = b.write(parts)

@@ -69,7 +69,7 @@ func (legacyEngine) notification(ss *Session, m *jsonrpc.Message) (responder, bo
 			return responder{}, false
 		}
 	}
-	return responder{ss: ss}, true
+	return responder{ss: ss, sc: sessionScope{ss}}, true
 }
 
 // initialize and ping are served in every state, before the state gate.

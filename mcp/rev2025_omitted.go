@@ -67,7 +67,7 @@ func (omitted2025Engine) dispatch(ss *Session, m *jsonrpc.Message, r responder) 
 		r.error(initializeRefused(m.Params))
 		return nil
 	}
-	r.eng = modernEngine{}
+	r.sc = unmarkedScope{ss}
 	return modernEngine{}.dispatch(ss, m, r)
 }
 
@@ -169,7 +169,7 @@ func (ss *Session) Ping(context.Context) error { return noClientRequests(methodP
 
 // handleBatch refuses a batch: revision 2026-07-28 has none.
 func (rd *reader) handleBatch([]byte) job {
-	responder{ss: rd.ss, wctx: rd.messageContext()}.error(&Error{Code: CodeInvalidRequest, Message: revision.BatchRefusedPerRequest})
+	responder{ss: rd.ss, sc: sessionScope{rd.ss}, wctx: rd.messageContext()}.error(&Error{Code: CodeInvalidRequest, Message: revision.BatchRefusedPerRequest})
 	return nil
 }
 

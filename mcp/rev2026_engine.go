@@ -48,7 +48,7 @@ func (modernEngine) dispatchMeta(ss *Session, m *jsonrpc.Message, r responder, m
 		r.error(methodNotFound(m.Method))
 		return nil
 	}
-	r.mod = &modernReq{meta: meta, cacheable: md.cacheable}
+	r.sc = &modernReq{meta: meta, cacheable: md.cacheable}
 	return ss.serveMethod(m, r, &md, md.modern)
 }
 
@@ -60,7 +60,7 @@ func (modernEngine) dispatchMeta(ss *Session, m *jsonrpc.Message, r responder, m
 // (on a connection serving only this revision) it is served with no
 // request scope.
 func (modernEngine) notification(ss *Session, m *jsonrpc.Message) (responder, bool) {
-	r := responder{ss: ss, eng: modernEngine{}}
+	r := responder{ss: ss, sc: unmarkedScope{ss}}
 	switch m.Method {
 	case notificationInitialized, notificationRootsListChanged:
 		ss.log.Debug("mcp: notification of an earlier revision ignored", logclip.Attr("method", m.Method))
@@ -77,18 +77,19 @@ func (modernEngine) notification(ss *Session, m *jsonrpc.Message) (responder, bo
 		ss.log.Debug("mcp: notification ignored", logclip.Attr("method", m.Method), "error", e.Message)
 		return r, false
 	}
-	r.mod = &modernReq{meta: meta}
+	r.sc = &modernReq{meta: meta}
 	return r, true
 }
 
 func (e modernEngine) encode(r *responder, v any) (any, error) {
-	v = shapeResult(v, r.mod.meta.ProtocolVersion)
-	if tr, ok := v.(*CallToolResult); ok && !r.mod.cacheable && r.mod.subscriptionID == nil && tr.Meta[revision.MetaServerInfo] == nil {
+	mod := r.modern()
+	v = shapeResult(v, mod.meta.ProtocolVersion)
+	if tr, ok := v.(*CallToolResult); ok && !mod.cacheable && mod.subscriptionID == nil && tr.Meta[revision.MetaServerInfo] == nil {
 		// The common answer, stamped as it is encoded (once, into the
 		// message): no encoding to read back.
-		r.mod.stamped = stampedToolResult{Content: tr.Content, StructuredContent: jsontext.Value(tr.StructuredContent), IsError: tr.IsError,
+		mod.stamped = stampedToolResult{Content: tr.Content, StructuredContent: jsontext.Value(tr.StructuredContent), IsError: tr.IsError,
 			ResultType: resultTypeComplete, Meta: stampedMeta{Members: tr.Meta, ServerInfo: r.ss.server.serverInfoJSON}}
-		return &r.mod.stamped, nil
+		return &mod.stamped, nil
 	}
 	b, ok := v.(jsontext.Value)
 	if raw, isRaw := v.(json.RawMessage); isRaw {
@@ -100,7 +101,7 @@ func (e modernEngine) encode(r *responder, v any) (any, error) {
 			return nil, err
 		}
 	}
-	return r.ss.server.stamp(b, r.mod)
+	return r.ss.server.stamp(b, mod)
 }
 
 // modernRounds is the inputRule of the 2026-07-28 column: the request's
@@ -139,7 +140,7 @@ func modernToolsCall(ctx context.Context, req *Request) (any, error) {
 // (requestMeta.Meta), while req.Params are the request's own (no
 // middleware replaced them) and every member could be read.
 func modernCallMeta(req *Request) (Meta, bool) {
-	mod := req.r.mod
+	mod := req.r.modern()
 	if mod == nil || mod.meta.partial || !sameValue(jsontext.Value(req.Params), req.r.params) {
 		return nil, false
 	}

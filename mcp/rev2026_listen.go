@@ -171,7 +171,7 @@ func handleListen(ctx context.Context, req *Request) (any, error) {
 			return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: resourceSubscriptions: " + err.Error()}
 		}
 	}
-	if st := ss.server.tasks; st != nil && declaresTasks(r.mod.meta.ClientCapabilities) {
+	if st := ss.server.tasks; st != nil && declaresTasks(r.modern().meta.ClientCapabilities) {
 		owner := st.modernOwner(ctx)
 		for _, id := range want.TaskIDs {
 			if _, err := st.store.Get(ctx, owner, id); err == nil { // only the caller's own tasks
@@ -179,7 +179,7 @@ func handleListen(ctx context.Context, req *Request) (any, error) {
 			}
 		}
 	}
-	r.mod.subscriptionID = jsontext.Value(req.ID)
+	r.modern().subscriptionID = jsontext.Value(req.ID)
 	l := &listener{filter: ok, wake: make(chan struct{}, 1)}
 	if len(ok.TaskIDs) > 0 {
 		l.tasks = make(map[string]bool, len(ok.TaskIDs))

@@ -14,8 +14,8 @@ import (
 	"github.com/keelmcp/keel/internal/revision"
 )
 
-// modernReq is the per-request scope of a 2026-07-28 request: what its
-// _meta declared. Nothing in it comes from the session or an earlier
+// modernReq is the per-request scope of a 2026-07-28 request (a scope):
+// what its _meta declared. Nothing in it comes from the session or an earlier
 // request.
 type modernReq struct {
 	meta      requestMeta
@@ -126,6 +126,9 @@ func (w *requestMetaWire) check(err error) (requestMeta, *Error) {
 		ClientInfo: w.ClientInfo, LogLevel: w.LogLevel, ProgressToken: w.ProgressToken, Meta: w.Meta, partial: w.partial}, nil
 }
 
+func (m *modernReq) engine() engine  { return modernEngine{} }
+func (m *modernReq) version() string { return m.meta.ProtocolVersion }
+
 // clientInfo is what the request's _meta names as its client (zero when
 // nothing).
 func (m *modernReq) clientInfo() Implementation {
@@ -137,7 +140,7 @@ func (m *modernReq) clientInfo() Implementation {
 
 func modernFromContext(ctx context.Context) *modernReq {
 	if req, ok := ctx.Value(requestKey{}).(*Request); ok {
-		return req.r.mod
+		return req.r.modern()
 	}
 	return nil
 }

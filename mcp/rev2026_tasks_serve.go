@@ -79,7 +79,7 @@ func (st *taskHost) modernTaskCall(ss *Session, ctx context.Context, req *Reques
 	if def.Execution != nil && def.Execution.TaskSupport != "" {
 		support = def.Execution.TaskSupport
 	}
-	ext := declaresTasks(r.mod.meta.ClientCapabilities)
+	ext := declaresTasks(r.modern().meta.ClientCapabilities)
 	switch {
 	case support == TaskRequired && !ext:
 		return nil, errTasksExtensionRequired("tool " + quote(call.Name) + " runs as a task only; it"), true
@@ -91,7 +91,7 @@ func (st *taskHost) modernTaskCall(ss *Session, ctx context.Context, req *Reques
 		return nil, e, true
 	}
 	call.Task = &TaskMetadata{} // it may become a task: no response deadline
-	run := &modernRun{ss: ss, st: st, call: call, owner: st.modernOwner(ctx), quota: st.quotaOf(ctx), caps: r.mod.meta.ClientCapabilities,
+	run := &modernRun{ss: ss, st: st, call: call, owner: st.modernOwner(ctx), quota: st.quotaOf(ctx), caps: r.modern().meta.ClientCapabilities,
 		answered: make(chan struct{}), escalated: make(chan struct{})}
 	if in != nil {
 		run.round0 = in.Round
@@ -335,7 +335,7 @@ func findModernTask(ctx context.Context, req *Request) (*TaskRecord, *Error) {
 // modernTaskID returns the task id of a modern tasks/* request: -32021
 // without the extension.
 func modernTaskID(req *Request) (string, *Error) {
-	if !declaresTasks(req.r.mod.meta.ClientCapabilities) {
+	if !declaresTasks(req.r.modern().meta.ClientCapabilities) {
 		return "", errTasksExtensionRequired(req.Method)
 	}
 	return taskParams(req)

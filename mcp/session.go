@@ -196,9 +196,10 @@ type responder struct {
 	ss    *Session
 	id    jsontext.Value
 	batch *batch
-	call  *ToolCall  // the tools/call answered, if any
-	mod   *modernReq // the request's scope if it is of revision 2026-07-28 (rev2026_engine.go)
-	eng   engine     // the engine the request was handed to (nil: legacy; engine.go)
+	call  *ToolCall // the tools/call answered, if any
+	// sc is which revision's rules the request follows, and the engine
+	// that serves it (engine.go): never nil.
+	sc scope
 	// params are the request's params (nil for a message that is not a
 	// request): errors echo their _meta.correlationId.
 	params jsontext.Value
