@@ -53,8 +53,10 @@
 // for input is met. Handlers never test the revision. What they ask about
 // the peer is answered by the request they serve, alone:
 // RequestFromContext(ctx).ProtocolVersion(), ClientCapabilities(),
-// ClientInfo() and LogLevel() are a 2026-07-28 request's own. The Session
-// (SessionFromContext) is the connection, the same for all its requests.
+// ClientInfo() and LogLevel() are a 2026-07-28 request's own, and what
+// initialize declared for a request of a 2025 session. The Session
+// (SessionFromContext) is the connection, the same for all its requests;
+// it answers nothing about the peer but its kind (Session.ProtocolVersion).
 //
 // Built with the tag keel_omit2025, the Server serves revision 2026-07-28
 // only: the files of the 2025 rules (rev2025_*.go) are left out, a

@@ -104,10 +104,9 @@ func (peerTools) CallTool(ctx context.Context, call *mcp.ToolCall) (*mcp.CallToo
 	ss := mcp.SessionFromContext(ctx)
 	req := mcp.RequestFromContext(ctx)
 	_ = mcp.ReportProgress(ctx, 1, 2, "half way")
-	caps := ss.ClientCapabilities()
 	return mcp.TextResult(strings.Join([]string{
 		ss.ProtocolVersion(), req.ProtocolVersion(),
-		boolWord(caps.Sampling != nil), boolWord(req.ClientCapabilities().Sampling != nil),
+		boolWord(req.ClientCapabilities().Sampling != nil), req.ClientInfo().Name,
 	}, " ")), nil
 }
 

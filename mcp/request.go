@@ -48,7 +48,7 @@ func (r *Request) ClientCapabilities() ClientCapabilities {
 	if r.r.modern() != nil {
 		return r.r.modern().meta.ClientCapabilities
 	}
-	return r.Session.ClientCapabilities()
+	return r.Session.clientCapabilities()
 }
 
 // ClientInfo returns the client's self-reported name and version for this
@@ -57,7 +57,7 @@ func (r *Request) ClientInfo() Implementation {
 	if r.r.modern() != nil {
 		return r.r.modern().clientInfo()
 	}
-	return r.Session.ClientInfo()
+	return r.Session.clientInfo()
 }
 
 // LogLevel returns the logging threshold that applies to this request:

@@ -173,26 +173,27 @@ func TestSessionsNotifyAndSendMiddleware(t *testing.T) {
 }
 
 // A 2026-07-28 request on a connection whose 2024-11-05 session declared
-// no capabilities: what the handler asks the request about the peer, and
-// the progress message, follow the request; the Session stays the
-// connection, which negotiated 2024-11-05 and declared nothing.
+// no capabilities: what the handler asks the request about the peer (its
+// revision, capabilities and client), and the progress message, follow
+// the request; the Session stays the connection, of the kind 2024-11-05,
+// and the session's own requests keep what initialize declared.
 func TestPeerIsAnsweredForTheRequest(t *testing.T) {
 	c := startPlain(t, mcptest.ServerOptions(peerTools{}))
 	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
 	c.recv()
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"peer","_meta":{"progressToken":"p1","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}}`)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"peer","_meta":{"progressToken":"p1","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/clientInfo":{"name":"y","version":"2"}}}}`)
 	prog := c.recv()
 	require.Equal(t, "notifications/progress", prog["method"])
 	assert.Equal(t, "half way", prog["params"].(map[string]any)["message"], "2026-07-28 progress carries its message")
 	res := c.recv()["result"].(map[string]any)
-	assert.Equal(t, "2024-11-05 2026-07-28 none sampling", res["content"].([]any)[0].(map[string]any)["text"])
+	assert.Equal(t, "2024-11-05 2026-07-28 sampling y", res["content"].([]any)[0].(map[string]any)["text"])
 	// the legacy request on the same connection: the session's
 	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"peer","_meta":{"progressToken":"p2"}}}`)
 	prog = c.recv()
 	assert.NotContains(t, prog["params"], "message", "2024-11-05 progress has no message")
 	res = c.recv()["result"].(map[string]any)
-	assert.Equal(t, "2024-11-05 2024-11-05 none none", res["content"].([]any)[0].(map[string]any)["text"])
+	assert.Equal(t, "2024-11-05 2024-11-05 none x", res["content"].([]any)[0].(map[string]any)["text"])
 }
 
 // A middleware that refuses a task-augmented tools/call after its handler

@@ -17,14 +17,15 @@ import (
 	"github.com/keelmcp/keel/transport"
 )
 
-// A handler sees the session it runs on: state, negotiated revision, client
-// info, connection correlation id and transport kind.
+// A handler sees the session it runs on: state, kind (the negotiated
+// revision), connection correlation id and transport kind (the client's
+// info is the request's: TestSessionIsTheConnection).
 func TestSessionSeenByHandler(t *testing.T) {
 	tools := mcptest.NewTools(mcptest.ToolSlow)
 	tools.SlowStarted = make(chan *mcp.ToolCall, 1)
 	tools.SlowDone = make(chan error, 1)
 	copts := *quietClient
-	copts.Name, copts.ProtocolVersion = "lifecycle-client", mcp.Version20250618
+	copts.ProtocolVersion = mcp.Version20250618
 	c, end := connect(t, mcptest.ServerOptions(tools), &copts)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -39,7 +40,6 @@ func TestSessionSeenByHandler(t *testing.T) {
 	assert.Equal(t, mcp.StateRunning, ss.StateForTest())
 	assert.Equal(t, "RUNNING", ss.StateForTest().String())
 	assert.Equal(t, mcp.Version20250618, ss.ProtocolVersion())
-	assert.Equal(t, "lifecycle-client", ss.ClientInfo().Name)
 	assert.Equal(t, "id-1", ss.ConnectionCorrelationID(), "the first id of the deterministic generator")
 	assert.Equal(t, "memory", ss.TransportKind())
 	assert.Equal(t, "id-2", call.CorrelationID)

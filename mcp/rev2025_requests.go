@@ -75,7 +75,7 @@ func (ss *Session) CreateMessage(ctx context.Context, p *CreateMessageParams) (*
 		return nil, err
 	}
 	const m = methodSamplingCreateMessage
-	caps := ss.ClientCapabilities()
+	caps := ss.clientCapabilities()
 	if err := ss.need(m, "sampling", "", caps.Sampling != nil); err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func (ss *Session) Elicit(ctx context.Context, p *ElicitParams) (*ElicitResult, 
 		return nil, err
 	}
 	const m = methodElicitationCreate
-	caps := ss.ClientCapabilities()
+	caps := ss.clientCapabilities()
 	if err := ss.need(m, "elicitation", Version20250618, caps.Elicitation != nil); err != nil {
 		return nil, err
 	}
@@ -217,7 +217,7 @@ func (ss *Session) Elicit(ctx context.Context, p *ElicitParams) (*ElicitResult, 
 // (notifications/elicitation/complete, 2025-11-25). Like Elicit in URL
 // mode it needs the client's elicitation.url capability.
 func (ss *Session) NotifyElicitationComplete(ctx context.Context, elicitationID string) error {
-	caps := ss.ClientCapabilities()
+	caps := ss.clientCapabilities()
 	if err := ss.need(notificationElicitationComplete, "elicitation.url", Version20251125,
 		caps.Elicitation != nil && caps.Elicitation.URL != nil); err != nil {
 		return err
@@ -232,7 +232,7 @@ func (ss *Session) ListRoots(ctx context.Context) ([]Root, error) {
 	if err := ss.modernRefusal(ctx, methodRootsList); err != nil {
 		return nil, err
 	}
-	caps := ss.ClientCapabilities()
+	caps := ss.clientCapabilities()
 	if err := ss.need(methodRootsList, "roots", "", caps.Roots != nil); err != nil {
 		return nil, err
 	}
@@ -255,7 +255,7 @@ func handleRootsListChanged(_ context.Context, req *Request) (any, error) {
 	if f == nil {
 		return nil, nil
 	}
-	if caps := ss.ClientCapabilities(); caps.Roots == nil || ss.currentState() != stateRunning {
+	if caps := ss.clientCapabilities(); caps.Roots == nil || ss.currentState() != stateRunning {
 		ss.log.Warn("mcp: notifications/roots/list_changed ignored (roots not declared, or not RUNNING)")
 		return nil, nil
 	}

@@ -21,7 +21,7 @@ import (
 // name before "/" (a stand-in for a token's subject), "" for a name
 // without one (the tasks are then bound to the session).
 func ownerByName(ctx context.Context) string {
-	owner, _, ok := strings.Cut(mcp.SessionFromContext(ctx).ClientInfo().Name, "/")
+	owner, _, ok := strings.Cut(mcp.RequestFromContext(ctx).ClientInfo().Name, "/")
 	if !ok {
 		return ""
 	}

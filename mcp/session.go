@@ -29,8 +29,8 @@ const (
 	stateClosed   sessionState = 3
 )
 
-// Session is the server side of one connection: its lifecycle state, the
-// revision negotiated by initialize and what the client declared in it.
+// Session is the server side of one connection: its lifecycle state and
+// its kind (ProtocolVersion), its transport and its correlation id.
 // A Session is the connection only, the same pointer for every request it
 // carries (SessionFromContext, Request.Session), whatever their revision:
 // what applies to one request (its revision, client capabilities and info,
@@ -135,15 +135,14 @@ func (ss *Session) runWorker(j job) {
 	w.run(j)
 }
 
-// ProtocolVersion returns the connection's revision, which tells the kinds
-// of connection apart: the revision initialize negotiated for a 2025
-// session; Version20260728 for a connection that has not been initialized
-// but has been handed requests of that revision, which are served each
-// from its own _meta (the revision has no initialize); "" for a
-// connection that has had neither yet. It describes the connection, not
-// one request: the revision a request is served at is
-// Request.ProtocolVersion (a 2025 session may carry 2026-07-28 requests
-// too).
+// ProtocolVersion returns the connection's kind, named by a revision: the
+// revision initialize negotiated for a 2025 session; Version20260728 for
+// a connection that has not been initialized but has been handed requests
+// of that revision, which are served each from its own _meta (the
+// revision has no initialize); "" for a connection that has had neither
+// yet. It tells the connections of Server.Sessions apart; it is not the
+// revision of a request, which is Request.ProtocolVersion (a 2025 session
+// may carry 2026-07-28 requests too).
 func (ss *Session) ProtocolVersion() string {
 	if v := ss.negotiated(); v != "" {
 		return v
@@ -161,19 +160,22 @@ func (ss *Session) negotiated() string {
 	return ss.hs.revision()
 }
 
-// ClientInfo returns the clientInfo the client sent in initialize (zero
-// for a connection that was never initialized, such as one serving only
-// 2026-07-28 requests: what those name is Request.ClientInfo).
-func (ss *Session) ClientInfo() Implementation {
+// clientInfo returns the clientInfo the client sent in initialize (zero
+// for a connection that was never initialized). It is the connection's
+// record, for mcp's own use: what a handler asks is Request.ClientInfo,
+// which answers for the request (a 2026-07-28 request names its own).
+func (ss *Session) clientInfo() Implementation {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.hs.info()
 }
 
-// ClientCapabilities returns the capabilities the client declared in
-// initialize (zero for a connection that was never initialized: what a
-// 2026-07-28 request declares is Request.ClientCapabilities).
-func (ss *Session) ClientCapabilities() ClientCapabilities {
+// clientCapabilities returns the capabilities the client declared in
+// initialize (zero for a connection that was never initialized): what a
+// server-to-client request of a 2025 session may use. What a handler asks
+// is Request.ClientCapabilities, which answers for the request (a
+// 2026-07-28 request declares its own).
+func (ss *Session) clientCapabilities() ClientCapabilities {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.hs.caps()

@@ -16,7 +16,12 @@ import (
 // end with their request). Each one's ProtocolVersion tells its kind: the
 // revision a 2025 session negotiated, Version20260728 for a connection
 // serving 2026-07-28 requests without initialize, "" for one that has
-// done neither yet. The order is unspecified.
+// done neither yet. The order is unspecified. A Session does not answer
+// for its client (the Request does): a program that shows each
+// connection's client records what the session's initialize request
+// names, keyed by the Session (see the example); the Session's requests
+// to the client check what it declared themselves
+// (ErrCapabilityNotDeclared).
 func (s *Server) Sessions() []*Session {
 	h := &s.hub
 	h.mu.Lock()

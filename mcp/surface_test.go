@@ -377,3 +377,30 @@ func docsNamingUnexported(t *testing.T, dir string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestPeerIsAskedOfTheRequest: what a handler asks about the peer has one
+// answer, the Request's. No other exported method answers the client's
+// capabilities, info or log level; ProtocolVersion is also the Session's,
+// as the connection's kind (Server.Sessions), and the Client's own.
+func TestPeerIsAskedOfTheRequest(t *testing.T) {
+	byName := map[string][]string{}
+	for _, n := range exportedNames(t, ".") {
+		recvMethod, ok := strings.CutPrefix(n, "method ")
+		if !ok {
+			continue
+		}
+		recv, method, _ := strings.Cut(recvMethod, ".")
+		byName[method] = append(byName[method], recv)
+	}
+	for _, tc := range []struct {
+		question string
+		types    []string
+	}{
+		{"ClientCapabilities", []string{"Request"}},
+		{"ClientInfo", []string{"Request"}},
+		{"LogLevel", []string{"Request"}},
+		{"ProtocolVersion", []string{"Client", "Request", "Session"}},
+	} {
+		assert.Equal(t, tc.types, byName[tc.question], "the exported types with a method %s", tc.question)
+	}
+}

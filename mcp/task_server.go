@@ -199,7 +199,7 @@ type TaskOptions struct {
 	NewID func() string
 	// Owner returns the authorization context (for example the
 	// authenticated subject) of a request; ctx is the request's context
-	// (SessionFromContext, TokenInfoFromContext). Tasks are bound to it:
+	// (RequestFromContext, TokenInfoFromContext). Tasks are bound to it:
 	// any session of the same owner may get, collect, cancel and list them,
 	// and they outlive the session that created them (until their ttl).
 	// Its answer is also the key of the task quotas (MaxTasks,

@@ -68,13 +68,17 @@ type AdmissionContext struct {
 	// Server); see TransportKind. What the request itself states is in
 	// ProtocolVersion and ClientInfo.
 	Session *mcp.Session
-	// ProtocolVersion is the revision the request is served at: its own
-	// for a 2026-07-28 request, else the one its session negotiated (""
-	// outside a Server).
+	// ProtocolVersion is the revision the request is served at
+	// (mcp.Request.ProtocolVersion): its own for a 2026-07-28 request,
+	// else the one its session negotiated. It is "" when ctx carries no
+	// request (mcp.RequestFromContext is nil: the Chain called outside a
+	// request, even with a Session in ctx, whose ProtocolVersion is the
+	// connection's kind, not a request's revision).
 	ProtocolVersion string
 	// ClientInfo is the client's self-reported name and version for this
-	// request: its _meta's for a 2026-07-28 request (zero when it names
-	// none), else the session's initialize. The client says it: it proves
+	// request (mcp.Request.ClientInfo): its _meta's for a 2026-07-28
+	// request (zero when it names none), else the session's initialize;
+	// zero when ctx carries no request. The client says it: it proves
 	// nothing.
 	ClientInfo mcp.Implementation
 	// Call is the tools/call being admitted (PhaseCall only; its Meta is
@@ -84,14 +88,12 @@ type AdmissionContext struct {
 
 // admissionContext returns the AdmissionContext of the request ctx
 // belongs to, at phase, for call (nil at PhaseList): the revision and
-// client info are the request's when ctx carries one (mcp.RequestFromContext),
-// else the session's.
+// client info are the request's (mcp.RequestFromContext), and zero when
+// ctx carries none.
 func admissionContext(ctx context.Context, phase AdmissionPhase, ss *mcp.Session, call *Call) AdmissionContext {
 	ac := AdmissionContext{Phase: phase, Session: ss, Call: call}
 	if req := mcp.RequestFromContext(ctx); req != nil {
 		ac.ProtocolVersion, ac.ClientInfo = req.ProtocolVersion(), req.ClientInfo()
-	} else if ss != nil {
-		ac.ProtocolVersion, ac.ClientInfo = ss.ProtocolVersion(), ss.ClientInfo()
 	}
 	return ac
 }

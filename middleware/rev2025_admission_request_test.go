@@ -58,3 +58,56 @@ func TestAdmissionSeesTheRequest(t *testing.T) {
 		})
 	}
 }
+
+// Outside a request there is no request to answer for: a policy asked
+// with a context that carries a Session but no request (the chain listed
+// from ServerOptions.OnRootsListChanged) sees the Session, and no
+// revision or client info (the Session's ProtocolVersion is the
+// connection's kind, not a request's revision).
+func TestAdmissionOutsideARequest(t *testing.T) {
+	type seen struct {
+		session bool
+		version string
+		client  mcp.Implementation
+	}
+	got := make(chan seen, 16)
+	record := middleware.AdmissionFunc(func(ctx context.Context, tl *registry.Tool, ac middleware.AdmissionContext) error {
+		if tl.Name() == "write" {
+			got <- seen{ac.Session != nil, ac.ProtocolVersion, ac.ClientInfo}
+		}
+		return nil
+	})
+	ch := middleware.Standard(gatedTools(t), &middleware.StandardOptions{Admission: record})
+	listed := make(chan error, 1)
+	srv := mcp.NewServer(&mcp.ServerOptions{Logger: slog.New(slog.DiscardHandler), Tools: ch,
+		OnRootsListChanged: func(ctx context.Context, _ *mcp.Session) {
+			_, err := ch.ListTools(ctx)
+			listed <- err
+		}})
+	asked := func(what string) seen {
+		t.Helper()
+		select {
+		case s := <-got:
+			return s
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the policy was not asked %s", what)
+			return seen{}
+		}
+	}
+	c := serveOn(t, srv, "memory", &mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler), ProtocolVersion: mcp.Version20251125,
+		Name: "legacy-client", Version: "1", Roots: []mcp.Root{{URI: "file:///a"}}})
+	ctx := t.Context()
+	_, err := c.ListAllTools(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, seen{true, mcp.Version20251125, mcp.Implementation{Name: "legacy-client", Version: "1"}}, asked("within the request"))
+
+	require.NoError(t, c.SetRoots(ctx, []mcp.Root{{URI: "file:///b"}}))
+	select {
+	case err := <-listed:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("OnRootsListChanged did not list")
+	}
+	assert.Equal(t, seen{session: true}, asked("outside a request"), "no request: no revision, no client info")
+	assert.Empty(t, got)
+}
