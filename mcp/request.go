@@ -38,7 +38,10 @@ func (r *Request) IsNotification() bool { return r.ID == nil }
 
 // ProtocolVersion returns the protocol revision this request is served
 // at: its own for a 2026-07-28 request, else the one its session
-// negotiated.
+// negotiated. An initialize request is the negotiation: before its
+// handler has accepted it, this, ClientCapabilities and ClientInfo answer
+// "" and zero values; once it has (in middleware, after next returns),
+// what it negotiated.
 func (r *Request) ProtocolVersion() string { return r.r.version() }
 
 // ClientCapabilities returns the client capabilities that apply to this

@@ -108,7 +108,7 @@ func TestServeRequestTakesTheTransportsReading(t *testing.T) {
 			msg := call("1", "a")
 			tr := &prereadTransport{pre: call("7", "b"), maxDepth: tc.maxDepth, ok: tc.ok, raw: msg}
 			if tc.otherBytes {
-				tr.raw = call("1", "a")
+				tr.raw = call("2", "a")
 			}
 			require.NoError(t, srv.ServeRequest(context.Background(), tr, msg))
 			require.Len(t, tr.written, 1)
@@ -120,7 +120,7 @@ func TestServeRequestTakesTheTransportsReading(t *testing.T) {
 			msg := call("1", "a")
 			tr := &prereadTransport{pre: call("7", "b"), maxDepth: tc.maxDepth, ok: tc.ok, input: msg, raw: msg}
 			if tc.otherBytes {
-				tr.raw = call("1", "a")
+				tr.raw = call("2", "a")
 			}
 			require.NoError(t, srv.Run(context.Background(), tr))
 			tr.mu.Lock()

@@ -35,9 +35,10 @@ import (
 // it the server finds what the streamable HTTP transport hands over with
 // each message it reads, among which where a 2026-07-28 error answer's
 // HTTP status (404, 400) is recorded; without it such an answer goes out
-// with status 200. What was handed over is used only for a message whose
-// bytes are the very ones the wrapped Read returned: a wrapper that
-// returns other bytes (or a message of its own) has them read as they are.
+// with status 200. What was handed over is used only for a message that
+// holds the bytes the wrapped Read returned (a copy will do): a wrapper
+// that returns other bytes (or a message of its own) has them read as
+// they are.
 type Transport interface {
 	// Read returns the next message without its framing. The slice is
 	// valid only until the next call to Read. At the end of input Read

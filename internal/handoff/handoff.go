@@ -8,6 +8,7 @@
 package handoff
 
 import (
+	"bytes"
 	"sync"
 	"sync/atomic"
 
@@ -27,9 +28,8 @@ type Request struct {
 	Msg jsonrpc.Message
 	// Raw is the message's bytes as the transport's Read returned them (or
 	// as handed to Server.ServeRequest). The server uses the Request only
-	// for a message whose bytes are these very ones (Of): a wrapper that
-	// returns other bytes from Read (or a message of its own) has them
-	// read anew.
+	// for a message that holds these bytes (Of): a wrapper that returns
+	// other bytes from Read (or a message of its own) has them read anew.
 	Raw []byte
 	// Reading is revision.Classify's reading of Msg.Params (the zero
 	// Reading for a response).
@@ -75,14 +75,18 @@ func CarrierOf(t transport.Transport) Carrier {
 }
 
 // Of returns the Request c hands over for msg, the message just read:
-// nil when c is nil, hands none, or handed over other bytes than msg
-// (a wrapper changed or made the message).
+// nil when c is nil, hands none, or handed it over for other bytes than
+// msg holds (a wrapper changed the message, or made one of its own). A
+// copy of the bytes is the same message.
 func Of(c Carrier, msg []byte) *Request {
 	if c == nil {
 		return nil
 	}
 	x := c.Handoff()
-	if x == nil || len(x.Raw) != len(msg) || (len(msg) > 0 && &x.Raw[0] != &msg[0]) {
+	if x == nil || len(x.Raw) == 0 || len(x.Raw) != len(msg) {
+		return nil
+	}
+	if &x.Raw[0] != &msg[0] && !bytes.Equal(x.Raw, msg) { // a copy is the same message
 		return nil
 	}
 	return x

@@ -114,11 +114,16 @@ func TestCarrierOfAndOf(t *testing.T) {
 			assert.Equal(t, tc.want, got != nil)
 			if tc.want {
 				assert.Same(t, x, handoff.Of(got, msg), "the bytes it was made for")
-				assert.Nil(t, handoff.Of(got, append([]byte(nil), msg...)), "equal bytes elsewhere: a wrapper's own")
+				assert.Same(t, x, handoff.Of(got, append([]byte(nil), msg...)), "a copy of them (a wrapper that copies what it reads)")
 				assert.Nil(t, handoff.Of(got, msg[:len(msg)-1]), "a part of them")
+				other := append([]byte(nil), msg...)
+				other[len(other)-3] = 'y'
+				assert.Nil(t, handoff.Of(got, other), "other bytes (a wrapper that rewrites)")
+				assert.Nil(t, handoff.Of(got, nil), "no message")
 			}
 		})
 	}
 	assert.Nil(t, handoff.Of(nil, msg))
 	assert.Nil(t, handoff.Of(carrierT{}, msg), "a carrier that hands over nothing")
+	assert.Nil(t, handoff.Of(carrierT{x: &handoff.Request{}}, nil), "a hand-off without bytes")
 }
