@@ -141,19 +141,12 @@ func runUnderDeadline(ctx context.Context, c *Call, d time.Duration, next Handle
 			}
 			return
 		}
-		stack := debug.Stack()
-		c.timedOut.Store(true)
-		c.setLate(depth, nil, nil)
-		logLate(c, d, at, nil, nil, v, stack)
-		res, err = nil, timeoutError(c, d)
+		res, err = nil, lateTimeout(c, d, at, depth, nil, nil, v, debug.Stack())
 	}()
 	res, err = next(hctx, c)
 	returned = true
 	if endRun(ctx, dc, at) {
-		c.timedOut.Store(true)
-		c.setLate(depth, res, err)
-		logLate(c, d, at, res, err, nil, nil)
-		return nil, timeoutError(c, d)
+		return nil, lateTimeout(c, d, at, depth, res, err, nil, nil)
 	}
 	return res, err
 }
@@ -282,10 +275,7 @@ func runWithDeadline(ctx context.Context, c *Call, d time.Duration, next Handler
 	if ctx.Err() == nil && (hctx.Err() == context.DeadlineExceeded || !time.Now().Before(at)) {
 		// It returned (or panicked), but the deadline had passed before
 		// its outcome was read: TIMEOUT, whatever it did.
-		c.timedOut.Store(true)
-		c.setLate(depth, res, err)
-		logLate(c, d, at, res, err, panicked, stack)
-		return nil, timeoutError(c, d)
+		return nil, lateTimeout(c, d, at, depth, res, err, panicked, stack)
 	}
 	if panicked != nil {
 		if hp, ok := panicked.(*handlerPanic); ok {
@@ -343,6 +333,17 @@ func (r *deadlineRun) finish() {
 	logLate(c, r.d, r.at, r.res, r.err, r.panicked, r.stack)
 	r.release()
 	end()
+}
+
+// lateTimeout is the answer of a stage of nesting depth whose deadline
+// (d, passed at at) passed before it read the handler's outcome: it marks
+// the call timed out, records and logs what the handler returned (or its
+// panic), and returns the TIMEOUT.
+func lateTimeout(c *Call, d time.Duration, at time.Time, depth int32, res *mcp.CallToolResult, err error, panicked any, stack []byte) *mcp.StructuredError {
+	c.timedOut.Store(true)
+	c.setLate(depth, res, err)
+	logLate(c, d, at, res, err, panicked, stack)
+	return timeoutError(c, d)
 }
 
 // logLate logs what a handler returned after its deadline.
