@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"errors"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -71,15 +70,6 @@ func handlePromptsGet(ctx context.Context, req *Request, rounds inputRule) (any,
 	ctx = req.withProgress(ctx)
 	return rounds(r, ctx, methodPromptsGet, p.Name, args, responses, state, func(ctx context.Context) (any, error) {
 		res, err := src.GetPrompt(ctx, p)
-		var ir *InputRequiredError
-		switch {
-		case errors.As(err, &ir):
-			return nil, ir
-		case err != nil:
-			return nil, ss.featureError(err)
-		case res == nil:
-			return nil, &Error{Code: CodeInternalError, Message: "Internal error: prompt source returned no result"}
-		}
-		return res, nil
+		return sourceAnswer(res, err, ss.featureError, "prompt")
 	})
 }

@@ -147,16 +147,7 @@ func handleResourcesRead(ctx context.Context, req *Request, rounds inputRule) (a
 	ctx = req.withProgress(ctx)
 	return rounds(r, ctx, methodResourcesRead, p.URI, nil, responses, state, func(ctx context.Context) (any, error) {
 		res, err := src.ReadResource(ctx, p)
-		var ir *InputRequiredError
-		switch {
-		case errors.As(err, &ir):
-			return nil, ir
-		case err != nil:
-			return nil, r.resourceError(err, p.URI)
-		case res == nil:
-			return nil, &Error{Code: CodeInternalError, Message: "Internal error: resource source returned no result"}
-		}
-		return res, nil
+		return sourceAnswer(res, err, func(err error) *Error { return r.resourceError(err, p.URI) }, "resource")
 	})
 }
 

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -285,4 +286,22 @@ func mergeCaps(dst *ClientCapabilities, c ClientCapabilities) {
 	if c.Roots != nil {
 		dst.Roots = c.Roots
 	}
+}
+
+// sourceAnswer is the answer of a feature source's method (a prompt's
+// GetPrompt, a resource's ReadResource) run in an input round: an
+// *InputRequiredError asks the client for input, another error is the
+// one fail maps it to, and no result with no error is an internal error
+// naming the kind of source.
+func sourceAnswer[T any](res *T, err error, fail func(error) *Error, kind string) (any, error) {
+	var ir *InputRequiredError
+	switch {
+	case errors.As(err, &ir):
+		return nil, ir
+	case err != nil:
+		return nil, fail(err)
+	case res == nil:
+		return nil, &Error{Code: CodeInternalError, Message: "Internal error: " + kind + " source returned no result"}
+	}
+	return res, nil
 }
