@@ -2,9 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
 )
@@ -24,8 +21,8 @@ import (
 // The answer path (responder.answer, result, error) consults encode,
 // errorCode and inputRequired; handlers never call the engine. What else
 // differs by revision for a method is its column of the method table:
-// the input rounds run around its handler (inputRule) and tools/call's
-// task rules (taskRule).
+// the input rounds run around its handler (inputRule, withInputRounds)
+// and tools/call's task rules (taskGate, taskRule).
 type engine interface {
 	// dispatch checks m under the era's rules (handshake and state gate;
 	// _meta, revision) and starts its method's handler in this era.
@@ -43,23 +40,33 @@ type engine interface {
 	errorCode(c int64) int64
 }
 
-// inputRule runs call as the handler of a request that may need input from
-// its client, under one revision's rules: the one owner of the input
-// sequence of every method whose row declares input rounds (tools/call,
-// prompts/get, resources/read and the custom methods named in
-// ServerOptions.InputMethods), each column of the method table with its
-// own (legacyRounds, modernRounds). A 2026-07-28 request's inputResponses
-// and requestState (for target, with arguments args) are checked first and
-// handed to the handler as its Input; an *InputRequiredError the handler
-// returns is answered input_required. A 2025 session's client is asked
-// through server-to-client requests, and call runs again with the
-// answers.
-type inputRule func(r *responder, ctx context.Context, method, target string, args jsontext.Value, responses map[string]json.RawMessage, state string, call func(ctx context.Context) (any, error)) (any, error)
+// inputRule is one revision's input rounds: it runs the handler of req
+// (req.handle), a request whose row of the method table declares input
+// rounds, for the input target t its row read (inputTarget), and returns
+// what the rounds end with. withInputRounds is its one caller; each
+// column of the method table has its own (legacyRounds, modernRounds). A
+// 2026-07-28 request's inputResponses and requestState are checked first
+// and handed to the handler as its Input (InputFromContext); an
+// *InputRequiredError the handler returns is the request's outcome, which
+// the engine answers input_required. A 2025 session's client is asked
+// through server-to-client requests, and the handler runs again with the
+// answers, as often as it asks (up to ServerOptions.MaxInputRounds).
+type inputRule func(ctx context.Context, req *Request, t inputTarget) (any, error)
 
-// taskRule applies a revision's task rules to a tools/call: handled false
-// means "serve it as a plain call". Each column of the method table serves
-// tools/call with its own (legacyToolsCall, modernToolsCall).
-type taskRule func(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (res any, err error, handled bool)
+// taskGate applies the refusals of a revision's task rules to a
+// tools/call before its input rounds (a tool that must run as a task, or
+// cannot), and decides how the call runs: after it, call.Task is set
+// exactly when the call runs on the task path (taskRule). Each column of
+// the method table reads tools/call with its own (legacyTaskGate,
+// modernTaskGate).
+type taskGate func(ctx context.Context, req *Request, call *ToolCall) *Error
+
+// taskRule runs a tools/call that its column's taskGate put on the task
+// path, inside the input rounds (its Input is its context's), and returns
+// its outcome: the task it became, or the call's answer. Each column of
+// the method table serves tools/call with its own (legacyTaskRun,
+// modernTaskRun).
+type taskRule func(ctx context.Context, req *Request, call *ToolCall) (any, error)
 
 // scope is which revision's rules a request (or notification) follows:
 // one value per message, set when it is handed to its engine (reader.route

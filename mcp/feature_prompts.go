@@ -40,36 +40,52 @@ func handlePromptsList(ctx context.Context, req *Request) (any, error) {
 	return &ListPromptsResult{Prompts: page, NextCursor: next}, nil
 }
 
-// handlePromptsGet serves prompts/get, in the input rounds of its column
-// of the method table.
-func handlePromptsGet(ctx context.Context, req *Request, rounds inputRule) (any, error) {
+// promptParams returns the params of a prompts/get, as Params decoded
+// them (a middleware's decoding, if one did): shared, read-only.
+func promptParams(req *Request) (*GetPromptParams, *Error) {
 	if req.Params == nil || jsontext.Value(req.Params).Kind() != '{' {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: prompts/get requires params {name, arguments}"}
 	}
-	p, err := Params[GetPromptParams](req) // a middleware's decoding, if one did
-	if err != nil {
-		return nil, err
+	p, e := paramsOf[GetPromptParams](req)
+	if e != nil {
+		return nil, e
 	}
 	if p.Name == "" {
 		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: name is required"}
 	}
-	ss, r := req.Session, &req.r
-	src := ss.server.opts.Prompts
+	return p, nil
+}
+
+// promptInput is the inputReader of prompts/get: the prompt's name, and
+// its arguments as what a requestState is bound to.
+func promptInput(_ context.Context, req *Request) (inputTarget, error) {
+	p, e := promptParams(req)
+	if e != nil {
+		return inputTarget{}, e
+	}
 	args, err := json.Marshal(p.Arguments, json.Deterministic(true))
 	if err != nil {
-		return nil, invalidParams(err)
+		return inputTarget{}, invalidParams(err)
 	}
-	responses, state := p.InputResponses, p.RequestState
-	if responses != nil || state != "" {
+	return inputTarget{name: p.Name, args: args, responses: p.InputResponses, state: p.RequestState}, nil
+}
+
+// handlePromptsGet serves prompts/get, in the input rounds its row
+// declares (promptInput read its params first): its Input is its
+// context's.
+func handlePromptsGet(ctx context.Context, req *Request) (any, error) {
+	p, e := promptParams(req) // as promptInput decoded them
+	if e != nil {
+		return nil, e
+	}
+	if p.InputResponses != nil || p.RequestState != "" {
 		// The handler reads them with InputFromContext. The decoded
 		// params are shared with middleware (read-only): a copy.
 		c := *p
 		c.InputResponses, c.RequestState = nil, ""
 		p = &c
 	}
-	ctx = req.withProgress(ctx)
-	return rounds(r, ctx, methodPromptsGet, p.Name, args, responses, state, func(ctx context.Context) (any, error) {
-		res, err := src.GetPrompt(ctx, p)
-		return sourceAnswer(res, err, ss.featureError, "prompt")
-	})
+	ss := req.Session
+	res, err := ss.server.opts.Prompts.GetPrompt(req.withProgress(ctx), p)
+	return sourceAnswer(res, err, ss.featureError, "prompt")
 }

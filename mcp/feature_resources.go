@@ -127,28 +127,34 @@ func decodeURIParams(req *Request) (*ReadResourceParams, *Error) {
 	return p, nil
 }
 
-// handleResourcesRead serves resources/read, in the input rounds of its
-// column of the method table.
-func handleResourcesRead(ctx context.Context, req *Request, rounds inputRule) (any, error) {
+// resourceInput is the inputReader of resources/read: the resource's
+// uri (its params have no arguments).
+func resourceInput(_ context.Context, req *Request) (inputTarget, error) {
 	p, e := decodeURIParams(req)
+	if e != nil {
+		return inputTarget{}, e
+	}
+	return inputTarget{name: p.URI, responses: p.InputResponses, state: p.RequestState}, nil
+}
+
+// handleResourcesRead serves resources/read, in the input rounds its row
+// declares: its Input is its context's. resourceInput checked its params,
+// decoded into the request's Params cache, where it reads them.
+func handleResourcesRead(ctx context.Context, req *Request) (any, error) {
+	p, e := paramsOf[ReadResourceParams](req)
 	if e != nil {
 		return nil, e
 	}
-	ss, r := req.Session, &req.r
-	src := ss.server.opts.Resources
-	responses, state := p.InputResponses, p.RequestState
-	if responses != nil || state != "" {
+	if p.InputResponses != nil || p.RequestState != "" {
 		// The handler reads them with InputFromContext. The decoded
 		// params are shared with middleware (read-only): a copy.
 		c := *p
 		c.InputResponses, c.RequestState = nil, ""
 		p = &c
 	}
-	ctx = req.withProgress(ctx)
-	return rounds(r, ctx, methodResourcesRead, p.URI, nil, responses, state, func(ctx context.Context) (any, error) {
-		res, err := src.ReadResource(ctx, p)
-		return sourceAnswer(res, err, func(err error) *Error { return r.resourceError(err, p.URI) }, "resource")
-	})
+	r := &req.r
+	res, err := req.Session.server.opts.Resources.ReadResource(req.withProgress(ctx), p)
+	return sourceAnswer(res, err, func(err error) *Error { return r.resourceError(err, p.URI) }, "resource")
 }
 
 // resourceError maps a read error to its JSON-RPC error: not found (a

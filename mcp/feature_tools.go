@@ -229,31 +229,32 @@ func (m *callMeta) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	return err
 }
 
-// handleToolsCall serves tools/call: it checks the params, builds the
-// ToolCall, and runs it through the ToolSource in the input rounds (or as
-// a task, by the task rules) of its column of the method table
-// (legacyToolsCall, modernToolsCall), reading _meta by the column's
-// metaRule.
-// Its outcome is the tool result: a tool's error becomes an isError
-// result, an *Error stays a JSON-RPC error.
-func handleToolsCall(ctx context.Context, req *Request, rounds inputRule, taskCall taskRule, readMeta metaRule) (any, error) {
+// readToolCall reads a tools/call for its input rounds (the inputReader
+// of each column of the method table, with its rules: legacyToolsCallInput,
+// modernToolsCallInput): it checks the params, reading _meta by the
+// column's metaRule, builds the ToolCall the rounds run (the request's
+// r.call: every round runs the same call, with the same ids, logger and
+// progress), and applies the column's task gate. The call's answer is
+// mapped from what the rounds end with (toolCallOutcome), unless the gate
+// put it on the task path, whose rules answer.
+func readToolCall(ctx context.Context, req *Request, readMeta metaRule, gate taskGate) (inputTarget, error) {
 	if req.Params == nil || jsontext.Value(req.Params).Kind() != '{' {
-		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: tools/call requires params {name, arguments}"}
+		return inputTarget{}, &Error{Code: CodeInvalidParams, Message: "Invalid params: tools/call requires params {name, arguments}"}
 	}
 	p, err := toolCallParams(req, readMeta)
 	if err != nil {
-		return nil, err
+		return inputTarget{}, err
 	}
 	if p.Name == "" {
-		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: name is required"}
+		return inputTarget{}, &Error{Code: CodeInvalidParams, Message: "Invalid params: name is required"}
 	}
 	switch {
 	case p.Arguments == nil:
 		p.Arguments = json.RawMessage("{}")
 	case jsontext.Value(p.Arguments).Kind() != '{':
-		return nil, &Error{Code: CodeInvalidParams, Message: "Invalid params: arguments must be an object"}
+		return inputTarget{}, &Error{Code: CodeInvalidParams, Message: "Invalid params: arguments must be an object"}
 	}
-	ss, r := req.Session, &req.r
+	ss := req.Session
 	opts := &ss.server.opts
 	corr, _ := p.Meta[MetaCorrelationID].(string)
 	if corr == "" {
@@ -264,23 +265,46 @@ func handleToolsCall(ctx context.Context, req *Request, rounds inputRule, taskCa
 	call.logh = callHandler{next: ss.log.Handler(), corr: corr, run: call.RunID}
 	call.logv = *slog.New(&call.logh)
 	call.Logger = &call.logv
-	r.call = call
-	if res, err, handled := taskCall(ctx, req, call, p); handled {
-		return res, err
+	req.r.call = call
+	if e := gate(ctx, req, call); e != nil {
+		return inputTarget{}, e
 	}
-	src := opts.Tools
+	t := inputTarget{name: p.Name, args: jsontext.Value(p.Arguments), responses: p.InputResponses, state: p.RequestState}
+	if call.Task == nil {
+		t.outcome = toolCallOutcome
+	}
+	return t, nil
+}
+
+// handleToolsCall serves tools/call in the input rounds its row declares
+// (readToolCall built its ToolCall, and runTask is its column's task
+// rule): a call on the task path runs by the task rules, any other
+// through the ToolSource, whose outcome is this round's. Its Input is its
+// context's.
+func handleToolsCall(ctx context.Context, req *Request, runTask taskRule) (any, error) {
+	call := req.r.call
+	if call == nil { // not run by withInputRounds
+		return nil, &Error{Code: CodeInternalError, Message: "Internal error: tools/call served without its call"}
+	}
+	if call.Task != nil {
+		return runTask(ctx, req, call)
+	}
 	if req.f.vals.call.Store(call); ToolCallFromContext(ctx) != call {
 		ctx = WithToolCall(ctx, call) // a middleware gave a context of its own
 	}
-	out, err := rounds(r, ctx, methodToolsCall, p.Name, jsontext.Value(p.Arguments), p.InputResponses, p.RequestState, func(ctx context.Context) (any, error) {
-		res, err := src.CallTool(ctx, call)
-		if res == nil {
-			return nil, err // not a typed nil in an interface
-		}
-		return res, err
-	})
+	res, err := req.Session.server.opts.Tools.CallTool(ctx, call)
+	if res == nil {
+		return nil, err // not a typed nil in an interface
+	}
+	return res, err
+}
+
+// toolCallOutcome maps what the input rounds of a tools/call not run as
+// a task end with to its answer (toolResponse): its result is the tool
+// result, a tool's error an isError result, an *Error a JSON-RPC error.
+func toolCallOutcome(req *Request, out any, err error) (any, error) {
 	res, _ := out.(*CallToolResult)
-	return r.toolResponse(call, res, err)
+	return req.r.toolResponse(req.r.call, res, err)
 }
 
 // toolResponse maps the outcome of a tools/call to its answer: a tool's

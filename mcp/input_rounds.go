@@ -68,21 +68,70 @@ func (r *responder) inputFor(ctx context.Context, method, target string, args js
 	return in, nil
 }
 
-// withInputRounds returns h as the handler of a custom method that
-// declares input rounds (ServerOptions.InputMethods): its params'
-// inputResponses and requestState are the rounds' (the handler reads them
-// with InputFromContext), and the rest of its params, without _meta, is
-// what a requestState is bound to.
-func withInputRounds(h MethodHandler, rounds inputRule) MethodHandler {
-	return func(ctx context.Context, req *Request) (any, error) {
-		args, responses, state, e := splitInputParams(jsontext.Value(req.Params))
-		if e != nil {
-			return nil, e
-		}
-		return rounds(&req.r, ctx, req.Method, "", args, responses, state, func(ctx context.Context) (any, error) {
-			return h(ctx, req)
-		})
+// inputTarget is what a request's input rounds are about, as its row's
+// inputReader reads it from the request, once, before the rounds.
+type inputTarget struct {
+	// name is the tool's or prompt's name, the resource's uri, "" for a
+	// custom method: with the method, what a requestState is bound to.
+	name string
+	// args are the arguments a requestState is bound to besides (encoded
+	// deterministically, so that the same arguments give the same bytes
+	// in every round).
+	args jsontext.Value
+	// responses and state are the request's inputResponses and
+	// requestState (2026-07-28).
+	responses map[string]json.RawMessage
+	state     string
+	// outcome, if set, maps what the rounds end with (the handler's last
+	// outcome, or the error that ended the rounds) to the request's.
+	outcome func(req *Request, res any, err error) (any, error)
+}
+
+// inputReader reads the input target of a request whose row of the
+// method table declares input rounds (method.legacyInput, modernInput).
+// It runs before the rounds, once per pass through the handler chain, so
+// that its errors (the params' shape) come before those of the rounds
+// (a requestState that does not verify). What it decodes with Params the
+// handler finds in the request's Params cache.
+type inputReader func(ctx context.Context, req *Request) (inputTarget, error)
+
+// inputRounds are the input rounds of a request in the column that
+// serves it: its row's reader and its column's rule (the zero value: the
+// method takes none).
+type inputRounds struct {
+	read inputReader
+	rule inputRule
+}
+
+// withInputRounds runs the handler of a request whose row declares input
+// rounds, built-in or custom, in its column's rounds: the one place where
+// rounds run around a handler. The row's reader reads the input target
+// (its errors are answered first), the column's inputRule runs the
+// handler once per round, each round with its Input in the handler's
+// context, and the target's outcome, if any, maps what the rounds end
+// with. The handler chain (Middleware) runs once around all the rounds.
+func withInputRounds(ctx context.Context, req *Request) (any, error) {
+	t, err := req.rounds.read(ctx, req)
+	if err != nil {
+		return nil, err
 	}
+	res, err := req.rounds.rule(ctx, req, t)
+	if t.outcome != nil {
+		return t.outcome(req, res, err)
+	}
+	return res, err
+}
+
+// readInputParams is the inputReader of a custom method named in
+// ServerOptions.InputMethods: its params' inputResponses and requestState
+// are the rounds' (the handler reads them with InputFromContext), and the
+// rest of its params, without _meta, is what a requestState is bound to.
+func readInputParams(_ context.Context, req *Request) (inputTarget, error) {
+	args, responses, state, e := splitInputParams(jsontext.Value(req.Params))
+	if e != nil {
+		return inputTarget{}, e
+	}
+	return inputTarget{args: args, responses: responses, state: state}, nil
 }
 
 // inputParamNames are the params members of an input round: they are no

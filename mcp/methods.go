@@ -17,6 +17,13 @@ type method struct {
 	// legacy and modern serve the request and return its outcome; the
 	// request answers with it (request_table.go).
 	legacy, modern MethodHandler
+	// legacyInput and modernInput declare that the method takes input
+	// rounds in that column (nil: it does not), and how that column reads
+	// the request's input target (inputReader). The column's inputRule
+	// then runs around the handler (withInputRounds): the handler reads
+	// its Input from its context (InputFromContext), as any handler does,
+	// and returns InputRequired to ask for more.
+	legacyInput, modernInput inputReader
 	// cacheable: modern results carry ttlMs and cacheScope.
 	cacheable bool
 	// inline: the handler answers at once (it waits for nothing): it runs
@@ -31,27 +38,38 @@ type method struct {
 // both returns a row whose handler is the same in both eras.
 func both(h MethodHandler) method { return method{legacy: h, modern: h} }
 
+// withInput returns md declaring input rounds read by read in both
+// columns.
+func (md method) withInput(read inputReader) method {
+	md.legacyInput, md.modernInput = read, read
+	return md
+}
+
 // lookupMethod is the method table of every request method the server
 // serves after the handshake (initialize and ping are the legacy engine's:
 // rev2025_engine.go): the built-in methods, then the server's custom ones
-// (ServerOptions.Methods), which exist in both eras. Input rounds, each
-// column with its revision's (inputRule: legacyRounds, modernRounds), run
-// around the handlers of tools/call, prompts/get and resources/read, which
-// pass them their target and arguments once decoded, and around the custom
-// methods named in ServerOptions.InputMethods (withInputRounds). What else
-// a revision changes in a built-in method is its column's too (the
-// context of completion/complete, the _meta tools/call reads), so that no
-// handler asks which revision it serves. It is a switch rather
-// than a map literal: the handlers reach handleRequest again (a handler
-// waiting for the client hands reading over), which a package-level map
-// could not refer to without an initialization cycle.
+// (ServerOptions.Methods), which exist in both eras. A row declares the
+// input rounds of its method (legacyInput, modernInput): tools/call,
+// prompts/get, resources/read, and the custom methods named in
+// ServerOptions.InputMethods. The rounds run around the handler, each
+// column with its revision's rule (inputRule: legacyRounds, modernRounds),
+// so that the handler of every such method, built-in or custom, reads
+// its Input the same way and never sees the rule. What else a revision
+// changes in a built-in method is its column's too (how tools/call reads
+// its _meta and applies the task rules, the context of
+// completion/complete), so that no handler asks which revision it serves.
+// It is a switch rather than a map literal: the handlers reach
+// handleRequest again (a handler waiting for the client hands reading
+// over), which a package-level map could not refer to without an
+// initialization cycle.
 func (s *Server) lookupMethod(name string) (md method, ok bool) {
 	switch name {
 	case methodToolsList:
 		md = both(handleToolsList)
 		md.offered, md.cacheable, md.inline = hasTools, true, true
 	case methodToolsCall:
-		md = method{offered: hasTools, legacy: legacyToolsCall, modern: modernToolsCall}
+		md = method{offered: hasTools, legacy: legacyToolsCall, modern: modernToolsCall,
+			legacyInput: legacyToolsCallInput, modernInput: modernToolsCallInput}
 	case methodResourcesList:
 		md = both(handleResourcesList)
 		md.offered, md.cacheable, md.inline = hasResources, true, true
@@ -59,10 +77,8 @@ func (s *Server) lookupMethod(name string) (md method, ok bool) {
 		md = both(handleResourceTemplatesList)
 		md.offered, md.cacheable, md.inline = hasResources, true, true
 	case methodResourcesRead:
-		md = method{offered: hasResources, cacheable: true, legacy: legacyResourcesRead,
-			modern: func(ctx context.Context, req *Request) (any, error) {
-				return handleResourcesRead(ctx, req, modernRounds)
-			}}
+		md = both(handleResourcesRead).withInput(resourceInput)
+		md.offered, md.cacheable = hasResources, true
 	case methodResourcesSubscribe:
 		md = method{offered: hasSubscriptions, legacy: handleSubscribe, inline: true}
 	case methodResourcesUnsubscribe:
@@ -71,8 +87,8 @@ func (s *Server) lookupMethod(name string) (md method, ok bool) {
 		md = both(handlePromptsList)
 		md.offered, md.cacheable, md.inline = hasPrompts, true, true
 	case methodPromptsGet:
-		md = method{offered: hasPrompts, legacy: legacyPromptsGet,
-			modern: func(ctx context.Context, req *Request) (any, error) { return handlePromptsGet(ctx, req, modernRounds) }}
+		md = both(handlePromptsGet).withInput(promptInput)
+		md.offered = hasPrompts
 	case methodCompletionComplete:
 		md = method{offered: hasCompletions, legacy: legacyComplete, modern: modernComplete}
 	case methodLoggingSetLevel:
@@ -92,14 +108,14 @@ func (s *Server) lookupMethod(name string) (md method, ok bool) {
 	case methodSubscriptionsListen:
 		md = method{modern: handleListen, lasting: true}
 	default:
-		if md, ok := s.inputMethods[name]; ok { // input rounds around the handler (ServerOptions.InputMethods)
-			return md, true
-		}
 		h, ok := s.opts.Methods[name]
 		if !ok {
 			return method{}, false
 		}
-		return both(h), true
+		md = both(h)
+		if s.inputMethods[name] { // ServerOptions.InputMethods
+			md = md.withInput(readInputParams)
+		}
 	}
 	return md, true
 }
@@ -118,10 +134,11 @@ func builtinMethod(name string) bool {
 
 // serveMethod registers request m as in flight and returns the job that
 // runs its handler chain (middleware, then h, the method's handler in the
-// request's era) and answers with its outcome; a lasting request is
+// request's era, in the input rounds of that era when its row declares
+// them: rounds) and answers with its outcome; a lasting request is
 // started on its own goroutine instead.
-func (ss *Session) serveMethod(m *jsonrpc.Message, r responder, md *method, h MethodHandler) job {
-	req := &Request{ID: json.RawMessage(m.ID), Method: m.Method, Params: json.RawMessage(m.Params), Session: ss, r: r, handle: h}
+func (ss *Session) serveMethod(m *jsonrpc.Message, r responder, md *method, h MethodHandler, rounds inputRounds) job {
+	req := &Request{ID: json.RawMessage(m.ID), Method: m.Method, Params: json.RawMessage(m.Params), Session: ss, r: r, handle: h, rounds: rounds}
 	if !ss.begin(req, ss.rd.messageContext(), md.lasting) {
 		return nil
 	}
@@ -143,8 +160,14 @@ func (req *Request) serve(ctx context.Context) (any, error) {
 	return req.Session.server.handle(ctx, req)
 }
 
-// dispatch is the innermost handler of the chain: the method's own.
-func dispatch(ctx context.Context, req *Request) (any, error) { return req.handle(ctx, req) }
+// dispatch is the innermost handler of the chain: the method's own, in
+// its input rounds when its row declares them.
+func dispatch(ctx context.Context, req *Request) (any, error) {
+	if req.rounds.read != nil {
+		return withInputRounds(ctx, req)
+	}
+	return req.handle(ctx, req)
+}
 
 // hasTasks reports whether the server offers tasks at all (the legacy
 // rows narrow it to sessions of 2025-11-25: tasksOn).

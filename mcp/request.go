@@ -29,6 +29,7 @@ type Request struct {
 	r      responder     // where the answer goes, and the request's revision scope
 	f      inflight      // the owner of the request's life (request_table.go); unused for notifications
 	handle MethodHandler // the method's own handler, innermost in the chain
+	rounds inputRounds   // the input rounds run around handle, when its row declares them
 	params paramsCache   // params decoded by Params, per type (request_params.go)
 }
 
@@ -129,21 +130,20 @@ func checkCustom(m map[string]MethodHandler, field string) map[string]MethodHand
 	return out
 }
 
-// checkInputMethods returns the method table's rows of the methods named
-// in names (ServerOptions.InputMethods): their handlers wrapped in each
-// column's input rounds. It panics on a name that is not in methods: a
-// misconfigured server fails at start-up.
-func checkInputMethods(methods map[string]MethodHandler, names []string) map[string]method {
+// checkInputMethods returns the set of the methods named in names
+// (ServerOptions.InputMethods), whose rows of the method table declare
+// input rounds (lookupMethod). It panics on a name that is not in
+// methods: a misconfigured server fails at start-up.
+func checkInputMethods(methods map[string]MethodHandler, names []string) map[string]bool {
 	if len(names) == 0 {
 		return nil
 	}
-	out := make(map[string]method, len(names))
+	out := make(map[string]bool, len(names))
 	for _, name := range names {
-		h, ok := methods[name]
-		if !ok {
+		if _, ok := methods[name]; !ok {
 			panic("mcp: ServerOptions.InputMethods names " + quote(name) + ", which is not in Methods")
 		}
-		out[name] = method{legacy: legacyInputMethod(h), modern: withInputRounds(h, modernRounds)}
+		out[name] = true
 	}
 	return out
 }

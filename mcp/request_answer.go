@@ -8,8 +8,12 @@ import (
 
 // withProgress returns ctx carrying the Progress of a request other than
 // tools/call (whose ToolCall holds its own): ReportProgress works in the
-// handler, and the request finishes it before it answers.
+// handler, and the request finishes it before it answers. A handler run
+// again (in input rounds) reports on the same Progress.
 func (req *Request) withProgress(ctx context.Context) context.Context {
+	if req.f.prog != nil {
+		return context.WithValue(ctx, progressKey{}, req.f.prog)
+	}
 	ctx, req.f.prog = req.Session.withProgress(ctx, jsontext.Value(req.Params), req.ProtocolVersion())
 	return ctx
 }

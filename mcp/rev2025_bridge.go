@@ -11,10 +11,11 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 )
 
-// bridge serves a legacy request whose handler answered ir (after being
-// run with in): it asks the client and runs call again with the answers,
-// until the handler completes or MaxInputRounds is reached.
-func (r responder) bridge(ctx context.Context, in *Input, ir *InputRequiredError, call func(ctx context.Context) (any, error)) (any, error) {
+// bridge serves a legacy request whose handler answered ir: it asks the
+// client and runs req's handler again with the answers (its Input), until
+// the handler completes or MaxInputRounds is reached.
+func (r *responder) bridge(ctx context.Context, req *Request, ir *InputRequiredError) (any, error) {
+	var in *Input
 	for {
 		round := 0
 		if in != nil {
@@ -28,7 +29,7 @@ func (r responder) bridge(ctx context.Context, in *Input, ir *InputRequiredError
 			return nil, ferr
 		}
 		in = &Input{Responses: responses, State: ir.State, Round: round}
-		res, err := call(withInput(ctx, in))
+		res, err := req.handle(withInput(ctx, in), req)
 		if err == nil || !errors.As(err, &ir) {
 			return res, err
 		}

@@ -4,11 +4,9 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/logclip"
@@ -38,9 +36,9 @@ func sessionChannel(ss *Session) bool { return !ss.modernOnly && ss.currentState
 func (legacyEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) job {
 	switch m.Method {
 	case methodInitialize:
-		return ss.serveMethod(m, r, &initializeMethod, handleInitialize)
+		return ss.serveMethod(m, r, &initializeMethod, handleInitialize, inputRounds{})
 	case methodPing:
-		return ss.serveMethod(m, r, &pingMethod, handlePing)
+		return ss.serveMethod(m, r, &pingMethod, handlePing, inputRounds{})
 	}
 	if st := ss.currentState(); st != stateRunning {
 		r.error(&Error{Code: CodeNotInitialized, Message: "Not initialized",
@@ -54,7 +52,7 @@ func (legacyEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) job {
 		r.error(methodNotFound(m.Method))
 		return nil
 	}
-	return ss.serveMethod(m, r, &md, md.legacy)
+	return ss.serveMethod(m, r, &md, md.legacy, inputRounds{read: md.legacyInput, rule: legacyRounds})
 }
 
 // notification: the built-in notifications are served in every state, a
@@ -111,25 +109,26 @@ func (legacyEngine) encode(r *responder, v any) (any, error) {
 }
 
 // legacyRounds is the inputRule of the legacy column: a legacy request
-// carries no input of its own; the server asks the client when the handler
-// needs some, and runs it again.
-func legacyRounds(r *responder, ctx context.Context, _, _ string, _ jsontext.Value, _ map[string]json.RawMessage, _ string, call func(ctx context.Context) (any, error)) (any, error) {
-	res, err := call(withInput(ctx, nil))
+// carries no input of its own; when the handler needs some, the server
+// asks the client, and runs the handler again with the answers.
+func legacyRounds(ctx context.Context, req *Request, _ inputTarget) (any, error) {
+	res, err := req.handle(ctx, req)
 	if err == nil {
 		return res, nil
 	}
-	return r.bridgeIfInput(ctx, nil, res, err, call)
+	return req.r.bridgeIfInput(ctx, req, res, err)
 }
 
 // bridgeIfInput asks the client for the input err asks for, if it is an
-// *InputRequiredError, and runs call again (apart from complete, so that
-// the variable errors.As needs is not allocated for every result).
-func (r *responder) bridgeIfInput(ctx context.Context, in *Input, res any, err error, call func(ctx context.Context) (any, error)) (any, error) {
+// *InputRequiredError, and runs req's handler again (apart from
+// legacyRounds, so that the variable errors.As needs is not allocated for
+// every result).
+func (r *responder) bridgeIfInput(ctx context.Context, req *Request, res any, err error) (any, error) {
 	var ir *InputRequiredError
 	if !errors.As(err, &ir) {
 		return res, err
 	}
-	return r.bridge(ctx, in, ir, call)
+	return r.bridge(ctx, req, ir)
 }
 
 func (legacyEngine) inputRequired(r *responder, _ *InputRequiredError) {
@@ -139,21 +138,15 @@ func (legacyEngine) inputRequired(r *responder, _ *InputRequiredError) {
 func (legacyEngine) errorCode(c int64) int64 { return c }
 
 // legacyToolsCall is tools/call in the legacy column of the method table:
-// under the 2025-11-25 task rules; it reads _meta itself (no metaRule).
+// under the 2025-11-25 task rules (legacyTaskRun); legacyToolsCallInput
+// reads it, with its _meta (no metaRule) and the task gate of those rules
+// (legacyTaskGate).
 func legacyToolsCall(ctx context.Context, req *Request) (any, error) {
-	return handleToolsCall(ctx, req, legacyRounds, legacyTaskCall, nil)
+	return handleToolsCall(ctx, req, legacyTaskRun)
 }
 
-// legacyResourcesRead and legacyPromptsGet are resources/read and
-// prompts/get in the legacy column of the method table, and
-// legacyInputMethod a custom method named in ServerOptions.InputMethods:
-// with the legacy input rounds.
-func legacyResourcesRead(ctx context.Context, req *Request) (any, error) {
-	return handleResourcesRead(ctx, req, legacyRounds)
-}
-
-func legacyPromptsGet(ctx context.Context, req *Request) (any, error) {
-	return handlePromptsGet(ctx, req, legacyRounds)
+func legacyToolsCallInput(ctx context.Context, req *Request) (inputTarget, error) {
+	return readToolCall(ctx, req, nil, legacyTaskGate)
 }
 
 // legacyComplete is completion/complete in the legacy column: params.context
@@ -163,14 +156,19 @@ func legacyComplete(ctx context.Context, req *Request) (any, error) {
 	return handleComplete(ctx, req, completionContextIn(req.ProtocolVersion()))
 }
 
-func legacyInputMethod(h MethodHandler) MethodHandler { return withInputRounds(h, legacyRounds) }
-
-// legacyTaskCall hands the call to the task host when its params ask for
-// a task (params.task) or the server has tasks: it decides, by the
-// session's revision, whether it runs as one (task_server.go).
-func legacyTaskCall(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (any, error, bool) {
-	if p.Task == nil && req.Session.server.tasks == nil {
-		return nil, nil, false
+// legacyTaskGate applies the 2025-11-25 task rules to a tools/call: the
+// task host decides, by the session's revision, whether the call runs as
+// a task (task_server.go) when its params ask for one (params.task) or
+// the server has tasks.
+func legacyTaskGate(ctx context.Context, req *Request, call *ToolCall) *Error {
+	if call.Task == nil && req.Session.server.tasks == nil {
+		return nil
 	}
-	return req.Session.server.tasks.taskCall(req.Session, ctx, req, call) // task_server.go
+	return req.Session.server.tasks.taskGate(req.Session, ctx, call) // rev2025_tasks.go
+}
+
+// legacyTaskRun starts the task of a tools/call legacyTaskGate put on the
+// task path.
+func legacyTaskRun(ctx context.Context, req *Request, call *ToolCall) (any, error) {
+	return req.Session.server.tasks.startTask(req.Session, ctx, req, call) // rev2025_tasks.go
 }

@@ -101,11 +101,13 @@ var (
 	handleInitialized, handleRootsListChanged                             MethodHandler
 )
 
-// The 2025 column's tools/call, resources/read, prompts/get and custom
-// input methods are empty too.
-var legacyToolsCall, legacyResourcesRead, legacyPromptsGet, legacyComplete MethodHandler
-
-func legacyInputMethod(MethodHandler) MethodHandler { return nil }
+// The 2025 column's tools/call and completion/complete are empty too
+// (the rows of prompts/get, resources/read and the custom methods have
+// one handler for both columns, which only the 2026-07-28 engine uses).
+var (
+	legacyToolsCall, legacyComplete MethodHandler
+	legacyToolsCallInput            inputReader
+)
 
 // legacyTasks: there are no 2025-11-25 tasks.
 func legacyTasks(MethodHandler) MethodHandler { return nil }

@@ -51,19 +51,20 @@ func (s *Server) declareTasks(v string, caps *ServerCapabilities) {
 		Requests: &TaskRequestsCapability{Tools: &ToolTaskRequests{Call: &struct{}{}}}}
 }
 
-// taskCall applies the task rules to a tools/call. It returns the answer
-// and true when the call is task-augmented (it then runs in the background,
-// once the request is answered) or refused; false means "serve it as a
-// plain call".
-func (st *taskHost) taskCall(ss *Session, ctx context.Context, req *Request, call *ToolCall) (any, error, bool) {
+// taskGate applies the task rules to a tools/call before it runs: it
+// refuses a call that must be task-augmented and is not, or is and must
+// not be (-32601), and otherwise leaves call.Task set exactly when the
+// call runs as a task (startTask: in the background, once the request is
+// answered), nil when it is served as a plain call.
+func (st *taskHost) taskGate(ss *Session, ctx context.Context, call *ToolCall) *Error {
 	if !ss.server.tasks.tasksOn(ss) {
 		call.Task = nil // no tasks capability: process normally, ignore "task"
-		return nil, nil, false
+		return nil
 	}
 	def, ok := ss.server.tasks.findTool(ss, ctx, call.Name)
 	if !ok {
-		call.Task = nil        // not run as a task: it holds a request slot
-		return nil, nil, false // the source answers for unknown tools
+		call.Task = nil // not run as a task: it holds a request slot
+		return nil      // the source answers for unknown tools
 	}
 	support := TaskForbidden
 	if def.Execution != nil && def.Execution.TaskSupport != "" {
@@ -71,16 +72,13 @@ func (st *taskHost) taskCall(ss *Session, ctx context.Context, req *Request, cal
 	}
 	switch {
 	case call.Task == nil && support == TaskRequired:
-		return nil, &Error{Code: CodeMethodNotFound,
-			Message: "Method not found: tool " + quote(call.Name) + " must be called as a task (execution.taskSupport is required)"}, true
-	case call.Task == nil:
-		return nil, nil, false
-	case support == TaskForbidden:
-		return nil, &Error{Code: CodeMethodNotFound,
-			Message: "Method not found: tool " + quote(call.Name) + " cannot be called as a task (execution.taskSupport is forbidden)"}, true
+		return &Error{Code: CodeMethodNotFound,
+			Message: "Method not found: tool " + quote(call.Name) + " must be called as a task (execution.taskSupport is required)"}
+	case call.Task != nil && support == TaskForbidden:
+		return &Error{Code: CodeMethodNotFound,
+			Message: "Method not found: tool " + quote(call.Name) + " cannot be called as a task (execution.taskSupport is forbidden)"}
 	}
-	res, err := ss.server.tasks.startTask(ss, ctx, req, call)
-	return res, err, true
+	return nil
 }
 
 // startTask creates the task of call and returns CreateTaskResult; the

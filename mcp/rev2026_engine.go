@@ -49,7 +49,7 @@ func (modernEngine) dispatchMeta(ss *Session, m *jsonrpc.Message, r responder, m
 		return nil
 	}
 	r.sc = &modernReq{meta: meta, cacheable: md.cacheable}
-	return ss.serveMethod(m, r, &md, md.modern)
+	return ss.serveMethod(m, r, &md, md.modern, inputRounds{read: md.modernInput, rule: modernRounds})
 }
 
 // notification: a notification that carries the revision's _meta is
@@ -105,14 +105,15 @@ func (e modernEngine) encode(r *responder, v any) (any, error) {
 }
 
 // modernRounds is the inputRule of the 2026-07-28 column: the request's
-// inputResponses and requestState are checked (input_rounds.go) and handed
-// to call as its Input; the handler's need for more input is its answer.
-func modernRounds(r *responder, ctx context.Context, method, target string, args jsontext.Value, responses map[string]json.RawMessage, state string, call func(ctx context.Context) (any, error)) (any, error) {
-	in, e := r.inputFor(ctx, method, target, args, responses, state)
+// inputResponses and requestState are checked (input_rounds.go) and
+// handed to the handler as its Input; the handler's need for more input
+// is its answer.
+func modernRounds(ctx context.Context, req *Request, t inputTarget) (any, error) {
+	in, e := req.r.inputFor(ctx, req.Method, t.name, t.args, t.responses, t.state)
 	if e != nil {
 		return nil, e
 	}
-	return call(withInput(ctx, in))
+	return req.handle(withInput(ctx, in), req)
 }
 
 func (modernEngine) inputRequired(r *responder, ir *InputRequiredError) {
@@ -129,10 +130,15 @@ func (modernEngine) errorCode(c int64) int64 {
 }
 
 // modernToolsCall is tools/call in the 2026-07-28 column of the method
-// table: under the rules of the tasks extension, with the _meta the
-// request's scope read (modernCallMeta).
+// table: under the rules of the tasks extension (modernTaskRun);
+// modernToolsCallInput reads it, with the _meta the request's scope read
+// (modernCallMeta) and the extension's task gate (modernTaskGate).
 func modernToolsCall(ctx context.Context, req *Request) (any, error) {
-	return handleToolsCall(ctx, req, modernRounds, modernTaskCall, modernCallMeta)
+	return handleToolsCall(ctx, req, modernTaskRun)
+}
+
+func modernToolsCallInput(ctx context.Context, req *Request) (inputTarget, error) {
+	return readToolCall(ctx, req, modernCallMeta, modernTaskGate)
 }
 
 // modernCallMeta is the metaRule of the 2026-07-28 column: a copy of the
@@ -153,14 +159,21 @@ func modernComplete(ctx context.Context, req *Request) (any, error) {
 	return handleComplete(ctx, req, true)
 }
 
-// modernTaskCall: tasks are an extension in 2026-07-28, which params.task
-// does not ask for (rev2026_tasks_serve.go decides).
-func modernTaskCall(ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (any, error, bool) {
-	p.Task, call.Task = nil, nil // tasks are an extension in 2026-07-28: params.task is ignored
+// modernTaskGate: tasks are an extension in 2026-07-28, which params.task
+// does not ask for (rev2026_tasks_serve.go decides, before the call's
+// requestState is checked).
+func modernTaskGate(ctx context.Context, req *Request, call *ToolCall) *Error {
+	call.Task = nil // tasks are an extension in 2026-07-28: params.task is ignored
 	if req.Session.server.tasks == nil {
-		return nil, nil, false
+		return nil
 	}
-	return req.Session.server.tasks.modernTaskCall(req.Session, ctx, req, call, p) // rev2026_tasks_serve.go
+	return req.Session.server.tasks.modernTaskGate(req.Session, ctx, req, call) // rev2026_tasks_serve.go
+}
+
+// modernTaskRun runs a tools/call modernTaskGate put on the task path: it
+// may become a task (rev2026_tasks_serve.go).
+func modernTaskRun(ctx context.Context, req *Request, call *ToolCall) (any, error) {
+	return req.Session.server.tasks.modernTaskCall(req.Session, ctx, req, call) // rev2026_tasks_serve.go
 }
 
 // resultNotObjectError refuses a result that is not a JSON object (nor

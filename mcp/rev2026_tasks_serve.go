@@ -65,41 +65,45 @@ func (st *taskHost) modernOwner(ctx context.Context) string {
 	return "modern:" + st.quotaOf(ctx)
 }
 
-// modernTaskCall applies the tasks extension to a 2026-07-28 tools/call.
-// handled false means "serve it as a plain call"; otherwise the call was
-// refused (-32021, a bad requestState) or it ran, and res, err is its
-// outcome (a result, or the task it became).
-func (st *taskHost) modernTaskCall(ss *Session, ctx context.Context, req *Request, call *ToolCall, p *CallToolParams) (res any, err error, handled bool) {
-	r := &req.r
-	def, ok := ss.server.tasks.findTool(ss, ctx, call.Name)
+// modernTaskGate applies the tasks extension to a 2026-07-28 tools/call,
+// before its input rounds (so before its requestState is checked): a tool
+// that runs as a task only is refused (-32021) without the extension; a
+// tool that may run as one, called with it, is put on the task path
+// (call.Task set: modernTaskCall runs it); any other call is plain.
+func (st *taskHost) modernTaskGate(ss *Session, ctx context.Context, req *Request, call *ToolCall) *Error {
+	def, ok := st.findTool(ss, ctx, call.Name)
 	if !ok {
-		return nil, nil, false // the source answers for unknown tools
+		return nil // the source answers for unknown tools
 	}
 	support := TaskForbidden
 	if def.Execution != nil && def.Execution.TaskSupport != "" {
 		support = def.Execution.TaskSupport
 	}
-	ext := declaresTasks(r.modern().meta.ClientCapabilities)
+	ext := declaresTasks(req.r.modern().meta.ClientCapabilities)
 	switch {
 	case support == TaskRequired && !ext:
-		return nil, errTasksExtensionRequired("tool " + quote(call.Name) + " runs as a task only; it"), true
+		return errTasksExtensionRequired("tool " + quote(call.Name) + " runs as a task only; it")
 	case support == TaskForbidden || !ext:
-		return nil, nil, false
-	}
-	in, e := r.inputFor(ctx, methodToolsCall, p.Name, jsontext.Value(p.Arguments), p.InputResponses, p.RequestState) // input_rounds.go
-	if e != nil {
-		return nil, e, true
+		return nil
 	}
 	call.Task = &TaskMetadata{} // it may become a task: no response deadline
-	run := &modernRun{ss: ss, st: st, call: call, owner: st.modernOwner(ctx), quota: st.quotaOf(ctx), caps: r.modern().meta.ClientCapabilities,
+	return nil
+}
+
+// modernTaskCall runs a 2026-07-28 tools/call that modernTaskGate put on
+// the task path, in its input round: its Input (InputFromContext) is the
+// one its round checked. res, err is its outcome (a result, or the task
+// it became).
+func (st *taskHost) modernTaskCall(ss *Session, ctx context.Context, req *Request, call *ToolCall) (res any, err error) {
+	in := InputFromContext(ctx)
+	run := &modernRun{ss: ss, st: st, call: call, owner: st.modernOwner(ctx), quota: st.quotaOf(ctx), caps: req.r.modern().meta.ClientCapabilities,
 		answered: make(chan struct{}), escalated: make(chan struct{})}
 	if in != nil {
 		run.round0 = in.Round
 	}
 	run.ctx, run.cancel = context.WithCancel(context.WithoutCancel(WithToolCall(ctx, call)))
 	call.run = run
-	res, err = run.serve(ctx, in)
-	return res, err, true
+	return run.serve(ctx, in)
 }
 
 // serve runs the call for its request (ctx): it answers with the

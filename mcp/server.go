@@ -248,17 +248,19 @@ type ServerOptions struct {
 	// objects carrying resultType, gets a -32603 error naming that rule
 	// instead, and the server logs it. Nil stands for an empty result.
 	Methods map[string]MethodHandler
-	// InputMethods names the methods of Methods whose handlers may ask
-	// the client for input, as tools, prompts and resources may: the
-	// handler returns InputRequired(...) and reads the answers with
-	// InputFromContext. The rounds run around the handler in the
+	// InputMethods names the methods of Methods that take input rounds,
+	// as tools/call, prompts/get and resources/read do: their handlers
+	// may ask the client for input by returning InputRequired(...), and
+	// read the answers with InputFromContext. The rounds run around the
+	// handler, inside Middleware (which runs once per request), in the
 	// request's revision: a 2025 session's client is asked through
 	// server-to-client requests and the handler runs again with the
 	// answers; a 2026-07-28 request is answered input_required, and its
 	// retry's inputResponses and requestState (bound to the method and to
-	// the other params but _meta) reach the handler as its Input. A
-	// method not named here that asks for input is answered -32603. A
-	// name that is not in Methods makes NewServer panic.
+	// the other params but _meta) are checked before the handler runs and
+	// reach it as its Input. A method not named here that asks for input
+	// is answered -32603. A name that is not in Methods makes NewServer
+	// panic.
 	InputMethods []string
 	// Notifications adds handlers of notifications from the client,
 	// called on the goroutine that reads the connection (keep them
@@ -286,10 +288,9 @@ type Server struct {
 	// logPeers gives the sessions of one peer one log budget together.
 	logPeers *logclip.Peers
 	handle   MethodHandler // the middleware chain around dispatch (request.go)
-	// inputMethods are the method table's rows of the custom methods that
-	// declare input rounds (InputMethods): their handlers wrapped in them
-	// (methods.go).
-	inputMethods map[string]method
+	// inputMethods are the custom methods whose rows of the method table
+	// declare input rounds (InputMethods; methods.go).
+	inputMethods map[string]bool
 	hub          changeHub  // list_changed and resource update notifications (feature_listchanged.go)
 	tasks        *taskHost  // nil without ServerOptions.Tasks (task_server.go)
 	states       *stateRing // requestState keys (rev2026_state_keys.go)
