@@ -4,6 +4,7 @@ package mcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -85,4 +86,53 @@ func TestInputRoundsRunAroundTheHandler2025(t *testing.T) {
 			assert.Same(t, runs[0].logger, runs[1].logger)
 		})
 	}
+}
+
+// oddTools has one tool, "odd", that asks the client for input with a
+// method no client serves, and a prompt source of the same.
+type oddTools struct{}
+
+var oddInput = map[string]mcp.InputRequest{"x": {Method: "acme/odd"}}
+
+func (oddTools) ListTools(context.Context) ([]*mcp.Tool, error) {
+	return []*mcp.Tool{{Name: "odd", InputSchema: json.RawMessage(`{"type":"object"}`)}}, nil
+}
+
+func (oddTools) CallTool(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) {
+	return nil, mcp.InputRequired(oddInput, nil)
+}
+
+func (oddTools) ListPrompts(context.Context) ([]*mcp.Prompt, error) {
+	return []*mcp.Prompt{{Name: "odd"}}, nil
+}
+
+func (oddTools) GetPrompt(context.Context, *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+	return nil, mcp.InputRequired(oddInput, nil)
+}
+
+// An error that ends a 2025 session's input rounds (here: input the
+// server cannot ask for) is the method's outcome, mapped as the method
+// maps its handler's errors: tools/call answers an isError result with
+// the call's ids, prompts/get a JSON-RPC error.
+func TestInputRoundsErrorIsTheOutcome2025(t *testing.T) {
+	o := mcptest.ServerOptions(oddTools{})
+	o.Prompts = oddTools{}
+	ct, wait := mcptest.StartServer(t, o, nil)
+	c := mcp.NewClient(quietClient)
+	require.NoError(t, c.Connect(t.Context(), ct))
+	t.Cleanup(func() { c.Close(); _ = wait() })
+
+	var res mcp.CallToolResult
+	require.NoError(t, c.Call(t.Context(), "tools/call", map[string]any{"name": "odd", "arguments": map[string]any{}}, &res))
+	require.True(t, res.IsError, "a result, not a JSON-RPC error")
+	var se mcp.StructuredError
+	require.NoError(t, json.Unmarshal([]byte(res.Content[0].Text), &se))
+	assert.Equal(t, mcp.ErrInternal, se.Code)
+	assert.NotEmpty(t, se.RunID)
+	assert.NotEmpty(t, se.CorrelationID)
+
+	_, err := c.GetPrompt(t.Context(), "odd", nil)
+	var e *mcp.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, int64(mcp.CodeInternalError), e.Code)
 }
