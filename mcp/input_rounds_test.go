@@ -1,10 +1,12 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -304,4 +306,64 @@ func TestInputRoundsOfModernTaskCalls(t *testing.T) {
 		require.True(t, ok, "a state is accepted once")
 		assert.Contains(t, e["message"], "used already")
 	})
+}
+
+// BenchmarkServeInputMethods2026 serves, over the in-memory transport,
+// each method whose row declares input rounds, in one round (no input is
+// asked for), as a 2026-07-28 request; BenchmarkServeInputMethods2025 the
+// same on a 2025 session. Their allocations per request are what the
+// rounds around the handler cost a request that needs none.
+func BenchmarkServeInputMethods2026(b *testing.B) { benchInputMethods(b, false) }
+
+// benchInputMethods serves the benchmark's requests, on a 2025-11-25
+// session (session) or as 2026-07-28 requests.
+func benchInputMethods(b *testing.B, session bool) {
+	meta := "," + modernMeta
+	if session {
+		meta = ""
+	}
+	params := map[string]string{
+		"tools/call":     `{"name":"echo","arguments":{"message":"hi"}` + meta + `}`,
+		"prompts/get":    `{"name":"greet","arguments":{"who":"ann"}` + meta + `}`,
+		"resources/read": `{"uri":"file:///a"` + meta + `}`,
+		"acme/echo":      `{"message":"hi"` + meta + `}`,
+	}
+	for _, method := range []string{"tools/call", "prompts/get", "resources/read", "acme/echo"} {
+		b.Run(method, func(b *testing.B) {
+			o := paramsSeenOptions(&paramsSeen{mw: map[string]any{}, again: map[string]bool{}}, false)
+			o.Methods = map[string]mcp.MethodHandler{"acme/echo": func(context.Context, *mcp.Request) (any, error) {
+				return map[string]any{"ok": true}, nil
+			}}
+			o.InputMethods = []string{"acme/echo"}
+			ct, st := transport.NewPipe(nil)
+			srv := mcp.NewServer(o)
+			done := make(chan struct{})
+			go func() { defer close(done); _ = srv.Run(context.Background(), st) }()
+			b.Cleanup(func() { ct.Close(); <-done })
+			ctx := context.Background()
+			roundTrip := func(line string) []byte {
+				if err := ct.Write(ctx, []byte(line)); err != nil {
+					b.Fatal(err)
+				}
+				msg, err := ct.Read(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return msg
+			}
+			if session {
+				roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+				if err := ct.Write(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				msg := roundTrip(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i+1) + `,"method":"` + method + `","params":` + params[method] + `}`)
+				if !bytes.Contains(msg, []byte(`"result"`)) {
+					b.Fatalf("answer %s", msg)
+				}
+			}
+		})
+	}
 }

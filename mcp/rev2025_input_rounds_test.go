@@ -136,3 +136,7 @@ func TestInputRoundsErrorIsTheOutcome2025(t *testing.T) {
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, int64(mcp.CodeInternalError), e.Code)
 }
+
+// BenchmarkServeInputMethods2025 is BenchmarkServeInputMethods2026 on a
+// 2025-11-25 session.
+func BenchmarkServeInputMethods2025(b *testing.B) { benchInputMethods(b, true) }
