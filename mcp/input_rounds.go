@@ -24,14 +24,14 @@ func stateSubject(ctx context.Context) string {
 	return ""
 }
 
-// inputFor prepares the Input of a request that may answer input_required
-// (tools/call, prompts/get, resources/read) of the tool, prompt or resource
-// target with arguments args. For a modern request it verifies the
-// requestState (a state that does not verify is refused with -32602, and
-// false is returned), checks the inputResponses against the methods of the
-// requests they answer, and records what the next state is bound to. A
-// legacy request has no Input from its params: the server asks the client
-// itself (withInput).
+// inputFor prepares the Input of a 2026-07-28 request whose row declares
+// input rounds (modernRounds), for its input target (the tool, prompt or
+// resource, "" for a custom method) with arguments args: it verifies the
+// requestState (a state that does not verify is refused with -32602),
+// checks the inputResponses against the methods of the requests they
+// answer, and records what the next state is bound to. It is called once
+// per request, before the handler runs. A legacy request has no Input
+// from its params: the server asks the client itself (legacyRounds).
 func (r *responder) inputFor(ctx context.Context, method, target string, args jsontext.Value, responses map[string]json.RawMessage, state string) (*Input, *Error) {
 	s := r.ss.server
 	subject := stateSubject(ctx)

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -278,23 +277,7 @@ func TestInputRoundsOfModernTaskCalls(t *testing.T) {
 	}
 
 	t.Run("a task call takes its round's Input", func(t *testing.T) {
-		tools := &extTaskTools{}
-		o := mcptest.ServerOptions(tools)
-		o.StateKey = []byte("0123456789abcdef0123456789abcdef")
-		o.StateSingleUse = true
-		o.Tasks = &mcp.TaskOptions{}
-		srv := mcp.NewServer(o)
-		ct, st := transport.NewPipe(nil)
-		done := make(chan error, 1)
-		go func() { done <- srv.Run(context.Background(), st) }()
-		t.Cleanup(func() {
-			ct.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			assert.NoError(t, srv.StopTasks(ctx))
-			<-done
-		})
-		c := &extTaskConn{rawConn: &rawConn{t: t, tr: ct}, srv: srv, tools: tools}
+		c := startTaskServerWith(t, &mcp.TaskOptions{}, func(o *mcp.ServerOptions) { o.StateSingleUse = true })
 		r1 := c.result("tools/call", `"name":"mrtr"`, taskCaps)
 		require.Equal(t, "input_required", r1["resultType"])
 		answers := `"inputResponses":{"name":{"action":"accept","content":{"name":"Alice"}}},"requestState":"` + r1["requestState"].(string) + `"`

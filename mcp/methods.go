@@ -38,9 +38,9 @@ type method struct {
 // both returns a row whose handler is the same in both eras.
 func both(h MethodHandler) method { return method{legacy: h, modern: h} }
 
-// withInput returns md declaring input rounds read by read in both
+// takesInput returns md declaring input rounds read by read in both
 // columns.
-func (md method) withInput(read inputReader) method {
+func (md method) takesInput(read inputReader) method {
 	md.legacyInput, md.modernInput = read, read
 	return md
 }
@@ -77,7 +77,7 @@ func (s *Server) lookupMethod(name string) (md method, ok bool) {
 		md = both(handleResourceTemplatesList)
 		md.offered, md.cacheable, md.inline = hasResources, true, true
 	case methodResourcesRead:
-		md = both(handleResourcesRead).withInput(resourceInput)
+		md = both(handleResourcesRead).takesInput(resourceInput)
 		md.offered, md.cacheable = hasResources, true
 	case methodResourcesSubscribe:
 		md = method{offered: hasSubscriptions, legacy: handleSubscribe, inline: true}
@@ -87,7 +87,7 @@ func (s *Server) lookupMethod(name string) (md method, ok bool) {
 		md = both(handlePromptsList)
 		md.offered, md.cacheable, md.inline = hasPrompts, true, true
 	case methodPromptsGet:
-		md = both(handlePromptsGet).withInput(promptInput)
+		md = both(handlePromptsGet).takesInput(promptInput)
 		md.offered = hasPrompts
 	case methodCompletionComplete:
 		md = method{offered: hasCompletions, legacy: legacyComplete, modern: modernComplete}
@@ -114,7 +114,7 @@ func (s *Server) lookupMethod(name string) (md method, ok bool) {
 		}
 		md = both(h)
 		if s.inputMethods[name] { // ServerOptions.InputMethods
-			md = md.withInput(readInputParams)
+			md = md.takesInput(readInputParams)
 		}
 	}
 	return md, true

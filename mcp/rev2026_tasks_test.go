@@ -98,10 +98,20 @@ type extTaskConn struct {
 
 func startTaskServer(t *testing.T, tasks *mcp.TaskOptions) *extTaskConn {
 	t.Helper()
+	return startTaskServerWith(t, tasks, nil)
+}
+
+// startTaskServerWith is startTaskServer with its options changed by
+// edit first (when not nil).
+func startTaskServerWith(t *testing.T, tasks *mcp.TaskOptions, edit func(*mcp.ServerOptions)) *extTaskConn {
+	t.Helper()
 	tools := &extTaskTools{}
 	o := mcptest.ServerOptions(tools)
 	o.StateKey = []byte("0123456789abcdef0123456789abcdef")
 	o.Tasks = tasks
+	if edit != nil {
+		edit(o)
+	}
 	srv := mcp.NewServer(o)
 	ct, st := transport.NewPipe(nil)
 	done := make(chan error, 1)
