@@ -350,3 +350,37 @@ func benchInputMethods(b *testing.B, session bool) {
 		})
 	}
 }
+
+// The input target's reader and the handler read the params of
+// prompts/get and resources/read through the request's Params cache: the
+// source gets the value decoded once, which a middleware asking Params
+// after the handler gets too.
+func TestInputTargetAndHandlerShareParams(t *testing.T) {
+	s := &paramsSeen{mw: map[string]any{}, again: map[string]bool{}}
+	after := map[string]any{}
+	var mu sync.Mutex
+	o := paramsSeenOptions(s, false)
+	o.Middleware = []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, req *mcp.Request) (any, error) {
+			res, err := next(ctx, req)
+			p, _, ok := decodeBuiltin(req)
+			mu.Lock()
+			if ok {
+				after[req.Method] = p
+			}
+			mu.Unlock()
+			return res, err
+		}
+	}}
+	c := startPlain(t, o)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"greet","arguments":{"who":"ann"},` + modernMeta + `}}`)
+	require.Contains(t, c.recv(), "result")
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"file:///a",` + modernMeta + `}}`)
+	require.Contains(t, c.recv(), "result")
+	mu.Lock()
+	defer mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	assert.Same(t, s.prompt, after["prompts/get"], "prompts/get: decoded once")
+	assert.Same(t, s.resource, after["resources/read"], "resources/read: decoded once")
+}

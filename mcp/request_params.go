@@ -127,7 +127,7 @@ func paramsOf[T any](req *Request) (*T, *Error) {
 // decodedBefore returns the *T Params decoded from req's current params
 // without an error, if a middleware (or anything else) asked for one
 // already; it never decodes. A handler that reads its params its own way
-// (tools/call: handleToolsCall) takes the value a middleware decoded and
+// (tools/call: toolCallParams) takes the value a middleware decoded and
 // spares its own decoding.
 func decodedBefore[T any](req *Request) (*T, bool) {
 	c := &req.params
