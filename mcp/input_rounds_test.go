@@ -35,6 +35,7 @@ type roundSources struct {
 // roundRun is what one run of a handler saw.
 type roundRun struct {
 	input  bool // it had an Input
+	prog   *mcp.Progress
 	call   *mcp.ToolCall
 	runID  string
 	corr   string
@@ -50,7 +51,7 @@ func newRoundSources() *roundSources {
 // ask is the handler's body: it records the run and asks, or answers.
 func (s *roundSources) ask(ctx context.Context, method string, call *mcp.ToolCall) (string, error) {
 	in := mcp.InputFromContext(ctx)
-	run := roundRun{input: in != nil, call: call}
+	run := roundRun{input: in != nil, prog: mcp.ProgressFromContext(ctx), call: call}
 	if call != nil {
 		run.runID, run.corr, run.logger = call.RunID, call.CorrelationID, call.Logger
 	}

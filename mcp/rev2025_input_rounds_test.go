@@ -75,6 +75,10 @@ func TestInputRoundsRunAroundTheHandler2025(t *testing.T) {
 			assert.False(t, runs[0].input, "the first run has no Input")
 			assert.True(t, runs[1].input, "the second run has the client's answer")
 			assert.Equal(t, 1, chain, "the middleware chain runs once around the rounds")
+			if tc.method != roundMethod {
+				require.NotNil(t, runs[0].prog)
+				assert.Same(t, runs[0].prog, runs[1].prog, "one Progress for every round")
+			}
 			if tc.method != "tools/call" {
 				return
 			}
