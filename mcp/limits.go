@@ -27,7 +27,9 @@ const (
 // limitError refuses a request at one of the server's bounds and names
 // it: code (CodeInvalidParams for a request that is too large in itself,
 // CodeServerBusy for a quota that is full), with a StructuredError of
-// code sc in data whose details are {"limit": limit, "max": max}.
+// code sc in data whose details are {"limit": limit, "max": max}. Its
+// correlation id is left empty: the answer fills in the request's
+// (responder.error).
 func limitError(code int64, sc ErrorCode, retryable bool, what, limit string, max int) *Error {
 	prefix := "Invalid params: "
 	if code == CodeServerBusy {
