@@ -68,6 +68,10 @@ func TestEveryProtocolErrorCarriesItsCorrelationID(t *testing.T) {
 	dataIs := func(want any) func(*testing.T, map[string]any, string) {
 		return func(t *testing.T, e map[string]any, _ string) { assert.Equal(t, want, e["data"], "%v", e) }
 	}
+	// onlyID checks that error.data is the correlation id alone.
+	onlyID := func(t *testing.T, e map[string]any, corr string) {
+		assert.Equal(t, map[string]any{"correlationId": corr}, e["data"], "%v", e)
+	}
 	// dataKeeps checks that error.data carries the id and keeps member
 	// k's value v.
 	dataKeeps := func(k string, v any) func(*testing.T, map[string]any, string) {
@@ -121,7 +125,7 @@ func TestEveryProtocolErrorCarriesItsCorrelationID(t *testing.T) {
 		{"2025: handler data a raw JSON object", legacy, "x/raw", ``, nil, 1052, dataKeeps("reason", "raw")},
 		{"2025: handler data a StructuredError without id", legacy, "x/se", ``, nil, 1051, dataKeeps("code", "INVALID_ARGUMENT")},
 		{"2025: handler data a string", legacy, "x/string", ``, nil, 1053, dataIs("plain text")},
-		{"2025: handler error too large to send", legacy, "x/huge", ``, nil, 1054, nil},
+		{"2025: handler error too large to send", legacy, "x/huge", ``, nil, 1054, onlyID},
 
 		{"2026: unsupported revision", modern, "tools/list", ``, func(c string) string { return meta2026("2099-01-01", taskCaps, c) }, -32022, nil},
 		{"2026: invalid _meta", modern, "tools/list", ``, func(c string) string {
@@ -145,7 +149,7 @@ func TestEveryProtocolErrorCarriesItsCorrelationID(t *testing.T) {
 		{"2026: handler data a raw JSON object", modern, "x/raw", ``, func(c string) string { return meta2026(v26, noTaskCaps, c) }, 1052, dataKeeps("reason", "raw")},
 		{"2026: handler data a StructuredError without id", modern, "x/se", ``, func(c string) string { return meta2026(v26, noTaskCaps, c) }, 1051, dataKeeps("code", "INVALID_ARGUMENT")},
 		{"2026: handler data a string", modern, "x/string", ``, func(c string) string { return meta2026(v26, noTaskCaps, c) }, 1053, dataIs("plain text")},
-		{"2026: handler error too large to send", modern, "x/huge", ``, func(c string) string { return meta2026(v26, noTaskCaps, c) }, 1054, nil},
+		{"2026: handler error too large to send", modern, "x/huge", ``, func(c string) string { return meta2026(v26, noTaskCaps, c) }, 1054, onlyID},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
