@@ -41,12 +41,12 @@ type Error struct {
 	// connection's) in data.correlationId. When a handler returns an
 	// *Error, nil Data is sent as {"correlationId": id}; a
 	// *StructuredError without a CorrelationID, a map[string]any or a raw
-	// JSON object (json.RawMessage, jsontext.Value) without a
-	// "correlationId" member is sent as a copy with the id added (the
-	// handler's value is not changed); any other Data (a string, an
-	// array, a struct of the handler's) is sent as it is. An error too
-	// large for the transport's MaxMessageBytes is sent with its message
-	// clipped and {"correlationId": id} as its data.
+	// JSON object (json.RawMessage) without a "correlationId" member is
+	// sent as a copy with the id added (the handler's value is not
+	// changed); any other Data (a string, an array, a struct of the
+	// handler's) is sent as it is. An error too large for the transport's
+	// MaxMessageBytes is sent with its message clipped and
+	// {"correlationId": id} as its data.
 	Data any
 }
 
