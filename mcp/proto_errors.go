@@ -35,6 +35,18 @@ type Error struct {
 	// Data is the optional data member. On the server side it is encoded as
 	// JSON; on the client side it holds the raw JSON received (a
 	// json.RawMessage); StructuredError decodes the keel form.
+	//
+	// A server's every protocol error carries the correlation id of the
+	// request it answers (the request's _meta.correlationId, else the
+	// connection's) in data.correlationId. When a handler returns an
+	// *Error, nil Data is sent as {"correlationId": id}; a
+	// *StructuredError without a CorrelationID, a map[string]any or a raw
+	// JSON object (json.RawMessage) without a "correlationId" member is
+	// sent as a copy with the id added (the handler's value is not
+	// changed); any other Data (a string, an array, a struct of the
+	// handler's) is sent as it is. An error too large for the transport's
+	// MaxMessageBytes is sent with its message clipped and
+	// {"correlationId": id} as its data.
 	Data any
 }
 

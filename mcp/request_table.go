@@ -33,6 +33,9 @@ type requestTable struct {
 	// closed: every request, in flight or added later, is cancelled
 	// (close).
 	closed bool
+	// counted is how many requests in the table count against the bound
+	// add is given (every one but the lasting ones); guarded by mu.
+	counted int
 }
 
 // close cancels every request in flight and every one added afterwards:
@@ -53,13 +56,19 @@ func (t *requestTable) watch(ctx context.Context) {
 	context.AfterFunc(ctx, func() { t.cancelAll(false) })
 }
 
-// add registers f; false when its id is in use by another in-flight request.
-func (t *requestTable) add(f *inflight) bool {
+// add registers f, or returns the error that refuses it: errIDInUse when
+// its id is in use by another in-flight request, the MaxInFlight limit
+// error when max requests (max > 0; lasting requests, keepAlive, are not
+// counted) are in flight already.
+func (t *requestTable) add(f *inflight, max int) *Error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
 	case t.lookup(f.key) != nil:
-		return false
+		return errIDInUse
+	case max > 0 && !f.keepAlive && t.counted >= max:
+		return limitError(CodeServerBusy, ErrResourceExhausted, true,
+			"too many requests in flight on this connection", "MaxInFlight", max)
 	case t.one == nil && len(t.reqs) == 0:
 		t.one = f
 	default:
@@ -68,12 +77,15 @@ func (t *requestTable) add(f *inflight) bool {
 		}
 		t.reqs[f.key] = f
 	}
+	if !f.keepAlive {
+		t.counted++
+	}
 	t.wg.Add(1)
 	t.active.Add(1)
 	if t.closed {
 		f.abort() // its context ends at once (f is started: see begin)
 	}
-	return true
+	return nil
 }
 
 // lookup returns the in-flight request of key, or nil; t.mu is held.
@@ -207,15 +219,18 @@ func guard(log *slog.Logger, what, name string, fn func() (any, error)) (res any
 
 // begin registers req as in flight, with a context derived from parent
 // that carries req (RequestFromContext). On a duplicate id it answers
-// -32600 and returns false.
+// -32600, and when ServerOptions.MaxInFlight requests of the connection
+// are in flight already (a lasting one, keepAlive, is not counted) it
+// answers CodeServerBusy naming the bound; it then returns false and the
+// connection goes on.
 func (ss *Session) begin(req *Request, parent context.Context, keepAlive bool) bool {
 	f := &req.f
 	*f = inflight{tab: &ss.reqs, req: req, key: idKey(jsontext.Value(req.ID)), method: req.Method, keepAlive: keepAlive}
 	f.vals.req = req
 	f.start(parent)
-	if !ss.reqs.add(f) {
+	if e := ss.reqs.add(f, ss.server.opts.MaxInFlight); e != nil {
 		f.cancel()
-		req.r.error(errIDInUse)
+		req.r.error(e)
 		return false
 	}
 	f.follow(ss.reqs.watched)
@@ -231,7 +246,7 @@ var errIDInUse = &Error{Code: CodeInvalidRequest, Message: "Invalid Request: id 
 func beginReply(tab *requestTable, m *jsonrpc.Message, parent context.Context, reply func(any, error)) *inflight {
 	f := &inflight{tab: tab, key: idKey(m.ID), method: m.Method, reply: reply}
 	f.start(parent)
-	if !tab.add(f) {
+	if tab.add(f, 0) != nil { // a Client's table has no bound
 		f.cancel()
 		return nil
 	}
@@ -290,11 +305,17 @@ func (f *inflight) end() {
 	}
 	t := f.tab
 	t.mu.Lock()
+	removed := true
 	switch {
 	case t.one == f:
 		t.one = nil
 	case t.reqs[f.key] == f:
 		delete(t.reqs, f.key)
+	default:
+		removed = false
+	}
+	if removed && !f.keepAlive {
+		t.counted--
 	}
 	t.mu.Unlock()
 }

@@ -18,11 +18,11 @@ func TestRequestTableClose(t *testing.T) {
 		return f
 	}
 	before := newFlight("1")
-	require.True(t, tab.add(before))
+	require.Nil(t, tab.add(before, 0))
 	require.NoError(t, before.ctx.Err())
 	tab.close()
 	assert.ErrorIs(t, before.ctx.Err(), context.Canceled)
 	after := newFlight("2")
-	require.True(t, tab.add(after))
+	require.Nil(t, tab.add(after, 0))
 	assert.ErrorIs(t, after.ctx.Err(), context.Canceled, "added after the close")
 }

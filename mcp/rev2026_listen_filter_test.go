@@ -161,3 +161,44 @@ func TestSessionNotifyAndLogNeedAnInitialized2025Session(t *testing.T) {
 		})
 	}
 }
+
+// ListenStream.Filter hands out a copy: a caller that writes to its
+// slices, while broadcasts read the live filter, changes nothing of the
+// subscription (run under -race).
+func TestListenStreamFilterIsACopy(t *testing.T) {
+	opts := modernOptions(&modernTools{})
+	opts.Resources = mcptest.NewCatalog()
+	srv := mcp.NewServer(opts)
+	c := connectRaw(t, srv, false, true)
+	c.send(`{"jsonrpc":"2.0","id":"res","method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["test://users/","test://docs/"]},` + modernMeta + `}}`)
+	require.Equal(t, "notifications/subscriptions/acknowledged", c.recv()["method"])
+	require.Eventually(t, func() bool { return len(srv.ListenStreams()) == 1 }, 5*time.Second, time.Millisecond)
+	ls := srv.ListenStreams()[0]
+	want := []string{"test://users/", "test://docs/"}
+	require.Equal(t, want, ls.Filter().ResourceSubscriptions)
+
+	const n = 20
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range n {
+			assert.NoError(t, srv.NotifyAll(context.Background(), "notifications/resources/updated", map[string]any{"uri": "test://users/ada"}))
+		}
+	}()
+	for range n {
+		f := ls.Filter()
+		f.ResourceSubscriptions[0] = "test://evil/"
+		f.ResourceSubscriptions = append(f.ResourceSubscriptions[:1], "test://more/")
+		f.TaskIDs = append(f.TaskIDs, "t1")
+	}
+	<-done
+	assert.Equal(t, want, ls.Filter().ResourceSubscriptions, "the subscription's filter is unchanged")
+	assert.Empty(t, ls.Filter().TaskIDs)
+	for range n {
+		m := c.recv()
+		assert.Equal(t, "test://users/ada", m["params"].(map[string]any)["uri"], "the live filter still covers its URIs")
+	}
+	require.NoError(t, srv.NotifyAll(context.Background(), "notifications/resources/updated", map[string]any{"uri": "test://evil/1"}))
+	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"res"}}`)
+	assert.Equal(t, "res", c.recv()["id"], "a URI written into a copy is not covered: the next message is the end of the subscription")
+}

@@ -65,9 +65,10 @@ func (e *OptionError) Error() string {
 
 // Validate reports the first unsafe or invalid setting of o as an
 // *OptionError; nil options are valid (they mean the defaults). It checks
-// that Registry serves at least one feature and that no feature field
-// names another catalog than Registry (see Registry), and the requestState
-// keys: StateKey, if not nil, must be at least
+// that MaxInFlight is not negative, that Registry serves at least one
+// feature and that no feature field names another catalog than Registry
+// (see Registry), and the requestState keys: StateKey, if not nil, must
+// be at least
 // MinStateKeyBytes long (an empty key, as an unset environment variable
 // gives, is refused rather than used); StateKeys, if not nil, must hold at
 // least one key, each with a valid, unique ID and a Secret of at least
@@ -76,6 +77,9 @@ func (e *OptionError) Error() string {
 func (o *ServerOptions) Validate() error {
 	if o == nil {
 		return nil
+	}
+	if o.MaxInFlight < 0 {
+		return &OptionError{Option: "MaxInFlight", Problem: fmt.Sprintf("MaxInFlight is %d; set a positive bound on the requests of one connection served at once, or 0 for the default (%d)", o.MaxInFlight, defaultMaxInFlight)}
 	}
 	if _, err := o.registryFeatures(); err != nil {
 		return err

@@ -231,6 +231,23 @@ type ServerOptions struct {
 	// MaxSubscriptionBytes (default 64 MiB). Past it, a subscribe or listen gets CodeServerBusy with a
 	// retryable RESOURCE_EXHAUSTED StructuredError naming the bound.
 	MaxTotalSubscriptionBytes int
+	// MaxInFlight bounds the requests of one connection (a stdio or
+	// in-memory connection, a 2025 HTTP session) being served at once
+	// (default 256), built-in and custom methods alike, so
+	// that a client pipelining requests that do not end soon cannot make
+	// the server hold a goroutine and a request for each. A request over
+	// it is answered CodeServerBusy with a retryable RESOURCE_EXHAUSTED
+	// StructuredError naming it (data.details.limit "MaxInFlight"), and
+	// the connection goes on. A request counts from when it is read until
+	// its answer is sent: a tools/call answered at its deadline whose
+	// handler runs on no longer counts here (the tools/call concurrency
+	// middleware holds its slot). subscriptions/listen requests, which
+	// last until the client ends them, do not count: MaxListens and
+	// MaxListensPerClient bound them. Each request holds its message,
+	// within the transport's MaxMessageBytes: at most MaxInFlight times
+	// MaxMessageBytes per connection. Zero means the default; a negative
+	// value fails Validate.
+	MaxInFlight int
 
 	// Middleware wraps the handling of every incoming request and
 	// notification, built-in and custom methods alike; the first listed
@@ -403,6 +420,9 @@ func NewServer(opts *ServerOptions) *Server {
 	states := newStateRing(&o) // o.StateKeys: the effective ring
 	if o.MaxInputRounds <= 0 {
 		o.MaxInputRounds = 8
+	}
+	if o.MaxInFlight == 0 {
+		o.MaxInFlight = defaultMaxInFlight
 	}
 	if o.MaxListens <= 0 {
 		o.MaxListens = 1000

@@ -297,27 +297,22 @@ type correlated interface {
 	correlatedWith(id func() string) any
 }
 
+// error answers with e, its data carrying the request's correlation id
+// (correlationID) whatever produced it: it is the one place every protocol
+// error gets it. Data that is nil becomes {"correlationId": id}; a
+// StructuredError (or a correlated type of keel's) without an id gets a
+// copy with it; a map[string]any, or a raw JSON object, without a
+// "correlationId" member gets a copy with the member added. Other data (a
+// string, an array, a struct of the handler's) is sent as it is. The
+// handler's value is never changed.
 func (r responder) error(e *Error) {
 	if c := r.engine().errorCode(e.Code); c != e.Code {
 		ce := *e
 		ce.Code = c
 		e = &ce
 	}
-	switch d := e.Data.(type) {
-	case nil:
-		e = &Error{Code: e.Code, Message: e.Message, Data: protoErrData{CorrelationID: r.correlationID()}}
-	case correlated:
-		if v := d.correlatedWith(r.correlationID); v != nil {
-			e = &Error{Code: e.Code, Message: e.Message, Data: v}
-		}
-	case *StructuredError:
-		if d.CorrelationID == r.ss.connID() { // the connection's id stood in for the request's
-			if c := r.correlationID(); c != d.CorrelationID {
-				se := *d
-				se.CorrelationID = c
-				e = &Error{Code: e.Code, Message: e.Message, Data: &se}
-			}
-		}
+	if d, ok := correlateData(e.Data, r.correlationID, r.ss.connID); ok {
+		e = &Error{Code: e.Code, Message: e.Message, Data: d}
 	}
 	id := r.id
 	if id == nil {
@@ -336,9 +331,10 @@ func (r responder) error(e *Error) {
 	}
 	err := r.ss.conn.writeError(ctx, id, e)
 	if tooLarge(err) != nil {
-		// An error that echoes a large value: sent without its data, its
-		// message clipped.
-		err = r.ss.conn.writeError(ctx, id, &Error{Code: e.Code, Message: logclip.Clip(e.Message, logclip.DefaultMaxValue)})
+		// An error that echoes a large value: sent without its data but
+		// the correlation id it carried, its message clipped.
+		err = r.ss.conn.writeError(ctx, id, &Error{Code: e.Code, Message: logclip.Clip(e.Message, logclip.DefaultMaxValue),
+			Data: protoErrData{CorrelationID: dataCorrelationID(e.Data, r.correlationID)}})
 	}
 	if err != nil && !isClosed(err) {
 		r.ss.log.Warn("mcp: writing error response failed", "error", err)

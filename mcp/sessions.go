@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -192,8 +193,14 @@ func (sub *ListenStream) ID() json.RawMessage { return json.RawMessage(sub.l.id)
 func (sub *ListenStream) Peer() Peer { return sub.l.peer }
 
 // Filter returns what the server honours of the subscription's filter
-// (what its acknowledgement said).
-func (sub *ListenStream) Filter() SubscriptionFilter { return sub.l.filter }
+// (what its acknowledgement said). It is a copy: changing its slices
+// changes nothing of the subscription.
+func (sub *ListenStream) Filter() SubscriptionFilter {
+	f := sub.l.filter
+	f.ResourceSubscriptions = slices.Clone(f.ResourceSubscriptions)
+	f.TaskIDs = slices.Clone(f.TaskIDs)
+	return f
+}
 
 // Notify queues the notification method with params for this
 // subscription's client alone, tagged with the subscription (params must

@@ -34,6 +34,8 @@ type errorPath struct {
 	// against each 2025 revision's).
 	modern  bool
 	dataHas string // in error.data, besides the correlation id
+	// onlyCID: error.data holds the correlation id and nothing else.
+	onlyCID bool
 	// send makes one exchange, with cid as the request's
 	// _meta.correlationId when it is not "" (only parsed paths use it).
 	// It returns the response, and the correlation id of the session the
@@ -69,6 +71,9 @@ func (p errorPath) correlated(t *testing.T, cid string) string {
 	}
 	require.NoError(t, json.Unmarshal(b.Error.Data, &data), raw)
 	require.NotEmpty(t, data.CorrelationID, raw)
+	if p.onlyCID {
+		assert.JSONEq(t, `{"correlationId":"`+data.CorrelationID+`"}`, string(b.Error.Data))
+	}
 	if p.dataHas != "" {
 		assert.Contains(t, string(b.Error.Data), p.dataHas, "the data the error had is kept")
 	}
@@ -92,7 +97,7 @@ func (p errorPath) correlated(t *testing.T, cid string) string {
 // session's when the request names a known session, and otherwise a fresh
 // one per exchange.
 func TestEveryHandlerErrorCarriesCorrelationID(t *testing.T) {
-	paths := append(sharedErrorPaths(t), buildErrorPaths(t)...)
+	paths := append(append(sharedErrorPaths(t), buildErrorPaths(t)...), mcpErrorPaths(t)...)
 	seen := map[string]bool{}
 	for _, p := range paths {
 		require.False(t, seen[p.name], "duplicate row %q", p.name)

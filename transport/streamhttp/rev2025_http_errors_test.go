@@ -147,6 +147,21 @@ func buildErrorPaths(t *testing.T) []errorPath {
 	post := func(method string) func(string) string {
 		return func(cid string) string { return legacyBody(method, cid) }
 	}
+	// In a 2025 session of an mcp.Server: keel's limit errors and a
+	// handler's errors with data of their own.
+	es := startErrorServer(t)
+	sessionCall := func(method, params string) func(*testing.T, string) (*http.Response, string) {
+		return inSession(es.srv, "2025-11-25", nil, func(sid, cid string) request {
+			p := params
+			if cid != "" {
+				if p != "" {
+					p += ","
+				}
+				p += `"_meta":{"correlationId":"` + cid + `"}`
+			}
+			return request{body: `{"jsonrpc":"2.0","id":2,"method":"` + method + `","params":{` + p + `}}`, session: sid, version: "2025-11-25"}
+		})
+	}
 
 	return []errorPath{
 		{name: "unsupported MCP-Protocol-Version", status: 400, code: -32600, parsed: true, send: plainSend(legacy, request{version: "1999-01-01"}, post("echo"))},
@@ -199,6 +214,12 @@ func buildErrorPaths(t *testing.T) []errorPath {
 		{name: "Last-Event-ID of a stream still connected", status: 409, code: -32000, send: inSession(served, "2025-11-25", func(t *testing.T, sid string) { openGET(t, served, sid) }, get("0_0"))},
 		{name: "DELETE unsupported MCP-Protocol-Version", status: 400, code: -32600, send: plainSend(legacy, request{method: http.MethodDelete, version: "1999-01-01"}, nil)},
 		{name: "DELETE unknown session", status: 404, code: -32001, send: plainSend(legacy, request{method: http.MethodDelete, session: "no-such-session"}, nil)},
+		{name: "2025 session: URI over MaxURIBytes", status: 200, code: -32602, parsed: true, dataHas: `"limit":"MaxURIBytes"`, send: sessionCall("resources/read", `"uri":"`+longURI+`"`)},
+		{name: "2025 session: subscriptions over MaxSubscriptionBytes", status: 200, code: -32000, parsed: true, dataHas: `"limit":"MaxSubscriptionBytes"`, send: sessionCall("resources/subscribe", `"uri":"`+subURI+`"`)},
+		{name: "2025 session: handler data a map", status: 200, code: 1050, parsed: true, dataHas: `"reason":"quota"`, send: sessionCall("x/map", "")},
+		{name: "2025 session: handler data a raw JSON object", status: 200, code: 1052, parsed: true, dataHas: `"reason":"raw"`, send: sessionCall("x/raw", "")},
+		{name: "2025 session: handler data a StructuredError without id", status: 200, code: 1051, parsed: true, dataHas: `"code":"INVALID_ARGUMENT"`, send: sessionCall("x/se", "")},
+		{name: "2025 session: handler error too large to send", status: 200, code: 1054, parsed: true, onlyCID: true, send: sessionCall("x/huge", "")},
 	}
 }
 
