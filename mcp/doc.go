@@ -65,8 +65,13 @@
 // methods answer -32601, the Session's requests to the client return
 // an error matching ErrNoClientRequests, and nothing reaches a client
 // outside a request (Session.Notify returns ErrNoChannel; Session.Log
-// follows the request's own logLevel only). The API is the same, and the
-// Client keeps both eras.
+// follows the request's own logLevel only). The Client of that build
+// speaks 2026-07-28 only: it is ClientOptions.ProtocolVersion's default,
+// Connect refuses another revision (an error matching
+// ErrNeedsVersion20260728), and the Client methods of the 2025 methods
+// (Ping, SetLoggingLevel, Subscribe, the 2025-11-25 tasks) send nothing
+// and return an error matching ErrMethodRemoved. The API is the same, so
+// a program builds either way, and the quick start runs in both builds.
 //
 // # Asking the client
 //
@@ -167,6 +172,6 @@ package mcp
 //	feature_*        what a server offers: tools, resources, prompts, completion,
 //	                 logging, progress and list changes
 //	task_*           the tasks of both revisions: options, host, runner, store
-//	client_*         the Client (client_*2025.go, client_rev2026_*: what one revision has;
-//	                 a Client talks to servers of either revision, so both builds
-//	                 compile all of them)
+//	client_*         the Client (client_rev2026_*: what revision 2026-07-28 has); its 2025
+//	                 session and tasks are rev2025_client_*, left out by keel_omit2025
+//	                 with rev2025_omitted_client.go standing in
