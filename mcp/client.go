@@ -46,13 +46,13 @@ type ClientOptions struct {
 	// transport closed: calls in flight and later fail, and KeepAliveErr
 	// reports why (an error matching ErrPeerUnresponsive). Zero: no pings.
 	KeepAlive time.Duration
-	// LogLevel, at a modern revision, asks the server for
+	// LogLevel, at revision 2026-07-28, asks the server for
 	// notifications/message at this level and above on every request
 	// (_meta revision.MetaLogLevel; "" = no log messages). It replaces
-	// SetLoggingLevel, which modern servers no longer offer; a request's
+	// SetLoggingLevel, which 2026-07-28 servers no longer offer; a request's
 	// own _meta may set another level.
 	LogLevel LoggingLevel
-	// MaxInputRounds bounds how many times a modern request answered with
+	// MaxInputRounds bounds how many times a 2026-07-28 request answered with
 	// input_required is sent again with the answers (0 =
 	// 8).
 	MaxInputRounds int
@@ -67,13 +67,13 @@ type ClientOptions struct {
 	OnNotification func(method string, params json.RawMessage)
 	// OnResourceUpdated receives the uri of each
 	// notifications/resources/updated, OnListChanged the method of each
-	// notifications/{tools,resources,prompts}/list_changed
-	// (client_features.go), before OnNotification sees them. They run on
+	// notifications/{tools,resources,prompts}/list_changed, before
+	// OnNotification sees them. They run on
 	// the client's read goroutine: return quickly.
 	OnResourceUpdated func(uri string)
 	OnListChanged     func(method string)
 
-	// Handlers of the server's requests (client_handlers.go). Each runs on
+	// Handlers of the server's requests. Each runs on
 	// its own goroutine; its ctx ends when the server cancels the request or
 	// the client closes. Setting one declares its capability unless
 	// Capabilities already does (set Capabilities to declare more, such as

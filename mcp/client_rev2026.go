@@ -128,9 +128,9 @@ func (m *modernState) discover(ctx context.Context) (*InitializeResult, error) {
 }
 
 // DiscoverResult returns the server's answer to server/discover (nil before
-// Connect, and on a legacy connection). A modern connection also has an
-// InitializeResult, built from it: ProtocolVersion is the client's
-// revision, ServerInfo comes from _meta[revision.MetaServerInfo].
+// Connect, and on a connection of a 2025 revision). A 2026-07-28
+// connection also has an InitializeResult, built from it: ProtocolVersion
+// is the client's revision, ServerInfo comes from _meta[MetaServerInfo].
 func (c *Client) DiscoverResult() *DiscoverResult { return c.mod.disc.Load() }
 
 // withRequestMeta returns params as a JSON object whose _meta holds the

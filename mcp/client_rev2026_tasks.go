@@ -16,10 +16,10 @@ import (
 // CallTool then returns a *TaskStartedError naming it, and PollTask,
 // UpdateTask, AnswerTask, WaitTask and CancelTask follow it.
 
-// TaskStartedError is what CallTool and CallToolWithParams of a modern
-// client return when the server made a task of the call: Task names it
-// (its id, status and polling interval). Follow it with WaitTask, or with
-// PollTask and AnswerTask. Match it with errors.As.
+// TaskStartedError is what CallTool and CallToolWithParams of a
+// 2026-07-28 client return when the server made a task of the call: Task
+// names it (its id, status and polling interval). Follow it with WaitTask,
+// or with PollTask and AnswerTask. Match it with errors.As.
 type TaskStartedError struct {
 	Task TaskInfo
 }

@@ -38,10 +38,10 @@
 //
 // # Revisions and eras
 //
-// A Server speaks two eras at once. Legacy sessions negotiate 2025-11-25,
-// 2025-06-18, 2025-03-26 or 2024-11-05 with initialize and keep that
-// revision, the client's capabilities and the logging level for the life of
-// the connection. Revision 2026-07-28 is stateless: a request whose
+// A Server speaks two eras at once. Sessions of the 2025 revisions
+// negotiate 2025-11-25, 2025-06-18, 2025-03-26 or 2024-11-05 with
+// initialize and keep that revision, the client's capabilities and the
+// logging level for the life of the connection. Revision 2026-07-28 is stateless: a request whose
 // params._meta names io.modelcontextprotocol/protocolVersion is served from
 // its own _meta (capabilities, logLevel, progressToken) on any connection,
 // initialized or not; server/discover replaces initialize,
@@ -78,10 +78,10 @@
 // A handler that needs the user or the client's model returns an
 // *InputRequiredError (InputRequired) and reads the answers with
 // InputFromContext on the next call. A 2026-07-28 client receives an
-// input_required result with a requestState and calls again; a legacy
+// input_required result with a requestState and calls again; a 2025
 // client is asked by the server itself (elicitation/create,
 // sampling/createMessage, roots/list), and the handler runs again. The
-// Session methods CreateMessage, Elicit and ListRoots remain for legacy
+// Session methods CreateMessage, Elicit and ListRoots remain for 2025
 // sessions only: while serving a 2026-07-28 request they fail with
 // ErrNoClientRequests.
 //
