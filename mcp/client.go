@@ -31,25 +31,28 @@ type ClientOptions struct {
 	Name    string
 	Version string
 	Title   string
-	// ProtocolVersion is the revision requested (default Version20251125).
-	// A modern revision (Version20260728) makes the client stateless
-	// (client_rev2026.go): Connect calls server/discover instead of
-	// initialize, and every request carries the revision, Capabilities
-	// and clientInfo in params._meta.
+	// ProtocolVersion is the revision requested (default Version20251125;
+	// built with the tag keel_omit2025, Version20260728, the only revision
+	// that build's Client speaks: Connect refuses another with an error
+	// matching ErrNeedsVersion20260728). A 2025 revision is negotiated by
+	// the initialize handshake and kept for the connection. Version20260728
+	// makes the client stateless: Connect calls server/discover instead of
+	// initialize, and every request carries the revision, Capabilities and
+	// clientInfo in params._meta.
 	ProtocolVersion string
 	// KeepAlive, when positive, pings the server every KeepAlive after a
-	// 2025 handshake (a modern revision has no ping), each ping waiting at
+	// 2025 handshake (revision 2026-07-28 has no ping), each ping waiting at
 	// most KeepAlive. A server that does not answer in time has its
 	// transport closed: calls in flight and later fail, and KeepAliveErr
 	// reports why (an error matching ErrPeerUnresponsive). Zero: no pings.
 	KeepAlive time.Duration
-	// LogLevel, at a modern revision, asks the server for
+	// LogLevel, at revision 2026-07-28, asks the server for
 	// notifications/message at this level and above on every request
 	// (_meta revision.MetaLogLevel; "" = no log messages). It replaces
-	// SetLoggingLevel, which modern servers no longer offer; a request's
+	// SetLoggingLevel, which 2026-07-28 servers no longer offer; a request's
 	// own _meta may set another level.
 	LogLevel LoggingLevel
-	// MaxInputRounds bounds how many times a modern request answered with
+	// MaxInputRounds bounds how many times a 2026-07-28 request answered with
 	// input_required is sent again with the answers (0 =
 	// 8).
 	MaxInputRounds int
@@ -64,13 +67,13 @@ type ClientOptions struct {
 	OnNotification func(method string, params json.RawMessage)
 	// OnResourceUpdated receives the uri of each
 	// notifications/resources/updated, OnListChanged the method of each
-	// notifications/{tools,resources,prompts}/list_changed
-	// (client_features.go), before OnNotification sees them. They run on
+	// notifications/{tools,resources,prompts}/list_changed, before
+	// OnNotification sees them. They run on
 	// the client's read goroutine: return quickly.
 	OnResourceUpdated func(uri string)
 	OnListChanged     func(method string)
 
-	// Handlers of the server's requests (client_handlers.go). Each runs on
+	// Handlers of the server's requests. Each runs on
 	// its own goroutine; its ctx ends when the server cancels the request or
 	// the client closes. Setting one declares its capability unless
 	// Capabilities already does (set Capabilities to declare more, such as
@@ -91,8 +94,8 @@ type ClientOptions struct {
 	// the client's read goroutine: return quickly.
 	OnLog      func(*LoggingMessageNotificationParams)
 	OnProgress func(*ProgressParams)
-	// OnTaskStatus receives notifications/tasks/status (client_tasks2025.go),
-	// before OnNotification sees it. It runs on the client's read
+	// OnTaskStatus receives notifications/tasks/status (the 2025-11-25
+	// tasks), before OnNotification sees it. It runs on the client's read
 	// goroutine: return quickly.
 	OnTaskStatus func(*TaskStatusNotificationParams)
 
@@ -124,12 +127,13 @@ type Client struct {
 	opts ClientOptions
 	log  *slog.Logger
 
-	conn *conn         // nil before Connect
-	in   clientReader  // reads conn (client_reader.go)
-	sess clientSession // initialize result and legacy calls (client_session2025.go)
-	side clientSide    // server-to-client requests (client_handlers.go)
-	mod  modernState   // revision 2026-07-28 (client_rev2026.go)
-	mw   clientChains  // ClientOptions.Middleware (client_middleware.go)
+	conn *conn                            // nil before Connect
+	init atomic.Pointer[InitializeResult] // the server's answer (InitializeResult)
+	in   clientReader                     // reads conn (client_reader.go)
+	sess clientSession                    // the 2025 session (rev2025_client_session.go)
+	side clientSide                       // server-to-client requests (client_handlers.go)
+	mod  modernState                      // revision 2026-07-28 (client_rev2026.go)
+	mw   clientChains                     // ClientOptions.Middleware (client_middleware.go)
 
 	kaStop context.CancelFunc    // ends the keep-alive pinger (nil: none)
 	kaDone chan struct{}         // closed when the pinger returns
@@ -149,7 +153,7 @@ func NewClient(opts *ClientOptions) *Client {
 		o.Version = "0.0.0"
 	}
 	if o.ProtocolVersion == "" {
-		o.ProtocolVersion = latestVersion
+		o.ProtocolVersion = clientDefaultVersion
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -163,7 +167,7 @@ func NewClient(opts *ClientOptions) *Client {
 	declareHandlerCapabilities(&o)
 	o.Middleware = slices.Clone(o.Middleware)
 	c := &Client{opts: o, log: o.Logger}
-	c.sess.opts, c.sess.log = &c.opts, c.log
+	c.sess.setup(&c.opts, c.log, &c.init)
 	c.side.opts, c.side.log, c.side.reqs.log = &c.opts, c.log, c.log
 	c.mod.setup(&c.opts, c.log, &c.side)
 	c.mw.setup(c)
@@ -172,16 +176,24 @@ func NewClient(opts *ClientOptions) *Client {
 
 // Connect starts reading from t, sends initialize and, once the server has
 // answered with a revision this client supports, notifications/initialized.
-// At a modern revision (ClientOptions.ProtocolVersion) it sends
+// At revision 2026-07-28 (ClientOptions.ProtocolVersion) it sends
 // server/discover instead and fails unless the server lists the revision
 // among its supportedVersions; a -32022 answer is returned as *Error.
 // On failure the transport is closed. Close ends the connection.
+//
+// Built with the tag keel_omit2025, a ProtocolVersion other than
+// Version20260728 is refused before anything is sent, with an error
+// matching ErrNeedsVersion20260728 (and t is closed, as on any failure).
 func (c *Client) Connect(ctx context.Context, t transport.Transport) error {
 	if t == nil {
 		return errors.New("mcp: Connect: nil transport")
 	}
 	if c.conn != nil {
 		return errors.New("mcp: client already connected")
+	}
+	if err := clientVersionRefused(c.opts.ProtocolVersion); err != nil {
+		t.Close()
+		return err
 	}
 	cn := newConn(t, c.opts.MaxDepth, c.log)
 	c.conn = cn
@@ -202,18 +214,9 @@ func (c *Client) Connect(ctx context.Context, t transport.Transport) error {
 		c.Close()
 		return err
 	}
-	c.sess.init.Store(res)
-	if d := c.opts.KeepAlive; d > 0 && !c.mod.on {
-		kctx, stop := context.WithCancel(context.Background())
-		c.kaStop, c.kaDone = stop, make(chan struct{})
-		go func() {
-			defer close(c.kaDone)
-			keepAlive(kctx, d, func() bool { return true }, c.Ping, func(err error) {
-				c.log.Warn("mcp: closing the connection: the server does not answer pings", "keepAlive", d)
-				c.kaErr.Store(&err)
-				c.conn.t.Close()
-			})
-		}()
+	c.init.Store(res)
+	if !c.mod.on {
+		startKeepAlive(c) // rev2025_client_session.go
 	}
 	return nil
 }
@@ -230,7 +233,7 @@ func (c *Client) KeepAliveErr() error {
 // cancelSender returns what tells the server, with notifications/cancelled,
 // that the client stopped waiting for its request id. When modern (a
 // revision) is set, the notification names it in _meta, so that an HTTP
-// transport knows it is modern.
+// transport knows the revision.
 func cancelSender(cn *conn, modern string) func(id int64, reason string) {
 	return func(id int64, reason string) {
 		p := &cancelledParams{RequestID: jsontext.Value(strconv.AppendInt(nil, id, 10)), Reason: reason}
@@ -243,12 +246,12 @@ func cancelSender(cn *conn, modern string) func(id int64, reason string) {
 
 // InitializeResult returns the server's answer to initialize (nil before Connect).
 // It is the newest result after a re-initialization (ClientOptions). On a
-// modern connection it is built from the DiscoverResult.
-func (c *Client) InitializeResult() *InitializeResult { return c.sess.init.Load() }
+// 2026-07-28 connection it is built from the DiscoverResult.
+func (c *Client) InitializeResult() *InitializeResult { return c.init.Load() }
 
 // ProtocolVersion returns the negotiated revision ("" before Connect).
 func (c *Client) ProtocolVersion() string {
-	if res := c.sess.init.Load(); res != nil {
+	if res := c.init.Load(); res != nil {
 		return res.ProtocolVersion
 	}
 	return ""
@@ -259,7 +262,7 @@ func (c *Client) ProtocolVersion() string {
 // server no longer knows the session, Call starts a new one and sends the
 // request again, once (see ClientOptions.DisableReinitialize).
 //
-// On a modern connection params must encode as a JSON object (or be nil):
+// On a 2026-07-28 connection params must encode as a JSON object (or be nil):
 // Call adds the client's _meta keys (revision.MetaProtocolVersion,
 // revision.MetaClientCapabilities, revision.MetaClientInfo, revision.MetaLogLevel) to its _meta,
 // keeping those the caller set; removes resultType from the result; and
@@ -302,16 +305,10 @@ func (c *Client) Notify(ctx context.Context, method string, params any) error {
 
 // notifyDirect sends a notification, innermost in the middleware chain.
 func notifyDirect(c *Client, ctx context.Context, method string, params any) error {
-	return c.sess.notify(ctx, method, params)
-}
-
-// Ping sends ping and waits for the answer. A modern client has no ping:
-// the error wraps ErrMethodRemoved.
-func (c *Client) Ping(ctx context.Context) error {
-	if err := c.mod.removed(methodPing, ""); err != nil {
-		return err
+	if c.mod.on {
+		return c.conn.notify(ctx, method, params)
 	}
-	return c.Call(ctx, methodPing, nil, nil)
+	return c.sess.notify(ctx, method, params)
 }
 
 // ListTools fetches one page of tools ("" = the first page).

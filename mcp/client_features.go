@@ -13,9 +13,8 @@ import (
 // featureNotification hands task status, resource updates and
 // list_changed notifications to their typed callbacks.
 func (r *clientReader) featureNotification(m *jsonrpc.Message) {
+	r.taskStatus(m) // the 2025-11-25 tasks (rev2025_client_tasks.go)
 	switch m.Method {
-	case notificationTasksStatus:
-		r.taskStatus(m) // client_tasks2025.go
 	case notificationResourceUpdated:
 		if r.opts.OnResourceUpdated != nil {
 			var p resourceUpdatedNotificationParams
@@ -105,25 +104,6 @@ func (c *Client) ReadResource(ctx context.Context, uri string) (*ReadResourceRes
 		return nil, err
 	}
 	return &res, nil
-}
-
-// Subscribe asks for notifications/resources/updated about uri (see
-// ClientOptions.OnResourceUpdated). The server must declare
-// resources.subscribe; otherwise the error is -32601. A modern client
-// subscribes with Listen instead: the error wraps ErrMethodRemoved.
-func (c *Client) Subscribe(ctx context.Context, uri string) error {
-	if err := c.mod.removed(methodResourcesSubscribe, "use Client.Listen with SubscriptionFilter.ResourceSubscriptions"); err != nil {
-		return err
-	}
-	return c.Call(ctx, methodResourcesSubscribe, &subscribeParams{URI: uri}, nil)
-}
-
-// Unsubscribe ends a subscription made with Subscribe.
-func (c *Client) Unsubscribe(ctx context.Context, uri string) error {
-	if err := c.mod.removed(methodResourcesUnsubscribe, "end the Subscription of Client.Listen"); err != nil {
-		return err
-	}
-	return c.Call(ctx, methodResourcesUnsubscribe, &unsubscribeParams{URI: uri}, nil)
 }
 
 // ListPrompts fetches one page of prompts ("" = the first page).

@@ -221,34 +221,19 @@ func (s *clientSide) setRoots(roots []Root) {
 // SetRoots set last).
 func (c *Client) Roots() []Root { return c.side.currentRoots() }
 
-// SetRoots replaces the roots the client exposes and, when connected, tells
-// the server with notifications/roots/list_changed (if the client declared
-// roots with listChanged; a modern client tells nothing, the server asks
-// for roots with each request that needs them). It returns a
-// *CapabilityError when the client did not declare roots at all (see
-// ClientOptions.Roots).
+// SetRoots replaces the roots the client exposes and, when connected to a
+// 2025 session, tells the server with notifications/roots/list_changed (if
+// the client declared roots with listChanged; a 2026-07-28 client tells
+// nothing, the server asks for roots with each request that needs them).
+// It returns a *CapabilityError when the client did not declare roots at
+// all (see ClientOptions.Roots).
 func (c *Client) SetRoots(ctx context.Context, roots []Root) error {
-	rc := c.opts.Capabilities.Roots
-	if rc == nil {
-		return &CapabilityError{Method: notificationRootsListChanged, Capability: "roots", Revision: c.ProtocolVersion()}
+	if c.opts.Capabilities.Roots == nil {
+		return &CapabilityError{Method: rootsChangedMethod, Capability: "roots", Revision: c.ProtocolVersion()}
 	}
 	if roots == nil {
 		roots = []Root{}
 	}
 	c.side.setRoots(roots)
-	if c.conn == nil || c.sess.init.Load() == nil || !rc.ListChanged || c.mod.on {
-		return nil
-	}
-	return c.Notify(ctx, notificationRootsListChanged, nil)
-}
-
-// SetLoggingLevel asks the server to send log messages of level and more
-// severe (logging/setLevel); they arrive at ClientOptions.OnLog. A modern
-// client sends its level with each request instead (ClientOptions.LogLevel):
-// the error wraps ErrMethodRemoved.
-func (c *Client) SetLoggingLevel(ctx context.Context, level LoggingLevel) error {
-	if err := c.mod.removed(methodLoggingSetLevel, "set ClientOptions.LogLevel instead"); err != nil {
-		return err
-	}
-	return c.Call(ctx, methodLoggingSetLevel, &setLevelParams{Level: level}, nil)
+	return notifyRootsChanged(ctx, c) // rev2025_client_session.go
 }

@@ -16,7 +16,8 @@ import (
 // clientReader reads what the server sends a connected Client, on one
 // goroutine (run), and hands each message on: a response to the call
 // waiting for it, a notification to the client's callbacks, a request to
-// the client's handlers (clientSide); ping it answers itself.
+// the client's handlers (clientSide); a 2025 server's ping it answers
+// itself.
 type clientReader struct {
 	cn   *conn
 	opts *ClientOptions // the Client's, read-only: its callbacks
@@ -81,15 +82,10 @@ func (r *clientReader) handle(raw []byte) {
 	case jsonrpc.KindNotification:
 		r.notification(&m)
 	case jsonrpc.KindRequest:
-		ctx := context.Background()
-		if m.Method == methodPing {
-			_ = r.cn.writeResult(ctx, m.ID, emptyResult{})
+		if r.answerPing(&m) || r.side.serve(r.cn, &m) { // answerPing: rev2025_client_session.go
 			return
 		}
-		if r.side.serve(r.cn, &m) {
-			return
-		}
-		_ = r.cn.writeError(ctx, m.ID, &Error{Code: CodeMethodNotFound, Message: "Method not found: " + quote(m.Method)})
+		_ = r.cn.writeError(context.Background(), m.ID, &Error{Code: CodeMethodNotFound, Message: "Method not found: " + quote(m.Method)})
 	}
 }
 

@@ -34,11 +34,16 @@ const defaultMaxInputRounds = 8
 
 // ErrMethodRemoved is matched (errors.Is) by the error of a Client method
 // whose protocol method revision 2026-07-28 removed (Ping,
-// SetLoggingLevel, Subscribe, Unsubscribe); nothing is sent.
+// SetLoggingLevel, Subscribe, Unsubscribe, and the 2025-11-25 tasks'
+// CallToolAsTask, TaskResult, ListTasks, ListAllTasks) on a client of
+// that revision; nothing is sent.
 var ErrMethodRemoved = errors.New("mcp: method removed in protocol revision " + Version20260728)
 
-// ErrNeedsVersion20260728 is matched (errors.Is) by the error of a Client method that
-// exists only at revision 2026-07-28 (Listen) when the connection is legacy.
+// ErrNeedsVersion20260728 is matched (errors.Is) by the error of a Client
+// method that exists only at revision 2026-07-28 (Listen, PollTask,
+// UpdateTask) on a connection of a 2025 revision, and, built with the tag
+// keel_omit2025, by the error of Connect when ClientOptions.ProtocolVersion
+// names another revision than 2026-07-28.
 var ErrNeedsVersion20260728 = errors.New("mcp: method requires protocol revision " + Version20260728)
 
 // modernState is the Client's machinery for revision 2026-07-28: the
@@ -123,9 +128,9 @@ func (m *modernState) discover(ctx context.Context) (*InitializeResult, error) {
 }
 
 // DiscoverResult returns the server's answer to server/discover (nil before
-// Connect, and on a legacy connection). A modern connection also has an
-// InitializeResult, built from it: ProtocolVersion is the client's
-// revision, ServerInfo comes from _meta[revision.MetaServerInfo].
+// Connect, and on a connection of a 2025 revision). A 2026-07-28
+// connection also has an InitializeResult, built from it: ProtocolVersion
+// is the client's revision, ServerInfo comes from _meta[MetaServerInfo].
 func (c *Client) DiscoverResult() *DiscoverResult { return c.mod.disc.Load() }
 
 // withRequestMeta returns params as a JSON object whose _meta holds the
@@ -315,12 +320,29 @@ func (m *modernState) answerInputs(ctx context.Context, what string, reqs map[st
 	return out, nil
 }
 
-// removed returns an error wrapping ErrMethodRemoved for method on a
-// modern client (hint, if any, says what to do instead); nil otherwise.
+// What a 2026-07-28 client does instead of the Client methods whose
+// protocol method that revision removed (the hints of methodRemoved).
+const (
+	hintSetLevel       = "set ClientOptions.LogLevel instead"
+	hintSubscribe      = "use Client.Listen with SubscriptionFilter.ResourceSubscriptions"
+	hintUnsubscribe    = "end the Subscription of Client.Listen"
+	hintTaskResult     = "wait with Client.WaitTask"
+	hintCallToolAsTask = "declare the " + ExtensionTasks + " extension and call CallTool: a task comes back as a *TaskStartedError"
+)
+
+// removed returns methodRemoved(method, hint) on a 2026-07-28 client; nil
+// otherwise.
 func (m *modernState) removed(method, hint string) error {
 	if !m.on {
 		return nil
 	}
+	return methodRemoved(method, hint)
+}
+
+// methodRemoved returns the error, wrapping ErrMethodRemoved, of a Client
+// method whose protocol method revision 2026-07-28 removed (hint, if any,
+// says what to do instead).
+func methodRemoved(method, hint string) error {
 	if hint != "" {
 		return fmt.Errorf("%w: %s (%s)", ErrMethodRemoved, method, hint)
 	}

@@ -47,8 +47,9 @@ type Subscription struct {
 // The subscription lasts until ctx ends or Close is called (the client
 // then sends notifications/cancelled for the listen request), or until
 // the server ends it (Done is closed; Err tells why). An error answer
-// before the acknowledgement is returned as *Error. On a legacy connection
-// the error wraps ErrNeedsVersion20260728 and nothing is sent.
+// before the acknowledgement is returned as *Error. On a connection of a
+// 2025 revision the error wraps ErrNeedsVersion20260728 and nothing is
+// sent.
 func (c *Client) Listen(ctx context.Context, filter SubscriptionFilter) (*Subscription, error) {
 	if c.conn == nil {
 		return nil, errors.New("mcp: client not connected")

@@ -16,10 +16,10 @@ import (
 // CallTool then returns a *TaskStartedError naming it, and PollTask,
 // UpdateTask, AnswerTask, WaitTask and CancelTask follow it.
 
-// TaskStartedError is what CallTool and CallToolWithParams of a modern
-// client return when the server made a task of the call: Task names it
-// (its id, status and polling interval). Follow it with WaitTask, or with
-// PollTask and AnswerTask. Match it with errors.As.
+// TaskStartedError is what CallTool and CallToolWithParams of a
+// 2026-07-28 client return when the server made a task of the call: Task
+// names it (its id, status and polling interval). Follow it with WaitTask,
+// or with PollTask and AnswerTask. Match it with errors.As.
 type TaskStartedError struct {
 	Task TaskInfo
 }
@@ -51,6 +51,41 @@ func (c *Client) PollTask(ctx context.Context, taskID string) (*DetailedTask, er
 		return nil, err
 	}
 	return &res, nil
+}
+
+// errGetTask2026 is GetTask's error on a 2026-07-28 client (nothing is
+// sent): that revision's tasks/get is PollTask's.
+var errGetTask2026 = fmt.Errorf("mcp: GetTask is the 2025-11-25 tasks/get; a %s client polls with PollTask", Version20260728)
+
+// CancelTask cancels a task (tasks/cancel). On a 2025-11-25 connection it
+// returns the task's state, now cancelled; a task already over is an
+// *Error with code CodeInvalidParams.
+//
+// On a 2026-07-28 connection tasks/cancel answers with an empty ack:
+// CancelTask returns a nil *Task; PollTask shows the cancelled status.
+func (c *Client) CancelTask(ctx context.Context, taskID string) (*Task, error) {
+	if !c.mod.on {
+		return cancelTask2025(ctx, c, taskID) // rev2025_client_tasks.go
+	}
+	return nil, c.Call(ctx, methodTasksCancel, &cancelTaskParams{TaskID: taskID}, nil)
+}
+
+// RelatedTaskID returns the task id of
+// _meta["io.modelcontextprotocol/related-task"] ("" when absent): the task
+// a request, notification or result is tied to.
+func RelatedTaskID(meta Meta) string {
+	switch v := meta[metaRelatedTask].(type) {
+	case map[string]any:
+		id, _ := v["taskId"].(string)
+		return id
+	case relatedTaskMetadata:
+		return v.TaskID
+	case *relatedTaskMetadata:
+		if v != nil {
+			return v.TaskID
+		}
+	}
+	return ""
 }
 
 // UpdateTask sends answers to the input requests of an input_required task

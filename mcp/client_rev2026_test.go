@@ -282,17 +282,23 @@ func TestModernClientRemovedMethods(t *testing.T) {
 		{"setLevel", func() error { return c.SetLoggingLevel(ctx, "debug") }},
 		{"subscribe", func() error { return c.Subscribe(ctx, "file:///a") }},
 		{"unsubscribe", func() error { return c.Unsubscribe(ctx, "file:///a") }},
+		{"tools/call as a 2025-11-25 task", func() error { _, err := c.CallToolAsTask(ctx, "t", nil, 0); return err }},
+		{"tasks/result", func() error { _, err := c.TaskResult(ctx, "t1"); return err }},
+		{"tasks/list", func() error { _, err := c.ListTasks(ctx, ""); return err }},
+		{"tasks/list, all pages", func() error { _, err := c.ListAllTasks(ctx); return err }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.ErrorIs(t, tt.call(), mcp.ErrMethodRemoved)
 		})
 	}
+	_, err := c.GetTask(ctx, "t1")
+	assert.ErrorContains(t, err, "PollTask", "the 2025-11-25 tasks/get points to PollTask")
 	// Nothing was sent: the next message is the next request.
 	list := async(func() (*mcp.ListToolsResult, error) { return c.ListTools(ctx, "") })
 	m := s.expect("tools/list")
 	s.reply(m.ID, `{"resultType":"complete","tools":[]}`)
-	_, err := list(t)
+	_, err = list(t)
 	require.NoError(t, err)
 }
 

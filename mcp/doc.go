@@ -38,10 +38,10 @@
 //
 // # Revisions and eras
 //
-// A Server speaks two eras at once. Legacy sessions negotiate 2025-11-25,
-// 2025-06-18, 2025-03-26 or 2024-11-05 with initialize and keep that
-// revision, the client's capabilities and the logging level for the life of
-// the connection. Revision 2026-07-28 is stateless: a request whose
+// A Server speaks two eras at once. Sessions of the 2025 revisions
+// negotiate 2025-11-25, 2025-06-18, 2025-03-26 or 2024-11-05 with
+// initialize and keep that revision, the client's capabilities and the
+// logging level for the life of the connection. Revision 2026-07-28 is stateless: a request whose
 // params._meta names io.modelcontextprotocol/protocolVersion is served from
 // its own _meta (capabilities, logLevel, progressToken) on any connection,
 // initialized or not; server/discover replaces initialize,
@@ -65,18 +65,23 @@
 // methods answer -32601, the Session's requests to the client return
 // an error matching ErrNoClientRequests, and nothing reaches a client
 // outside a request (Session.Notify returns ErrNoChannel; Session.Log
-// follows the request's own logLevel only). The API is the same, and the
-// Client keeps both eras.
+// follows the request's own logLevel only). The Client of that build
+// speaks 2026-07-28 only: it is ClientOptions.ProtocolVersion's default,
+// Connect refuses another revision (an error matching
+// ErrNeedsVersion20260728), and the Client methods of the 2025 methods
+// (Ping, SetLoggingLevel, Subscribe, the 2025-11-25 tasks) send nothing
+// and return an error matching ErrMethodRemoved. The API is the same, so
+// a program builds either way, and the quick start runs in both builds.
 //
 // # Asking the client
 //
 // A handler that needs the user or the client's model returns an
 // *InputRequiredError (InputRequired) and reads the answers with
 // InputFromContext on the next call. A 2026-07-28 client receives an
-// input_required result with a requestState and calls again; a legacy
+// input_required result with a requestState and calls again; a 2025
 // client is asked by the server itself (elicitation/create,
 // sampling/createMessage, roots/list), and the handler runs again. The
-// Session methods CreateMessage, Elicit and ListRoots remain for legacy
+// Session methods CreateMessage, Elicit and ListRoots remain for 2025
 // sessions only: while serving a 2026-07-28 request they fail with
 // ErrNoClientRequests.
 //
@@ -167,6 +172,6 @@ package mcp
 //	feature_*        what a server offers: tools, resources, prompts, completion,
 //	                 logging, progress and list changes
 //	task_*           the tasks of both revisions: options, host, runner, store
-//	client_*         the Client (client_*2025.go, client_rev2026_*: what one revision has;
-//	                 a Client talks to servers of either revision, so both builds
-//	                 compile all of them)
+//	client_*         the Client (client_rev2026_*: what revision 2026-07-28 has); its 2025
+//	                 session and tasks are rev2025_client_*, left out by keel_omit2025
+//	                 with rev2025_omitted_client.go standing in

@@ -125,21 +125,17 @@ func TestOmit2025NoClientRequests(t *testing.T) {
 	assert.Equal(t, "true\ntrue\ntrue\ntrue\ntrue\n", res["content"].([]any)[0].(map[string]any)["text"])
 }
 
-// TestOmit2025ClientConnect: the Client keeps both revisions; one asking
-// for a 2025 revision learns at Connect that the server refuses it, one
-// asking for 2026-07-28 is served.
+// TestOmit2025ClientConnect: a Client with default options speaks
+// 2026-07-28 (server/discover, then requests naming the revision), as the
+// quick start does; one told to speak a 2025 revision is refused by
+// Connect itself (rev2025_omitted_client_test.go).
 func TestOmit2025ClientConnect(t *testing.T) {
 	ct, wait := mcptest.StartServer(t, modernOptions(&modernTools{}), nil)
-	old := mcp.NewClient(quietClient)
-	err := old.Connect(context.Background(), ct)
-	var rpc *mcp.Error
-	require.ErrorAs(t, err, &rpc)
-	assert.EqualValues(t, mcp.CodeUnsupportedProtocolVersion, rpc.Code)
-	require.NoError(t, wait())
-
-	ct, wait = mcptest.StartServer(t, modernOptions(&modernTools{}), nil)
-	c := mcp.NewClient(&mcp.ClientOptions{ProtocolVersion: mcp.Version20260728, Logger: quietClient.Logger})
+	c := mcp.NewClient(quietClient)
 	require.NoError(t, c.Connect(context.Background(), ct))
+	assert.Equal(t, mcp.Version20260728, c.ProtocolVersion())
+	require.NotNil(t, c.DiscoverResult(), "Connect called server/discover")
+	assert.Equal(t, []string{mcp.Version20260728}, c.DiscoverResult().SupportedVersions)
 	res, err := c.CallTool(context.Background(), "hello", nil)
 	require.NoError(t, err)
 	assert.Equal(t, "hello", res.Content[0].Text)

@@ -106,7 +106,7 @@ func (d missingCapabilityData) correlatedWith(id func() string) any {
 // MissingCapabilityError returns the -32021 error for a request that needs
 // the client capabilities in required, which it did not declare. A handler
 // may return it (from a tool, prompt or resource handler) to refuse a
-// modern request.
+// 2026-07-28 request.
 func MissingCapabilityError(required ClientCapabilities, message string) *Error {
 	if message == "" {
 		message = "Missing required client capability"

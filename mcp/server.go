@@ -186,7 +186,7 @@ type ServerOptions struct {
 	// MaxInputRounds bounds the rounds of input one request may take
 	// (default 8): the retry after that many gets -32602.
 	MaxInputRounds int
-	// CacheTTL and CacheScope are the caching hints of modern results
+	// CacheTTL and CacheScope are the caching hints of 2026-07-28 results
 	// of server/discover, the four lists and resources/read (ttlMs and
 	// cacheScope). The default TTL is 0 (immediately stale); the default
 	// scope is CacheScopePrivate, right whenever lists or contents

@@ -94,10 +94,12 @@ func TestRecoverPlaces(t *testing.T) {
 }
 
 // sourceFiles returns the names of the non-test Go files of dir that the
-// default build compiles (without build tags such as keel_omit2025, which
-// swaps some files for others).
-func sourceFiles(t *testing.T, dir string) []string {
+// build with tags compiles (none: the default build; a tag such as
+// keel_omit2025 swaps some files for others).
+func sourceFiles(t *testing.T, dir string, tags ...string) []string {
 	t.Helper()
+	bc := build.Default
+	bc.BuildTags = tags
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	var files []string
@@ -106,7 +108,7 @@ func sourceFiles(t *testing.T, dir string) []string {
 		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
 			continue
 		}
-		ok, err := build.Default.MatchFile(dir, n)
+		ok, err := bc.MatchFile(dir, n)
 		require.NoError(t, err)
 		if ok {
 			files = append(files, n)

@@ -32,10 +32,10 @@ const (
 // MarshalJSON and UnmarshalJSON, which make the protocol types speak
 // encoding/json, implement the standard library's interfaces and add no
 // name a user has to learn, so they do not count.
-func exportedNames(t *testing.T, dir string) []string {
+func exportedNames(t *testing.T, dir string, tags ...string) []string {
 	t.Helper()
 	var names []string
-	for _, d := range decls(t, dir) {
+	for _, d := range decls(t, dir, tags...) {
 		switch d := d.(type) {
 		case *ast.FuncDecl:
 			if !d.Name.IsExported() {
@@ -77,11 +77,11 @@ func exportedNames(t *testing.T, dir string) []string {
 
 // decls returns the top-level declarations of the non-test Go files in
 // dir (sourceFiles), with their doc comments.
-func decls(t *testing.T, dir string) []ast.Decl {
+func decls(t *testing.T, dir string, tags ...string) []ast.Decl {
 	t.Helper()
 	fset := token.NewFileSet()
 	var out []ast.Decl
-	for _, n := range sourceFiles(t, dir) {
+	for _, n := range sourceFiles(t, dir, tags...) {
 		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.ParseComments|parser.SkipObjectResolution)
 		require.NoError(t, err)
 		out = append(out, f.Decls...)
@@ -119,23 +119,31 @@ func memberNames(typ string, x ast.Expr) []string {
 	return out
 }
 
+// TestExportedSurface bounds the surface of both builds: the default one
+// and the one with the tag keel_omit2025, which must export the same
+// names (a program builds either way).
 func TestExportedSurface(t *testing.T) {
-	names := exportedNames(t, ".")
-	var fields, others int
-	for _, n := range names {
-		if testing.Verbose() && os.Getenv("KEEL_LIST_SURFACE") != "" {
-			t.Log(n)
+	for _, tags := range [][]string{nil, {"keel_omit2025"}} {
+		names := exportedNames(t, ".", tags...)
+		var fields, others int
+		for _, n := range names {
+			if testing.Verbose() && os.Getenv("KEEL_LIST_SURFACE") != "" {
+				t.Log(n)
+			}
+			if strings.HasPrefix(n, "field ") {
+				fields++
+			} else {
+				others++
+			}
+			assert.NotContains(t, n, "Modern", "exported names say the revision, not its age")
 		}
-		if strings.HasPrefix(n, "field ") {
-			fields++
-		} else {
-			others++
+		t.Logf("package mcp with tags %q exports %d names and %d struct fields", tags, others, fields)
+		assert.LessOrEqual(t, others, maxExportedNames, "package mcp with tags %q exports too many names", tags)
+		assert.LessOrEqual(t, fields, maxExportedFields, "package mcp with tags %q exports too many struct fields", tags)
+		if tags != nil {
+			assert.Equal(t, exportedNames(t, "."), names, "the build with tags %q exports the default build's names", tags)
 		}
-		assert.NotContains(t, n, "Modern", "exported names say the revision, not its age")
 	}
-	t.Logf("package mcp exports %d names and %d struct fields", others, fields)
-	assert.LessOrEqual(t, others, maxExportedNames, "package mcp exports too many names")
-	assert.LessOrEqual(t, fields, maxExportedFields, "package mcp exports too many struct fields")
 }
 
 // TestExportedNamesCountsEveryKind runs the counter on a file with one

@@ -55,9 +55,12 @@ import (
 //     records it returns belong to the caller. A record's Result and Error
 //     are never modified once set, and may be shared.
 //
-// All methods are safe for concurrent use. Errors other than those above
-// (a database that is down) are returned as they are, and the request
-// that met them fails.
+// All methods are safe for concurrent use: the bounds hold however many
+// callers create at once. A method called with a context that is done
+// (cancelled, or past its deadline) changes nothing and returns an error
+// matching the context's (errors.Is(err, ctx.Err())). Errors other than
+// those above (a database that is down) are returned as they are, and the
+// request that met them fails.
 type TaskStore interface {
 	// Create stores a new record, at Version 1 and with the next Seq of
 	// the store. It fails with ErrTaskExists when rec.ID is taken, and

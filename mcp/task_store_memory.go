@@ -51,7 +51,10 @@ func NewMemoryTaskStore(now func() time.Time) *MemoryTaskStore {
 }
 
 // Create implements TaskStore.
-func (m *MemoryTaskStore) Create(_ context.Context, rec *TaskRecord, lim TaskLimits) error {
+func (m *MemoryTaskStore) Create(ctx context.Context, rec *TaskRecord, lim TaskLimits) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -113,7 +116,10 @@ func (m *MemoryTaskStore) roomLocked(rec *TaskRecord, lim TaskLimits) error {
 }
 
 // Get implements TaskStore.
-func (m *MemoryTaskStore) Get(_ context.Context, owner, id string) (*TaskRecord, error) {
+func (m *MemoryTaskStore) Get(ctx context.Context, owner, id string) (*TaskRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -125,7 +131,10 @@ func (m *MemoryTaskStore) Get(_ context.Context, owner, id string) (*TaskRecord,
 }
 
 // List implements TaskStore.
-func (m *MemoryTaskStore) List(_ context.Context, owner string) ([]*TaskRecord, error) {
+func (m *MemoryTaskStore) List(ctx context.Context, owner string) ([]*TaskRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -141,7 +150,10 @@ func (m *MemoryTaskStore) List(_ context.Context, owner string) ([]*TaskRecord, 
 }
 
 // Update implements TaskStore.
-func (m *MemoryTaskStore) Update(_ context.Context, rec *TaskRecord, lim TaskLimits) error {
+func (m *MemoryTaskStore) Update(ctx context.Context, rec *TaskRecord, lim TaskLimits) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -182,7 +194,10 @@ func (m *MemoryTaskStore) Update(_ context.Context, rec *TaskRecord, lim TaskLim
 }
 
 // Delete implements TaskStore.
-func (m *MemoryTaskStore) Delete(_ context.Context, owner, id string) error {
+func (m *MemoryTaskStore) Delete(ctx context.Context, owner, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()

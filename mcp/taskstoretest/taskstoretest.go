@@ -6,9 +6,12 @@
 // concurrent writers), the task bounds hold per quota key (tasks in
 // progress, finished tasks by count and by bytes, the oldest finished
 // evicted first) and in all (tasks in progress, bytes of finished tasks,
-// made room for only from the finishing task's own quota), expired
-// records read as not found, and every failure is one of the store's
-// errors, matchable with errors.Is (a bound's refusal names it).
+// made room for only from the finishing task's own quota), also when
+// many goroutines create at once (exactly the bound's number succeed),
+// expired records read as not found, a method called with a context that
+// is done changes nothing and returns an error matching the context's,
+// and every failure is one of the store's errors, matchable with
+// errors.Is (a bound's refusal names it).
 package taskstoretest
 
 import (
@@ -50,6 +53,8 @@ func Run(t *testing.T, newStore func(t *testing.T) mcp.TaskStore) {
 		{"MaxTasksTotal", testMaxTasksTotal},
 		{"MaxFinishedBytesTotal", testMaxFinishedBytesTotal},
 		{"NoRoomForANewTask", testNoRoomForANewTask},
+		{"ConcurrentCreateAtTheBounds", testConcurrentCreate},
+		{"DoneContext", testDoneContext},
 		{"Expiry", testExpiry},
 	}
 	for _, c := range cases {
@@ -467,4 +472,111 @@ func testNoRoomForANewTask(t *testing.T, s mcp.TaskStore) {
 		"no room for a new record's overhead among the finished ones")
 	require.NoError(t, s.Delete(ctx, "alice", "a0"))
 	require.NoError(t, s.Create(ctx, record("b0", "bob", "qb"), lim), "deleting a finished record makes room")
+}
+
+// testConcurrentCreate starts many Creates at once against the task
+// bounds: exactly the bound's number succeed, per quota key and in all,
+// and every other one is refused with the *mcp.TaskLimitError of a bound
+// that was reached, storing nothing.
+func testConcurrentCreate(t *testing.T, s mcp.TaskStore) {
+	const quotas, perQuota = 3, 8 // 24 creators
+	cases := []struct {
+		name string
+		lim  mcp.TaskLimits
+		// want: successes per quota key and in all.
+		maxPerQuota, total int
+		limits             []string // the bounds a refusal may name
+	}{
+		{"MaxTasks", mcp.TaskLimits{MaxTasks: 2}, 2, quotas * 2, []string{mcp.TaskLimitMaxTasks}},
+		{"MaxTasksTotal", mcp.TaskLimits{MaxTasksTotal: 5}, perQuota, 5, []string{mcp.TaskLimitMaxTasksTotal}},
+		{"Both", mcp.TaskLimits{MaxTasks: 2, MaxTasksTotal: 5}, 2, 5, []string{mcp.TaskLimitMaxTasks, mcp.TaskLimitMaxTasksTotal}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			prefix := c.name + "-"
+			start := make(chan struct{})
+			errs := make([]error, quotas*perQuota)
+			var wg sync.WaitGroup
+			for i := range errs {
+				q := i % quotas
+				// Two owners per quota key: one share between them.
+				rec := record(fmt.Sprint(prefix, i), fmt.Sprint(prefix, "owner-", q, "-", i%2), fmt.Sprint(prefix, "quota-", q))
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					errs[i] = s.Create(ctx, rec, c.lim)
+				}()
+			}
+			close(start)
+			wg.Wait()
+
+			okPerQuota := make([]int, quotas)
+			ok := 0
+			for i, err := range errs {
+				if err == nil {
+					okPerQuota[i%quotas]++
+					ok++
+					continue
+				}
+				assert.Contains(t, c.limits, limitOf(t, err), "creator %d refused for a bound", i)
+			}
+			assert.Equal(t, c.total, ok, "exactly the bound's number of creations succeed")
+			for q, n := range okPerQuota {
+				assert.LessOrEqual(t, n, c.maxPerQuota, "quota %d holds at most MaxTasks", q)
+			}
+			stored := 0
+			for q := range quotas {
+				for o := range 2 {
+					list, err := s.List(ctx, fmt.Sprint(prefix, "owner-", q, "-", o))
+					require.NoError(t, err)
+					stored += len(list)
+				}
+			}
+			assert.Equal(t, ok, stored, "a refused record is not stored")
+			for i, err := range errs { // leave the store empty for the next case
+				if err == nil {
+					require.NoError(t, s.Delete(ctx, fmt.Sprint(prefix, "owner-", i%quotas, "-", i%2), fmt.Sprint(prefix, i)))
+				}
+			}
+		})
+	}
+}
+
+// testDoneContext calls every method with a context that is cancelled,
+// and with one whose deadline has passed: each returns an error matching
+// the context's error and changes nothing.
+func testDoneContext(t *testing.T, s mcp.TaskStore) {
+	require.NoError(t, s.Create(ctx, record("t1", "alice", "q"), mcp.TaskLimits{}))
+	stored, err := s.Get(ctx, "alice", "t1")
+	require.NoError(t, err)
+
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	for _, dc := range []struct {
+		name string
+		ctx  context.Context
+	}{{"cancelled", cancelled}, {"deadline passed", expired}} {
+		t.Run(dc.name, func(t *testing.T) {
+			want := dc.ctx.Err()
+			require.Error(t, want)
+			assert.ErrorIs(t, s.Create(dc.ctx, record("t2", "alice", "q"), mcp.TaskLimits{}), want, "Create")
+			_, err := s.Get(dc.ctx, "alice", "t1")
+			assert.ErrorIs(t, err, want, "Get")
+			_, err = s.List(dc.ctx, "alice")
+			assert.ErrorIs(t, err, want, "List")
+			upd := stored.Clone()
+			upd.State.StatusMessage = "changed"
+			assert.ErrorIs(t, s.Update(dc.ctx, upd, mcp.TaskLimits{}), want, "Update")
+			assert.ErrorIs(t, s.Delete(dc.ctx, "alice", "t1"), want, "Delete")
+
+			list, err := s.List(ctx, "alice")
+			require.NoError(t, err)
+			assert.Equal(t, []string{"t1"}, ids(list), "Create stored nothing, Delete deleted nothing")
+			assert.Empty(t, list[0].State.StatusMessage, "Update changed nothing")
+			assert.Equal(t, stored.Version, list[0].Version)
+		})
+	}
 }

@@ -1,3 +1,5 @@
+//go:build !keel_omit2025
+
 package mcp
 
 import (
@@ -14,7 +16,9 @@ import (
 
 // The Client's side of tasks (2025-11-25, experimental): calling a tool as
 // a task, then polling, collecting, cancelling and listing tasks. Status
-// notifications reach ClientOptions.OnTaskStatus.
+// notifications reach ClientOptions.OnTaskStatus. Revision 2026-07-28 has
+// tasks as an extension instead (client_rev2026_tasks.go). Left out by the
+// build tag keel_omit2025 (rev2025_omitted_client.go).
 
 // ErrTasksNotOffered is returned by CallToolAsTask when the server did not
 // declare task-augmented tools/call (capabilities.tasks.requests.tools.call);
@@ -27,8 +31,14 @@ var ErrTasksNotOffered = errors.New("mcp: the server does not offer task-augment
 // are as for CallTool; ttl is the lifetime asked for, counted from the
 // task's creation (0 = the server's default; the server may shorten it:
 // see the returned Task's TTL). A tool whose execution.taskSupport forbids
-// tasks gets an *Error with code CodeMethodNotFound.
+// tasks gets an *Error with code CodeMethodNotFound. A 2026-07-28 client
+// has no task-augmented tools/call (the error wraps ErrMethodRemoved): it
+// declares the tasks extension and calls CallTool, which returns a
+// *TaskStartedError when the server makes a task of the call.
 func (c *Client) CallToolAsTask(ctx context.Context, name string, args any, ttl time.Duration) (*CreateTaskResult, error) {
+	if err := c.mod.removed(methodToolsCall+" with params.task", hintCallToolAsTask); err != nil {
+		return nil, err
+	}
 	if !offersTaskCalls(c.InitializeResult()) {
 		return nil, ErrTasksNotOffered
 	}
@@ -63,10 +73,12 @@ func offersTaskCalls(res *InitializeResult) bool {
 }
 
 // GetTask returns the current state of a task (tasks/get). An unknown or
-// expired task is an *Error with code CodeInvalidParams.
+// expired task is an *Error with code CodeInvalidParams. A 2026-07-28
+// client polls with PollTask: GetTask sends nothing and returns an error
+// that says so.
 func (c *Client) GetTask(ctx context.Context, taskID string) (*Task, error) {
 	if c.mod.on {
-		return nil, fmt.Errorf("mcp: GetTask is the 2025-11-25 tasks/get; a %s client polls with PollTask", Version20260728)
+		return nil, errGetTask2026
 	}
 	var res GetTaskResult
 	if err := c.Call(ctx, methodTasksGet, &getTaskParams{TaskID: taskID}, &res); err != nil {
@@ -79,8 +91,14 @@ func (c *Client) GetTask(ctx context.Context, taskID string) (*Task, error) {
 // tools/call would have returned, like CallToolWithParams: a JSON-RPC error
 // as *Error; an isError result (a failed or cancelled task) together with
 // its *StructuredError. The result's _meta names the task
-// ("io.modelcontextprotocol/related-task"; see RelatedTaskID). Cancel ctx to stop waiting (the task goes on).
+// ("io.modelcontextprotocol/related-task"; see RelatedTaskID). Cancel ctx
+// to stop waiting (the task goes on). Revision 2026-07-28 has no
+// tasks/result (the error wraps ErrMethodRemoved): its client waits with
+// WaitTask.
 func (c *Client) TaskResult(ctx context.Context, taskID string) (*CallToolResult, error) {
+	if err := c.mod.removed(methodTasksResult, hintTaskResult); err != nil {
+		return nil, err
+	}
 	var res CallToolResult
 	if err := c.Call(ctx, methodTasksResult, &getTaskPayloadParams{TaskID: taskID}, &res); err != nil {
 		return nil, err
@@ -91,15 +109,9 @@ func (c *Client) TaskResult(ctx context.Context, taskID string) (*CallToolResult
 	return &res, nil
 }
 
-// CancelTask cancels a task (tasks/cancel) and returns its state, now
-// cancelled. A task already over is an *Error with code CodeInvalidParams.
-//
-// On a 2026-07-28 connection tasks/cancel answers with an empty ack:
-// CancelTask returns a nil *Task; PollTask shows the cancelled status.
-func (c *Client) CancelTask(ctx context.Context, taskID string) (*Task, error) {
-	if c.mod.on {
-		return nil, c.Call(ctx, methodTasksCancel, &cancelTaskParams{TaskID: taskID}, nil)
-	}
+// cancelTask2025 sends the 2025-11-25 tasks/cancel (see CancelTask),
+// whose answer is the task, now cancelled.
+func cancelTask2025(ctx context.Context, c *Client, taskID string) (*Task, error) {
 	var res CancelTaskResult
 	if err := c.Call(ctx, methodTasksCancel, &cancelTaskParams{TaskID: taskID}, &res); err != nil {
 		return nil, err
@@ -108,7 +120,11 @@ func (c *Client) CancelTask(ctx context.Context, taskID string) (*Task, error) {
 }
 
 // ListTasks fetches one page of the caller's tasks ("" = the first page).
+// Revision 2026-07-28 has no tasks/list: the error wraps ErrMethodRemoved.
 func (c *Client) ListTasks(ctx context.Context, cursor string) (*ListTasksResult, error) {
+	if err := c.mod.removed(methodTasksList, ""); err != nil {
+		return nil, err
+	}
 	return fetchPage[ListTasksResult](ctx, c, methodTasksList, cursor)
 }
 
@@ -121,24 +137,6 @@ func (c *Client) ListAllTasks(ctx context.Context) ([]*Task, error) {
 		}
 		return res.Tasks, res.NextCursor, nil
 	})
-}
-
-// RelatedTaskID returns the task id of
-// _meta["io.modelcontextprotocol/related-task"] ("" when absent): the task
-// a request, notification or result is tied to.
-func RelatedTaskID(meta Meta) string {
-	switch v := meta[metaRelatedTask].(type) {
-	case map[string]any:
-		id, _ := v["taskId"].(string)
-		return id
-	case relatedTaskMetadata:
-		return v.TaskID
-	case *relatedTaskMetadata:
-		if v != nil {
-			return v.TaskID
-		}
-	}
-	return ""
 }
 
 // taskStatus hands notifications/tasks/status to ClientOptions.OnTaskStatus.

@@ -1,5 +1,3 @@
-//go:build !keel_omit2025
-
 package mcp_test
 
 import (
