@@ -194,7 +194,13 @@ func (st *taskHost) storeError(call *Request, id string, err error) *Error {
 		return taskNotFoundError(id)
 	}
 	if call != nil && call.Session != nil {
-		call.Session.log.Error("mcp: the task store failed", "taskId", id, "error", err)
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			// The request ended (its client went away, or its deadline
+			// passed) before the store answered: no fault of the store.
+			call.Session.log.Debug("mcp: the request ended before the task store answered", "taskId", id, "error", err)
+		} else {
+			call.Session.log.Error("mcp: the task store failed", "taskId", id, "error", err)
+		}
 	}
 	return errTaskStore()
 }
