@@ -25,6 +25,10 @@ type Request struct {
 	// Session is the connection the request arrived on: the same for
 	// every request of the connection, whatever their revision.
 	Session *Session
+	// enc is the result answerChecked encoded; after, what AfterAnswer
+	// registered (request_answer.go).
+	enc   encodedResult
+	after afterAnswer
 
 	r      responder     // where the answer goes, and the request's revision scope
 	f      inflight      // the owner of the request's life (request_table.go); unused for notifications

@@ -2,8 +2,15 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"sync"
+	"sync/atomic"
+
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/transport"
 )
 
 // withProgress returns ctx carrying the Progress of a request other than
@@ -44,4 +51,241 @@ func (r *responder) answerError(err error) {
 	default:
 		r.error(r.ss.featureError(err))
 	}
+}
+
+// answerChecked is the innermost handler of the middleware chain
+// (Server.handle), below every Middleware: the method's own (dispatch),
+// then the check of its result. A request's result is encoded here, once,
+// by its engine (the 2026-07-28 stamp, and its rule that a result is a
+// JSON object), into the very response that will be written, and checked
+// against the transport's MaxMessageBytes: a result that cannot be sent
+// is refused here, with the -32603 error the client will get, so that the
+// middleware sees what is answered. The encoding is kept on the request
+// and written as it is when the middleware returns that same result
+// (answer).
+func answerChecked(ctx context.Context, req *Request) (any, error) {
+	res, err := dispatch(ctx, req)
+	if err != nil || req.ID == nil {
+		return res, err
+	}
+	return req.checkResult(res)
+}
+
+// encodedResult is a request's result as answerChecked encoded it: the
+// whole response (pooled in buf, or msg for a batch part), for the value
+// v. Its state makes the encoding and the answer safe to race (a
+// middleware that answers without waiting for next): the encoding is
+// kept only if it is done before the request answers.
+type encodedResult struct {
+	state atomic.Int32 // encodingNone, encodingBusy, encodingReady, encodingUsed
+	v     any
+	buf   *[]byte // the response, in a buffer of bufPool; nil for a batch part
+	msg   []byte  // the response (*buf, or a batch part of its own)
+}
+
+const (
+	encodingNone  = iota // nothing kept
+	encodingBusy         // answerChecked is keeping its encoding
+	encodingReady        // an encoding is kept
+	encodingUsed         // the request answered: nothing more is kept
+)
+
+// checkResult encodes res as req's response (see answerChecked) and
+// returns it, or the refusal the client gets instead, logged.
+func (req *Request) checkResult(res any) (any, error) {
+	r := &req.r
+	w, err := r.engine().encode(r, res)
+	if err != nil {
+		return nil, r.encodeRefusal(err)
+	}
+	var bp *[]byte
+	var msg []byte
+	if r.batch != nil { // a part of its own; the batch is checked whole when it is written
+		msg, err = jsonrpc.AppendResponse(nil, r.id, w)
+	} else {
+		bp = bufPool.Get().(*[]byte)
+		msg, err = jsonrpc.AppendResponse((*bp)[:0], r.id, w)
+		*bp = msg[:0]
+		if err == nil && r.ss.conn.maxOut > 0 && len(msg) > r.ss.conn.maxOut {
+			err = &transport.MessageTooLargeError{Limit: r.ss.conn.maxOut, Size: len(msg)}
+		}
+	}
+	if err != nil {
+		putBuffer(bp)
+		return nil, r.encodeRefusal(err)
+	}
+	e := &req.enc
+	if !e.state.CompareAndSwap(encodingNone, encodingBusy) {
+		putBuffer(bp) // answered meanwhile (or checked before: the first encoding stays)
+		return res, nil
+	}
+	e.v, e.buf, e.msg = res, bp, msg
+	e.state.Store(encodingReady)
+	return res, nil
+}
+
+// encodeRefusal logs why a result cannot be sent (err: from the engine's
+// encode, the codec, or the transport's limit) and returns the -32603
+// error answered instead.
+func (r *responder) encodeRefusal(err error) *Error {
+	var notObj *resultNotObjectError
+	if errors.As(err, &notObj) {
+		r.ss.log.Error("mcp: result refused", "error", err)
+		return &Error{Code: CodeInternalError, Message: "Internal error: " + err.Error()}
+	}
+	if tl := tooLarge(err); tl != nil {
+		r.ss.log.Warn("mcp: response over MaxMessageBytes; an error is sent instead", "bytes", tl.Size, "maxBytes", tl.Limit)
+		return r.overLimit(tl)
+	}
+	r.ss.log.Error("mcp: result not serializable", "error", err)
+	return r.notSerializable()
+}
+
+// answer sends the outcome of req's handler chain: the response
+// answerChecked encoded when the chain returned that very result,
+// otherwise (a middleware's own result, or an error) as
+// responder.answer does, so that a middleware's replacement is checked
+// after it.
+func (req *Request) answer(res any, err error) {
+	e := &req.enc
+	if e.state.Swap(encodingUsed) == encodingReady {
+		if err == nil && sameResult(e.v, res) {
+			req.r.writeEncoded(e.msg)
+			putBuffer(e.buf)
+			e.v, e.buf, e.msg = nil, nil, nil
+			return
+		}
+		putBuffer(e.buf)
+		e.v, e.buf, e.msg = nil, nil, nil
+	}
+	req.r.answer(res, err)
+}
+
+// writeEncoded sends msg, a response encoded by checkResult.
+func (r *responder) writeEncoded(msg []byte) {
+	if r.batch != nil {
+		r.batch.add(r.id, msg)
+		return
+	}
+	c := r.ss.conn
+	if c.closed.Load() {
+		return
+	}
+	if err := c.t.Write(r.ss.ctx, msg); err != nil && !isClosed(err) {
+		r.ss.log.Warn("mcp: writing response failed", "error", err)
+	}
+}
+
+// putBuffer returns a buffer of bufPool (nil: none), as conn.send does.
+func putBuffer(bp *[]byte) {
+	if bp != nil && cap(*bp) <= 64<<10 {
+		*bp = (*bp)[:0]
+		bufPool.Put(bp)
+	}
+}
+
+// sameResult reports whether a and b are the same result: the same raw
+// JSON, or the same value (a pointer to the same result), without the
+// panic of == on values of an uncomparable type.
+func sameResult(a, b any) bool {
+	switch x := a.(type) {
+	case jsontext.Value:
+		y, ok := b.(jsontext.Value)
+		return ok && sameValue(x, y)
+	case json.RawMessage:
+		y, ok := b.(json.RawMessage)
+		return ok && sameValue(jsontext.Value(x), jsontext.Value(y))
+	}
+	return same(a, b)
+}
+
+// refuseGate answers request m of session ss with e, a refusal of the
+// gate of its engine (state, _meta, revision, method), through the
+// middleware chain (see Request.refuse); r is where the answer goes. It
+// returns the job an engine's dispatch returns: none.
+func refuseGate(ss *Session, m *jsonrpc.Message, r responder, e *Error) job {
+	req := &Request{ID: json.RawMessage(m.ID), Method: m.Method, Params: json.RawMessage(m.Params), Session: ss, r: r}
+	req.refuse(ss.rd.messageContext(), e)
+	return nil
+}
+
+// refuse answers req, a well-formed request refused before its method
+// runs (by its engine's gate, or because its id is in use), with e
+// through the middleware chain, as every answer is: the chain runs on the
+// calling goroutine with a handler that returns e in place of the
+// method's, and what it returns is answered. The request is not in its
+// session's table of requests in flight (its id may be the one in use)
+// and its context (parent's, with the request) is never cancelled by it.
+func (req *Request) refuse(parent context.Context, e *Error) {
+	req.handle = func(context.Context, *Request) (any, error) { return nil, e }
+	ctx := context.WithValue(parent, requestKey{}, req)
+	ss := req.Session
+	res, err := guard(ss.log, "middleware of a refused request", req.Method, func() (any, error) { return ss.server.handle(ctx, req) })
+	req.answer(res, err)
+	var sent any
+	if err == nil {
+		sent = res
+	}
+	req.answered(sent)
+}
+
+// afterAnswer holds the functions AfterAnswer registered for a request,
+// and what it answered with.
+type afterAnswer struct {
+	mu   sync.Mutex
+	fns  []func()
+	ran  bool // the request ended: a function registered now runs at once
+	sent any  // the result answered (nil: an error, or none)
+}
+
+// AfterAnswer registers f to run once the request has been answered (its
+// response handed to the transport), or has ended without an answer
+// (cancelled by the client, whose cancellation suppresses it; a
+// notification, once its handlers returned). Functions run in the order
+// they were registered, each once, on the goroutine that answered the
+// request, after the answer and before the Server counts the request as
+// done (Server.Shutdown waits for them); the request's context has
+// ended by then, so work that outlives it derives from
+// context.WithoutCancel. f registered after the request ended runs at
+// once, on the caller's goroutine. A panic in f is logged and recovered.
+// It is how a handler or middleware acts on what the client was told,
+// and only then: start work the answer announced, notify about a change
+// the answer reported.
+func (r *Request) AfterAnswer(f func()) {
+	a := &r.after
+	a.mu.Lock()
+	if !a.ran {
+		a.fns = append(a.fns, f)
+		a.mu.Unlock()
+		return
+	}
+	a.mu.Unlock()
+	r.runAfter(f)
+}
+
+// answered runs the functions AfterAnswer registered, once the request
+// ended; sent is the result it was answered with (nil: none).
+func (r *Request) answered(sent any) {
+	a := &r.after
+	a.mu.Lock()
+	a.ran, a.sent = true, sent
+	fns := a.fns
+	a.fns = nil
+	a.mu.Unlock()
+	for _, f := range fns {
+		r.runAfter(f)
+	}
+}
+
+func (r *Request) runAfter(f func()) {
+	_, _ = guard(r.Session.log, "AfterAnswer function", r.Method, func() (any, error) { f(); return nil, nil })
+}
+
+// sentResult returns the result the request was answered with (nil: an
+// error, or none), for the functions AfterAnswer registered.
+func (r *Request) sentResult() any {
+	a := &r.after
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sent
 }

@@ -56,7 +56,7 @@ func (rd *reader) handleBatch(msg []byte) job {
 			continue
 		}
 		if msgs[i].Kind == jsonrpc.KindRequest && msgs[i].Method == methodInitialize {
-			responder{ss: ss, sc: sessionScope{ss}, id: msgs[i].ID, batch: b}.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize must not be part of a batch"})
+			refuseGate(ss, &msgs[i], responder{ss: ss, sc: sessionScope{ss}, id: msgs[i].ID, batch: b}, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize must not be part of a batch"})
 			continue
 		}
 		if job := rd.handleMessage(&msgs[i], b); job != nil {

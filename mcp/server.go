@@ -439,7 +439,7 @@ func NewServer(opts *ServerOptions) *Server {
 	}
 	log := slog.New(logclip.NewHandler(o.Logger.Handler(), 0, o.LogLinesPerSecond))
 	s := &Server{opts: o, log: log, logPeers: logclip.NewPeers(log), states: states, inputMethods: inputMethods}
-	s.handle = chainMiddleware(dispatch, o.Middleware)
+	s.handle = chainMiddleware(answerChecked, o.Middleware)
 	info, err := json.Marshal(s.serverInfo(), json.Deterministic(true))
 	if err != nil { // plain strings and icons: cannot happen
 		panic("mcp: encoding serverInfo: " + err.Error())
