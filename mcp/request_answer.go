@@ -114,14 +114,33 @@ func (req *Request) checkResult(res any) (any, error) {
 		putBuffer(bp)
 		return nil, r.encodeRefusal(err)
 	}
-	e := &req.enc
-	if !e.state.CompareAndSwap(encodingNone, encodingBusy) {
-		putBuffer(bp) // answered meanwhile (or checked before: the first encoding stays)
-		return res, nil
-	}
-	e.v, e.buf, e.msg = res, bp, msg
-	e.state.Store(encodingReady)
+	req.enc.keep(res, bp, msg)
 	return res, nil
+}
+
+// keep keeps msg, the response encoding v (in bp, unless a batch part),
+// in place of what was kept before (a middleware may call next again),
+// unless the request answered meanwhile.
+func (e *encodedResult) keep(v any, bp *[]byte, msg []byte) {
+	for {
+		s := e.state.Load()
+		if s != encodingNone && s != encodingReady {
+			break // answered, or being kept by a concurrent call of next
+		}
+		if !e.state.CompareAndSwap(s, encodingBusy) {
+			continue
+		}
+		if s == encodingReady {
+			putBuffer(e.buf)
+		}
+		e.v, e.buf, e.msg = v, bp, msg
+		if e.state.CompareAndSwap(encodingBusy, encodingReady) {
+			return
+		}
+		e.v, e.buf, e.msg = nil, nil, nil // answered meanwhile: it did not read them
+		break
+	}
+	putBuffer(bp)
 }
 
 // encodeRefusal logs why a result cannot be sent (err: from the engine's

@@ -1,0 +1,76 @@
+//go:build !keel_omit2025
+
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/keelmcp/keel/mcp"
+)
+
+// A 2025 session: the refusals of the state gate and of the method
+// table, a request whose id is in use, and the results that cannot be
+// sent reach the Middleware as the error the client gets.
+func TestAnswerChainLegacyRefusals(t *testing.T) {
+	rec := &chainRecorder{}
+	release := make(chan struct{})
+	c := chainPipe(t, mcp.NewServer(chainOptions(rec, release)))
+	checkChainCases(t, c, rec, []chainCase{
+		{name: "before initialize", id: `"early"`, line: `{"jsonrpc":"2.0","id":"early","method":"tools/list"}`, code: mcp.CodeNotInitialized},
+		{name: "initialize", id: `"init"`, line: rawInitLine},
+	})
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	checkChainCases(t, c, rec, []chainCase{
+		{name: "served", id: `1`, line: `{"jsonrpc":"2.0","id":1,"method":"acme/ok"}`},
+		{name: "unknown method", id: `2`, line: `{"jsonrpc":"2.0","id":2,"method":"acme/none"}`, code: mcp.CodeMethodNotFound},
+		{name: "2026-07-28 method", id: `3`, line: `{"jsonrpc":"2.0","id":3,"method":"server/discover"}`, code: mcp.CodeMethodNotFound},
+		{name: "result not serializable", id: `4`, line: `{"jsonrpc":"2.0","id":4,"method":"acme/chan"}`, code: mcp.CodeInternalError},
+		{name: "response over MaxMessageBytes", id: `5`, line: `{"jsonrpc":"2.0","id":5,"method":"acme/big"}`, code: mcp.CodeInternalError},
+		{name: "a JSON array is a 2025 result", id: `6`, line: `{"jsonrpc":"2.0","id":6,"method":"acme/array"}`},
+	})
+	// A request whose id an in-flight request has.
+	c.send(`{"jsonrpc":"2.0","id":"dup","method":"acme/block"}`)
+	checkChainCases(t, c, rec, []chainCase{
+		{name: "id in use", id: `"dup"`, line: `{"jsonrpc":"2.0","id":"dup","method":"acme/ok"}`, code: mcp.CodeInvalidRequest},
+	})
+	seen, _ := rec.answerOf(`"dup"`)
+	assert.Equal(t, "acme/ok", seen.method, "the refused request is the one the middleware saw")
+	close(release)
+	m := c.recv()
+	assert.Contains(t, m, "result", "the request in flight is answered as usual")
+}
+
+// In a 2025-03-26 batch, initialize is refused through the chain like any
+// refusal, its part of the batch's answer the error the middleware saw.
+func TestAnswerChainBatchRefusal(t *testing.T) {
+	rec := &chainRecorder{}
+	c := chainPipe(t, mcp.NewServer(chainOptions(rec, nil)))
+	c.send(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	require.Contains(t, c.recv(), "result")
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.send(`[{"jsonrpc":"2.0","id":"again","method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"c","version":"1"}}},{"jsonrpc":"2.0","id":"p","method":"ping"}]`)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	b, err := c.tr.Read(ctx)
+	require.NoError(t, err)
+	var parts []map[string]any
+	require.NoError(t, json.Unmarshal(b, &parts), string(b))
+	require.Len(t, parts, 2)
+	for _, p := range parts {
+		seen, ok := rec.answerOf(jsonOf(t, p["id"]))
+		require.True(t, ok, "the middleware saw no answer to %v", p["id"])
+		if p["id"] == "again" {
+			assert.Equal(t, float64(mcp.CodeInvalidRequest), p["error"].(map[string]any)["code"])
+			assert.Equal(t, int64(mcp.CodeInvalidRequest), seen.code, "the middleware saw %v", seen.err)
+			continue
+		}
+		assert.Contains(t, p, "result")
+		assert.Zero(t, seen.code)
+	}
+}
