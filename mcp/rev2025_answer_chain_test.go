@@ -74,3 +74,39 @@ func TestAnswerChainBatchRefusal(t *testing.T) {
 		assert.Zero(t, seen.code)
 	}
 }
+
+// On the wire, what an AfterAnswer function sends follows the answer; a
+// request the client cancelled is not answered, and its functions run
+// all the same.
+func TestAfterAnswerLegacy(t *testing.T) {
+	log := &eventLog{}
+	o := modernOptions(&modernTools{})
+	o.Methods = map[string]mcp.MethodHandler{
+		"acme/job": func(ctx context.Context, req *mcp.Request) (any, error) {
+			req.AfterAnswer(func() {
+				_ = req.Session.Notify(context.WithoutCancel(ctx), "acme/started", map[string]string{"job": "1"})
+			})
+			return map[string]string{"job": "1"}, nil
+		},
+		"acme/wait": func(ctx context.Context, req *mcp.Request) (any, error) {
+			req.AfterAnswer(func() { log.add("after wait: " + context.Cause(ctx).Error()) })
+			log.add("waiting")
+			<-ctx.Done()
+			return map[string]string{}, nil
+		},
+	}
+	c := connectRaw(t, mcp.NewServer(o), true, false)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"acme/job"}`)
+	m := c.recv()
+	assert.Contains(t, m, "result", "the answer comes first")
+	m = c.recv()
+	assert.Equal(t, "acme/started", m["method"], "then what the function sent")
+
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"acme/wait"}`)
+	waitEvents(t, log, 1)
+	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`)
+	assert.Equal(t, []string{"waiting", "after wait: context canceled"}, waitEvents(t, log, 2))
+	c.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	m = c.recv()
+	assert.Equal(t, float64(3), m["id"], "the cancelled request was not answered")
+}
