@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 )
 
 // Request is one incoming request (or notification) as the Server hands it
@@ -28,7 +29,7 @@ type Request struct {
 	// enc is the result answerChecked encoded; after, what AfterAnswer
 	// registered (request_answer.go).
 	enc   encodedResult
-	after afterAnswer
+	after atomic.Pointer[afterAnswer]
 
 	r      responder     // where the answer goes, and the request's revision scope
 	f      inflight      // the owner of the request's life (request_table.go); unused for notifications

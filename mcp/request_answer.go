@@ -72,15 +72,16 @@ func answerChecked(ctx context.Context, req *Request) (any, error) {
 }
 
 // encodedResult is a request's result as answerChecked encoded it: the
-// whole response (pooled in buf, or msg for a batch part), for the value
-// v. Its state makes the encoding and the answer safe to race (a
-// middleware that answers without waiting for next): the encoding is
-// kept only if it is done before the request answers.
+// whole response in buf (from bufPool unless it is a batch part, which
+// the batch keeps), for the value v. Its state makes the encoding and the
+// answer safe to race (a middleware that answers without waiting for
+// next): the encoding is kept only if it is done before the request
+// answers.
 type encodedResult struct {
-	state atomic.Int32 // encodingNone, encodingBusy, encodingReady, encodingUsed
-	v     any
-	buf   *[]byte // the response, in a buffer of bufPool; nil for a batch part
-	msg   []byte  // the response (*buf, or a batch part of its own)
+	state  atomic.Int32 // encodingNone, encodingBusy, encodingReady, encodingUsed
+	pooled bool         // buf is bufPool's
+	v      any
+	buf    *[]byte
 }
 
 const (
@@ -99,29 +100,32 @@ func (req *Request) checkResult(res any) (any, error) {
 		return nil, r.encodeRefusal(err)
 	}
 	var bp *[]byte
-	var msg []byte
-	if r.batch != nil { // a part of its own; the batch is checked whole when it is written
-		msg, err = jsonrpc.AppendResponse(nil, r.id, w)
-	} else {
+	pooled := r.batch == nil
+	if pooled {
 		bp = bufPool.Get().(*[]byte)
-		msg, err = jsonrpc.AppendResponse((*bp)[:0], r.id, w)
-		*bp = msg[:0]
-		if err == nil && r.ss.conn.maxOut > 0 && len(msg) > r.ss.conn.maxOut {
-			err = &transport.MessageTooLargeError{Limit: r.ss.conn.maxOut, Size: len(msg)}
+		msg, aerr := jsonrpc.AppendResponse((*bp)[:0], r.id, w)
+		if aerr == nil && r.ss.conn.maxOut > 0 && len(msg) > r.ss.conn.maxOut {
+			aerr = &transport.MessageTooLargeError{Limit: r.ss.conn.maxOut, Size: len(msg)}
 		}
+		*bp, err = msg, aerr
+	} else { // a part of its own; the batch is checked whole when it is written
+		part, aerr := jsonrpc.AppendResponse(nil, r.id, w)
+		bp, err = &part, aerr
 	}
 	if err != nil {
-		putBuffer(bp)
+		if pooled {
+			putBuffer(bp)
+		}
 		return nil, r.encodeRefusal(err)
 	}
-	req.enc.keep(res, bp, msg)
+	req.enc.keep(res, bp, pooled)
 	return res, nil
 }
 
-// keep keeps msg, the response encoding v (in bp, unless a batch part),
-// in place of what was kept before (a middleware may call next again),
-// unless the request answered meanwhile.
-func (e *encodedResult) keep(v any, bp *[]byte, msg []byte) {
+// keep keeps *bp, the response encoding v, in place of what was kept
+// before (a middleware may call next again), unless the request answered
+// meanwhile.
+func (e *encodedResult) keep(v any, bp *[]byte, pooled bool) {
 	for {
 		s := e.state.Load()
 		if s != encodingNone && s != encodingReady {
@@ -131,16 +135,26 @@ func (e *encodedResult) keep(v any, bp *[]byte, msg []byte) {
 			continue
 		}
 		if s == encodingReady {
-			putBuffer(e.buf)
+			e.release()
 		}
-		e.v, e.buf, e.msg = v, bp, msg
+		e.v, e.buf, e.pooled = v, bp, pooled
 		if e.state.CompareAndSwap(encodingBusy, encodingReady) {
 			return
 		}
-		e.v, e.buf, e.msg = nil, nil, nil // answered meanwhile: it did not read them
+		e.v, e.buf = nil, nil // answered meanwhile: it did not read them
 		break
 	}
-	putBuffer(bp)
+	if pooled {
+		putBuffer(bp)
+	}
+}
+
+// release lets the kept encoding go.
+func (e *encodedResult) release() {
+	if e.pooled {
+		putBuffer(e.buf)
+	}
+	e.v, e.buf = nil, nil
 }
 
 // encodeRefusal logs why a result cannot be sent (err: from the engine's
@@ -169,13 +183,11 @@ func (req *Request) answer(res any, err error) {
 	e := &req.enc
 	if e.state.Swap(encodingUsed) == encodingReady {
 		if err == nil && sameResult(e.v, res) {
-			req.r.writeEncoded(e.msg)
-			putBuffer(e.buf)
-			e.v, e.buf, e.msg = nil, nil, nil
+			req.r.writeEncoded(*e.buf)
+			e.release()
 			return
 		}
-		putBuffer(e.buf)
-		e.v, e.buf, e.msg = nil, nil, nil
+		e.release()
 	}
 	req.r.answer(res, err)
 }
@@ -223,6 +235,10 @@ func sameResult(a, b any) bool {
 // middleware chain (see Request.refuse); r is where the answer goes. It
 // returns the job an engine's dispatch returns: none.
 func refuseGate(ss *Session, m *jsonrpc.Message, r responder, e *Error) job {
+	if len(ss.server.opts.Middleware) == 0 { // no one to see it: no request to build
+		r.error(e)
+		return nil
+	}
 	req := &Request{ID: json.RawMessage(m.ID), Method: m.Method, Params: json.RawMessage(m.Params), Session: ss, r: r}
 	req.refuse(ss.rd.messageContext(), e)
 	return nil
@@ -236,6 +252,10 @@ func refuseGate(ss *Session, m *jsonrpc.Message, r responder, e *Error) job {
 // session's table of requests in flight (its id may be the one in use)
 // and its context (parent's, with the request) is never cancelled by it.
 func (req *Request) refuse(parent context.Context, e *Error) {
+	if len(req.Session.server.opts.Middleware) == 0 {
+		req.r.error(e)
+		return
+	}
 	req.handle = func(context.Context, *Request) (any, error) { return nil, e }
 	ctx := context.WithValue(parent, requestKey{}, req)
 	ss := req.Session
@@ -249,12 +269,27 @@ func (req *Request) refuse(parent context.Context, e *Error) {
 }
 
 // afterAnswer holds the functions AfterAnswer registered for a request,
-// and what it answered with.
+// and what it answered with. A request gets one when a function is
+// registered or when it ends, whichever comes first (most requests never
+// register one: they share ended).
 type afterAnswer struct {
 	mu   sync.Mutex
 	fns  []func()
 	ran  bool // the request ended: a function registered now runs at once
 	sent any  // the result answered (nil: an error, or none)
+}
+
+// ended is the afterAnswer of the requests that ended with no function
+// registered (never written: a function registered later runs at once).
+var ended = &afterAnswer{ran: true}
+
+// hooks returns the request's afterAnswer, made on first use.
+func (r *Request) hooks() *afterAnswer {
+	if a := r.after.Load(); a != nil {
+		return a
+	}
+	r.after.CompareAndSwap(nil, &afterAnswer{})
+	return r.after.Load()
 }
 
 // AfterAnswer registers f to run once the request has been answered (its
@@ -271,7 +306,7 @@ type afterAnswer struct {
 // and only then: start work the answer announced, notify about a change
 // the answer reported.
 func (r *Request) AfterAnswer(f func()) {
-	a := &r.after
+	a := r.hooks()
 	a.mu.Lock()
 	if !a.ran {
 		a.fns = append(a.fns, f)
@@ -285,7 +320,13 @@ func (r *Request) AfterAnswer(f func()) {
 // answered runs the functions AfterAnswer registered, once the request
 // ended; sent is the result it was answered with (nil: none).
 func (r *Request) answered(sent any) {
-	a := &r.after
+	a := r.after.Load()
+	if a == nil && r.after.CompareAndSwap(nil, ended) {
+		return // nothing registered: the result needs no remembering
+	}
+	if a = r.after.Load(); a == ended {
+		return
+	}
 	a.mu.Lock()
 	a.ran, a.sent = true, sent
 	fns := a.fns
@@ -303,7 +344,7 @@ func (r *Request) runAfter(f func()) {
 // sentResult returns the result the request was answered with (nil: an
 // error, or none), for the functions AfterAnswer registered.
 func (r *Request) sentResult() any {
-	a := &r.after
+	a := r.hooks()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.sent
