@@ -297,14 +297,14 @@ func (r *Request) hooks() *afterAnswer {
 // (cancelled by the client, whose cancellation suppresses it; a
 // notification, once its handlers returned). Functions run in the order
 // they were registered, each once, on the goroutine that answered the
-// request, after the answer and before the Server counts the request as
-// done (Server.Shutdown waits for them); the request's context has
-// ended by then, so work that outlives it derives from
-// context.WithoutCancel. f registered after the request ended runs at
-// once, on the caller's goroutine. A panic in f is logged and recovered.
-// It is how a handler or middleware acts on what the client was told,
-// and only then: start work the answer announced, notify about a change
-// the answer reported.
+// request, after the answer and before the request stops counting as in
+// flight (what the end of Server.Run and Server.ServeRequest wait for).
+// The request's context has usually ended by then: work that outlives
+// the request derives from context.WithoutCancel. f registered after the
+// request ended runs at once, on the caller's goroutine. A panic in f is
+// logged and recovered. It is how a handler or middleware acts on what
+// the client was told, and only then: start work the answer announced,
+// notify about a change the answer reported.
 func (r *Request) AfterAnswer(f func()) {
 	a := r.hooks()
 	a.mu.Lock()
