@@ -94,32 +94,43 @@ const (
 // checkResult encodes res as req's response (see answerChecked) and
 // returns it, or the refusal the client gets instead, logged.
 func (req *Request) checkResult(res any) (any, error) {
-	r := &req.r
-	w, err := r.engine().encode(r, res)
-	if err != nil {
-		return nil, r.encodeRefusal(err)
-	}
-	var bp *[]byte
-	pooled := r.batch == nil
-	if pooled {
-		bp = bufPool.Get().(*[]byte)
-		msg, aerr := jsonrpc.AppendResponse((*bp)[:0], r.id, w)
-		if aerr == nil && r.ss.conn.maxOut > 0 && len(msg) > r.ss.conn.maxOut {
-			aerr = &transport.MessageTooLargeError{Limit: r.ss.conn.maxOut, Size: len(msg)}
-		}
-		*bp, err = msg, aerr
-	} else { // a part of its own; the batch is checked whole when it is written
-		part, aerr := jsonrpc.AppendResponse(nil, r.id, w)
-		bp, err = &part, aerr
-	}
-	if err != nil {
-		if pooled {
-			putBuffer(bp)
-		}
-		return nil, r.encodeRefusal(err)
+	bp, pooled, e := req.r.encodeResponse(res)
+	if e != nil {
+		return nil, e
 	}
 	req.enc.keep(res, bp, pooled)
 	return res, nil
+}
+
+// encodeResponse is the one place a request's result becomes its
+// response: encoded by the request's engine (encode) into the whole
+// message, in a buffer of bufPool (pooled), or a part of its own in a
+// batch (whose whole answer is checked against the transport's limit
+// when it is written), and checked. It returns the -32603 error answered
+// instead of a result that cannot be sent, logged.
+func (r *responder) encodeResponse(v any) (bp *[]byte, pooled bool, e *Error) {
+	w, err := r.engine().encode(r, v)
+	if err != nil {
+		return nil, false, r.encodeRefusal(err)
+	}
+	if r.batch != nil {
+		part, err := jsonrpc.AppendResponse(nil, r.id, w)
+		if err != nil {
+			return nil, false, r.encodeRefusal(err)
+		}
+		return &part, false, nil
+	}
+	bp = bufPool.Get().(*[]byte)
+	msg, err := jsonrpc.AppendResponse((*bp)[:0], r.id, w)
+	if err == nil && r.ss.conn.maxOut > 0 && len(msg) > r.ss.conn.maxOut {
+		err = &transport.MessageTooLargeError{Limit: r.ss.conn.maxOut, Size: len(msg)}
+	}
+	*bp = msg
+	if err != nil {
+		putBuffer(bp)
+		return nil, false, r.encodeRefusal(err)
+	}
+	return bp, true, nil
 }
 
 // keep keeps *bp, the response encoding v, in place of what was kept

@@ -153,17 +153,6 @@ func (b *batch) write(parts [][]byte) error {
 	})
 }
 
-// addResult adds the response with result v to r's request.
-func (b *batch) addResult(r *responder, v any) {
-	part, err := jsonrpc.AppendResponse(nil, r.id, v)
-	if err != nil {
-		r.ss.log.Error("mcp: result not serializable", "error", err)
-		r.error(r.notSerializable())
-		return
-	}
-	b.add(r.id, part)
-}
-
 // addError adds the error response e (with id: r's, or null) to r's
 // request.
 func (b *batch) addError(r *responder, id jsontext.Value, e *Error) {

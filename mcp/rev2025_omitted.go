@@ -223,7 +223,6 @@ func (*sessionHandshake) caps() ClientCapabilities { return ClientCapabilities{}
 // batch: no batch is accepted, so no request is answered in one.
 type batch struct{}
 
-func (*batch) addResult(*responder, any)                   {}
 func (*batch) addError(*responder, jsontext.Value, *Error) {}
 func (*batch) skip()                                       {}
 func (*batch) add(jsontext.Value, []byte)                  {}
