@@ -36,6 +36,10 @@ func (r *responder) answer(res any, err error) {
 // answerError answers with a handler's error (apart from answer, so that
 // the variables errors.As needs are not allocated for every result).
 func (r *responder) answerError(err error) {
+	if e, ok := err.(*Error); ok { // the common case, without the variables errors.As needs
+		r.error(e)
+		return
+	}
 	var ir *InputRequiredError
 	var e *Error
 	var p *errPanic
