@@ -79,7 +79,7 @@ func TestAnswerChainBatchRefusal(t *testing.T) {
 // request the client cancelled is not answered, and its functions run
 // all the same.
 func TestAfterAnswerLegacy(t *testing.T) {
-	log := &eventLog{}
+	log := &clientLog{}
 	o := modernOptions(&modernTools{})
 	o.Methods = map[string]mcp.MethodHandler{
 		"acme/job": func(ctx context.Context, req *mcp.Request) (any, error) {
@@ -105,7 +105,7 @@ func TestAfterAnswerLegacy(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","id":2,"method":"acme/wait"}`)
 	waitEvents(t, log, 1)
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`)
-	assert.Equal(t, []string{"waiting", "after wait: context canceled"}, waitEvents(t, log, 2))
+	assert.Equal(t, []string{"after wait: context canceled"}, waitEvents(t, log, 1))
 	c.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)
 	m = c.recv()
 	assert.Equal(t, float64(3), m["id"], "the cancelled request was not answered")
