@@ -110,3 +110,43 @@ func TestAfterAnswerLegacy(t *testing.T) {
 	m = c.recv()
 	assert.Equal(t, float64(3), m["id"], "the cancelled request was not answered")
 }
+
+// A middleware may return, in place of the result next returned, a value
+// of any kind, a struct holding an uncomparable value included: it is
+// encoded and answered (the Server never compares it with ==, which would
+// panic).
+func TestAnswerChainMiddlewareResultKinds(t *testing.T) {
+	type holder struct{ V any }
+	results := map[string]any{
+		"struct": holder{V: map[string]int{"a": 1}},
+		"map":    map[string]any{"m": []int{1}},
+		"slice":  []any{map[string]int{"s": 1}},
+	}
+	o := modernOptions(&modernTools{})
+	o.Methods = map[string]mcp.MethodHandler{
+		"acme/kind": func(_ context.Context, req *mcp.Request) (any, error) {
+			return holder{V: map[string]int{"handler": 1}}, nil
+		},
+	}
+	o.Middleware = []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, req *mcp.Request) (any, error) {
+			res, err := next(ctx, req)
+			p, _ := mcp.Params[struct {
+				Kind string `json:"kind"`
+			}](req)
+			if r, ok := results[p.Kind]; ok {
+				return r, nil
+			}
+			return res, err
+		}
+	}}
+	c := chainPipe(t, mcp.NewServer(o))
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	require.Contains(t, c.recv(), "result")
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for _, kind := range []string{"struct", "map", "slice", "handler's"} {
+		c.send(`{"jsonrpc":"2.0","id":2,"method":"acme/kind","params":{"kind":"` + kind + `"}}`)
+		m := c.recv()
+		assert.Contains(t, m, "result", "%s: %v", kind, m)
+	}
+}
