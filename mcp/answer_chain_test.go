@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -226,4 +227,30 @@ func TestAnswerChainMiddlewareReplaces(t *testing.T) {
 	e := m["error"].(map[string]any)
 	assert.Equal(t, float64(mcp.CodeInternalError), e["code"])
 	assert.Contains(t, e["message"], "JSON array")
+}
+
+// countedResult counts its encodings.
+type countedResult struct{ n *atomic.Int32 }
+
+func (c *countedResult) MarshalJSON() ([]byte, error) {
+	c.n.Add(1)
+	return []byte(`{"counted":true}`), nil
+}
+
+// A result is encoded once, below the middleware, and that encoding is
+// sent when the middleware returns the same result.
+func TestAnswerChainEncodesOnce(t *testing.T) {
+	var n atomic.Int32
+	o := modernOptions(&modernTools{})
+	o.Methods = map[string]mcp.MethodHandler{
+		"acme/counted": func(context.Context, *mcp.Request) (any, error) { return &countedResult{n: &n}, nil },
+	}
+	rec := &chainRecorder{seen: map[string]chainSeen{}}
+	o.Middleware = []mcp.Middleware{rec.middleware, rec.middleware}
+	c := startPlain(t, o)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"acme/counted","params":{` + modernMeta + `}}`)
+	m := c.recv()
+	require.Contains(t, m, "result", m)
+	assert.Equal(t, true, m["result"].(map[string]any)["counted"])
+	assert.Equal(t, int32(1), n.Load())
 }
