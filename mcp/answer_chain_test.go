@@ -254,3 +254,37 @@ func TestAnswerChainEncodesOnce(t *testing.T) {
 	assert.Equal(t, true, m["result"].(map[string]any)["counted"])
 	assert.Equal(t, int32(1), n.Load())
 }
+
+// A middleware that answers without waiting for next: the answer is its
+// own, and the result next encodes afterwards is never sent (run with
+// -race: the encoding and the answer do not race).
+func TestAnswerChainMiddlewareAnswersFirst(t *testing.T) {
+	release, late := make(chan struct{}), make(chan error, 1)
+	o := modernOptions(&modernTools{})
+	o.Methods = map[string]mcp.MethodHandler{
+		"acme/slow": func(context.Context, *mcp.Request) (any, error) {
+			<-release
+			return map[string]string{"late": "yes"}, nil
+		},
+		"acme/ok": func(context.Context, *mcp.Request) (any, error) { return map[string]string{"ok": "yes"}, nil },
+	}
+	o.Middleware = []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, req *mcp.Request) (any, error) {
+			if req.Method != "acme/slow" {
+				return next(ctx, req)
+			}
+			go func() { _, err := next(ctx, req); late <- err }()
+			return nil, &mcp.Error{Code: -32050, Message: "answered early"}
+		}
+	}}
+	c := startPlain(t, o)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"acme/slow","params":{` + modernMeta + `}}`)
+	m := c.recv()
+	require.Contains(t, m, "error", m)
+	assert.Equal(t, float64(-32050), m["error"].(map[string]any)["code"])
+	close(release)
+	require.NoError(t, <-late, "next returned the result, encoded after the answer")
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"acme/ok","params":{` + modernMeta + `}}`)
+	m = c.recv()
+	assert.Equal(t, float64(2), m["id"], "nothing was sent for the late result")
+}
