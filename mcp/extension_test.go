@@ -51,8 +51,10 @@ func TestMiddlewareCanAnswerAndRewrite(t *testing.T) {
 				return nil, &mcp.Error{Code: mcp.CodeInvalidRequest, Message: "denied by policy"}
 			}
 			res, err := next(ctx, req)
-			if lt, ok := res.(*mcp.ListToolsResult); ok { // results are plain values
-				lt.Tools = lt.Tools[:1]
+			if lt, ok := res.(*mcp.ListToolsResult); ok { // a rewrite is a result of the middleware's own
+				c := *lt
+				c.Tools = lt.Tools[:1]
+				return &c, err
 			}
 			return res, err
 		}

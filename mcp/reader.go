@@ -195,6 +195,7 @@ func (rd *reader) handleNotification(m *jsonrpc.Message) {
 			ss.log.Warn("mcp: notification handler failed", logclip.Attr("method", m.Method), "error", err)
 		}
 	}()
+	req.answered(nil) // Request.AfterAnswer: a notification ends unanswered
 }
 
 // handleRequest hands request m to its era's engine.

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 )
 
 // Request is one incoming request (or notification) as the Server hands it
@@ -25,6 +26,10 @@ type Request struct {
 	// Session is the connection the request arrived on: the same for
 	// every request of the connection, whatever their revision.
 	Session *Session
+	// enc is the result answerChecked encoded; after, what AfterAnswer
+	// registered (request_answer.go).
+	enc   encodedResult
+	after atomic.Pointer[afterAnswer]
 
 	r      responder     // where the answer goes, and the request's revision scope
 	f      inflight      // the owner of the request's life (request_table.go); unused for notifications
@@ -89,6 +94,38 @@ type MethodHandler func(ctx context.Context, req *Request) (any, error)
 // before the Server answers. The first Middleware listed is the outermost.
 // A middleware that returns without calling next answers the request
 // itself (for example with an *Error).
+//
+// Every answer to a request passes through the chain, refusals included.
+// A well-formed request refused before its method runs (before
+// initialize, -32002; an invalid _meta, -32602; an unsupported revision,
+// -32022; a method that does not exist, -32601; an id in use by a request
+// in flight, or initialize inside a batch, -32600) runs the chain on the
+// goroutine that read it, with a next that returns the refusal as an
+// *Error. Its Method, ID and Params are the request's, and every accessor
+// answers (a request whose _meta was refused answers for its connection:
+// what initialize negotiated, else "" and zero values). What the
+// middleware returns
+// is what is answered: it may log the refusal, or replace it with an
+// error or a result of its own.
+//
+// A result is checked below every middleware: for a result that cannot
+// be encoded, that is not a JSON object on a 2026-07-28 request, or whose
+// response exceeds the transport's MaxMessageBytes, next returns the
+// -32603 *Error the client gets (and the Server logs why). A result next
+// returns is encoded there, once, and sent as encoded when the middleware
+// returns that same value: a middleware that changes a result returns a
+// value of its own (a copy), never changes the one next returned, whose
+// changes would not be sent. A result of the middleware's own is checked
+// after it returns: one that cannot be sent is logged, and that -32603 is
+// answered instead. (In a 2025-03-26 batch, the size of the whole answer
+// is checked when it is written.)
+//
+// What is not a well-formed request has no method to serve and does not
+// pass through the chain: a message that is not JSON (-32700), JSON that
+// is not a request (-32600), a message over MaxMessageBytes, a batch
+// refused whole; nor do the answers a transport makes before the Server
+// has the message (the HTTP transport's checks of a 2026-07-28 POST's
+// headers, _meta and revision).
 type Middleware func(next MethodHandler) MethodHandler
 
 type requestKey struct{}

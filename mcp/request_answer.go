@@ -2,8 +2,16 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"reflect"
+	"sync"
+	"sync/atomic"
+
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/keelmcp/keel/internal/jsonrpc"
+	"github.com/keelmcp/keel/transport"
 )
 
 // withProgress returns ctx carrying the Progress of a request other than
@@ -33,6 +41,10 @@ func (r *responder) answer(res any, err error) {
 // answerError answers with a handler's error (apart from answer, so that
 // the variables errors.As needs are not allocated for every result).
 func (r *responder) answerError(err error) {
+	if e, ok := err.(*Error); ok { // the common case, without the variables errors.As needs
+		r.error(e)
+		return
+	}
 	var ir *InputRequiredError
 	var e *Error
 	var p *errPanic
@@ -48,4 +60,326 @@ func (r *responder) answerError(err error) {
 	default:
 		r.error(r.ss.featureError(err))
 	}
+}
+
+// answerChecked is the innermost handler of the middleware chain
+// (Server.handle), below every Middleware: the method's own (dispatch),
+// then the check of its result. A request's result is encoded here, once,
+// by its engine (the 2026-07-28 stamp, and its rule that a result is a
+// JSON object), into the very response that will be written, and checked
+// against the transport's MaxMessageBytes: a result that cannot be sent
+// is refused here, with the -32603 error the client will get, so that the
+// middleware sees what is answered. The encoding is kept on the request
+// and written as it is when the middleware returns that same result
+// (answer).
+func answerChecked(ctx context.Context, req *Request) (any, error) {
+	res, err := dispatch(ctx, req)
+	if err != nil || req.ID == nil {
+		return res, err
+	}
+	return req.checkResult(res)
+}
+
+// encodedResult is a request's result as answerChecked encoded it: the
+// whole response in buf (from bufPool unless it is a batch part, which
+// the batch keeps), for the value v. Its state makes the encoding and the
+// answer safe to race (a middleware that answers without waiting for
+// next): the encoding is kept only if it is done before the request
+// answers.
+type encodedResult struct {
+	state  atomic.Int32 // encodingNone, encodingBusy, encodingReady, encodingUsed
+	pooled bool         // buf is bufPool's
+	v      any
+	buf    *[]byte
+}
+
+const (
+	encodingNone  = iota // nothing kept
+	encodingBusy         // answerChecked is keeping its encoding
+	encodingReady        // an encoding is kept
+	encodingUsed         // the request answered: nothing more is kept
+)
+
+// checkResult encodes res as req's response (see answerChecked) and
+// returns it, or the refusal the client gets instead, logged.
+func (req *Request) checkResult(res any) (any, error) {
+	bp, pooled, e := req.r.encodeResponse(res)
+	if e != nil {
+		return nil, e
+	}
+	req.enc.keep(res, bp, pooled)
+	return res, nil
+}
+
+// encodeResponse is the one place a request's result becomes its
+// response: encoded by the request's engine (encode) into the whole
+// message, in a buffer of bufPool (pooled), or a part of its own in a
+// batch (whose whole answer is checked against the transport's limit
+// when it is written), and checked. It returns the -32603 error answered
+// instead of a result that cannot be sent, logged.
+func (r *responder) encodeResponse(v any) (bp *[]byte, pooled bool, e *Error) {
+	w, err := r.engine().encode(r, v)
+	if err != nil {
+		return nil, false, r.encodeRefusal(err)
+	}
+	if r.batch != nil {
+		part, err := jsonrpc.AppendResponse(nil, r.id, w)
+		if err != nil {
+			return nil, false, r.encodeRefusal(err)
+		}
+		return &part, false, nil
+	}
+	bp = bufPool.Get().(*[]byte)
+	msg, err := jsonrpc.AppendResponse((*bp)[:0], r.id, w)
+	if err == nil && r.ss.conn.maxOut > 0 && len(msg) > r.ss.conn.maxOut {
+		err = &transport.MessageTooLargeError{Limit: r.ss.conn.maxOut, Size: len(msg)}
+	}
+	*bp = msg
+	if err != nil {
+		putBuffer(bp)
+		return nil, false, r.encodeRefusal(err)
+	}
+	return bp, true, nil
+}
+
+// keep keeps *bp, the response encoding v, in place of what was kept
+// before (a middleware may call next again), unless the request answered
+// meanwhile.
+func (e *encodedResult) keep(v any, bp *[]byte, pooled bool) {
+	for {
+		s := e.state.Load()
+		if s != encodingNone && s != encodingReady {
+			break // answered, or being kept by a concurrent call of next
+		}
+		if !e.state.CompareAndSwap(s, encodingBusy) {
+			continue
+		}
+		if s == encodingReady {
+			e.release()
+		}
+		e.v, e.buf, e.pooled = v, bp, pooled
+		if e.state.CompareAndSwap(encodingBusy, encodingReady) {
+			return
+		}
+		e.v, e.buf = nil, nil // answered meanwhile: it did not read them
+		break
+	}
+	if pooled {
+		putBuffer(bp)
+	}
+}
+
+// release lets the kept encoding go.
+func (e *encodedResult) release() {
+	if e.pooled {
+		putBuffer(e.buf)
+	}
+	e.v, e.buf = nil, nil
+}
+
+// encodeRefusal logs why a result cannot be sent (err: from the engine's
+// encode, the codec, or the transport's limit) and returns the -32603
+// error answered instead.
+func (r *responder) encodeRefusal(err error) *Error {
+	var notObj *resultNotObjectError
+	if errors.As(err, &notObj) {
+		r.ss.log.Error("mcp: result refused", "error", err)
+		return &Error{Code: CodeInternalError, Message: "Internal error: " + err.Error()}
+	}
+	if tl := tooLarge(err); tl != nil {
+		r.ss.log.Warn("mcp: response over MaxMessageBytes; an error is sent instead", "bytes", tl.Size, "maxBytes", tl.Limit)
+		return r.overLimit(tl)
+	}
+	r.ss.log.Error("mcp: result not serializable", "error", err)
+	return r.notSerializable()
+}
+
+// answer sends the outcome of req's handler chain: the response
+// answerChecked encoded when the chain returned that very result,
+// otherwise (a middleware's own result, or an error) as
+// responder.answer does, so that a middleware's replacement is checked
+// after it.
+func (req *Request) answer(res any, err error) {
+	e := &req.enc
+	if e.state.Swap(encodingUsed) == encodingReady {
+		if err == nil && sameResult(e.v, res) {
+			req.r.writeEncoded(*e.buf)
+			e.release()
+			return
+		}
+		e.release()
+	}
+	req.r.answer(res, err)
+}
+
+// writeEncoded sends msg, a response encoded by checkResult.
+func (r *responder) writeEncoded(msg []byte) {
+	if r.batch != nil {
+		r.batch.add(r.id, msg)
+		return
+	}
+	c := r.ss.conn
+	if c.closed.Load() {
+		return
+	}
+	if err := c.t.Write(r.ss.ctx, msg); err != nil && !isClosed(err) {
+		r.ss.log.Warn("mcp: writing response failed", "error", err)
+	}
+}
+
+// putBuffer returns a buffer of bufPool (nil: none), as conn.send does.
+func putBuffer(bp *[]byte) {
+	if bp != nil && cap(*bp) <= 64<<10 {
+		*bp = (*bp)[:0]
+		bufPool.Put(bp)
+	}
+}
+
+// sameResult reports whether b is a, the result answerChecked encoded,
+// as a middleware that returns what next returned passes it on: the same
+// pointer, map or raw JSON (or nil, or a value of a zero-size type). It
+// never compares contents: == panics on an uncomparable value, and a
+// value changed in place is documented as not seen. A value of another
+// kind is not the same: it is encoded again.
+func sameResult(a, b any) bool {
+	switch x := a.(type) {
+	case jsontext.Value:
+		y, ok := b.(jsontext.Value)
+		return ok && sameValue(x, y)
+	case json.RawMessage:
+		y, ok := b.(json.RawMessage)
+		return ok && sameValue(jsontext.Value(x), jsontext.Value(y))
+	}
+	ta := reflect.TypeOf(a)
+	switch {
+	case ta != reflect.TypeOf(b):
+		return false
+	case ta == nil || ta.Size() == 0:
+		return true
+	case ta.Kind() == reflect.Pointer:
+		return a == b // pointers: compared without a panic
+	case ta.Kind() == reflect.Map:
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+	return false
+}
+
+// refuseGate answers request m of session ss with e, a refusal of the
+// gate of its engine (state, _meta, revision, method), through the
+// middleware chain (see Request.refuse); r is where the answer goes. It
+// returns the job an engine's dispatch returns: none.
+func refuseGate(ss *Session, m *jsonrpc.Message, r responder, e *Error) job {
+	if len(ss.server.opts.Middleware) == 0 { // no one to see it: no request to build
+		r.error(e)
+		return nil
+	}
+	req := &Request{ID: json.RawMessage(m.ID), Method: m.Method, Params: json.RawMessage(m.Params), Session: ss, r: r}
+	req.refuse(ss.rd.messageContext(), e)
+	return nil
+}
+
+// refuse answers req, a well-formed request refused before its method
+// runs (by its engine's gate, or because its id is in use), with e
+// through the middleware chain, as every answer is: the chain runs on the
+// calling goroutine with a handler that returns e in place of the
+// method's, and what it returns is answered. The request is not in its
+// session's table of requests in flight (its id may be the one in use)
+// and its context (parent's, with the request) is never cancelled by it.
+func (req *Request) refuse(parent context.Context, e *Error) {
+	if len(req.Session.server.opts.Middleware) == 0 {
+		req.r.error(e)
+		return
+	}
+	req.handle = func(context.Context, *Request) (any, error) { return nil, e }
+	ctx := context.WithValue(parent, requestKey{}, req)
+	ss := req.Session
+	res, err := guard(ss.log, "middleware of a refused request", req.Method, func() (any, error) { return ss.server.handle(ctx, req) })
+	req.answer(res, err)
+	var sent any
+	if err == nil {
+		sent = res
+	}
+	req.answered(sent)
+}
+
+// afterAnswer holds the functions AfterAnswer registered for a request,
+// and what it answered with. A request gets one when a function is
+// registered or when it ends, whichever comes first (most requests never
+// register one: they share ended).
+type afterAnswer struct {
+	mu   sync.Mutex
+	fns  []func()
+	ran  bool // the request ended: a function registered now runs at once
+	sent any  // the result answered (nil: an error, or none)
+}
+
+// ended is the afterAnswer of the requests that ended with no function
+// registered (never written: a function registered later runs at once).
+var ended = &afterAnswer{ran: true}
+
+// hooks returns the request's afterAnswer, made on first use.
+func (r *Request) hooks() *afterAnswer {
+	if a := r.after.Load(); a != nil {
+		return a
+	}
+	r.after.CompareAndSwap(nil, &afterAnswer{})
+	return r.after.Load()
+}
+
+// AfterAnswer registers f to run once the request has been answered (its
+// response handed to the transport), or has ended without an answer
+// (cancelled by the client, whose cancellation suppresses it; a
+// notification, once its handlers returned). Functions run in the order
+// they were registered, each once, on the goroutine that answered the
+// request, after the answer and before the request stops counting as in
+// flight (what the end of Server.Run and Server.ServeRequest wait for).
+// The request's context has usually ended by then: work that outlives
+// the request derives from context.WithoutCancel. f registered after the
+// request ended runs at once, on the caller's goroutine. A panic in f is
+// logged and recovered. It is how a handler or middleware acts on what
+// the client was told, and only then: start work the answer announced,
+// notify about a change the answer reported.
+func (r *Request) AfterAnswer(f func()) {
+	a := r.hooks()
+	a.mu.Lock()
+	if !a.ran {
+		a.fns = append(a.fns, f)
+		a.mu.Unlock()
+		return
+	}
+	a.mu.Unlock()
+	r.runAfter(f)
+}
+
+// answered runs the functions AfterAnswer registered, once the request
+// ended; sent is the result it was answered with (nil: none).
+func (r *Request) answered(sent any) {
+	a := r.after.Load()
+	if a == nil && r.after.CompareAndSwap(nil, ended) {
+		return // nothing registered: the result needs no remembering
+	}
+	if a = r.after.Load(); a == ended {
+		return
+	}
+	a.mu.Lock()
+	a.ran, a.sent = true, sent
+	fns := a.fns
+	a.fns = nil
+	a.mu.Unlock()
+	for _, f := range fns {
+		r.runAfter(f)
+	}
+}
+
+func (r *Request) runAfter(f func()) {
+	_, _ = guard(r.Session.log, "AfterAnswer function", r.Method, func() (any, error) { f(); return nil, nil })
+}
+
+// sentResult returns the result the request was answered with (nil: an
+// error, or none), for the functions AfterAnswer registered.
+func (r *Request) sentResult() any {
+	a := r.hooks()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sent
 }

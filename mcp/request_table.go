@@ -183,7 +183,6 @@ type inflight struct {
 	done      answerGate
 	prog      *Progress                // finished before the answer
 	keepAlive bool                     // a cancellation ends the request with an answer (subscriptions/listen)
-	after     func(sent any)           // runs after the answer, with the result sent (nil: none)
 	reply     func(res any, err error) // answers a request a Client serves
 }
 
@@ -230,7 +229,7 @@ func (ss *Session) begin(req *Request, parent context.Context, keepAlive bool) b
 	f.start(parent)
 	if e := ss.reqs.add(f, ss.server.opts.MaxInFlight); e != nil {
 		f.cancel()
-		req.r.error(e)
+		req.refuse(parent, e)
 		return false
 	}
 	f.follow(ss.reqs.watched)
@@ -280,8 +279,8 @@ func (f *inflight) run(fn func(ctx context.Context) (any, error)) {
 			f.req.r.batch.skip()
 		}
 	}
-	if f.after != nil {
-		f.after(sent)
+	if f.req != nil {
+		f.req.answered(sent) // Request.AfterAnswer
 	}
 }
 
@@ -294,7 +293,7 @@ func (f *inflight) send(res any, err error) {
 	if f.prog != nil {
 		f.prog.finish() // no progress notification follows the response
 	}
-	f.req.r.answer(res, err)
+	f.req.answer(res, err)
 }
 
 // end cancels the request's context and removes it from the table.

@@ -56,7 +56,7 @@ func (rd *reader) handleBatch(msg []byte) job {
 			continue
 		}
 		if msgs[i].Kind == jsonrpc.KindRequest && msgs[i].Method == methodInitialize {
-			responder{ss: ss, sc: sessionScope{ss}, id: msgs[i].ID, batch: b}.error(&Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize must not be part of a batch"})
+			refuseGate(ss, &msgs[i], responder{ss: ss, sc: sessionScope{ss}, id: msgs[i].ID, batch: b}, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize must not be part of a batch"})
 			continue
 		}
 		if job := rd.handleMessage(&msgs[i], b); job != nil {
@@ -151,17 +151,6 @@ func (b *batch) write(parts [][]byte) error {
 		}
 		return append(dst, ']'), nil
 	})
-}
-
-// addResult adds the response with result v to r's request.
-func (b *batch) addResult(r *responder, v any) {
-	part, err := jsonrpc.AppendResponse(nil, r.id, v)
-	if err != nil {
-		r.ss.log.Error("mcp: result not serializable", "error", err)
-		r.error(r.notSerializable())
-		return
-	}
-	b.add(r.id, part)
 }
 
 // addError adds the error response e (with id: r's, or null) to r's

@@ -41,16 +41,14 @@ func (legacyEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) job {
 		return ss.serveMethod(m, r, &pingMethod, handlePing, inputRounds{})
 	}
 	if st := ss.currentState(); st != stateRunning {
-		r.error(&Error{Code: CodeNotInitialized, Message: "Not initialized",
+		return refuseGate(ss, m, r, &Error{Code: CodeNotInitialized, Message: "Not initialized",
 			Data: &StructuredError{Code: ErrNotInitialized,
 				Message:       "method " + quote(m.Method) + " received in state " + st.String() + "; send initialize and notifications/initialized first",
 				CorrelationID: ss.connID()}})
-		return nil
 	}
 	md, ok := ss.server.lookupMethod(m.Method)
 	if !ok || md.legacy == nil || (md.offered != nil && !md.offered(ss)) {
-		r.error(methodNotFound(m.Method))
-		return nil
+		return refuseGate(ss, m, r, methodNotFound(m.Method))
 	}
 	return ss.serveMethod(m, r, &md, md.legacy, inputRounds{read: md.legacyInput, rule: legacyRounds})
 }

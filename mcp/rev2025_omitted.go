@@ -64,8 +64,7 @@ type omitted2025Engine struct{ modernEngine }
 
 func (omitted2025Engine) dispatch(ss *Session, m *jsonrpc.Message, r responder) job {
 	if m.Method == methodInitialize {
-		r.error(initializeRefused(m.Params))
-		return nil
+		return refuseGate(ss, m, r, initializeRefused(m.Params))
 	}
 	r.sc = unmarkedScope{ss}
 	return modernEngine{}.dispatch(ss, m, r)
@@ -226,6 +225,6 @@ func (*sessionHandshake) caps() ClientCapabilities { return ClientCapabilities{}
 // batch: no batch is accepted, so no request is answered in one.
 type batch struct{}
 
-func (*batch) addResult(*responder, any)                   {}
 func (*batch) addError(*responder, jsontext.Value, *Error) {}
 func (*batch) skip()                                       {}
+func (*batch) add(jsontext.Value, []byte)                  {}

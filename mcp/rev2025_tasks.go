@@ -116,8 +116,8 @@ func (st *taskHost) startTask(ss *Session, reqCtx context.Context, req *Request,
 		settle: func(res *CallToolResult, err error) { st.settle(e, res, err) }}
 	call.Logger.Debug("mcp: task created", "tool", call.Name, "taskId", e.id)
 	created := &CreateTaskResult{Task: rec.State}
-	req.f.after = func(sent any) { // the task starts once its CreateTaskResult is sent
-		if ct, ok := sent.(*CreateTaskResult); !ok || ct.Task.TaskID != e.id {
+	req.AfterAnswer(func() { // the task starts once its CreateTaskResult is sent
+		if ct, ok := req.sentResult().(*CreateTaskResult); !ok || ct.Task.TaskID != e.id {
 			// Middleware refused it, or the request was cancelled: the
 			// client never learnt of the task, which must not run.
 			cancel()
@@ -129,7 +129,7 @@ func (st *taskHost) startTask(ss *Session, reqCtx context.Context, req *Request,
 			cancel()
 			st.settle(e, nil, err)
 		}
-	}
+	})
 	return created, nil
 }
 
@@ -280,7 +280,7 @@ func handleTasksCancel(ctx context.Context, req *Request) (any, error) {
 			Data:    taskErrData{TaskID: id}}
 	}
 	if e != nil {
-		req.f.after = func(any) { st.notifyStatus(e, rec) } // after the answer
+		req.AfterAnswer(func() { st.notifyStatus(e, rec) })
 	}
 	return &CancelTaskResult{Task: rec.State}, nil
 }

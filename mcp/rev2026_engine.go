@@ -33,20 +33,17 @@ func (e modernEngine) dispatch(ss *Session, m *jsonrpc.Message, r responder) job
 // error e of parseRequestMeta).
 func (modernEngine) dispatchMeta(ss *Session, m *jsonrpc.Message, r responder, meta requestMeta, e *Error) job {
 	if e != nil {
-		r.error(e)
-		return nil
+		return refuseGate(ss, m, r, e)
 	}
 	if !revision.ServedPerRequest(meta.ProtocolVersion) {
-		r.error(unsupportedVersionError(meta.ProtocolVersion))
-		return nil
+		return refuseGate(ss, m, r, unsupportedVersionError(meta.ProtocolVersion))
 	}
 	if !ss.modernOnly && !ss.servedPerRequest.Load() { // read first: most requests find it set
 		ss.servedPerRequest.Store(true)
 	}
 	md, ok := ss.server.lookupMethod(m.Method)
 	if !ok || md.modern == nil || (md.offered != nil && !md.offered(ss)) {
-		r.error(methodNotFound(m.Method))
-		return nil
+		return refuseGate(ss, m, r, methodNotFound(m.Method))
 	}
 	r.sc = &modernReq{meta: meta, cacheable: md.cacheable}
 	return ss.serveMethod(m, r, &md, md.modern, inputRounds{read: md.modernInput, rule: modernRounds})
@@ -83,6 +80,9 @@ func (modernEngine) notification(ss *Session, m *jsonrpc.Message) (responder, bo
 
 func (e modernEngine) encode(r *responder, v any) (any, error) {
 	mod := r.modern()
+	if mod == nil { // a middleware's result for a request refused before its _meta was read
+		mod = &modernReq{meta: requestMeta{ProtocolVersion: Version20260728}}
+	}
 	v = shapeResult(v, mod.meta.ProtocolVersion)
 	if tr, ok := v.(*CallToolResult); ok && !mod.cacheable && mod.subscriptionID == nil && tr.Meta[revision.MetaServerInfo] == nil {
 		// The common answer, stamped as it is encoded (once, into the

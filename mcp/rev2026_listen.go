@@ -196,11 +196,11 @@ func handleListen(ctx context.Context, req *Request) (any, error) {
 	defer ss.server.hub.removeListener(l)
 	if ss.conn.t.Kind() != "http" { // stdio and memory: the channel is shared
 		fctx := ctx
-		req.f.after = func(any) {
+		req.AfterAnswer(func() {
 			nctx, cancel := context.WithTimeout(context.WithoutCancel(fctx), logSendTimeout)
 			defer cancel()
 			_ = ss.conn.notify(nctx, notificationCancelled, &cancelledParams{RequestID: jsontext.Value(id), Reason: "subscription ended"})
-		}
+		})
 	}
 	ss.listen(ctx, jsontext.Value(id), l)
 	return emptyResult{}, nil

@@ -427,12 +427,12 @@ func handleModernTasksUpdate(ctx context.Context, req *Request) (any, error) {
 		return nil, st.storeError(req, p.TaskID, err)
 	}
 	if ok && in != nil {
-		req.f.after = func(any) { // after the acknowledgement
+		req.AfterAnswer(func() { // after the acknowledgement
 			st.changed(rec.State)
 			if e != nil {
 				e.run.start(in)
 			}
-		}
+		})
 	}
 	return emptyResult{}, nil
 }

@@ -251,7 +251,9 @@ type ServerOptions struct {
 
 	// Middleware wraps the handling of every incoming request and
 	// notification, built-in and custom methods alike; the first listed
-	// is the outermost. The chain is built once, by NewServer.
+	// is the outermost. The chain is built once, by NewServer. Every
+	// answer to a well-formed request passes through it, refusals and
+	// results that cannot be sent included (see Middleware).
 	Middleware []Middleware
 	// SendMiddleware wraps every request and notification the server
 	// sends its clients (progress, logging, list changes, sampling,
@@ -263,7 +265,8 @@ type ServerOptions struct {
 	// A result that is not a JSON object (an array, a number, ...) is sent
 	// as it is to a 2025 session; a 2026-07-28 request, whose results are
 	// objects carrying resultType, gets a -32603 error naming that rule
-	// instead, and the server logs it. Nil stands for an empty result.
+	// instead (the error Middleware sees), and the server logs it. Nil
+	// stands for an empty result.
 	Methods map[string]MethodHandler
 	// InputMethods names the methods of Methods that take input rounds,
 	// as tools/call, prompts/get and resources/read do: their handlers
@@ -460,7 +463,7 @@ func NewServer(opts *ServerOptions) *Server {
 	}
 	log := slog.New(logclip.NewHandler(o.Logger.Handler(), 0, o.LogLinesPerSecond))
 	s := &Server{opts: o, log: log, logPeers: logclip.NewPeers(log), states: states, inputMethods: inputMethods}
-	s.handle = chainMiddleware(dispatch, o.Middleware)
+	s.handle = chainMiddleware(answerChecked, o.Middleware)
 	info, err := json.Marshal(s.serverInfo(), json.Deterministic(true))
 	if err != nil { // plain strings and icons: cannot happen
 		panic("mcp: encoding serverInfo: " + err.Error())

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -216,35 +215,14 @@ type responder struct {
 }
 
 func (r *responder) result(v any) {
-	var err error
-	v, err = r.engine().encode(r, v)
-	var notObj *resultNotObjectError
-	if errors.As(err, &notObj) {
-		r.ss.log.Error("mcp: result refused", "error", err)
-		r.error(&Error{Code: CodeInternalError, Message: "Internal error: " + err.Error()})
+	bp, pooled, e := r.encodeResponse(v) // request_answer.go
+	if e != nil {
+		r.error(e)
 		return
 	}
-	if err != nil {
-		r.ss.log.Error("mcp: result not serializable", "error", err)
-		r.error(r.notSerializable())
-		return
-	}
-	if r.batch != nil {
-		r.batch.addResult(r, v)
-		return
-	}
-	err = r.ss.conn.writeResult(r.ss.ctx, r.id, v)
-	if err == errNotSerializable {
-		r.error(r.notSerializable())
-		return
-	}
-	if tl := tooLarge(err); tl != nil {
-		r.ss.log.Warn("mcp: response over MaxMessageBytes; an error is sent instead", "bytes", tl.Size, "maxBytes", tl.Limit)
-		r.error(r.overLimit(tl))
-		return
-	}
-	if err != nil && !isClosed(err) {
-		r.ss.log.Warn("mcp: writing response failed", "error", err)
+	r.writeEncoded(*bp)
+	if pooled {
+		putBuffer(bp)
 	}
 }
 
