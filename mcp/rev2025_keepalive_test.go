@@ -57,7 +57,7 @@ func (m *muteTransport) Read(ctx context.Context) ([]byte, error) {
 }
 
 func TestServerKeepAliveClosesASilentClient(t *testing.T) {
-	const every = 30 * time.Millisecond
+	const every = 150 * time.Millisecond // a ping must be answered within it, also on a loaded machine under -race
 	for _, tt := range []struct {
 		name    string
 		discard bool
@@ -115,7 +115,7 @@ func TestServerWithoutKeepAliveKeepsASilentClient(t *testing.T) {
 }
 
 func TestClientKeepAliveClosesASilentServer(t *testing.T) {
-	const every = 30 * time.Millisecond
+	const every = 150 * time.Millisecond // a ping must be answered within it, also on a loaded machine under -race
 	ct, st := transport.NewPipe(nil)
 	mst := newMute(st, true)
 	srv := mcp.NewServer(mcptest.ServerOptions(mcptest.NewTools(mcptest.ToolEcho)))
