@@ -345,7 +345,8 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 	// from) the POST's, so a client that goes away cancels the request,
 	// and the request sees the POST's values (the verified token, for
 	// one).
-	inPOST := modern && env.x.Msg.Method != methodListen && h.opts.ServeRequest != nil
+	refused := env.x.Refusal != nil // answered at once: in the POST, even a listen
+	inPOST := modern && (env.x.Msg.Method != methodListen || refused) && h.opts.ServeRequest != nil
 	parent := context.Background()
 	if inPOST {
 		parent = r.Context()
@@ -355,7 +356,7 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 		inPOSTx = env.handoff()
 	}
 	s := h.newHTTPSession(parent, inPOSTx, 1) // one message: the POST's
-	s.listen = modern && env.x.Msg.Method == methodListen
+	s.listen = modern && env.x.Msg.Method == methodListen && !refused
 	h.mu.Lock()
 	h.stateless[s] = struct{}{}
 	h.mu.Unlock()

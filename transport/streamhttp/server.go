@@ -40,7 +40,7 @@ func NewServerHandler(srv *mcp.Server, opts *Options) *Handler {
 	}
 	so := srv.Options()
 	o.Serve = srv.Run
-	o.ServeRequest, o.serveRequestAborts = srv.ServeRequest, true
+	o.ServeRequest, o.serveRequestAborts, o.serveRefusals = srv.ServeRequest, true, true
 	o.newCorrelationID = so.NewID
 	if o.SupportedVersions == nil {
 		o.SupportedVersions = mcp.AllVersions()
