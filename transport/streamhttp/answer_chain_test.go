@@ -146,37 +146,22 @@ func TestHTTPAnswerChainModern(t *testing.T) {
 	post := func(name, id, method, meta string, code int64) httpChainCase {
 		return httpChainCase{name: name, id: id, body: modernRequest(id, method, "", meta), version: modern, header: modernHeaders(method, "", nil), code: code}
 	}
-	const pv, caps = `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`, `"io.modelcontextprotocol/clientCapabilities":{}`
-	meta := func(members string) string { return `"_meta":{` + members + `}` }
-	v999 := meta(`"io.modelcontextprotocol/protocolVersion":"v999.0.0",` + caps)
-	refused := func(name, id, method, params, meta, version string, header map[string]string, code int64) httpChainCase {
-		return httpChainCase{name: name, id: id, body: modernRequest(id, method, params, meta), version: version, header: header, code: code, status: http.StatusBadRequest}
-	}
 	batch := "[" + modernRequest(`"b1"`, "acme/ok", "", "") + "," + modernRequest(`"b2"`, "acme/ok", "", "") + "]"
-	checkHTTPChain(t, hs, cc, "", []httpChainCase{
+	cases := []httpChainCase{
 		post("served", `"ok"`, "acme/ok", "", 0),
 		post("unknown method", `7`, "acme/none", "", mcp.CodeMethodNotFound),
 		post("result not an object", `"array"`, "acme/array", "", mcp.CodeInternalError),
 		post("result not serializable", `"chan"`, "acme/chan", "", mcp.CodeInternalError),
 		post("response over MaxMessageBytes", `"big"`, "acme/big", "", mcp.CodeInternalError),
-		// The handler's checks of the POST, in their order.
-		refused("_meta lacks clientCapabilities", `"meta"`, "acme/ok", "", meta(pv), modern, modernHeaders("acme/ok", "", nil), mcp.CodeInvalidParams),
-		{name: "params by position", id: `"pos"`, body: `{"jsonrpc":"2.0","id":"pos","method":"acme/ok","params":[1]}`, version: modern,
-			header: modernHeaders("acme/ok", "", nil), code: mcp.CodeInvalidParams, status: http.StatusBadRequest},
-		refused("MCP-Protocol-Version missing", `"nohdr"`, "acme/ok", "", "", "", modernHeaders("acme/ok", "", nil), mcp.CodeHeaderMismatch),
-		refused("MCP-Protocol-Version differs from _meta", `"hdr"`, "acme/ok", "", "", "2025-11-25", modernHeaders("acme/ok", "", nil), mcp.CodeHeaderMismatch),
-		refused("unsupported revision", `"v999"`, "acme/ok", "", v999, "v999.0.0", modernHeaders("acme/ok", "", nil), mcp.CodeUnsupportedProtocolVersion),
-		refused("Mcp-Method missing", `"nomethod"`, "acme/ok", "", "", modern, nil, mcp.CodeHeaderMismatch),
-		refused("Mcp-Method differs", `"method"`, "acme/ok", "", "", modern, modernHeaders("tools/list", "", nil), mcp.CodeHeaderMismatch),
-		refused("Mcp-Name differs", `"name"`, "tools/call", `"name":"echo","arguments":{}`, "", modern, modernHeaders("tools/call", "other", nil), mcp.CodeHeaderMismatch),
-		refused("Mcp-Param differs", `"param"`, "tools/call", `"name":"echo","arguments":{"region":"eu"}`, "", modern,
-			modernHeaders("tools/call", "echo", map[string]string{"Mcp-Param-Region": "us"}), mcp.CodeHeaderMismatch),
-		refused("subscriptions/listen refused", `"listen"`, "subscriptions/listen", `"notifications":{}`, "", modern, modernHeaders("tools/list", "", nil), mcp.CodeHeaderMismatch),
 		// Not well-formed requests: the handler's own answers.
 		{name: "batch refused", id: `"b1"`, body: batch, version: modern, header: modernHeaders("acme/ok", "", nil), code: mcp.CodeInvalidRequest, status: http.StatusBadRequest, unseen: true},
 		{name: "Content-Type not JSON", id: `"ct"`, body: modernRequest(`"ct"`, "acme/ok", "", ""), version: modern,
 			header: modernHeaders("acme/ok", "", map[string]string{"Content-Type": "text/plain"}), code: -32000, status: http.StatusUnsupportedMediaType, unseen: true},
-	})
+	}
+	for _, rc := range handlerRefusals() { // each of the handler's checks of the POST
+		cases = append(cases, httpChainCase{name: "handler's check: " + rc.name, id: rc.id, body: rc.body, version: rc.version, header: rc.header, code: rc.code, status: http.StatusBadRequest})
+	}
+	checkHTTPChain(t, hs, cc, "", cases)
 	_, ok := cc.code(`"b2"`)
 	assert.False(t, ok, "no part of a refused batch is seen")
 }
@@ -197,8 +182,10 @@ func handlerRefusals() []refusalCase {
 	meta := func(id, members string) string {
 		return `"_meta":{` + members + `,"correlationId":"cid-` + strings.Trim(id, `"`) + `"}`
 	}
-	req := func(id, method, params, members string) string { return modernRequest(id, method, params, meta(id, members)) }
-	hdr := func(method, name string, extra map[string]string) map[string]string { return modernHeaders(method, name, extra) }
+	req := func(id, method, params, members string) string {
+		return modernRequest(id, method, params, meta(id, members))
+	}
+	hdr := modernHeaders
 	return []refusalCase{
 		{name: "_meta lacks clientCapabilities", id: `"meta"`, body: req(`"meta"`, "acme/ok", "", pv), version: modern, header: hdr("acme/ok", "", nil), code: mcp.CodeInvalidParams},
 		{name: "params by position", id: `"pos"`, body: `{"jsonrpc":"2.0","id":"pos","method":"acme/ok","params":[1]}`, version: modern, header: hdr("acme/ok", "", nil), code: mcp.CodeInvalidParams},
