@@ -204,8 +204,8 @@ func handlerRefusals() []refusalCase {
 // The refusals a Server answers for the handler are on the wire exactly
 // what the handler answers itself in front of another Serve: the same
 // status, Content-Type and body (the correlation id aside when the
-// request has none of its own), with or without a Middleware, in every
-// ResponseMode.
+// request has none of its own), in every ResponseMode; a Server without
+// Middleware leaves them to the handler.
 func TestHTTPRefusalWireUnchanged(t *testing.T) {
 	cidRE := regexp.MustCompile(`"correlationId":"[^"]*"`)
 	for _, mode := range []streamhttp.ResponseMode{streamhttp.ResponseAuto, streamhttp.ResponseSSE, streamhttp.ResponseJSON} {

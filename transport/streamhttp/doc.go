@@ -25,7 +25,8 @@
 // 2026-07-28 request its checks of _meta, MCP-Protocol-Version, revision,
 // Mcp-Method, Mcp-Name or Mcp-Param-* refuse is handed to the Server with
 // its refusal, and a Middleware sees it as the *mcp.Error next returns,
-// which it may log or replace. Unless a Middleware replaces it, the client
+// which it may log or replace (a Server without Middleware leaves the
+// handler to answer it at once). Unless a Middleware replaces it, the client
 // gets what the handler answers itself: 400 and the same JSON-RPC error (a
 // replacement keeps 400 while its code is the refusal's, and gets its
 // code's status otherwise). The handler alone answers what is not a

@@ -73,11 +73,11 @@ const (
 // (params.name of tools/call and prompts/get, params.uri of
 // resources/read, params.taskId of tasks/get, tasks/update and
 // tasks/cancel; values may be encoded as =?base64?...?=). Behind
-// NewServerHandler the Server answers these refusals, through its
-// middleware chain (the request is handed to it with its refusal), with
-// the same status and body unless a Middleware replaces them; the error's
-// data.correlationId is then the request's _meta.correlationId, else a
-// fresh id of the Server's NewID. A modern error
+// NewServerHandler, when the Server has Middleware, the Server answers
+// these refusals through it (the request is handed to it with its
+// refusal), with the same status and body unless a Middleware replaces
+// them; the error's data.correlationId is then the request's
+// _meta.correlationId, else a fresh id of the Server's NewID. A modern error
 // answered as JSON gets 404 for -32601 and 400 for -32020, -32021 and
 // -32022; a batch gets 400; notifications get 202. A subscriptions/listen
 // request keeps its SSE stream open until the server answers it or the

@@ -111,7 +111,8 @@ type Options struct {
 	// serveRefusals: ServeRequest answers a request handed over with a
 	// refusal (handoff.Request.Refusal) with it, through the server's
 	// middleware chain (mcp.Server.ServeRequest does: NewServerHandler
-	// sets it); otherwise the handler answers its refusals itself.
+	// sets it when the server has Middleware); otherwise the handler
+	// answers its refusals itself, with the same status and body.
 	serveRefusals bool
 	// newCorrelationID makes the correlation id of an error the handler
 	// answers itself when neither the request nor its session has one
