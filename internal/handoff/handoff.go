@@ -36,9 +36,9 @@ type Request struct {
 	// Reading for a response).
 	Reading revision.Reading
 	// Refusal, when not nil, is the error the transport's own checks
-	// answer the request (a request: it has a method and an id) with: the
-	// server serves the request by answering it with this error, through
-	// what every answer passes through, instead of running its method.
+	// refuse the request with (a request: it has a method and an id): the
+	// server answers the request with it, through its middleware chain as
+	// every answer, instead of running its method.
 	Refusal *Refusal
 
 	code atomic.Int64

@@ -117,8 +117,8 @@ type ParamHeader struct {
 }
 
 // rpcError is a JSON-RPC error the handler refuses a well-formed modern
-// request with (checkModern): a Server behind NewServerHandler answers it
-// (refusal), another Serve gets it from the handler.
+// request with (checkModern): answered by the Server when it has
+// Middleware (Options.serveRefusals: see refusal), else by the handler.
 type rpcError struct {
 	code    int64
 	message string
