@@ -207,10 +207,13 @@ func (rd *reader) handleRequest(m *jsonrpc.Message, r responder) job {
 // route hands request m to its era's engine, given classifyRequest's
 // reading of its params: a modern request, or any request of a
 // per-request session, to the modern rules (which refuse a request
-// without the modern _meta), any other to the legacy ones.
+// without the modern _meta), any other to the legacy ones. A request the
+// transport handed over with its refusal is answered with it.
 func (rd *reader) route(m *jsonrpc.Message, r responder, modern bool, meta requestMeta, e *Error) job {
 	ss := rd.ss
 	switch {
+	case r.x != nil && r.x.Refusal != nil: // refused by the transport (request_answer.go)
+		return refuseHandedOver(ss, m, r, modern)
 	case modern:
 		r.sc = unmarkedScope{ss}
 		return modernEngine{}.dispatchMeta(ss, m, r, meta, e)

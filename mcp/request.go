@@ -120,12 +120,18 @@ type MethodHandler func(ctx context.Context, req *Request) (any, error)
 // answered instead. (In a 2025-03-26 batch, the size of the whole answer
 // is checked when it is written.)
 //
+// A transport's own refusal of a well-formed request passes through it
+// the same way when the transport hands the request over with it (the
+// streamable HTTP handler of NewServerHandler does, for its checks of a
+// 2026-07-28 POST's headers, _meta and revision).
+//
 // What is not a well-formed request has no method to serve and does not
 // pass through the chain: a message that is not JSON (-32700), JSON that
 // is not a request (-32600), a message over MaxMessageBytes, a batch
-// refused whole; nor do the answers a transport makes before the Server
-// has the message (the HTTP transport's checks of a 2026-07-28 POST's
-// headers, _meta and revision).
+// refused whole; nor do a transport's answers to an exchange rather than
+// to a request, made before the Server has a session to serve it (the
+// HTTP transport's Host, Origin, media type, authentication, body and
+// stream bounds, its 2025 session checks).
 type Middleware func(next MethodHandler) MethodHandler
 
 type requestKey struct{}

@@ -278,6 +278,25 @@ func refuseGate(ss *Session, m *jsonrpc.Message, r responder, e *Error) job {
 	return nil
 }
 
+// refuseHandedOver answers request m of session ss with the refusal its
+// transport handed it over with (r.x.Refusal: streamable HTTP's checks of
+// a 2026-07-28 POST's headers, _meta and revision), as refuseGate answers
+// the engines' own: through the middleware chain, in the scope of its
+// era (modern: the request is marked as of revision 2026-07-28), the
+// unmarked 2026-07-28 one on a per-request session, else the session's.
+// The answer records its code in the hand-off, which gives it its HTTP
+// status (handoff.Request.StatusOf: the refusal's own while it is
+// answered as it is).
+func refuseHandedOver(ss *Session, m *jsonrpc.Message, r responder, modern bool) job {
+	f := r.x.Refusal
+	if modern || ss.modernOnly {
+		r.sc = unmarkedScope{ss}
+	} else {
+		r.sc = sessionScope{ss}
+	}
+	return refuseGate(ss, m, r, &Error{Code: f.Code, Message: f.Message, Data: f.Data})
+}
+
 // refuse answers req, a well-formed request refused before its method
 // runs (by its engine's gate, or because its id is in use), with e
 // through the middleware chain, as every answer is: the chain runs on the

@@ -3,7 +3,10 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +30,7 @@ type prereadTransport struct {
 	ok       bool   // whether it has a reading
 	input    []byte // what Read returns once (then io.EOF); nil: Read waits for ctx
 	raw      []byte // the bytes the hand-off says it was made for (see handoff.Of)
+	refusal  *handoff.Refusal
 
 	mu      sync.Mutex
 	written [][]byte
@@ -41,7 +45,7 @@ func (p *prereadTransport) Handoff() *handoff.Request {
 	if derr != nil {
 		panic(derr.Message)
 	}
-	x := &handoff.Request{Msg: m, Raw: p.raw, MaxDepth: int32(p.maxDepth), Reading: revision.Classify(m.Params)}
+	x := &handoff.Request{Msg: m, Raw: p.raw, MaxDepth: int32(p.maxDepth), Reading: revision.Classify(m.Params), Refusal: p.refusal}
 	p.mu.Lock()
 	p.x = x
 	p.mu.Unlock()
@@ -184,6 +188,54 @@ func TestServeRequestAnswersThroughTheHandoff(t *testing.T) {
 		require.NoError(t, err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("ServeRequest did not return after the hand-off was aborted")
+	}
+}
+
+// A request handed over with the transport's refusal is answered with it
+// instead of running its method, through Middleware when there is one
+// (which sees the request and the refusal), and whether or not the
+// server takes the transport's reading of the message; the hand-off
+// records the refusal's code, and its status is the refusal's own.
+func TestServeRequestAnswersAHandedOverRefusal(t *testing.T) {
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"correlationId":"cid-1"}`
+	var ran int
+	tools := handlerTools{"ok": func(context.Context, *mcp.ToolCall) (*mcp.CallToolResult, error) {
+		ran++
+		return &mcp.CallToolResult{Content: []mcp.Content{mcp.Text("ran")}}, nil
+	}}
+	var seen []string
+	record := func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, req *mcp.Request) (any, error) {
+			res, err := next(ctx, req)
+			var e *mcp.Error
+			if errors.As(err, &e) {
+				seen = append(seen, req.Method+" "+string(req.ID)+" "+strconv.FormatInt(e.Code, 10))
+			}
+			return res, err
+		}
+	}
+	refusal := &handoff.Refusal{Code: mcp.CodeInvalidParams, Message: "Invalid params: refused by the transport", Status: 400}
+	want := `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params: refused by the transport","data":{"correlationId":"cid-1"}}}`
+	for _, mws := range [][]mcp.Middleware{nil, {record}} {
+		opts := mcptest.ServerOptions(tools)
+		opts.Middleware = mws
+		srv := mcp.NewServer(opts)
+		for _, depth := range []int{srv.Options().MaxDepth, srv.Options().MaxDepth + 1} { // the reading taken, or the message read again
+			t.Run(fmt.Sprintf("%d middleware, depth %d", len(mws), depth), func(t *testing.T) {
+				ran, seen = 0, nil
+				b := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ok",` + meta + `}}`)
+				tr := &prereadTransport{pre: b, raw: b, maxDepth: depth, ok: true, refusal: refusal}
+				require.NoError(t, srv.ServeRequest(context.Background(), tr, b))
+				require.Len(t, tr.written, 1)
+				assert.JSONEq(t, want, string(tr.written[0]))
+				assert.Zero(t, ran, "the method does not run")
+				assert.Equal(t, int64(mcp.CodeInvalidParams), tr.x.ErrorCode())
+				assert.Equal(t, 400, tr.x.Status(), "the refusal's own status")
+				if len(mws) > 0 {
+					assert.Equal(t, []string{"tools/call 1 -32602"}, seen)
+				}
+			})
+		}
 	}
 }
 

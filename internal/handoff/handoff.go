@@ -3,7 +3,8 @@
 // which mcp answers back what the transport needs of the answer. It is the
 // whole per-request seam between the two: the message as the transport
 // read it, the classifier's reading of its params, the hook that ends the
-// request when the transport ends it first, and the answer's JSON-RPC
+// request when the transport ends it first, the refusal the transport
+// found the request must be answered with, and the answer's JSON-RPC
 // error code (hence its HTTP status).
 package handoff
 
@@ -18,10 +19,10 @@ import (
 )
 
 // Request is one request (or notification, or response) a transport read
-// and hands to the server. The transport fills Msg, MaxDepth and Reading
-// before it hands the Request over, and never changes them afterwards; the
-// rest is safe for concurrent use. The zero Request has no abort hook and
-// no error code.
+// and hands to the server. The transport fills Msg, MaxDepth, Reading and
+// Refusal before it hands the Request over, and never changes them
+// afterwards; the rest is safe for concurrent use. The zero Request has no
+// abort hook, no refusal and no error code.
 type Request struct {
 	// Msg is the message, decoded with at most MaxDepth levels of
 	// nesting. Its bytes are the server's to keep: they never change.
@@ -34,6 +35,11 @@ type Request struct {
 	// Reading is revision.Classify's reading of Msg.Params (the zero
 	// Reading for a response).
 	Reading revision.Reading
+	// Refusal, when not nil, is the error the transport's own checks
+	// refuse the request with (a request: it has a method and an id): the
+	// server answers the request with it, through its middleware chain as
+	// every answer, instead of running its method.
+	Refusal *Refusal
 
 	code atomic.Int64
 	end  func()
@@ -42,6 +48,22 @@ type Request struct {
 	// aborted) is the depth Msg was decoded with.
 	MaxDepth int32
 	aborted  bool
+}
+
+// Refusal is a JSON-RPC error a transport refuses a well-formed request
+// with before the server has served it (streamable HTTP: the checks of a
+// 2026-07-28 POST's headers, _meta and revision).
+type Refusal struct {
+	Code    int64
+	Message string
+	// Data is the error's data, without the correlation id (the server
+	// adds it, as to every protocol error); nil: none but that id.
+	Data any
+	// Status is the HTTP status of the answer while its error code is
+	// Code (0: revision.ErrorStatus of Code): a refusal keeps the status
+	// the transport gives it unless the answer is replaced by one of
+	// another code.
+	Status int
 }
 
 // Carrier is a transport that hands over the Request of the message its
@@ -128,5 +150,15 @@ func (x *Request) SetErrorCode(code int64) { x.code.Store(code) }
 func (x *Request) ErrorCode() int64 { return x.code.Load() }
 
 // Status returns the HTTP status of the answer of a per-request
-// revision's request (revision.ErrorStatus of ErrorCode).
-func (x *Request) Status() int { return revision.ErrorStatus(x.ErrorCode()) }
+// revision's request (StatusOf ErrorCode).
+func (x *Request) Status() int { return x.StatusOf(x.ErrorCode()) }
+
+// StatusOf returns the HTTP status of an answer to the request whose
+// JSON-RPC error code is code (0: a result): the Refusal's Status when
+// code is the refusal's and it sets one, else revision.ErrorStatus(code).
+func (x *Request) StatusOf(code int64) int {
+	if f := x.Refusal; f != nil && f.Status != 0 && code == f.Code {
+		return f.Status
+	}
+	return revision.ErrorStatus(code)
+}

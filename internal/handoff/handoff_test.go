@@ -59,6 +59,29 @@ func TestErrorCode(t *testing.T) {
 	}
 }
 
+// A refusal's own status holds while the answer keeps its code; an answer
+// of another code (a middleware's replacement) takes that code's status.
+func TestRefusalStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		refusal handoff.Refusal
+		code    int64
+		status  int
+	}{
+		{name: "refusal answered with its status", refusal: handoff.Refusal{Code: -32602, Status: 400}, code: -32602, status: 400},
+		{name: "refusal without a status of its own", refusal: handoff.Refusal{Code: revision.CodeHeaderMismatch}, code: revision.CodeHeaderMismatch, status: 400},
+		{name: "replaced by a result", refusal: handoff.Refusal{Code: -32602, Status: 400}, code: 0, status: 200},
+		{name: "replaced by another error", refusal: handoff.Refusal{Code: -32602, Status: 400}, code: -32601, status: 404},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := handoff.Request{Refusal: &tc.refusal}
+			x.SetErrorCode(tc.code)
+			assert.Equal(t, tc.status, x.Status())
+			assert.Equal(t, tc.status, x.StatusOf(tc.code))
+		})
+	}
+}
+
 // carrierT is a transport that hands over x for its message.
 type carrierT struct {
 	transport.Transport

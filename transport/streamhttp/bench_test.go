@@ -15,6 +15,12 @@ import (
 // network, no client), and fails unless each answer is a result with status 200.
 func benchPOST(b *testing.B, h http.Handler, body string, header map[string]string) {
 	b.Helper()
+	benchAnswer(b, h, body, header, http.StatusOK, `"result"`)
+}
+
+// benchAnswer is benchPOST for answers with status whose body holds has.
+func benchAnswer(b *testing.B, h http.Handler, body string, header map[string]string, status int, has string) {
+	b.Helper()
 	b.ReportAllocs()
 	for b.Loop() {
 		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(body))
@@ -25,7 +31,7 @@ func benchPOST(b *testing.B, h http.Handler, body string, header map[string]stri
 		}
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, req)
-		if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"result"`) {
+		if w.Code != status || !strings.Contains(w.Body.String(), has) {
 			b.Fatalf("status %d: %s", w.Code, w.Body)
 		}
 	}
@@ -45,4 +51,23 @@ func BenchmarkHTTPModernToolCall(b *testing.B) {
 	h := benchHandler(b)
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"},` + fullMeta + `}}`
 	benchPOST(b, h, body, map[string]string{"MCP-Protocol-Version": modern, "Mcp-Method": "tools/call", "Mcp-Name": "echo"})
+}
+
+// A 2026-07-28 tools/call whose Mcp-Name differs from its params.name:
+// the refusal of the handler's own check, 400 and -32020, answered by the
+// handler itself when the server has no Middleware, else by the Server
+// through its chain.
+func BenchmarkHTTPModernRefusal(b *testing.B) {
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"},` + fullMeta + `}}`
+	header := map[string]string{"MCP-Protocol-Version": modern, "Mcp-Method": "tools/call", "Mcp-Name": "other"}
+	pass := func(next mcp.MethodHandler) mcp.MethodHandler { return next }
+	for name, mws := range map[string][]mcp.Middleware{"no Middleware": nil, "a Middleware": {pass}} {
+		b.Run(name, func(b *testing.B) {
+			o := mcptest.ServerOptions(mcptest.NewTools(mcptest.ToolEcho))
+			o.Middleware = mws
+			h := streamhttp.NewServerHandler(mcp.NewServer(o), &streamhttp.Options{Logger: quiet, ResponseMode: streamhttp.ResponseJSON})
+			b.Cleanup(func() { _ = h.Close() })
+			benchAnswer(b, h, body, header, http.StatusBadRequest, `"code":-32020`)
+		})
+	}
 }

@@ -17,6 +17,31 @@
 // initialize, which Serve answers, and SupportedVersions defaults to
 // 2026-07-28. The ClientTransport keeps both eras.
 //
+// # Answers and the Server's middleware
+//
+// Behind NewServerHandler, every answer to a well-formed request (one with
+// a method and an id) passes through the Server's middleware chain
+// (mcp.ServerOptions.Middleware), the handler's own refusals included: a
+// 2026-07-28 request its checks of _meta, MCP-Protocol-Version, revision,
+// Mcp-Method, Mcp-Name or Mcp-Param-* refuse is handed to the Server with
+// its refusal, and a Middleware sees it as the *mcp.Error next returns,
+// which it may log or replace (a Server without Middleware leaves the
+// handler to answer it at once). Unless a Middleware replaces it, the client
+// gets what the handler answers itself: 400 and the same JSON-RPC error (a
+// replacement keeps 400 while its code is the refusal's, and gets its
+// code's status otherwise). The handler alone answers what is not a
+// well-formed request, and what concerns the HTTP exchange rather than a
+// request, before any session exists to serve it: a body that is not
+// JSON-RPC (-32700, -32600), over MaxBodyBytes or not received in time, a
+// refused batch; the Host, Origin, Content-Type and Accept checks, a
+// method other than POST, GET and DELETE, and RequireBearer's 401 and
+// 403; the bounds on streams and sessions (503, 429), and shutting down;
+// and for a 2025 session its MCP-Protocol-Version header, a missing,
+// unknown or ended Mcp-Session-Id, and an id in use by an unanswered
+// request on the session's streams (whose answer could not be told apart
+// from the first's). Wrap the Handler to observe those. A Handler that
+// NewHandler makes for another Serve answers all its refusals itself.
+//
 // # Peers
 //
 // Who a request comes from is what the network, or a verified credential,

@@ -64,15 +64,20 @@ const (
 // stateful and stateless mode alike, a modern request is served by a fresh
 // session that ends with the POST (Serve finds a StatelessRequest with the
 // revision in its context); no Mcp-Session-Id is issued, and one sent is
-// ignored. Before Serve sees it, the handler answers 400 with a JSON-RPC
-// error echoing the request id when _meta lacks protocolVersion or
+// ignored. Before Serve sees it, the handler refuses with 400 and a
+// JSON-RPC error echoing the request id when _meta lacks protocolVersion or
 // clientCapabilities (-32602), when MCP-Protocol-Version is missing or
 // differs from _meta (-32020), when the revision is not in
 // SupportedVersions (-32022, data {supported, requested}), and when the
 // Mcp-Method header differs from the method or Mcp-Name from the name
 // (params.name of tools/call and prompts/get, params.uri of
 // resources/read, params.taskId of tasks/get, tasks/update and
-// tasks/cancel; values may be encoded as =?base64?...?=). A modern error
+// tasks/cancel; values may be encoded as =?base64?...?=). Behind
+// NewServerHandler, when the Server has Middleware, the Server answers
+// these refusals through it (the request is handed to it with its
+// refusal), with the same status and body unless a Middleware replaces
+// them; the error's data.correlationId is then the request's
+// _meta.correlationId, else a fresh id of the Server's NewID. A modern error
 // answered as JSON gets 404 for -32601 and 400 for -32020, -32021 and
 // -32022; a batch gets 400; notifications get 202. A subscriptions/listen
 // request keeps its SSE stream open until the server answers it or the
@@ -345,7 +350,8 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 	// from) the POST's, so a client that goes away cancels the request,
 	// and the request sees the POST's values (the verified token, for
 	// one).
-	inPOST := modern && env.x.Msg.Method != methodListen && h.opts.ServeRequest != nil
+	refused := env.x.Refusal != nil // answered at once: in the POST, even a listen
+	inPOST := modern && (env.x.Msg.Method != methodListen || refused) && h.opts.ServeRequest != nil
 	parent := context.Background()
 	if inPOST {
 		parent = r.Context()
@@ -355,7 +361,7 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 		inPOSTx = env.handoff()
 	}
 	s := h.newHTTPSession(parent, inPOSTx, 1) // one message: the POST's
-	s.listen = modern && env.x.Msg.Method == methodListen
+	s.listen = modern && env.x.Msg.Method == methodListen && !refused
 	h.mu.Lock()
 	h.stateless[s] = struct{}{}
 	h.mu.Unlock()

@@ -103,6 +103,15 @@ func mcpErrorPaths(t *testing.T) []errorPath {
 			send: modernSend(es.srv, "x/se", "", "")},
 		{name: "2026-07-28 handler error too large to send", status: 200, code: 1054, parsed: true, modern: true, onlyCID: true,
 			send: modernSend(es.srv, "x/huge", "", "")},
+		// The handler's checks of the POST, answered by the Server.
+		{name: "2026-07-28 Server answers _meta lacks clientCapabilities", status: 400, code: -32602, parsed: true, modern: true, onlyCID: true,
+			send: plainSend(es.srv, request{version: modern, header: modernHeaders("echo", "", nil)}, func(cid string) string { return modernBody(pvMember, cid) })},
+		{name: "2026-07-28 Server answers Mcp-Method differs", status: 400, code: -32020, parsed: true, modern: true, onlyCID: true,
+			send: plainSend(es.srv, request{version: modern, header: modernHeaders("tools/list", "", nil)}, func(cid string) string { return modernBody(pvMember+","+capsMember, cid) })},
+		{name: "2026-07-28 Server answers unsupported revision", status: 400, code: -32022, parsed: true, modern: true, dataHas: `"requested":"v999.0.0"`,
+			send: plainSend(es.srv, request{version: "v999.0.0", header: modernHeaders("echo", "", nil)}, func(cid string) string {
+				return modernBody(`"io.modelcontextprotocol/protocolVersion":"v999.0.0",`+capsMember, cid)
+			})},
 	}
 }
 

@@ -12,8 +12,10 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/keelmcp/keel/internal/handoff"
 	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/revision"
+	"github.com/keelmcp/keel/mcp"
 )
 
 // Vocabulary of revision 2026-07-28 ("modern", stateless), from package mcp.
@@ -114,11 +116,24 @@ type ParamHeader struct {
 	Path []string
 }
 
-// rpcError is a JSON-RPC error the handler answers itself.
+// rpcError is a JSON-RPC error the handler refuses a well-formed modern
+// request with (checkModern): answered by the Server when it has
+// Middleware (Options.serveRefusals: see refusal), else by the handler.
 type rpcError struct {
 	code    int64
 	message string
-	data    correlated // nil: none but the correlation id
+	data    correlated // nil: none but the correlation id; else versionData
+}
+
+// refusal returns e as the refusal the Server answers the request with,
+// with the HTTP status the handler gives it (400) and its data as package
+// mcp has it (the Server adds the correlation id).
+func (e *rpcError) refusal() *handoff.Refusal {
+	f := &handoff.Refusal{Code: e.code, Message: e.message, Status: http.StatusBadRequest}
+	if d, ok := e.data.(versionData); ok {
+		f.Data = mcp.UnsupportedVersionData(d)
+	}
+	return f
 }
 
 // checkModern validates a modern request before it is dispatched, in the
@@ -361,8 +376,13 @@ func (h *Handler) serveModern(w http.ResponseWriter, r *http.Request, body []byt
 	}
 	v, rerr := h.checkModern(r, env)
 	if rerr != nil {
-		writeHTTPErrorID(w, h.exchangeOf(r).with(env), http.StatusBadRequest, rerr.code, rerr.message, env.x.Msg.ID, rerr.data)
-		return
+		if !h.opts.serveRefusals {
+			writeHTTPErrorID(w, h.exchangeOf(r).with(env), http.StatusBadRequest, rerr.code, rerr.message, env.x.Msg.ID, rerr.data)
+			return
+		}
+		// The Server answers it, through its middleware chain: the
+		// refusal rides with the message (handoff.Request.Refusal).
+		env.x.Refusal, v = rerr.refusal(), modernVersion
 	}
 	h.serveEphemeral(w, r, body, env, v, true)
 }

@@ -57,6 +57,16 @@ func (st *stream) errorCode() int64 {
 	return st.x.ErrorCode()
 }
 
+// status is the HTTP status of a modern answer whose JSON-RPC error code
+// is code: its hand-off's (handoff.Request.StatusOf: a refusal keeps its
+// own), else revision.ErrorStatus's.
+func (st *stream) status(code int64) int {
+	if st.x == nil {
+		return revision.ErrorStatus(code)
+	}
+	return st.x.StatusOf(code)
+}
+
 // attachment is one HTTP connection of a stream.
 type attachment struct {
 	w          http.ResponseWriter
@@ -131,7 +141,7 @@ func (st *stream) send(msg []byte, answered int, code int64) error {
 	if st.mode == modeUndecided {
 		// A modern error response goes as JSON even in ResponseSSE mode:
 		// its HTTP status (404, 400) is part of the answer.
-		if last && (h.opts.ResponseMode != ResponseSSE || st.modern && revision.ErrorStatus(code) != http.StatusOK) {
+		if last && (h.opts.ResponseMode != ResponseSSE || st.modern && st.status(code) != http.StatusOK) {
 			st.mode = modeJSON
 		} else {
 			st.mode = modeSSE
@@ -175,7 +185,7 @@ func (st *stream) writeJSONLocked(msg []byte, code int64) error {
 	st.sess.setInitHeaderLocked(st, hdr, msg)
 	status := http.StatusOK
 	if st.modern {
-		status = revision.ErrorStatus(code)
+		status = st.status(code)
 	}
 	a.w.WriteHeader(status)
 	a.headerSent = true

@@ -108,6 +108,12 @@ type Options struct {
 	// end the request without a context of its own
 	// (mcp.Server.ServeRequest does: NewServerHandler sets it).
 	serveRequestAborts bool
+	// serveRefusals: ServeRequest answers a request handed over with a
+	// refusal (handoff.Request.Refusal) with it, through the server's
+	// middleware chain (mcp.Server.ServeRequest does: NewServerHandler
+	// sets it when the server has Middleware); otherwise the handler
+	// answers its refusals itself, with the same status and body.
+	serveRefusals bool
 	// newCorrelationID makes the correlation id of an error the handler
 	// answers itself when neither the request nor its session has one
 	// (nil: a random UUID); NewServerHandler sets the server's NewID.

@@ -10,7 +10,8 @@ import (
 
 // A 2025 session over HTTP: the state gate's refusal, the method table's,
 // and a result that cannot be sent reach the Middleware as the error the
-// client gets.
+// client gets; the handler's refusal of the exchange's
+// MCP-Protocol-Version header does not.
 func TestHTTPAnswerChainSession(t *testing.T) {
 	cc := &chainCodes{}
 	hs := newServer(t, chainHandler(t, cc))
@@ -28,5 +29,9 @@ func TestHTTPAnswerChainSession(t *testing.T) {
 		{name: "unknown method", id: `2`, version: v, body: `{"jsonrpc":"2.0","id":2,"method":"acme/none"}`, code: mcp.CodeMethodNotFound},
 		{name: "result not serializable", id: `3`, version: v, body: `{"jsonrpc":"2.0","id":3,"method":"acme/chan"}`, code: mcp.CodeInternalError},
 		{name: "response over MaxMessageBytes", id: `4`, version: v, body: `{"jsonrpc":"2.0","id":4,"method":"acme/big"}`, code: mcp.CodeInternalError},
+		// The handler's check of the exchange's header: answered by it (id
+		// null), never seen.
+		{name: "MCP-Protocol-Version not served", id: `5`, version: "1999-01-01", body: `{"jsonrpc":"2.0","id":5,"method":"acme/ok"}`,
+			code: mcp.CodeInvalidRequest, status: 400, unseen: true},
 	})
 }

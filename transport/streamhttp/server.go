@@ -41,6 +41,7 @@ func NewServerHandler(srv *mcp.Server, opts *Options) *Handler {
 	so := srv.Options()
 	o.Serve = srv.Run
 	o.ServeRequest, o.serveRequestAborts = srv.ServeRequest, true
+	o.serveRefusals = len(so.Middleware) > 0 // without one, nobody but the client sees a refusal: answered at once
 	o.newCorrelationID = so.NewID
 	if o.SupportedVersions == nil {
 		o.SupportedVersions = mcp.AllVersions()
