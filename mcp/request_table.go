@@ -163,9 +163,6 @@ type inflight struct {
 	ctx    context.Context // the request's: a context.WithCancel of vals
 	cancel context.CancelFunc
 	vals   requestValues
-	// stopParent stops the AfterFunc that aborts the request when a parent
-	// no table watches ends (follow).
-	stopParent func() bool
 	// done is closed once the request is answered or its answer
 	// suppressed by a cancellation.
 	done      answerGate
@@ -212,7 +209,7 @@ func (ss *Session) begin(req *Request, parent context.Context, keepAlive bool) b
 	f := &req.f
 	*f = inflight{tab: &ss.reqs, req: req, key: idKey(jsontext.Value(req.ID)), method: req.Method, keepAlive: keepAlive}
 	f.vals.req = req
-	f.start(parent)
+	f.start(parent, ss.reqs.watched)
 	if !ss.reqs.add(f) {
 		f.cancel()
 		req.r.error(errIDInUse)
@@ -230,7 +227,7 @@ var errIDInUse = &Error{Code: CodeInvalidRequest, Message: "Invalid Request: id 
 // answers -32600).
 func beginReply(tab *requestTable, m *jsonrpc.Message, parent context.Context, reply func(any, error)) *inflight {
 	f := &inflight{tab: tab, key: idKey(m.ID), method: m.Method, reply: reply}
-	f.start(parent)
+	f.start(parent, tab.watched)
 	if !tab.add(f) {
 		f.cancel()
 		return nil
@@ -284,10 +281,7 @@ func (f *inflight) send(res any, err error) {
 
 // end cancels the request's context and removes it from the table.
 func (f *inflight) end() {
-	f.abort()
-	if f.stopParent != nil {
-		f.stopParent()
-	}
+	f.abort() // (a linked request's context leaves its parent's children)
 	t := f.tab
 	t.mu.Lock()
 	switch {
