@@ -334,6 +334,15 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 	h.serveUnmarked(w, r, body, env)
 }
 
+// ephemeral is a session that serves one POST, its stream and that
+// stream's attachment: they live and end together, and are allocated
+// together.
+type ephemeral struct {
+	s  httpSession
+	st stream
+	a  attachment
+}
+
 // serveEphemeral serves the requests of one POST with a fresh session that
 // ends with the POST: the session of a stateless handler, or of a modern
 // request (modern) in either mode. Unless the request is a legacy
@@ -354,12 +363,14 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 	if inPOST {
 		inPOSTx = env.handoff()
 	}
-	s := h.newHTTPSession(parent, inPOSTx, 1) // one message: the POST's
+	e := new(ephemeral)
+	s := &e.s
+	h.initHTTPSession(s, parent, inPOSTx, 1) // one message: the POST's
 	s.listen = modern && env.x.Msg.Method == methodListen
 	h.mu.Lock()
 	h.stateless[s] = struct{}{}
 	h.mu.Unlock()
-	st, dup := s.newStream(env.requests)
+	st, dup := s.newStream(env.requests, &e.st)
 	if st == nil {
 		s.close()
 		writeHTTPErrorID(w, h.exchangeOf(r).with(env), http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid Request: duplicate id in batch", []byte(dup), nil)
@@ -371,7 +382,7 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 		ctx = transport.WithStatelessRequest(ctx, StatelessRequest{ProtocolVersion: v})
 	}
 	st.mu.Lock()
-	a := st.attachLocked(w)
+	a := st.attachLocked(w, &e.a)
 	if h.opts.ResponseMode == ResponseSSE && !modern {
 		// (A modern stream waits for its first message: an error
 		// response then goes as JSON, with its HTTP status.)

@@ -57,3 +57,41 @@ func TestSessionAbortsItsHandoff(t *testing.T) {
 	s.close()
 	assert.Error(t, s.ctx.Err())
 }
+
+// The pending set holds its first id without a map and the others in
+// one, and answers the same whichever holds an id.
+func TestPendingSet(t *testing.T) {
+	a, b := new(stream), new(stream)
+	var p pendingSet
+	assert.Nil(t, p.get("1"))
+	assert.Equal(t, 0, p.len())
+	p.put("1", a)
+	assert.Nil(t, p.more, "the first id needs no map")
+	p.put("2", a)
+	p.put("3", b)
+	assert.Equal(t, 3, p.len())
+	assert.Same(t, a, p.get("1"))
+	assert.Same(t, a, p.get("2"))
+	assert.Same(t, b, p.get("3"))
+	assert.Nil(t, p.get("4"))
+
+	assert.Equal(t, 2, p.removeStream(a), "the first id and one in the map")
+	assert.Nil(t, p.get("1"))
+	assert.Nil(t, p.get("2"))
+	assert.Equal(t, 1, p.len())
+
+	p.put("1", a) // the first slot is free again
+	assert.Same(t, a, p.get("1"))
+	p.remove("3")
+	p.remove("9") // unknown: nothing happens
+	assert.Equal(t, 1, p.len())
+	p.remove("1")
+	assert.Equal(t, 0, p.len())
+
+	p.put("5", a)
+	p.put("6", b)
+	p.clear()
+	assert.Equal(t, 0, p.len())
+	assert.Nil(t, p.get("5"))
+	assert.Nil(t, p.get("6"))
+}
