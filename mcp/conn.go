@@ -56,11 +56,18 @@ type conn struct {
 }
 
 func newConn(t transport.Transport, maxDepth int, log *slog.Logger) *conn {
-	c := &conn{t: t, maxDepth: maxDepth, log: log, done: make(chan struct{})}
+	c := new(conn)
+	initConn(c, t, maxDepth, log)
+	return c
+}
+
+// initConn makes c, a zero conn, the connection newConn returns (a server
+// Session holds its conn).
+func initConn(c *conn, t transport.Transport, maxDepth int, log *slog.Logger) {
+	c.t, c.maxDepth, c.log, c.done = t, maxDepth, log, make(chan struct{})
 	if ml, ok := t.(transport.MessageLimiter); ok {
 		c.maxOut = ml.MaxMessageBytes()
 	}
-	return c
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}

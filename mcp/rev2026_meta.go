@@ -94,8 +94,11 @@ func requestMetaOf(params jsontext.Value, rd *revision.Reading) (requestMeta, *E
 		return parseRequestMeta(params)
 	}
 	w := requestMetaWire{hasVersion: true, hasCaps: true, hasLevel: rd.Level != 0, ProtocolVersion: rd.Version, LogLevel: LoggingLevel(rd.LevelName())}
-	if caps := rd.Caps.In(params); string(caps) != "{}" && jsonrpc.Unmarshal(caps, &w.ClientCapabilities) != nil {
-		return parseRequestMeta(params)
+	if caps := rd.Caps.In(params); string(caps) != "{}" {
+		var err error
+		if w.ClientCapabilities, err = decodeCapabilities(caps); err != nil {
+			return parseRequestMeta(params)
+		}
 	}
 	if info := rd.Info.In(params); info != nil {
 		w.ClientInfo = new(Implementation)
@@ -104,6 +107,15 @@ func requestMetaOf(params jsontext.Value, rd *revision.Reading) (requestMeta, *E
 		}
 	}
 	return w.check(nil)
+}
+
+// decodeCapabilities decodes a _meta's clientCapabilities (apart from
+// requestMetaOf, so that its requestMetaWire stays on the stack when the
+// capabilities are empty).
+func decodeCapabilities(v jsontext.Value) (ClientCapabilities, error) {
+	var caps ClientCapabilities
+	err := jsonrpc.Unmarshal(v, &caps)
+	return caps, err
 }
 
 // check applies the rules of parseRequestMeta to w, decoded with error

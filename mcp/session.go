@@ -37,7 +37,8 @@ const (
 // log level) is the Request's to answer.
 type Session struct {
 	server *Server
-	conn   *conn
+	conn   *conn // &connOf
+	connOf conn
 	log    *slog.Logger
 	ctx    context.Context
 	// connCorrelationID is the connection's id (connID): generated at
@@ -86,7 +87,8 @@ func (s *Server) newSession(t transport.Transport, perRequest bool) *Session {
 	}
 	ss.reqs.log = ss.log
 	ss.rd.ss = ss
-	ss.conn = newConn(t, s.opts.MaxDepth, ss.log)
+	ss.conn = &ss.connOf // one allocation with the session
+	initConn(ss.conn, t, s.opts.MaxDepth, ss.log)
 	ss.conn.ss, ss.conn.out = ss, sendChain(ss.conn, s.opts.SendMiddleware)
 	return ss
 }
@@ -218,15 +220,8 @@ type responder struct {
 func (r *responder) result(v any) {
 	var err error
 	v, err = r.engine().encode(r, v)
-	var notObj *resultNotObjectError
-	if errors.As(err, &notObj) {
-		r.ss.log.Error("mcp: result refused", "error", err)
-		r.error(&Error{Code: CodeInternalError, Message: "Internal error: " + err.Error()})
-		return
-	}
 	if err != nil {
-		r.ss.log.Error("mcp: result not serializable", "error", err)
-		r.error(r.notSerializable())
+		r.encodeFailed(err)
 		return
 	}
 	if r.batch != nil {
@@ -246,6 +241,21 @@ func (r *responder) result(v any) {
 	if err != nil && !isClosed(err) {
 		r.ss.log.Warn("mcp: writing response failed", "error", err)
 	}
+}
+
+// encodeFailed answers a result the engine could not encode (err): a
+// result that is not an object is refused, any other is not serializable.
+// (Apart from result, so that the variable errors.As needs is allocated
+// only for an error.)
+func (r *responder) encodeFailed(err error) {
+	var notObj *resultNotObjectError
+	if errors.As(err, &notObj) {
+		r.ss.log.Error("mcp: result refused", "error", err)
+		r.error(&Error{Code: CodeInternalError, Message: "Internal error: " + err.Error()})
+		return
+	}
+	r.ss.log.Error("mcp: result not serializable", "error", err)
+	r.error(r.notSerializable())
 }
 
 // notSerializable is the -32603 answer to a result that cannot be encoded.
