@@ -341,6 +341,7 @@ type ephemeral struct {
 	s  httpSession
 	st stream
 	a  attachment
+	mc msgContext // the context of the POST's message (MessageContext)
 }
 
 // serveEphemeral serves the requests of one POST with a fresh session that
@@ -366,6 +367,7 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 	e := new(ephemeral)
 	s := &e.s
 	h.initHTTPSession(s, parent, inPOSTx, 1) // one message: the POST's
+	s.curCtx = &e.mc
 	s.listen = modern && env.x.Msg.Method == methodListen
 	h.mu.Lock()
 	h.stateless[s] = struct{}{}

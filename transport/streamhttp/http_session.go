@@ -36,6 +36,9 @@ type httpSession struct {
 	done      chan struct{} // closed when the session ends
 	closeOnce sync.Once
 	cur       inbound // the message Read returned last (reader-owned)
+	// curCtx, if not nil, is room for the next MessageContext (an
+	// ephemeral session's, allocated with it; reader-owned).
+	curCtx *msgContext
 
 	mu      sync.Mutex
 	closed  bool
@@ -196,7 +199,13 @@ func (s *httpSession) MessageContext(parent context.Context) context.Context {
 	if s.cur.values == nil && s.cur.stream == nil {
 		return parent
 	}
-	return &msgContext{Context: parent, values: s.cur.values, stream: s.cur.stream}
+	c := s.curCtx
+	if c == nil {
+		c = new(msgContext)
+	}
+	s.curCtx = nil // used once
+	*c = msgContext{Context: parent, values: s.cur.values, stream: s.cur.stream}
+	return c
 }
 
 // Write routes msg to exactly one stream: a response to the stream of the
