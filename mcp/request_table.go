@@ -45,6 +45,10 @@ func (t *requestTable) close() {
 	t.cancelAll(false)
 }
 
+// End implements handoff.Ender: close (the transport ended the request it
+// handed over).
+func (t *requestTable) End() { t.close() }
+
 // watch makes the end of ctx cancel every request in the table. The
 // contexts of requests whose parent ends with ctx then follow it through
 // the table (see requestValues) instead of each registering with ctx.

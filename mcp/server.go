@@ -626,7 +626,7 @@ func (s *Server) ServeRequest(ctx context.Context, t transport.Transport, msg []
 	if x := ss.rd.x; x != nil {
 		// The transport may end the request before ctx ends (streamable
 		// HTTP: when its Handler closes).
-		x.OnAbort(ss.reqs.close)
+		x.OnAbort(&ss.reqs)
 	}
 	if j := ss.rd.handleRead(msg); j != nil {
 		j.run()

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/keelmcp/keel/internal/handoff"
 	"github.com/keelmcp/keel/transport"
 )
 
@@ -43,11 +44,11 @@ func TestSessionAbortsItsHandoff(t *testing.T) {
 	assert.Equal(t, int32(8), s.Handoff().MaxDepth)
 	assert.Nil(t, s.cancel, "the POST's context is the session's")
 	ended := 0
-	s.Handoff().OnAbort(func() { ended++ })
+	s.Handoff().OnAbort(handoff.EndFunc(func() { ended++ }))
 	s.close()
 	s.close()
 	assert.Equal(t, 1, ended)
-	s.Handoff().OnAbort(func() { ended++ })
+	s.Handoff().OnAbort(handoff.EndFunc(func() { ended++ }))
 	assert.Equal(t, 2, ended, "registered after the close: ended at once")
 
 	// A ServeRequest that does not register keeps a context of its own.
