@@ -318,7 +318,14 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	env, derr := parseIncoming(body, h.opts.MaxDepth)
+	var into *envelope
+	if v, _ := headerField(r, headerProtocolVersion); h.opts.Stateless || isModernHeader(v) {
+		// An ephemeral session will serve it (unless the checks refuse
+		// it): allocated with the envelope.
+		e := new(ephemeral)
+		e.env.eph, into = e, &e.env
+	}
+	env, derr := parseIncoming(body, h.opts.MaxDepth, into)
 	if derr != nil {
 		writeHTTPErrorID(w, h.exchangeOf(r), http.StatusBadRequest, derr.Code, derr.Message, derr.ID, nil)
 		return
@@ -338,10 +345,11 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 // stream's attachment: they live and end together, and are allocated
 // together.
 type ephemeral struct {
-	s  httpSession
-	st stream
-	a  attachment
-	mc msgContext // the context of the POST's message (MessageContext)
+	env envelope // the POST's message, when known to be ephemeral's before it is read (servePOST)
+	s   httpSession
+	st  stream
+	a   attachment
+	mc  msgContext // the context of the POST's message (MessageContext)
 }
 
 // serveEphemeral serves the requests of one POST with a fresh session that
@@ -364,7 +372,10 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 	if inPOST {
 		inPOSTx = env.handoff()
 	}
-	e := new(ephemeral)
+	e := env.eph
+	if e == nil {
+		e = new(ephemeral)
+	}
 	s := &e.s
 	h.initHTTPSession(s, parent, inPOSTx, 1) // one message: the POST's
 	s.curCtx = &e.mc

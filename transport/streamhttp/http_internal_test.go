@@ -35,7 +35,7 @@ func TestSessionAbortsItsHandoff(t *testing.T) {
 		ServeRequest:       func(context.Context, transport.Transport, []byte) error { return nil },
 		serveRequestAborts: true,
 	})
-	env, derr := parseIncoming([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), 8)
+	env, derr := parseIncoming([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), 8, nil)
 	require.Nil(t, derr)
 	s := h.newHTTPSession(context.Background(), env.handoff(), 0)
 	s.cur = inbound{env: env}

@@ -218,7 +218,8 @@ func (s *httpSession) Write(ctx context.Context, msg []byte) error {
 		return transport.ErrClosed
 	default:
 	}
-	out, err := peekWritten(msg)
+	var one [1]string // room for a response's id (peekWritten)
+	out, err := peekWritten(msg, &one)
 	if err != nil {
 		return err
 	}
