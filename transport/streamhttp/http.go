@@ -241,14 +241,23 @@ func (h *Handler) hostAllowed(host string) bool {
 	return false
 }
 
-// accepts reports whether the Accept header admits mediaType.
-func accepts(r *http.Request, mediaType string) bool {
-	major, _, _ := strings.Cut(mediaType, "/")
+// accepts reports whether the Accept header admits every one of
+// mediaTypes (at most 8, each "type/subtype" in lower case), read in one
+// pass.
+func accepts(r *http.Request, mediaTypes ...string) bool {
+	all := uint8(1)<<len(mediaTypes) - 1
+	var seen uint8 // bit i: mediaTypes[i] is admitted
 	for _, v := range r.Header.Values("Accept") {
 		for part := range strings.SplitSeq(v, ",") {
 			mt, _, _ := strings.Cut(part, ";")
 			mt = strings.ToLower(strings.TrimSpace(mt))
-			if mt == mediaType || mt == "*/*" || mt == major+"/*" {
+			major, isRange := strings.CutSuffix(mt, "/*")
+			for i, want := range mediaTypes {
+				if mt == want || mt == "*/*" || isRange && len(want) > len(major) && want[len(major)] == '/' && want[:len(major)] == major {
+					seen |= 1 << i
+				}
+			}
+			if seen == all {
 				return true
 			}
 		}
@@ -306,7 +315,7 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, h.exchangeOf(r), http.StatusUnsupportedMediaType, codeServerError, "Unsupported Media Type: Content-Type must be application/json")
 		return
 	}
-	if !accepts(r, "application/json") || !accepts(r, "text/event-stream") {
+	if !accepts(r, "application/json", "text/event-stream") {
 		writeHTTPError(w, h.exchangeOf(r), http.StatusNotAcceptable, codeServerError, "Not Acceptable: Accept must include application/json and text/event-stream")
 		return
 	}

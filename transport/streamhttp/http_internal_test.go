@@ -2,6 +2,7 @@ package streamhttp
 
 import (
 	"context"
+	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -95,4 +96,35 @@ func TestPendingSet(t *testing.T) {
 	assert.Equal(t, 0, p.len())
 	assert.Nil(t, p.get("5"))
 	assert.Nil(t, p.get("6"))
+}
+
+// Accept admits a media type by name, by its type's range or by */*,
+// in any of its values and elements; every type asked for must be admitted.
+func TestAccepts(t *testing.T) {
+	both := []string{"application/json", "text/event-stream"}
+	for _, tc := range []struct {
+		accept []string
+		want   []string
+		ok     bool
+	}{
+		{[]string{"application/json, text/event-stream"}, both, true},
+		{[]string{"application/json", "text/event-stream"}, both, true},
+		{[]string{"Text/Event-Stream;q=0.5 , APPLICATION/JSON"}, both, true},
+		{[]string{"*/*"}, both, true},
+		{[]string{"application/*, text/*"}, both, true},
+		{[]string{"application/*"}, both, false},
+		{[]string{"application/json"}, both, false},
+		{[]string{"text/event-stream"}, both, false},
+		{[]string{"applications/*, text/event-stream"}, both, false},
+		{[]string{"text/*"}, []string{"text/event-stream"}, true},
+		{[]string{"tex/*"}, []string{"text/event-stream"}, false},
+		{[]string{"/*"}, []string{"text/event-stream"}, false},
+		{nil, []string{"text/event-stream"}, false},
+		{[]string{""}, both, false},
+	} {
+		r, err := http.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", nil)
+		require.NoError(t, err)
+		r.Header["Accept"] = tc.accept
+		assert.Equal(t, tc.ok, accepts(r, tc.want...), "Accept %q, want %q", tc.accept, tc.want)
+	}
 }
