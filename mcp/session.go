@@ -131,7 +131,7 @@ func initConnID(ss *Session) {
 func (ss *Session) runWorker(j job) {
 	w := ss.workers.Load()
 	if w == nil {
-		ss.workers.CompareAndSwap(nil, newWorkers(64, ss.conn.done))
+		ss.workers.CompareAndSwap(nil, newWorkers(64, ss.conn.doneChan()))
 		w = ss.workers.Load()
 	}
 	w.run(j)
