@@ -48,6 +48,17 @@ func (v *requestValues) Err() error {
 	return nil
 }
 
+// AfterFunc lets a linked request's context register with a parent that
+// is neither a context.WithCancel nor derived from one the way the parent
+// itself offers (see context.AfterFunc); the context package calls it only
+// for such a parent.
+func (v *requestValues) AfterFunc(f func()) (stop func() bool) {
+	if a, ok := v.parent.(interface{ AfterFunc(func()) func() bool }); ok {
+		return a.AfterFunc(f)
+	}
+	return context.AfterFunc(v.parent, f)
+}
+
 // Value implements context.Context: the request and its tools/call, then
 // the parent's values.
 func (v *requestValues) Value(key any) any {

@@ -81,3 +81,85 @@ func TestRequestParentEndedBefore(t *testing.T) {
 		f.end()
 	}
 }
+
+// afterFuncContext is a context that ends by itself and offers AfterFunc,
+// as a context of another package may.
+type afterFuncContext struct {
+	context.Context
+	done chan struct{}
+	fns  chan func()
+}
+
+func (c *afterFuncContext) Done() <-chan struct{} { return c.done }
+
+func (c *afterFuncContext) Err() error {
+	select {
+	case <-c.done:
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+
+func (c *afterFuncContext) AfterFunc(f func()) func() bool {
+	c.fns <- f
+	return func() bool { return true }
+}
+
+// A request whose parent offers AfterFunc registers with it, and ends when
+// the parent calls what it registered.
+func TestRequestFollowsAfterFuncParent(t *testing.T) {
+	parent := &afterFuncContext{Context: context.Background(), done: make(chan struct{}), fns: make(chan func(), 1)}
+	var tab requestTable
+	f := &inflight{tab: &tab, key: "1"}
+	f.start(parent, tab.watched)
+	require.True(t, tab.add(f))
+	f.follow(tab.watched)
+	var registered func()
+	select {
+	case registered = <-parent.fns:
+	case <-time.After(5 * time.Second):
+		t.Fatal("nothing registered with the parent")
+	}
+	require.NoError(t, f.ctx.Err())
+	close(parent.done)
+	registered()
+	assert.ErrorIs(t, f.ctx.Err(), context.Canceled)
+	f.end()
+}
+
+// doneContext is a context that ends by itself and offers nothing else.
+type doneContext struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c *doneContext) Done() <-chan struct{} { return c.done }
+
+func (c *doneContext) Err() error {
+	select {
+	case <-c.done:
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+
+// A request whose parent is neither a context.WithCancel nor offers
+// AfterFunc still ends with it.
+func TestRequestFollowsOtherParent(t *testing.T) {
+	parent := &doneContext{Context: context.Background(), done: make(chan struct{})}
+	var tab requestTable
+	f := &inflight{tab: &tab, key: "1"}
+	f.start(parent, tab.watched)
+	require.True(t, tab.add(f))
+	f.follow(tab.watched)
+	require.NoError(t, f.ctx.Err())
+	close(parent.done)
+	select {
+	case <-f.ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request did not end with its parent")
+	}
+	f.end()
+}
