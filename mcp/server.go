@@ -296,6 +296,9 @@ type Server struct {
 	// serverInfoJSON is the serverInfo every 2026-07-28 result names,
 	// encoded once (rev2026_engine.go).
 	serverInfoJSON jsontext.Value
+	// clientInfos are the clientInfo values of 2026-07-28 requests, as
+	// decoded (rev2026_meta.go).
+	clientInfos clientInfoCache
 	// detached counts the handlers of requests served by ServeRequest
 	// that run on after their answer (ToolCall.Detach): StopTasks waits
 	// for them.
