@@ -85,20 +85,8 @@ func TestRequestParentEndedBefore(t *testing.T) {
 // afterFuncContext is a context that ends by itself and offers AfterFunc,
 // as a context of another package may.
 type afterFuncContext struct {
-	context.Context
-	done chan struct{}
-	fns  chan func()
-}
-
-func (c *afterFuncContext) Done() <-chan struct{} { return c.done }
-
-func (c *afterFuncContext) Err() error {
-	select {
-	case <-c.done:
-		return context.Canceled
-	default:
-		return nil
-	}
+	doneContext
+	fns chan func()
 }
 
 func (c *afterFuncContext) AfterFunc(f func()) func() bool {
@@ -109,7 +97,7 @@ func (c *afterFuncContext) AfterFunc(f func()) func() bool {
 // A request whose parent offers AfterFunc registers with it, and ends when
 // the parent calls what it registered.
 func TestRequestFollowsAfterFuncParent(t *testing.T) {
-	parent := &afterFuncContext{Context: context.Background(), done: make(chan struct{}), fns: make(chan func(), 1)}
+	parent := &afterFuncContext{doneContext: doneContext{Context: context.Background(), done: make(chan struct{})}, fns: make(chan func(), 1)}
 	var tab requestTable
 	f := &inflight{tab: &tab, key: "1"}
 	f.start(parent, tab.watched)

@@ -40,18 +40,18 @@ type StatelessRequest struct {
 
 type statelessKey struct{}
 
-// statelessContext is a context carrying a StatelessRequest: one
-// allocation, where context.WithValue would need two (the context and the
-// boxed value).
-type statelessContext struct {
+// valueContext is a context carrying one value of type V, found by the key
+// type K (a pointer to it is the value): one allocation, where
+// context.WithValue would need two (the context and the boxed value).
+type valueContext[K comparable, V any] struct {
 	context.Context
-	sr StatelessRequest
+	v V
 }
 
 // Value implements context.Context.
-func (c *statelessContext) Value(key any) any {
-	if _, ok := key.(statelessKey); ok {
-		return &c.sr
+func (c *valueContext[K, V]) Value(key any) any {
+	if _, ok := key.(K); ok {
+		return &c.v
 	}
 	return c.Context.Value(key)
 }
@@ -59,7 +59,7 @@ func (c *statelessContext) Value(key any) any {
 // WithStatelessRequest returns a context carrying sr (used by stateless
 // HTTP handlers when they start a session).
 func WithStatelessRequest(ctx context.Context, sr StatelessRequest) context.Context {
-	return &statelessContext{Context: ctx, sr: sr}
+	return &valueContext[statelessKey, StatelessRequest]{Context: ctx, v: sr}
 }
 
 // StatelessRequestFromContext reports whether ctx is the context of a
