@@ -138,7 +138,7 @@ func (s *clientSide) serve(cn *conn, m *jsonrpc.Message) bool {
 	s.once.Do(func() {
 		base, cancel := context.WithCancel(context.Background())
 		s.base = base
-		done := cn.done
+		done := cn.doneChan()
 		go func() { <-done; cancel() }()
 	})
 	id, method := m.ID, m.Method

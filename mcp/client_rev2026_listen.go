@@ -81,6 +81,7 @@ func (m *modernState) listen(ctx context.Context, filter SubscriptionFilter) (*S
 		return nil, ErrClosed
 	}
 	cn.addPendingLocked(id, resp)
+	cnDone := cn.doneLocked()
 	cn.mu.Unlock()
 	m.mu.Lock()
 	if m.acks == nil {
@@ -105,7 +106,7 @@ func (m *modernState) listen(ctx context.Context, filter SubscriptionFilter) (*S
 		case <-ctx.Done():
 			m.cancel(id, context.Cause(ctx).Error())
 			err = ctx.Err()
-		case <-cn.done:
+		case <-cnDone:
 			err = ErrClosed
 		}
 	}
@@ -137,14 +138,14 @@ func responseError(m *jsonrpc.Message) error {
 // server's final answer (or the connection's end), so that the answer is
 // not reported as a response to an unknown request.
 func (s *Subscription) run(ctx context.Context, resp chan *jsonrpc.Message) {
-	cn := s.cn
+	cnDone := s.cn.doneChan()
 	defer s.forget()
 	select {
 	case m := <-resp:
 		s.err = responseError(m)
 		close(s.done)
 		return
-	case <-cn.done:
+	case <-cnDone:
 		s.err = ErrClosed
 		close(s.done)
 		return
@@ -156,7 +157,7 @@ func (s *Subscription) run(ctx context.Context, resp chan *jsonrpc.Message) {
 	close(s.done)
 	select {
 	case <-resp:
-	case <-cn.done:
+	case <-cnDone:
 	}
 }
 

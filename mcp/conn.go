@@ -42,7 +42,7 @@ type conn struct {
 	maxOut int
 
 	closed atomic.Bool
-	done   chan struct{} // closed when the connection is closed
+	done   chan struct{} // closed when the connection is closed; made on first use (doneChan), guarded by mu
 
 	mu      sync.Mutex
 	pending map[int64]chan *jsonrpc.Message
@@ -56,11 +56,18 @@ type conn struct {
 }
 
 func newConn(t transport.Transport, maxDepth int, log *slog.Logger) *conn {
-	c := &conn{t: t, maxDepth: maxDepth, log: log, done: make(chan struct{})}
+	c := new(conn)
+	initConn(c, t, maxDepth, log)
+	return c
+}
+
+// initConn makes c, a zero conn, the connection newConn returns (a server
+// Session holds its conn).
+func initConn(c *conn, t transport.Transport, maxDepth int, log *slog.Logger) {
+	c.t, c.maxDepth, c.log = t, maxDepth, log
 	if ml, ok := t.(transport.MessageLimiter); ok {
 		c.maxOut = ml.MaxMessageBytes()
 	}
-	return c
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
@@ -168,6 +175,7 @@ func (c *conn) request(ctx context.Context, method string, params, result any, o
 		return ErrClosed
 	}
 	c.addPendingLocked(id, ch)
+	done := c.doneLocked()
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
@@ -199,7 +207,7 @@ func (c *conn) request(ctx context.Context, method string, params, result any, o
 			onCancel(id, context.Cause(ctx).Error())
 		}
 		return ctx.Err()
-	case <-c.done:
+	case <-done:
 		return ErrClosed
 	}
 }
@@ -226,10 +234,30 @@ func (c *conn) deliver(m *jsonrpc.Message) {
 // calls return ErrClosed.
 func (c *conn) close() {
 	c.mu.Lock()
-	if !c.closed.Swap(true) {
+	if !c.closed.Swap(true) && c.done != nil {
 		close(c.done)
 	}
 	c.mu.Unlock()
+}
+
+// doneChan returns a channel that is closed when the connection is closed.
+// It is made on first use: most connections of one request never wait on
+// it.
+func (c *conn) doneChan() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.doneLocked()
+}
+
+// doneLocked is doneChan; c.mu is held.
+func (c *conn) doneLocked() <-chan struct{} {
+	if c.done == nil {
+		c.done = make(chan struct{})
+		if c.closed.Load() {
+			close(c.done)
+		}
+	}
+	return c.done
 }
 
 // isEOF reports whether err ends the input stream.

@@ -142,7 +142,7 @@ func (rd *reader) handleRead(msg []byte) job {
 		var meta requestMeta
 		var e *Error
 		if x.Reading.Marked {
-			meta, e = requestMetaOf(m.Params, &x.Reading)
+			meta, e = requestMetaOf(m.Params, &x.Reading, &ss.server.clientInfos)
 		}
 		return rd.route(m, responder{ss: ss, id: m.ID, params: m.Params, x: x}, x.Reading.Marked, meta, e)
 	}
@@ -200,7 +200,7 @@ func (rd *reader) handleNotification(m *jsonrpc.Message) {
 
 // handleRequest hands request m to its era's engine.
 func (rd *reader) handleRequest(m *jsonrpc.Message, r responder) job {
-	modern, meta, e := classifyRequest(m.Params)
+	modern, meta, e := classifyRequest(m.Params, &rd.ss.server.clientInfos)
 	return rd.route(m, r, modern, meta, e)
 }
 

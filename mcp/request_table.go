@@ -48,6 +48,10 @@ func (t *requestTable) close() {
 	t.cancelAll(false)
 }
 
+// End implements handoff.Ender: close (the transport ended the request it
+// handed over).
+func (t *requestTable) End() { t.close() }
+
 // watch makes the end of ctx cancel every request in the table. The
 // contexts of requests whose parent ends with ctx then follow it through
 // the table (see requestValues) instead of each registering with ctx.
@@ -175,9 +179,6 @@ type inflight struct {
 	ctx    context.Context // the request's: a context.WithCancel of vals
 	cancel context.CancelFunc
 	vals   requestValues
-	// stopParent stops the AfterFunc that aborts the request when a parent
-	// no table watches ends (follow).
-	stopParent func() bool
 	// done is closed once the request is answered or its answer
 	// suppressed by a cancellation.
 	done      answerGate
@@ -226,7 +227,7 @@ func (ss *Session) begin(req *Request, parent context.Context, keepAlive bool) b
 	f := &req.f
 	*f = inflight{tab: &ss.reqs, req: req, key: idKey(jsontext.Value(req.ID)), method: req.Method, keepAlive: keepAlive}
 	f.vals.req = req
-	f.start(parent)
+	f.start(parent, ss.reqs.watched)
 	if e := ss.reqs.add(f, ss.server.opts.MaxInFlight); e != nil {
 		f.cancel()
 		req.refuse(parent, e)
@@ -244,7 +245,7 @@ var errIDInUse = &Error{Code: CodeInvalidRequest, Message: "Invalid Request: id 
 // answers -32600).
 func beginReply(tab *requestTable, m *jsonrpc.Message, parent context.Context, reply func(any, error)) *inflight {
 	f := &inflight{tab: tab, key: idKey(m.ID), method: m.Method, reply: reply}
-	f.start(parent)
+	f.start(parent, tab.watched)
 	if tab.add(f, 0) != nil { // a Client's table has no bound
 		f.cancel()
 		return nil
@@ -298,10 +299,7 @@ func (f *inflight) send(res any, err error) {
 
 // end cancels the request's context and removes it from the table.
 func (f *inflight) end() {
-	f.abort()
-	if f.stopParent != nil {
-		f.stopParent()
-	}
+	f.abort() // (a linked request's context leaves its parent's children)
 	t := f.tab
 	t.mu.Lock()
 	removed := true

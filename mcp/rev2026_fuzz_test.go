@@ -238,6 +238,7 @@ func FuzzClassifyRequest(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	var infos clientInfoCache // shared by the inputs: a value read from it is the one decoded
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if !jsontext.Value(b).IsValid() {
 			return // params reach the reader validated
@@ -249,7 +250,7 @@ func FuzzClassifyRequest(f *testing.F) {
 				t.Fatalf("%s: Classify %q %v, CheckMeta %q %v", b, rd.Version, rd.Refusal, v, refusal)
 			}
 		}
-		modern, meta, e := classifyRequest(b)
+		modern, meta, e := classifyRequest(b, &infos)
 		if want := revision.Marked(b); modern != want {
 			t.Fatalf("%s: modern %v, revision.Marked %v", b, modern, want)
 		}

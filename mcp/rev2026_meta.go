@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -75,12 +76,12 @@ func parseNotificationMeta(params jsontext.Value) (requestMeta, *Error) {
 // classifyRequest is revision.Classify and, for a marked request, its
 // _meta as parseRequestMeta reads it (requestMetaOf): the hand-off of a
 // request to its era's rules. When modern is false, meta and e are zero.
-func classifyRequest(params jsontext.Value) (modern bool, meta requestMeta, e *Error) {
+func classifyRequest(params jsontext.Value, infos *clientInfoCache) (modern bool, meta requestMeta, e *Error) {
 	rd := revision.Classify(params)
 	if !rd.Marked {
 		return false, meta, nil
 	}
-	meta, e = requestMetaOf(params, &rd)
+	meta, e = requestMetaOf(params, &rd, infos)
 	return true, meta, e
 }
 
@@ -89,21 +90,83 @@ func classifyRequest(params jsontext.Value) (modern bool, meta requestMeta, e *E
 // rd located, and params are read again only when rd is not all it takes
 // (rd.Slow, a refusal, or a member whose type is wrong), so that the
 // errors are parseRequestMeta's own.
-func requestMetaOf(params jsontext.Value, rd *revision.Reading) (requestMeta, *Error) {
+func requestMetaOf(params jsontext.Value, rd *revision.Reading, infos *clientInfoCache) (requestMeta, *Error) {
 	if rd.Refusal != nil || rd.Slow {
 		return parseRequestMeta(params)
 	}
 	w := requestMetaWire{hasVersion: true, hasCaps: true, hasLevel: rd.Level != 0, ProtocolVersion: rd.Version, LogLevel: LoggingLevel(rd.LevelName())}
-	if caps := rd.Caps.In(params); string(caps) != "{}" && jsonrpc.Unmarshal(caps, &w.ClientCapabilities) != nil {
-		return parseRequestMeta(params)
+	if caps := rd.Caps.In(params); string(caps) != "{}" {
+		var err error
+		if w.ClientCapabilities, err = decodeCapabilities(caps); err != nil {
+			return parseRequestMeta(params)
+		}
 	}
 	if info := rd.Info.In(params); info != nil {
-		w.ClientInfo = new(Implementation)
-		if jsonrpc.Unmarshal(info, w.ClientInfo) != nil {
+		var err error
+		if w.ClientInfo, err = infos.decode(info); err != nil {
 			return parseRequestMeta(params)
 		}
 	}
 	return w.check(nil)
+}
+
+// clientInfoCache holds the clientInfo values of 2026-07-28 requests as
+// decoded, by their bytes: a client names itself alike in every request,
+// and decoding the value is a good part of reading _meta. A value is kept
+// only when it is small and has no icons, so that it holds strings only
+// (a copy handed to a handler, Request.ClientInfo, shares nothing it could
+// change), and at most maxClientInfos of them are kept (the cache is
+// emptied when full: values a peer invents cost the cache, never memory).
+// The zero cache is ready; a nil one decodes every value.
+type clientInfoCache struct {
+	mu sync.RWMutex
+	m  map[string]*Implementation
+}
+
+// The bounds of a clientInfoCache: how many values, and how many bytes
+// each (as sent).
+const (
+	maxClientInfos     = 64
+	maxClientInfoBytes = 512
+)
+
+// decode returns the value raw, a clientInfo as sent, decodes to; the
+// value must not be changed.
+func (c *clientInfoCache) decode(raw jsontext.Value) (*Implementation, error) {
+	cacheable := c != nil && len(raw) <= maxClientInfoBytes
+	if cacheable {
+		c.mu.RLock()
+		ci := c.m[string(raw)]
+		c.mu.RUnlock()
+		if ci != nil {
+			return ci, nil
+		}
+	}
+	ci := new(Implementation)
+	if err := jsonrpc.Unmarshal(raw, ci); err != nil {
+		return nil, err
+	}
+	if cacheable && ci.Icons == nil {
+		c.mu.Lock()
+		if len(c.m) >= maxClientInfos {
+			clear(c.m)
+		}
+		if c.m == nil {
+			c.m = make(map[string]*Implementation, maxClientInfos)
+		}
+		c.m[string(raw)] = ci
+		c.mu.Unlock()
+	}
+	return ci, nil
+}
+
+// decodeCapabilities decodes a _meta's clientCapabilities (apart from
+// requestMetaOf, so that its requestMetaWire stays on the stack when the
+// capabilities are empty).
+func decodeCapabilities(v jsontext.Value) (ClientCapabilities, error) {
+	var caps ClientCapabilities
+	err := jsonrpc.Unmarshal(v, &caps)
+	return caps, err
 }
 
 // check applies the rules of parseRequestMeta to w, decoded with error

@@ -317,6 +317,9 @@ type Server struct {
 	// serverInfoJSON is the serverInfo every 2026-07-28 result names,
 	// encoded once (rev2026_engine.go).
 	serverInfoJSON jsontext.Value
+	// clientInfos are the clientInfo values of 2026-07-28 requests, as
+	// decoded (rev2026_meta.go).
+	clientInfos clientInfoCache
 	// detached counts the handlers of requests served by ServeRequest
 	// that run on after their answer (ToolCall.Detach): StopTasks waits
 	// for them.
@@ -650,7 +653,7 @@ func (s *Server) ServeRequest(ctx context.Context, t transport.Transport, msg []
 	if x := ss.rd.x; x != nil {
 		// The transport may end the request before ctx ends (streamable
 		// HTTP: when its Handler closes).
-		x.OnAbort(ss.reqs.close)
+		x.OnAbort(&ss.reqs)
 	}
 	if j := ss.rd.handleRead(msg); j != nil {
 		j.run()

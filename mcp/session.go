@@ -36,7 +36,8 @@ const (
 // log level) is the Request's to answer.
 type Session struct {
 	server *Server
-	conn   *conn
+	conn   *conn // &connOf
+	connOf conn
 	log    *slog.Logger
 	ctx    context.Context
 	// connCorrelationID is the connection's id (connID): generated at
@@ -85,7 +86,8 @@ func (s *Server) newSession(t transport.Transport, perRequest bool) *Session {
 	}
 	ss.reqs.log = ss.log
 	ss.rd.ss = ss
-	ss.conn = newConn(t, s.opts.MaxDepth, ss.log)
+	ss.conn = &ss.connOf // one allocation with the session
+	initConn(ss.conn, t, s.opts.MaxDepth, ss.log)
 	ss.conn.ss, ss.conn.out = ss, sendChain(ss.conn, s.opts.SendMiddleware)
 	return ss
 }
@@ -128,7 +130,7 @@ func initConnID(ss *Session) {
 func (ss *Session) runWorker(j job) {
 	w := ss.workers.Load()
 	if w == nil {
-		ss.workers.CompareAndSwap(nil, newWorkers(64, ss.conn.done))
+		ss.workers.CompareAndSwap(nil, newWorkers(64, ss.conn.doneChan()))
 		w = ss.workers.Load()
 	}
 	w.run(j)

@@ -40,18 +40,37 @@ type StatelessRequest struct {
 
 type statelessKey struct{}
 
+// valueContext is a context carrying one value of type V, found by the key
+// type K (a pointer to it is the value): one allocation, where
+// context.WithValue would need two (the context and the boxed value).
+type valueContext[K comparable, V any] struct {
+	context.Context
+	v V
+}
+
+// Value implements context.Context.
+func (c *valueContext[K, V]) Value(key any) any {
+	if _, ok := key.(K); ok {
+		return &c.v
+	}
+	return c.Context.Value(key)
+}
+
 // WithStatelessRequest returns a context carrying sr (used by stateless
 // HTTP handlers when they start a session).
 func WithStatelessRequest(ctx context.Context, sr StatelessRequest) context.Context {
-	return context.WithValue(ctx, statelessKey{}, sr)
+	return &valueContext[statelessKey, StatelessRequest]{Context: ctx, v: sr}
 }
 
 // StatelessRequestFromContext reports whether ctx is the context of a
 // session started by a stateless HTTP handler for a request other than
 // initialize, and if so the revision the client speaks.
 func StatelessRequestFromContext(ctx context.Context) (StatelessRequest, bool) {
-	sr, ok := ctx.Value(statelessKey{}).(StatelessRequest)
-	return sr, ok
+	sr, ok := ctx.Value(statelessKey{}).(*StatelessRequest)
+	if !ok {
+		return StatelessRequest{}, false
+	}
+	return *sr, true
 }
 
 // TokenInfo is what a token verifier learned about a bearer token: who it

@@ -109,25 +109,10 @@ func PeerOfConn(id string) Peer { return Peer{Key: boundKey(PeerKeyConn + id)} }
 
 type peerKey struct{}
 
-// peerContext is a context carrying a Peer: one allocation, where
-// context.WithValue would need two (the context and the boxed Peer).
-type peerContext struct {
-	context.Context
-	peer Peer
-}
-
-// Value implements context.Context.
-func (c *peerContext) Value(key any) any {
-	if _, ok := key.(peerKey); ok {
-		return &c.peer
-	}
-	return c.Context.Value(key)
-}
-
 // WithPeer returns a context carrying p (used by transports: the peer of
 // the request or session the context belongs to).
 func WithPeer(ctx context.Context, p Peer) context.Context {
-	return &peerContext{Context: ctx, peer: p}
+	return &valueContext[peerKey, Peer]{Context: ctx, v: p}
 }
 
 // PeerFromContext returns the Peer a transport placed in ctx (WithPeer),

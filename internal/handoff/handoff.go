@@ -42,7 +42,7 @@ type Request struct {
 	Refusal *Refusal
 
 	code atomic.Int64
-	end  func()
+	end  Ender
 	mu   sync.Mutex
 	// MaxDepth (a limit: 32 bits are plenty, and share a word with
 	// aborted) is the depth Msg was decoded with.
@@ -114,11 +114,24 @@ func Of(c Carrier, msg []byte) *Request {
 	return x
 }
 
+// Ender is what ends a request early (see OnAbort).
+type Ender interface {
+	// End ends the request.
+	End()
+}
+
+// EndFunc is a function as an Ender.
+type EndFunc func()
+
+// End calls f.
+func (f EndFunc) End() { f() }
+
 // OnAbort registers end, which Abort calls once: the server registers
 // what ends the request, for a transport that may end it before the
 // request's context ends. end runs at once when the Request is aborted
-// already. A later registration replaces an earlier one.
-func (x *Request) OnAbort(end func()) {
+// already. A later registration replaces an earlier one. (An Ender rather
+// than a func: a method value would be allocated per request.)
+func (x *Request) OnAbort(end Ender) {
 	x.mu.Lock()
 	if !x.aborted {
 		x.end = end
@@ -126,7 +139,7 @@ func (x *Request) OnAbort(end func()) {
 		return
 	}
 	x.mu.Unlock()
-	end()
+	end.End()
 }
 
 // Abort ends the request: it calls the hook OnAbort registered, once, and
@@ -137,7 +150,7 @@ func (x *Request) Abort() {
 	x.aborted, x.end = true, nil
 	x.mu.Unlock()
 	if end != nil {
-		end()
+		end.End()
 	}
 }
 

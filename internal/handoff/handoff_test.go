@@ -19,13 +19,13 @@ func TestAbort(t *testing.T) {
 	var x handoff.Request
 	x.Abort() // no hook yet
 	n := 0
-	x.OnAbort(func() { n++ })
+	x.OnAbort(handoff.EndFunc(func() { n++ }))
 	assert.Equal(t, 1, n, "aborted already: ended at once")
 
 	var y handoff.Request
 	first, second := 0, 0
-	y.OnAbort(func() { first++ })
-	y.OnAbort(func() { second++ })
+	y.OnAbort(handoff.EndFunc(func() { first++ }))
+	y.OnAbort(handoff.EndFunc(func() { second++ }))
 	y.Abort()
 	y.Abort()
 	assert.Equal(t, 0, first, "replaced")
@@ -39,7 +39,7 @@ func TestAbortRace(t *testing.T) {
 		var n atomic.Int32
 		var wg sync.WaitGroup
 		wg.Add(2)
-		go func() { defer wg.Done(); x.OnAbort(func() { n.Add(1) }) }()
+		go func() { defer wg.Done(); x.OnAbort(handoff.EndFunc(func() { n.Add(1) })) }()
 		go func() { defer wg.Done(); x.Abort() }()
 		wg.Wait()
 		assert.Equal(t, int32(1), n.Load())

@@ -132,8 +132,9 @@ func MemberOf(name jsontext.Value) Member {
 	return MemberOther
 }
 
-// NameIs reports whether raw, an object member name read as a JSON string,
-// is want; it allocates only for a name with escapes.
+// NameIs reports whether raw, a JSON string as read (an object member's
+// name, or a string value), is want; it allocates only for a string with
+// escapes.
 func NameIs(raw jsontext.Value, want string) bool {
 	if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
 		return string(raw[1:len(raw)-1]) == want

@@ -1,6 +1,7 @@
 package streamhttp_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,16 +15,30 @@ import (
 // benchPOST serves body through h b.N times, on the handler alone (no
 // network, no client), and fails unless each answer is a result with status 200.
 func benchPOST(b *testing.B, h http.Handler, body string, header map[string]string) {
-	b.Helper()
-	benchAnswer(b, h, body, header, http.StatusOK, `"result"`)
+	benchPOSTContext(b, h, body, header, false)
 }
 
-// benchAnswer is benchPOST for answers with status whose body holds has.
-func benchAnswer(b *testing.B, h http.Handler, body string, header map[string]string, status int, has string) {
+// benchPOSTContext is benchPOST; with cancelable, each request's context
+// can end (and ends once it is answered), as net/http's server gives
+// every request: what registers with it is counted.
+func benchPOSTContext(b *testing.B, h http.Handler, body string, header map[string]string, cancelable bool) {
+	b.Helper()
+	benchAnswer(b, h, body, header, cancelable, http.StatusOK, `"result"`)
+}
+
+// benchAnswer is benchPOSTContext for answers with status whose body
+// holds has.
+func benchAnswer(b *testing.B, h http.Handler, body string, header map[string]string, cancelable bool, status int, has string) {
 	b.Helper()
 	b.ReportAllocs()
 	for b.Loop() {
 		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/mcp", strings.NewReader(body))
+		cancel := context.CancelFunc(func() {})
+		if cancelable {
+			var ctx context.Context
+			ctx, cancel = context.WithCancel(req.Context())
+			req = req.WithContext(ctx)
+		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		for k, v := range header {
@@ -31,6 +46,7 @@ func benchAnswer(b *testing.B, h http.Handler, body string, header map[string]st
 		}
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, req)
+		cancel()
 		if w.Code != status || !strings.Contains(w.Body.String(), has) {
 			b.Fatalf("status %d: %s", w.Code, w.Body)
 		}
@@ -67,7 +83,15 @@ func BenchmarkHTTPModernRefusal(b *testing.B) {
 			o.Middleware = mws
 			h := streamhttp.NewServerHandler(mcp.NewServer(o), &streamhttp.Options{Logger: quiet, ResponseMode: streamhttp.ResponseJSON})
 			b.Cleanup(func() { _ = h.Close() })
-			benchAnswer(b, h, body, header, http.StatusBadRequest, `"code":-32020`)
+			benchAnswer(b, h, body, header, false, http.StatusBadRequest, `"code":-32020`)
 		})
 	}
+}
+
+// The call of BenchmarkHTTPModernToolCall with a request context that can
+// end, as net/http's server gives every request.
+func BenchmarkHTTPModernToolCallCancelable(b *testing.B) {
+	h := benchHandler(b)
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"},` + fullMeta + `}}`
+	benchPOSTContext(b, h, body, map[string]string{"MCP-Protocol-Version": modern, "Mcp-Method": "tools/call", "Mcp-Name": "echo"}, true)
 }

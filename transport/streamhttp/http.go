@@ -246,14 +246,23 @@ func (h *Handler) hostAllowed(host string) bool {
 	return false
 }
 
-// accepts reports whether the Accept header admits mediaType.
-func accepts(r *http.Request, mediaType string) bool {
-	major, _, _ := strings.Cut(mediaType, "/")
+// accepts reports whether the Accept header admits every one of
+// mediaTypes (at most 8, each "type/subtype" in lower case), read in one
+// pass.
+func accepts(r *http.Request, mediaTypes ...string) bool {
+	all := uint8(1)<<len(mediaTypes) - 1
+	var seen uint8 // bit i: mediaTypes[i] is admitted
 	for _, v := range r.Header.Values("Accept") {
 		for part := range strings.SplitSeq(v, ",") {
 			mt, _, _ := strings.Cut(part, ";")
 			mt = strings.ToLower(strings.TrimSpace(mt))
-			if mt == mediaType || mt == "*/*" || mt == major+"/*" {
+			major, isRange := strings.CutSuffix(mt, "/*")
+			for i, want := range mediaTypes {
+				if mt == want || mt == "*/*" || isRange && len(want) > len(major) && want[len(major)] == '/' && want[:len(major)] == major {
+					seen |= 1 << i
+				}
+			}
+			if seen == all {
 				return true
 			}
 		}
@@ -311,7 +320,7 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, h.exchangeOf(r), http.StatusUnsupportedMediaType, codeServerError, "Unsupported Media Type: Content-Type must be application/json")
 		return
 	}
-	if !accepts(r, "application/json") || !accepts(r, "text/event-stream") {
+	if !accepts(r, "application/json", "text/event-stream") {
 		writeHTTPError(w, h.exchangeOf(r), http.StatusNotAcceptable, codeServerError, "Not Acceptable: Accept must include application/json and text/event-stream")
 		return
 	}
@@ -323,7 +332,14 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	env, derr := parseIncoming(body, h.opts.MaxDepth)
+	var into *envelope
+	if v, _ := headerField(r, headerProtocolVersion); h.opts.Stateless || isModernHeader(v) {
+		// An ephemeral session will serve it (unless the checks refuse
+		// it): allocated with the envelope.
+		e := new(ephemeral)
+		e.env.eph, into = e, &e.env
+	}
+	env, derr := parseIncoming(body, h.opts.MaxDepth, into)
 	if derr != nil {
 		writeHTTPErrorID(w, h.exchangeOf(r), http.StatusBadRequest, derr.Code, derr.Message, derr.ID, nil)
 		return
@@ -337,6 +353,17 @@ func (h *Handler) servePOST(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.serveUnmarked(w, r, body, env)
+}
+
+// ephemeral is a session that serves one POST, its stream and that
+// stream's attachment: they live and end together, and are allocated
+// together.
+type ephemeral struct {
+	env envelope // the POST's message, when known to be ephemeral's before it is read (servePOST)
+	s   httpSession
+	st  stream
+	a   attachment
+	mc  msgContext // the context of the POST's message (MessageContext)
 }
 
 // serveEphemeral serves the requests of one POST with a fresh session that
@@ -360,12 +387,18 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 	if inPOST {
 		inPOSTx = env.handoff()
 	}
-	s := h.newHTTPSession(parent, inPOSTx, 1) // one message: the POST's
+	e := env.eph
+	if e == nil {
+		e = new(ephemeral)
+	}
+	s := &e.s
+	h.initHTTPSession(s, parent, inPOSTx, 1) // one message: the POST's
+	s.curCtx = &e.mc
 	s.listen = modern && env.x.Msg.Method == methodListen && !refused
 	h.mu.Lock()
 	h.stateless[s] = struct{}{}
 	h.mu.Unlock()
-	st, dup := s.newStream(env.requests)
+	st, dup := s.newStream(env.requests, &e.st)
 	if st == nil {
 		s.close()
 		writeHTTPErrorID(w, h.exchangeOf(r).with(env), http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "Invalid Request: duplicate id in batch", []byte(dup), nil)
@@ -377,7 +410,7 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 		ctx = transport.WithStatelessRequest(ctx, StatelessRequest{ProtocolVersion: v})
 	}
 	st.mu.Lock()
-	a := st.attachLocked(w)
+	a := st.attachLocked(w, &e.a)
 	if h.opts.ResponseMode == ResponseSSE && !modern {
 		// (A modern stream waits for its first message: an error
 		// response then goes as JSON, with its HTTP status.)
@@ -389,6 +422,7 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 		// One request, served on this goroutine: no session goroutine,
 		// no hand-off of the message.
 		s.cur = inbound{msg: body, stream: st, env: env} // the values are ctx's own
+		growStack(false)
 		if err := h.opts.ServeRequest(ctx, s, body); err != nil {
 			h.log.Warn("transport: request ended with an error", "error", err)
 		}
@@ -410,6 +444,30 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 		s.close() // nobody can receive the results: cancel the handlers
 	}
 }
+
+// servedStackBytes is about the stack a request served on its POST's
+// goroutine needs (the server, the middleware, the tool and the JSON codec
+// below it).
+const servedStackBytes = 24 << 10
+
+// growStack makes the calling goroutine's stack hold servedStackBytes
+// more, growing it here, near its base, where the copy is cheap, rather
+// than deep in the request, where the runtime would copy and adjust every
+// frame above. (The runtime halves the stacks of idle goroutines at each
+// garbage collection, so a connection's goroutine would grow its stack
+// again in the middle of its next request.) The frame is reserved, never
+// written: use is false.
+//
+//go:noinline
+func growStack(use bool) {
+	if use {
+		var frame [servedStackBytes]byte
+		touchStack(frame[:])
+	}
+}
+
+//go:noinline
+func touchStack(b []byte) { b[0] = 1 }
 
 // Shutdown shuts the handler down gracefully: new requests get 503 (the
 // responses and notifications that in-flight requests wait for are still

@@ -39,6 +39,10 @@ type envelope struct {
 	// requests it cancels. It is empty in a build without those rules
 	// (keel_omit2025).
 	rev2025 envelopeRev2025
+
+	// eph is the ephemeral session allocated with the envelope, for a
+	// POST that an ephemeral session is expected to serve (nil: none).
+	eph *ephemeral
 }
 
 // handoff returns the handoff.Request of e's single message, which the
@@ -57,9 +61,13 @@ func (e *envelope) hasRequests() bool { return len(e.requests) > 0 }
 // parseIncoming decodes a POST body strictly (jsonrpc.DecodeOwned per
 // message: the body is the POST's own, so nothing is copied from it). A
 // malformed message, or a batch holding one, is reported as the
-// DecodeError to answer with.
-func parseIncoming(body []byte, maxDepth int) (*envelope, *jsonrpc.DecodeError) {
-	env := &envelope{}
+// DecodeError to answer with. into, if not nil, is the zero envelope to
+// fill (but for its eph).
+func parseIncoming(body []byte, maxDepth int, into *envelope) (*envelope, *jsonrpc.DecodeError) {
+	env := into
+	if env == nil {
+		env = new(envelope)
+	}
 	if !jsonrpc.IsBatch(body) {
 		m, derr := jsonrpc.DecodeOwned(body, maxDepth)
 		if derr != nil {
@@ -137,12 +145,14 @@ func peekOutgoing(msg []byte) (outgoing, error) {
 // peekWritten is peekOutgoing for a message the server writes: a response
 // in the form package mcp writes is read by its head (responseHead), the
 // rest in full. Messages read from the network always go through
-// peekOutgoing.
-func peekWritten(msg []byte) (outgoing, error) {
+// peekOutgoing. The id of a response read by its head is put in one (the
+// caller's room, which ids then uses).
+func peekWritten(msg []byte, one *[1]string) (outgoing, error) {
 	if id, ok := responseHead(msg); ok {
 		out := outgoing{response: true}
 		if string(id) != "null" {
-			out.ids = []string{string(id)}
+			one[0] = string(id)
+			out.ids = one[:]
 		}
 		return out, nil
 	}

@@ -180,8 +180,8 @@ func (h *Handler) checkModern(r *http.Request, env *envelope) (string, *rpcError
 		return "", err
 	}
 	if method == "tools/call" && h.opts.ToolParamHeaders != nil && named.Kind() == '"' {
-		var tool string
-		if jsonv2.Unmarshal(named, &tool) == nil {
+		tool, ok := stringValue(named)
+		if ok {
 			if phs := h.opts.ToolParamHeaders(r.Context(), tool); len(phs) > 0 {
 				args, ok := paramMember(params, argumentsMember)
 				if !ok {
@@ -338,11 +338,7 @@ func headerMatches(hv string, body jsontext.Value) bool {
 	}
 	switch body.Kind() {
 	case '"':
-		if raw := body[1 : len(body)-1]; bytes.IndexByte(raw, '\\') < 0 {
-			return string(raw) == v // no escapes: the raw string is the value
-		}
-		var s string
-		return jsonv2.Unmarshal(body, &s) == nil && s == v
+		return revision.NameIs(body, v)
 	case '0':
 		a, okA := new(big.Int).SetString(v, 10)
 		b, okB := new(big.Int).SetString(string(body), 10)
@@ -356,6 +352,17 @@ func headerMatches(hv string, body jsontext.Value) bool {
 		return v == "false"
 	}
 	return false
+}
+
+// stringValue decodes v, a JSON string of a decoded message (its raw
+// bytes when it has no escapes, as revision.NameIs reads them); ok is
+// false when v is not a string.
+func stringValue(v jsontext.Value) (string, bool) {
+	if v.Kind() == '"' && len(v) >= 2 && bytes.IndexByte(v, '\\') < 0 {
+		return string(v[1 : len(v)-1]), true
+	}
+	var s string
+	return s, jsonv2.Unmarshal(v, &s) == nil
 }
 
 // serveModern serves a POST of revision 2026-07-28 or later, in stateful

@@ -118,6 +118,8 @@ func TestHTTPModernChecks(t *testing.T) {
 		{name: "tools/call Mcp-Name differs", body: modernRequest(`7`, "tools/call", `"name":"add"`, ""), header: modernHeaders("tools/call", "wrong_tool_name", nil), code: -32020},
 		{name: "tools/call Mcp-Name with whitespace", body: modernRequest(`7`, "tools/call", `"name":"add"`, ""), header: modernHeaders("tools/call", "  add  ", nil)},
 		{name: "tools/call Mcp-Name base64", body: modernRequest(`7`, "tools/call", `"name":"ädd"`, ""), header: modernHeaders("tools/call", b64("ädd"), nil)},
+		{name: "tools/call Mcp-Name against an escaped name", body: modernRequest(`7`, "tools/call", `"name":"\u0061dd"`, ""), header: modernHeaders("tools/call", "add", nil)},
+		{name: "tools/call Mcp-Name differs from an escaped name", body: modernRequest(`7`, "tools/call", `"name":"\u0061dd"`, ""), header: modernHeaders("tools/call", "\\u0061dd", nil), code: -32020},
 		{name: "tools/call Mcp-Name bad base64", body: modernRequest(`7`, "tools/call", `"name":"Hello"`, ""), header: modernHeaders("tools/call", "=?base64?SGVsbG8?=", nil), code: -32020},
 		{name: "tools/call Mcp-Name without suffix is literal", body: modernRequest(`7`, "tools/call", `"name":"=?base64?SGVsbG8="`, ""), header: modernHeaders("tools/call", "=?base64?SGVsbG8=", nil)},
 		{name: "tools/call Mcp-Name but no name", body: modernRequest(`7`, "tools/call", `"arguments":{}`, ""), header: modernHeaders("tools/call", "add", nil), code: -32020},

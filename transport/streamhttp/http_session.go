@@ -36,11 +36,14 @@ type httpSession struct {
 	done      chan struct{} // closed when the session ends
 	closeOnce sync.Once
 	cur       inbound // the message Read returned last (reader-owned)
+	// curCtx, if not nil, is room for the next MessageContext (an
+	// ephemeral session's, allocated with it; reader-owned).
+	curCtx *msgContext
 
 	mu      sync.Mutex
 	closed  bool
-	listen  bool               // serves one modern subscriptions/listen request
-	pending map[string]*stream // unanswered request id → stream
+	listen  bool       // serves one modern subscriptions/listen request
+	pending pendingSet // unanswered request id → stream
 
 	// rev2025 is what only a session of the 2025 rules has: an
 	// Mcp-Session-Id, timers, resumable streams, a GET stream (guarded by
@@ -61,19 +64,92 @@ var (
 // ServeRequest is mcp's (which registers with inPOST.OnAbort what ends the
 // request, and close aborts it), else derives from it.
 func (h *Handler) newHTTPSession(parent context.Context, inPOST *handoff.Request, inCap int) *httpSession {
+	s := new(httpSession)
+	h.initHTTPSession(s, parent, inPOST, inCap)
+	return s
+}
+
+// initHTTPSession makes s, a zero httpSession, the session newHTTPSession
+// describes (an ephemeral session is allocated with its stream).
+func (h *Handler) initHTTPSession(s *httpSession, parent context.Context, inPOST *handoff.Request, inCap int) {
 	ctx, cancel := parent, context.CancelFunc(nil)
 	if inPOST == nil || !h.opts.serveRequestAborts {
 		ctx, cancel = context.WithCancel(parent)
 	} // else: the POST's context ends the request, close ends it through inPOST.Abort
-	s := &httpSession{
-		h: h, ctx: ctx, cancel: cancel, inPOST: inPOST,
-		done:    make(chan struct{}),
-		pending: map[string]*stream{},
-	}
+	s.h, s.ctx, s.cancel, s.inPOST = h, ctx, cancel, inPOST
+	s.done = make(chan struct{})
 	if inPOST == nil {
 		s.in, s.eof = make(chan inbound, inCap), make(chan struct{})
 	}
-	return s
+}
+
+// pendingSet maps the unanswered request ids of a session to their
+// streams. The first id is held without a map, which is made only for a
+// second one (a session served in its POST has one request).
+type pendingSet struct {
+	oneID string
+	one   *stream // nil: oneID is unused
+	more  map[string]*stream
+}
+
+// get returns the stream of id, or nil.
+func (p *pendingSet) get(id string) *stream {
+	if p.one != nil && p.oneID == id {
+		return p.one
+	}
+	return p.more[id]
+}
+
+// put records the stream of id, which is not in p.
+func (p *pendingSet) put(id string, st *stream) {
+	if p.one == nil {
+		p.oneID, p.one = id, st
+		return
+	}
+	if p.more == nil {
+		p.more = map[string]*stream{}
+	}
+	p.more[id] = st
+}
+
+// remove forgets id.
+func (p *pendingSet) remove(id string) {
+	if p.one != nil && p.oneID == id {
+		p.oneID, p.one = "", nil
+		return
+	}
+	delete(p.more, id)
+}
+
+// removeStream forgets the ids of st and returns how many there were.
+func (p *pendingSet) removeStream(st *stream) int {
+	n := 0
+	if p.one == st {
+		p.oneID, p.one = "", nil
+		n++
+	}
+	for id, q := range p.more {
+		if q == st {
+			delete(p.more, id)
+			n++
+		}
+	}
+	return n
+}
+
+// len returns how many ids p holds.
+func (p *pendingSet) len() int {
+	n := len(p.more)
+	if p.one != nil {
+		n++
+	}
+	return n
+}
+
+// clear forgets every id.
+func (p *pendingSet) clear() {
+	p.oneID, p.one = "", nil
+	clear(p.more)
 }
 
 // Kind returns "http".
@@ -123,7 +199,13 @@ func (s *httpSession) MessageContext(parent context.Context) context.Context {
 	if s.cur.values == nil && s.cur.stream == nil {
 		return parent
 	}
-	return &msgContext{Context: parent, values: s.cur.values, stream: s.cur.stream}
+	c := s.curCtx
+	if c == nil {
+		c = new(msgContext)
+	}
+	s.curCtx = nil // used once
+	*c = msgContext{Context: parent, values: s.cur.values, stream: s.cur.stream}
+	return c
 }
 
 // Write routes msg to exactly one stream: a response to the stream of the
@@ -136,7 +218,8 @@ func (s *httpSession) Write(ctx context.Context, msg []byte) error {
 		return transport.ErrClosed
 	default:
 	}
-	out, err := peekWritten(msg)
+	var one [1]string // room for a response's id (peekWritten)
+	out, err := peekWritten(msg, &one)
 	if err != nil {
 		return err
 	}
@@ -168,12 +251,12 @@ func (s *httpSession) route(ids []string, msg []byte) (*stream, int) {
 	var st *stream
 	n := 0
 	for _, id := range ids {
-		if p := s.pending[id]; p != nil {
+		if p := s.pending.get(id); p != nil {
 			if st == nil {
 				st = p
 			}
 			if p == st {
-				delete(s.pending, id)
+				s.pending.remove(id)
 				n++
 			}
 		}
@@ -195,13 +278,7 @@ func (s *httpSession) routeAll(ctx context.Context) (*stream, int) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
-	for id, p := range s.pending {
-		if p == st {
-			delete(s.pending, id)
-			n++
-		}
-	}
+	n := s.pending.removeStream(st)
 	if n == 0 {
 		return nil, 0
 	}
@@ -222,8 +299,8 @@ func (s *httpSession) close() {
 		s.h.removeSession(s)
 		s.mu.Lock()
 		s.closed = true
-		n := len(s.pending)
-		clear(s.pending)
+		n := s.pending.len()
+		s.pending.clear()
 		s.rev2025.endLocked()
 		s.mu.Unlock()
 		s.h.inflight.Add(int64(-n))
@@ -257,11 +334,12 @@ func (s *httpSession) endInput() {
 
 // newStream registers a stream for the requests ids (raw); a duplicate of
 // an unanswered request id is refused (its response could not be routed).
-func (s *httpSession) newStream(ids []string) (*stream, string) {
+// into, if not nil, is the zero stream to use (see ephemeral).
+func (s *httpSession) newStream(ids []string, into *stream) (*stream, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, id := range ids {
-		if s.pending[id] != nil {
+		if s.pending.get(id) != nil {
 			return nil, id
 		}
 		for _, prev := range ids[:i] {
@@ -270,10 +348,14 @@ func (s *httpSession) newStream(ids []string) (*stream, string) {
 			}
 		}
 	}
-	st := newStream(s)
+	st := into
+	if st == nil {
+		st = new(stream)
+	}
+	initStream(st, s)
 	st.pending = len(ids)
 	for _, id := range ids {
-		s.pending[id] = st
+		s.pending.put(id, st)
 	}
 	s.h.inflight.Add(int64(len(ids)))
 	s.addStreamLocked(st)

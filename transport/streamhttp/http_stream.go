@@ -70,7 +70,7 @@ func (st *stream) status(code int64) int {
 // attachment is one HTTP connection of a stream.
 type attachment struct {
 	w          http.ResponseWriter
-	rc         *http.ResponseController
+	rc         http.ResponseController // of w
 	headerSent bool
 	gone       chan struct{} // closed when the connection is given up
 }
@@ -85,12 +85,24 @@ var (
 )
 
 func newStream(sess *httpSession) *stream {
-	return &stream{sess: sess, done: make(chan struct{})}
+	st := new(stream)
+	initStream(st, sess)
+	return st
 }
 
-// attach connects w to the stream (the caller holds st.mu).
-func (st *stream) attachLocked(w http.ResponseWriter) *attachment {
-	a := &attachment{w: w, rc: http.NewResponseController(w), gone: make(chan struct{})}
+// initStream makes st, a zero stream, a stream of sess.
+func initStream(st *stream, sess *httpSession) {
+	st.sess, st.done = sess, make(chan struct{})
+}
+
+// attachLocked connects w to the stream (the caller holds st.mu); into,
+// if not nil, is the zero attachment to use (see ephemeral).
+func (st *stream) attachLocked(w http.ResponseWriter, into *attachment) *attachment {
+	a := into
+	if a == nil {
+		a = new(attachment)
+	}
+	a.w, a.rc, a.gone = w, *http.NewResponseController(w), make(chan struct{})
 	st.att = a
 	return a
 }

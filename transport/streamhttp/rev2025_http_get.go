@@ -44,7 +44,7 @@ func (h *Handler) serveGET(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, ex, http.StatusConflict, codeServerError, "Conflict: a GET stream is already open for this session")
 		return
 	}
-	a := st.attachLocked(w)
+	a := st.attachLocked(w, nil)
 	st.writeHeaderLocked(a, true)
 	st.mu.Unlock()
 	st.wait(r, a)
@@ -87,7 +87,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, ex exchange, s 
 			writeHTTPError(w, ex, http.StatusBadRequest, codeServerError, "Bad Request: "+err.Error())
 			return
 		}
-		a := &attachment{w: w, rc: http.NewResponseController(w)}
+		a := &attachment{w: w, rc: *http.NewResponseController(w)}
 		hdr := w.Header()
 		hdr.Set("Content-Type", "text/event-stream")
 		hdr.Set("Cache-Control", "no-cache")
@@ -112,7 +112,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, ex exchange, s 
 		return
 	}
 	st.mode = modeSSE
-	a := st.attachLocked(w)
+	a := st.attachLocked(w, nil)
 	a.headerSent = true
 	hdr := w.Header()
 	hdr.Set("Content-Type", "text/event-stream")

@@ -204,8 +204,8 @@ func (s *httpSession) release(ids []string) {
 	s.mu.Lock()
 	byStream := map[*stream]int{}
 	for _, id := range ids {
-		if st := s.pending[id]; st != nil {
-			delete(s.pending, id)
+		if st := s.pending.get(id); st != nil {
+			s.pending.remove(id)
 			byStream[st]++
 		}
 	}
@@ -228,7 +228,7 @@ func (s *httpSession) cancelAbandoned(ids []string) {
 	s.mu.Lock()
 	var open []string
 	for _, id := range ids {
-		if s.pending[id] != nil {
+		if s.pending.get(id) != nil {
 			open = append(open, id)
 		}
 	}
@@ -281,7 +281,7 @@ func (s *httpSession) checkIdle() {
 		return
 	}
 	r := &s.rev2025
-	if r.active > 0 || len(s.pending) > 0 {
+	if r.active > 0 || s.pending.len() > 0 {
 		r.idle.Reset(timeout)
 		s.mu.Unlock()
 		return

@@ -139,7 +139,7 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, s *httpSessio
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	st, dup := s.newStream(env.requests)
+	st, dup := s.newStream(env.requests, nil)
 	if st == nil {
 		writeHTTPErrorID(w, ex, http.StatusBadRequest, jsonrpc.CodeInvalidRequest,
 			"Invalid Request: id is already in use by an unanswered request", []byte(dup), nil)
@@ -152,7 +152,7 @@ func (h *Handler) dispatch(w http.ResponseWriter, r *http.Request, s *httpSessio
 		s.mu.Unlock()
 	}
 	st.mu.Lock()
-	a := st.attachLocked(w)
+	a := st.attachLocked(w, nil)
 	if h.opts.ResponseMode == ResponseSSE && !st.rev2025.initPOST {
 		st.mode = modeSSE
 		st.writeHeaderLocked(a, true)
