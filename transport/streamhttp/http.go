@@ -422,7 +422,6 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 		// One request, served on this goroutine: no session goroutine,
 		// no hand-off of the message.
 		s.cur = inbound{msg: body, stream: st, env: env} // the values are ctx's own
-		growStack(false)
 		if err := h.opts.ServeRequest(ctx, s, body); err != nil {
 			h.log.Warn("transport: request ended with an error", "error", err)
 		}
@@ -444,30 +443,6 @@ func (h *Handler) serveEphemeral(w http.ResponseWriter, r *http.Request, body []
 		s.close() // nobody can receive the results: cancel the handlers
 	}
 }
-
-// servedStackBytes is about the stack a request served on its POST's
-// goroutine needs (the server, the middleware, the tool and the JSON codec
-// below it).
-const servedStackBytes = 24 << 10
-
-// growStack makes the calling goroutine's stack hold servedStackBytes
-// more, growing it here, near its base, where the copy is cheap, rather
-// than deep in the request, where the runtime would copy and adjust every
-// frame above. (The runtime halves the stacks of idle goroutines at each
-// garbage collection, so a connection's goroutine would grow its stack
-// again in the middle of its next request.) The frame is reserved, never
-// written: use is false.
-//
-//go:noinline
-func growStack(use bool) {
-	if use {
-		var frame [servedStackBytes]byte
-		touchStack(frame[:])
-	}
-}
-
-//go:noinline
-func touchStack(b []byte) { b[0] = 1 }
 
 // Shutdown shuts the handler down gracefully: new requests get 503 (the
 // responses and notifications that in-flight requests wait for are still
