@@ -64,6 +64,37 @@ func TestRequestFollowsParent(t *testing.T) {
 	}
 }
 
+// A request whose parent ends at its deadline: a linked request (a
+// 2026-07-28 POST's, ServeRequest's) ends with the parent's error, so a
+// handler sees context.DeadlineExceeded and a tool's wait answers TIMEOUT;
+// one its table watches (a connection's) is aborted by the table, with
+// context.Canceled, and its cause is the connection's end.
+func TestRequestEndsWithItsParentsDeadline(t *testing.T) {
+	for _, watched := range []bool{false, true} {
+		var tab requestTable
+		parent, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		if watched {
+			tab.watch(parent)
+		}
+		f := &inflight{tab: &tab, key: "1"}
+		f.start(parent, tab.watched)
+		require.Nil(t, tab.add(f, 0))
+		f.follow(tab.watched)
+		select {
+		case <-f.ctx.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("the request did not end with its parent")
+		}
+		want := context.DeadlineExceeded
+		if watched {
+			want = context.Canceled
+		}
+		assert.Equal(t, want, f.ctx.Err(), "watched=%v", watched)
+		f.end()
+		cancel()
+	}
+}
+
 // A request started under a parent that has ended already ends at once.
 func TestRequestParentEndedBefore(t *testing.T) {
 	for _, watched := range []bool{false, true} {

@@ -626,7 +626,10 @@ func (s *Server) Run(ctx context.Context, t transport.Transport) error {
 // it — on the calling goroutine, and returns once the request is
 // answered. The answer and the messages its handler sends are written to
 // t (with the context of t's MessageContext, when t has one); ctx carries
-// the request's cancellation and values, and must carry a
+// the request's cancellation and values (the request's context ends with
+// ctx and with its error: at ctx's deadline a handler sees
+// context.DeadlineExceeded, and a tool waiting for a slot or a lock
+// answers TIMEOUT), and must carry a
 // transport.StatelessRequest naming the revision. A transport that read
 // the message itself hands it over with it (streamable HTTP does), which
 // spares reading it again and lets the transport end the request early
