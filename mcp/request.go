@@ -26,7 +26,7 @@ type Request struct {
 	// Session is the connection the request arrived on: the same for
 	// every request of the connection, whatever their revision.
 	Session *Session
-	// enc is the result answerChecked encoded; after, what AfterAnswer
+	// enc is the response answerChecked encoded (no Middleware); after, what AfterAnswer
 	// registered (request_answer.go).
 	enc   encodedResult
 	after atomic.Pointer[afterAnswer]

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
-	"sync/atomic"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -81,24 +80,14 @@ func answerChecked(ctx context.Context, req *Request) (any, error) {
 	return req.checkResult(res)
 }
 
-// encodedResult is a request's result as answerChecked encoded it: the
-// whole response in buf (from bufPool unless it is a batch part, which
-// the batch keeps). Its state makes the encoding and the
-// answer safe to race (a middleware that answers without waiting for
-// next): the encoding is kept only if it is done before the request
-// answers.
+// encodedResult is a request's response as answerChecked encoded it,
+// kept when the server has no Middleware: the whole message in buf (from
+// bufPool when pooled; a batch part is the batch's to keep). Written and
+// read on the goroutine that runs the request's chain and then answers.
 type encodedResult struct {
-	state  atomic.Int32 // encodingNone, encodingBusy, encodingReady, encodingUsed
-	pooled bool         // buf is bufPool's
+	pooled bool
 	buf    *[]byte
 }
-
-const (
-	encodingNone  = iota // nothing kept
-	encodingBusy         // answerChecked is keeping its encoding
-	encodingReady        // an encoding is kept
-	encodingUsed         // the request answered: nothing more is kept
-)
 
 // checkResult encodes res as req's response (see answerChecked) and
 // returns it, or the refusal the client gets instead, logged.
@@ -152,30 +141,10 @@ func (r *responder) encodeResponse(v any) (bp *[]byte, pooled bool, e *Error) {
 }
 
 // keep keeps *bp, the response encoded, in place of what was kept
-// before (a middleware may call next again), unless the request answered
-// meanwhile.
+// before.
 func (e *encodedResult) keep(bp *[]byte, pooled bool) {
-	for {
-		s := e.state.Load()
-		if s != encodingNone && s != encodingReady {
-			break // answered, or being kept by a concurrent call of next
-		}
-		if !e.state.CompareAndSwap(s, encodingBusy) {
-			continue
-		}
-		if s == encodingReady {
-			e.release()
-		}
-		e.buf, e.pooled = bp, pooled
-		if e.state.CompareAndSwap(encodingBusy, encodingReady) {
-			return
-		}
-		e.buf = nil // answered meanwhile: it did not read them
-		break
-	}
-	if pooled {
-		putBuffer(bp)
-	}
+	e.release()
+	e.buf, e.pooled = bp, pooled
 }
 
 // release lets the kept encoding go.
@@ -183,7 +152,7 @@ func (e *encodedResult) release() {
 	if e.pooled {
 		putBuffer(e.buf)
 	}
-	e.buf = nil
+	e.buf, e.pooled = nil, false
 }
 
 // encodeRefusal logs why a result cannot be sent (err: from the engine's
@@ -210,7 +179,7 @@ func (r *responder) encodeRefusal(err error) *Error {
 // place or replaced, is encoded and checked after it.
 func (req *Request) answer(res any, err error) {
 	e := &req.enc
-	if e.state.Swap(encodingUsed) == encodingReady {
+	if e.buf != nil {
 		if err == nil { // no Middleware: res is the result kept
 			req.r.writeEncoded(*e.buf)
 			e.release()
