@@ -246,8 +246,8 @@ func (req *Request) refuse(parent context.Context, e *Error) {
 // as it runs a request's, so that a middleware that blocks holds up the
 // connection for InlineBudget at most. The request is not in its
 // session's table of requests in flight (its id may be the one in use);
-// its context (parent's, with the request) ends when the chain has
-// returned, or when the connection ends.
+// its context (parent's, with the request) ends when the connection ends,
+// if not before.
 func (req *Request) refusal(parent context.Context, e *Error) job {
 	if len(req.Session.server.opts.Middleware) == 0 {
 		req.r.error(e)
@@ -266,11 +266,14 @@ type refusalJob struct {
 
 func (j *refusalJob) run() {
 	req, ss := j.req, j.req.Session
-	ctx, cancel := context.WithCancel(context.WithValue(j.parent, requestKey{}, req))
-	stop := context.AfterFunc(ss.ctx, cancel) // the connection ended
+	ctx := context.WithValue(j.parent, requestKey{}, req)
+	if j.parent != ss.ctx { // a message's own context (HTTP): it ends with the connection too
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(ss.ctx, cancel)()
+	}
 	res, err := guard(ss.log, "middleware of a refused request", req.Method, func() (any, error) { return ss.server.handle(ctx, req) })
-	stop()
-	cancel()
 	// Under the guard too: a panic on the reading goroutine must not end
 	// the process.
 	_, _ = guard(ss.log, "answer of a refused request", req.Method, func() (any, error) { req.answer(res, err); return nil, nil })
