@@ -101,35 +101,50 @@ func TestRefusalRunsNoInputRounds(t *testing.T) {
 // reading is handed over, so the cancellation of the request holding the
 // semaphore is read, which frees it, and the refusal is answered.
 func TestRefusalMiddlewareBlocksWithoutWedging(t *testing.T) {
-	sem := make(chan struct{}, 1)
-	b := newBlocker()
-	defer close(b.release)
-	o := modernOptions(&modernTools{})
-	o.Methods = map[string]mcp.MethodHandler{"x/block": b.handle}
-	o.Middleware = []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, req *mcp.Request) (any, error) {
-			if req.IsNotification() {
-				return next(ctx, req)
+	for _, modern := range []bool{false, true} {
+		t.Run(map[bool]string{false: "2025-11-25", true: "2026-07-28"}[modern], func(t *testing.T) {
+			if !modern && !served2025 {
+				t.Skip("the 2025 rules are not compiled in")
 			}
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return nil, ctx.Err()
+			meta := ""
+			if modern {
+				meta = `,"params":{` + modernMeta + `}`
 			}
-			defer func() { <-sem }()
-			return next(ctx, req)
-		}
-	}}
-	c := connectRaw(t, mcp.NewServer(o), true, false)
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"x/block"}`)
-	require.Eventually(t, func() bool { return b.running.Load() == 1 }, 5*time.Second, time.Millisecond)
-	c.send(`{"jsonrpc":"2.0","id":2,"method":"acme/nope"}`) // refused: -32601, its middleware waits
-	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
-	require.Eventually(t, func() bool { return b.running.Load() == 0 }, 5*time.Second, time.Millisecond,
-		"the cancellation was read while the refusal's middleware waited")
-	m := c.recv() // request 1 was cancelled: no answer for it
-	assert.Equal(t, float64(2), m["id"], m)
-	assert.Equal(t, float64(mcp.CodeMethodNotFound), m["error"].(map[string]any)["code"], m)
+			sem := make(chan struct{}, 1)
+			b := newBlocker()
+			defer close(b.release)
+			o := modernOptions(&modernTools{})
+			o.Methods = map[string]mcp.MethodHandler{"x/block": b.handle}
+			o.Middleware = []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
+				return func(ctx context.Context, req *mcp.Request) (any, error) {
+					if req.IsNotification() {
+						return next(ctx, req)
+					}
+					select {
+					case sem <- struct{}{}:
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
+					defer func() { <-sem }()
+					return next(ctx, req)
+				}
+			}}
+			c := connectRaw(t, mcp.NewServer(o), !modern, false)
+			c.send(`{"jsonrpc":"2.0","id":1,"method":"x/block"` + meta + `}`)
+			require.Eventually(t, func() bool { return b.running.Load() == 1 }, 5*time.Second, time.Millisecond)
+			c.send(`{"jsonrpc":"2.0","id":2,"method":"acme/nope"` + meta + `}`) // refused: -32601, its middleware waits
+			cancel := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`
+			if modern {
+				cancel = `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,` + modernMeta + `}}`
+			}
+			c.send(cancel)
+			require.Eventually(t, func() bool { return b.running.Load() == 0 }, 5*time.Second, time.Millisecond,
+				"the cancellation was read while the refusal's middleware waited")
+			m := c.recv() // request 1 was cancelled: no answer for it
+			assert.Equal(t, float64(2), m["id"], m)
+			assert.Equal(t, float64(mcp.CodeMethodNotFound), m["error"].(map[string]any)["code"], m)
+		})
+	}
 }
 
 // The context of a refusal's middleware ends when the connection ends.
@@ -147,8 +162,8 @@ func TestRefusalContextEndsWithConnection(t *testing.T) {
 			return next(ctx, req)
 		}
 	}}
-	c := connectRaw(t, mcp.NewServer(o), true, false)
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"acme/nope"}`)
+	c := connectRaw(t, mcp.NewServer(o), false, false)
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"acme/nope","params":{` + modernMeta + `}}`)
 	<-entered
 	require.NoError(t, c.tr.Close())
 	select {
@@ -203,6 +218,9 @@ func TestMiddlewareRedactsInPlace(t *testing.T) {
 		modern bool
 	}{{"2026-07-28", true}, {"2025-11-25", false}} {
 		t.Run(tc.name, func(t *testing.T) {
+			if !tc.modern && !served2025 {
+				t.Skip("the 2025 rules are not compiled in")
+			}
 			o := modernOptions(&modernTools{})
 			o.Middleware = []mcp.Middleware{redact}
 			c := connectRaw(t, mcp.NewServer(o), !tc.modern, false)
