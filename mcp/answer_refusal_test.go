@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/keelmcp/keel/mcp"
+	"github.com/keelmcp/keel/transport"
 )
 
 // modernLine is a 2026-07-28 request with id id, declaring elicitation,
@@ -239,4 +241,76 @@ func TestMiddlewareRedactsInPlace(t *testing.T) {
 			assert.Equal(t, "[REDACTED]", content[0].(map[string]any)["text"])
 		})
 	}
+}
+
+// The end of Server.Run waits for a refusal still running through the
+// middleware chain (its drain), as for a request in flight.
+func TestRefusalCountsInDrain(t *testing.T) {
+	entered := make(chan struct{})
+	var finished atomic.Bool
+	o := modernOptions(&modernTools{})
+	o.Middleware = []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, req *mcp.Request) (any, error) {
+			if req.Method == "acme/nope" {
+				close(entered)
+				time.Sleep(100 * time.Millisecond) // ignores its context: the drain waits anyway
+				finished.Store(true)
+			}
+			return next(ctx, req)
+		}
+	}}
+	ct, st := transport.NewPipe(nil)
+	done := make(chan error, 1)
+	go func() { done <- mcp.NewServer(o).Run(context.Background(), st) }()
+	c := &rawConn{t: t, tr: ct}
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"acme/nope","params":{` + modernMeta + `}}`)
+	<-entered
+	require.NoError(t, ct.Close())
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	assert.True(t, finished.Load(), "Run returned before the refusal's middleware did")
+}
+
+// Refusals are bounded as requests are: a client sending refused requests
+// to a middleware that blocks on them gets at most MaxInFlight of them
+// handed over to goroutines of their own (plus the one the reading
+// goroutine then runs itself, reading nothing more meanwhile); once the
+// middleware lets them go, every one is answered.
+func TestRefusalsBoundedByMaxInFlight(t *testing.T) {
+	const max, sent = 2, 8
+	release := make(chan struct{})
+	var running, peak atomic.Int32
+	o := modernOptions(&modernTools{})
+	o.MaxInFlight = max
+	o.Middleware = []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, req *mcp.Request) (any, error) {
+			if req.Method == "acme/nope" {
+				n := running.Add(1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				<-release
+				running.Add(-1)
+			}
+			return next(ctx, req)
+		}
+	}}
+	c := connectRaw(t, mcp.NewServer(o), false, false)
+	for id := 1; id <= sent; id++ {
+		c.send(modernLine(id, "acme/nope", ""))
+	}
+	require.Eventually(t, func() bool { return running.Load() == max+1 }, 5*time.Second, time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // nothing more is read meanwhile
+	assert.Equal(t, int32(max+1), peak.Load())
+	close(release)
+	ids := map[float64]bool{}
+	for range sent {
+		m := c.recv()
+		assert.Equal(t, float64(mcp.CodeMethodNotFound), m["error"].(map[string]any)["code"], m)
+		ids[m["id"].(float64)] = true
+	}
+	assert.Len(t, ids, sent)
+	assert.Equal(t, int32(max+1), peak.Load())
 }

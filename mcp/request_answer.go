@@ -244,18 +244,30 @@ func (req *Request) refuse(parent context.Context, e *Error) {
 // place of the method's (and nothing else of the method: not its input
 // rounds) and answers with what the chain returns: a job the reader runs
 // as it runs a request's, so that a middleware that blocks holds up the
-// connection for InlineBudget at most. The request is not in its
-// session's table of requests in flight (its id may be the one in use);
-// its context (parent's, with the request) ends when the connection ends,
-// if not before.
+// connection for InlineBudget at most. Refusals are bounded as requests
+// are: while MaxInFlight of them are running through the chain, the next
+// one runs here, on the reading goroutine, and nothing more is read until
+// it returns (refusal returns nil). The request is not in its session's table of
+// requests in flight (its id may be the one in use), but the drain at the
+// end of the connection waits for it; its context (parent's, with the
+// request) ends when the connection ends, if not before.
 func (req *Request) refusal(parent context.Context, e *Error) job {
-	if len(req.Session.server.opts.Middleware) == 0 {
+	ss := req.Session
+	if len(ss.server.opts.Middleware) == 0 {
 		req.r.error(e)
 		return nil
 	}
 	req.handle = func(context.Context, *Request) (any, error) { return nil, e }
 	req.rounds = inputRounds{}
-	return &refusalJob{req: req, parent: parent}
+	t := &ss.reqs
+	t.wg.Add(1)
+	t.active.Add(1)
+	j := &refusalJob{req: req, parent: parent}
+	if int(t.refusing.Add(1)) > ss.server.opts.MaxInFlight {
+		j.run()
+		return nil
+	}
+	return j
 }
 
 // refusalJob runs a refused request's middleware chain (Request.refusal).
@@ -266,6 +278,8 @@ type refusalJob struct {
 
 func (j *refusalJob) run() {
 	req, ss := j.req, j.req.Session
+	defer ss.reqs.refusing.Add(-1)
+	defer ss.reqs.done() // after the functions AfterAnswer registered
 	ctx := context.WithValue(j.parent, requestKey{}, req)
 	if j.parent != ss.ctx { // a message's own context (HTTP): it ends with the connection too
 		var cancel context.CancelFunc

@@ -36,6 +36,9 @@ type requestTable struct {
 	// counted is how many requests in the table count against the bound
 	// add is given (every one but the lasting ones); guarded by mu.
 	counted int
+	// refusing counts the refusals running through the middleware chain
+	// (Request.refusal), which are not in the table.
+	refusing atomic.Int32
 }
 
 // close cancels every request in flight and every one added afterwards:
