@@ -249,6 +249,7 @@ func TestRefusalCountsInDrain(t *testing.T) {
 	entered := make(chan struct{})
 	var finished atomic.Bool
 	o := modernOptions(&modernTools{})
+	o.ShutdownTimeout = 10 * time.Second // the drain waits this long at most
 	o.Middleware = []mcp.Middleware{func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, req *mcp.Request) (any, error) {
 			if req.Method == "acme/nope" {
