@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -237,34 +238,51 @@ func (c *countedResult) MarshalJSON() ([]byte, error) {
 	return []byte(`{"counted":true}`), nil
 }
 
-// A result is encoded once, below the middleware, and that encoding is
-// sent when the middleware returns the same result.
-func TestAnswerChainEncodesOnce(t *testing.T) {
-	var n atomic.Int32
-	o := modernOptions(&modernTools{})
-	o.Methods = map[string]mcp.MethodHandler{
-		"acme/counted": func(context.Context, *mcp.Request) (any, error) { return &countedResult{n: &n}, nil },
+// A result is encoded once when the server has no Middleware (the
+// encoding made below the chain is sent), and twice with Middleware,
+// however many: once below the chain (its check), once after it (what the
+// middleware returned, which it may have changed in place).
+func TestAnswerChainEncodings(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		middlewares int
+		want        int32
+	}{
+		{"no middleware", 0, 1},
+		{"one middleware", 1, 2},
+		{"two middlewares", 2, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var n atomic.Int32
+			o := modernOptions(&modernTools{})
+			o.Methods = map[string]mcp.MethodHandler{
+				"acme/counted": func(context.Context, *mcp.Request) (any, error) { return &countedResult{n: &n}, nil },
+			}
+			rec := &chainRecorder{seen: map[string]chainSeen{}}
+			for range tc.middlewares {
+				o.Middleware = append(o.Middleware, rec.middleware)
+			}
+			c := startPlain(t, o)
+			c.send(`{"jsonrpc":"2.0","id":1,"method":"acme/counted","params":{` + modernMeta + `}}`)
+			m := c.recv()
+			require.Contains(t, m, "result", m)
+			assert.Equal(t, true, m["result"].(map[string]any)["counted"])
+			assert.Equal(t, tc.want, n.Load())
+		})
 	}
-	rec := &chainRecorder{seen: map[string]chainSeen{}}
-	o.Middleware = []mcp.Middleware{rec.middleware, rec.middleware}
-	c := startPlain(t, o)
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"acme/counted","params":{` + modernMeta + `}}`)
-	m := c.recv()
-	require.Contains(t, m, "result", m)
-	assert.Equal(t, true, m["result"].(map[string]any)["counted"])
-	assert.Equal(t, int32(1), n.Load())
 }
 
-// A middleware that answers without waiting for next: the answer is its
-// own, and the result next encodes afterwards is never sent (run with
-// -race: the encoding and the answer do not race).
-func TestAnswerChainMiddlewareAnswersFirst(t *testing.T) {
-	release, late := make(chan struct{}), make(chan error, 1)
+// A middleware that must answer by a deadline gives next a context with
+// that deadline and returns when next has returned (a middleware never
+// returns before next): the handler, honouring its context, ends at the
+// deadline, and the middleware's own answer is sent; nothing else is sent
+// for the request (run with -race).
+func TestAnswerChainMiddlewareDeadline(t *testing.T) {
 	o := modernOptions(&modernTools{})
 	o.Methods = map[string]mcp.MethodHandler{
-		"acme/slow": func(context.Context, *mcp.Request) (any, error) {
-			<-release
-			return map[string]string{"late": "yes"}, nil
+		"acme/slow": func(ctx context.Context, _ *mcp.Request) (any, error) {
+			<-ctx.Done()
+			return map[string]string{"late": "yes"}, ctx.Err()
 		},
 		"acme/ok": func(context.Context, *mcp.Request) (any, error) { return map[string]string{"ok": "yes"}, nil },
 	}
@@ -273,8 +291,13 @@ func TestAnswerChainMiddlewareAnswersFirst(t *testing.T) {
 			if req.Method != "acme/slow" {
 				return next(ctx, req)
 			}
-			go func() { _, err := next(ctx, req); late <- err }()
-			return nil, &mcp.Error{Code: -32050, Message: "answered early"}
+			ctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+			defer cancel()
+			res, err := next(ctx, req)
+			if errors.Is(err, context.DeadlineExceeded) {
+				return nil, &mcp.Error{Code: -32050, Message: "answered at the deadline"}
+			}
+			return res, err
 		}
 	}}
 	c := startPlain(t, o)
@@ -282,9 +305,7 @@ func TestAnswerChainMiddlewareAnswersFirst(t *testing.T) {
 	m := c.recv()
 	require.Contains(t, m, "error", m)
 	assert.Equal(t, float64(-32050), m["error"].(map[string]any)["code"])
-	close(release)
-	require.NoError(t, <-late, "next returned the result, encoded after the answer")
 	c.send(`{"jsonrpc":"2.0","id":2,"method":"acme/ok","params":{` + modernMeta + `}}`)
 	m = c.recv()
-	assert.Equal(t, float64(2), m["id"], "nothing was sent for the late result")
+	assert.Equal(t, float64(2), m["id"], "nothing else was sent for the first request")
 }

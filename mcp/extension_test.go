@@ -51,10 +51,8 @@ func TestMiddlewareCanAnswerAndRewrite(t *testing.T) {
 				return nil, &mcp.Error{Code: mcp.CodeInvalidRequest, Message: "denied by policy"}
 			}
 			res, err := next(ctx, req)
-			if lt, ok := res.(*mcp.ListToolsResult); ok { // a rewrite is a result of the middleware's own
-				c := *lt
-				c.Tools = lt.Tools[:1]
-				return &c, err
+			if lt, ok := res.(*mcp.ListToolsResult); ok { // results are plain values, rewritten in place
+				lt.Tools = lt.Tools[:1]
 			}
 			return res, err
 		}

@@ -269,7 +269,7 @@ func missingFor(need, have ClientCapabilities) (ClientCapabilities, bool) {
 // declared: one it lacks is refused with -32021) and the handler's state,
 // sealed. A legacy request never gets here (withInput asked the client).
 func (r *responder) modernInputRequired(ir *InputRequiredError) {
-	if !r.modern().bound {
+	if mod := r.modern(); mod == nil || !mod.bound { // nil: refused before its _meta was read
 		r.error(&Error{Code: CodeInternalError, Message: "Internal error: the handler needs input from the client, which this request cannot ask for"})
 		return
 	}

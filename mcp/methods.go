@@ -139,8 +139,8 @@ func builtinMethod(name string) bool {
 // started on its own goroutine instead.
 func (ss *Session) serveMethod(m *jsonrpc.Message, r responder, md *method, h MethodHandler, rounds inputRounds) job {
 	req := &Request{ID: json.RawMessage(m.ID), Method: m.Method, Params: json.RawMessage(m.Params), Session: ss, r: r, handle: h, rounds: rounds}
-	if !ss.begin(req, ss.rd.messageContext(), md.lasting) {
-		return nil
+	if ok, refused := ss.begin(req, ss.rd.messageContext(), md.lasting); !ok {
+		return refused
 	}
 	switch {
 	case md.inline:

@@ -26,7 +26,7 @@ type Request struct {
 	// Session is the connection the request arrived on: the same for
 	// every request of the connection, whatever their revision.
 	Session *Session
-	// enc is the result answerChecked encoded; after, what AfterAnswer
+	// enc is the response answerChecked encoded (no Middleware); after, what AfterAnswer
 	// registered (request_answer.go).
 	enc   encodedResult
 	after atomic.Pointer[afterAnswer]
@@ -99,26 +99,41 @@ type MethodHandler func(ctx context.Context, req *Request) (any, error)
 // A well-formed request refused before its method runs (before
 // initialize, -32002; an invalid _meta, -32602; an unsupported revision,
 // -32022; a method that does not exist, -32601; an id in use by a request
-// in flight, or initialize inside a batch, -32600) runs the chain on the
-// goroutine that read it, with a next that returns the refusal as an
-// *Error. Its Method, ID and Params are the request's, and every accessor
-// answers (a request whose _meta was refused answers for its connection:
-// what initialize negotiated, else "" and zero values). What the
-// middleware returns
-// is what is answered: it may log the refusal, or replace it with an
-// error or a result of its own.
+// in flight, MaxInFlight reached, or initialize inside a batch, -32600 or
+// CodeServerBusy) runs the chain with a next that returns the refusal as
+// an *Error, and nothing else of the method (not its input rounds). It
+// runs as a quick request does: on the goroutine that read it, which
+// hands reading over to another after InlineBudget, so a middleware that
+// blocks on a refusal does not hold up the connection (up to MaxInFlight
+// refusals at once: the next one is run before anything more is read);
+// its context ends when the connection does, whose drain waits for it. Its Method, ID and Params are the request's,
+// and every accessor answers: for the request's own _meta once that was
+// valid (a 2026-07-28 request refused for its method), else for its
+// connection (what initialize negotiated, else "" and zero values). What
+// the middleware returns is what is answered: it may log the refusal, or
+// replace it with an error or a result of its own.
 //
 // A result is checked below every middleware: for a result that cannot
 // be encoded, that is not a JSON object on a 2026-07-28 request, or whose
 // response exceeds the transport's MaxMessageBytes, next returns the
-// -32603 *Error the client gets (and the Server logs why). A result next
-// returns is encoded there, once, and sent as encoded when the middleware
-// returns that same value: a middleware that changes a result returns a
-// value of its own (a copy), never changes the one next returned, whose
-// changes would not be sent. A result of the middleware's own is checked
-// after it returns: one that cannot be sent is logged, and that -32603 is
-// answered instead. (In a 2025-03-26 batch, the size of the whole answer
-// is checked when it is written.)
+// -32603 *Error the client gets (and the Server logs why). What the
+// middleware returns is encoded when the request answers, and checked
+// again: a middleware may change the result next returned in place (redact
+// a tool's Content) and return it, or return a value of its own; one that
+// cannot be sent is logged, and that -32603 is answered instead. (A result
+// is so encoded twice when the server has Middleware; with none, the
+// encoding made below is the one sent. In a 2025-03-26 batch, the size of
+// the whole answer is checked when it is written.)
+//
+// A middleware returns only after next has returned (when it calls
+// next): the request, its progress and its input rounds are shared with
+// the handler below, and a handler still running after its request has
+// answered races with it, no longer counts toward MaxInFlight and is not
+// waited for by the end of Server.Run. A middleware that must answer by a
+// deadline gives next a context with that deadline and returns when next
+// does; a tool that must be answered at its deadline whatever its handler
+// does gets a Timeout in the tools/call chain (package middleware), which
+// is built to return before its handler.
 //
 // A transport's own refusal of a well-formed request passes through it
 // the same way when the transport hands the request over with it (the

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"reflect"
 	"sync"
-	"sync/atomic"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -64,14 +62,16 @@ func (r *responder) answerError(err error) {
 
 // answerChecked is the innermost handler of the middleware chain
 // (Server.handle), below every Middleware: the method's own (dispatch),
-// then the check of its result. A request's result is encoded here, once,
-// by its engine (the 2026-07-28 stamp, and its rule that a result is a
-// JSON object), into the very response that will be written, and checked
+// then the check of its result. A request's result is encoded here by
+// its engine (the 2026-07-28 stamp, and its rule that a result is a JSON
+// object), into the very response that will be written, and checked
 // against the transport's MaxMessageBytes: a result that cannot be sent
 // is refused here, with the -32603 error the client will get, so that the
-// middleware sees what is answered. The encoding is kept on the request
-// and written as it is when the middleware returns that same result
-// (answer).
+// middleware sees what is answered. With no Middleware, nothing can
+// change the result after this: the encoding is kept on the request and
+// written as it is (answer). With Middleware, the result the chain
+// returns (the same value, possibly changed in place, or another) is
+// encoded again when the request answers.
 func answerChecked(ctx context.Context, req *Request) (any, error) {
 	res, err := dispatch(ctx, req)
 	if err != nil || req.ID == nil {
@@ -80,25 +80,14 @@ func answerChecked(ctx context.Context, req *Request) (any, error) {
 	return req.checkResult(res)
 }
 
-// encodedResult is a request's result as answerChecked encoded it: the
-// whole response in buf (from bufPool unless it is a batch part, which
-// the batch keeps), for the value v. Its state makes the encoding and the
-// answer safe to race (a middleware that answers without waiting for
-// next): the encoding is kept only if it is done before the request
-// answers.
+// encodedResult is a request's response as answerChecked encoded it,
+// kept when the server has no Middleware: the whole message in buf (from
+// bufPool when pooled; a batch part is the batch's to keep). Written and
+// read on the goroutine that runs the request's chain and then answers.
 type encodedResult struct {
-	state  atomic.Int32 // encodingNone, encodingBusy, encodingReady, encodingUsed
-	pooled bool         // buf is bufPool's
-	v      any
+	pooled bool
 	buf    *[]byte
 }
-
-const (
-	encodingNone  = iota // nothing kept
-	encodingBusy         // answerChecked is keeping its encoding
-	encodingReady        // an encoding is kept
-	encodingUsed         // the request answered: nothing more is kept
-)
 
 // checkResult encodes res as req's response (see answerChecked) and
 // returns it, or the refusal the client gets instead, logged.
@@ -107,7 +96,16 @@ func (req *Request) checkResult(res any) (any, error) {
 	if e != nil {
 		return nil, e
 	}
-	req.enc.keep(res, bp, pooled)
+	if len(req.Session.server.opts.Middleware) != 0 {
+		// A middleware may change the result in place before it returns
+		// it (a redaction): what it returns is encoded again when the
+		// request answers.
+		if pooled {
+			putBuffer(bp)
+		}
+		return res, nil
+	}
+	req.enc.keep(bp, pooled)
 	return res, nil
 }
 
@@ -142,31 +140,11 @@ func (r *responder) encodeResponse(v any) (bp *[]byte, pooled bool, e *Error) {
 	return bp, true, nil
 }
 
-// keep keeps *bp, the response encoding v, in place of what was kept
-// before (a middleware may call next again), unless the request answered
-// meanwhile.
-func (e *encodedResult) keep(v any, bp *[]byte, pooled bool) {
-	for {
-		s := e.state.Load()
-		if s != encodingNone && s != encodingReady {
-			break // answered, or being kept by a concurrent call of next
-		}
-		if !e.state.CompareAndSwap(s, encodingBusy) {
-			continue
-		}
-		if s == encodingReady {
-			e.release()
-		}
-		e.v, e.buf, e.pooled = v, bp, pooled
-		if e.state.CompareAndSwap(encodingBusy, encodingReady) {
-			return
-		}
-		e.v, e.buf = nil, nil // answered meanwhile: it did not read them
-		break
-	}
-	if pooled {
-		putBuffer(bp)
-	}
+// keep keeps *bp, the response encoded, in place of what was kept
+// before.
+func (e *encodedResult) keep(bp *[]byte, pooled bool) {
+	e.release()
+	e.buf, e.pooled = bp, pooled
 }
 
 // release lets the kept encoding go.
@@ -174,7 +152,7 @@ func (e *encodedResult) release() {
 	if e.pooled {
 		putBuffer(e.buf)
 	}
-	e.v, e.buf = nil, nil
+	e.buf, e.pooled = nil, false
 }
 
 // encodeRefusal logs why a result cannot be sent (err: from the engine's
@@ -195,14 +173,14 @@ func (r *responder) encodeRefusal(err error) *Error {
 }
 
 // answer sends the outcome of req's handler chain: the response
-// answerChecked encoded when the chain returned that very result,
-// otherwise (a middleware's own result, or an error) as
-// responder.answer does, so that a middleware's replacement is checked
-// after it.
+// answerChecked kept (with no Middleware) when the chain returned that
+// very result, otherwise (with Middleware, or an error) as
+// responder.answer does, so that what a middleware returned, changed in
+// place or replaced, is encoded and checked after it.
 func (req *Request) answer(res any, err error) {
 	e := &req.enc
-	if e.state.Swap(encodingUsed) == encodingReady {
-		if err == nil && sameResult(e.v, res) {
+	if e.buf != nil {
+		if err == nil { // no Middleware: res is the result kept
 			req.r.writeEncoded(*e.buf)
 			e.release()
 			return
@@ -235,47 +213,18 @@ func putBuffer(bp *[]byte) {
 	}
 }
 
-// sameResult reports whether b is a, the result answerChecked encoded,
-// as a middleware that returns what next returned passes it on: the same
-// pointer, map or raw JSON (or nil, or a value of a zero-size type). It
-// never compares contents: == panics on an uncomparable value, and a
-// value changed in place is documented as not seen. A value of another
-// kind is not the same: it is encoded again.
-func sameResult(a, b any) bool {
-	switch x := a.(type) {
-	case jsontext.Value:
-		y, ok := b.(jsontext.Value)
-		return ok && sameValue(x, y)
-	case json.RawMessage:
-		y, ok := b.(json.RawMessage)
-		return ok && sameValue(jsontext.Value(x), jsontext.Value(y))
-	}
-	ta := reflect.TypeOf(a)
-	switch {
-	case ta != reflect.TypeOf(b):
-		return false
-	case ta == nil || ta.Size() == 0:
-		return true
-	case ta.Kind() == reflect.Pointer:
-		return a == b // pointers: compared without a panic
-	case ta.Kind() == reflect.Map:
-		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
-	}
-	return false
-}
-
 // refuseGate answers request m of session ss with e, a refusal of the
 // gate of its engine (state, _meta, revision, method), through the
-// middleware chain (see Request.refuse); r is where the answer goes. It
-// returns the job an engine's dispatch returns: none.
+// middleware chain (see Request.refusal); r is where the answer goes. It
+// returns the job an engine's dispatch returns: the refusal's run through
+// the chain, or nil when it was answered at once (no Middleware).
 func refuseGate(ss *Session, m *jsonrpc.Message, r responder, e *Error) job {
 	if len(ss.server.opts.Middleware) == 0 { // no one to see it: no request to build
 		r.error(e)
 		return nil
 	}
 	req := &Request{ID: json.RawMessage(m.ID), Method: m.Method, Params: json.RawMessage(m.Params), Session: ss, r: r}
-	req.refuse(ss.rd.messageContext(), e)
-	return nil
+	return req.refusal(ss.rd.messageContext(), e)
 }
 
 // refuseHandedOver answers request m of session ss with the refusal its
@@ -298,22 +247,69 @@ func refuseHandedOver(ss *Session, m *jsonrpc.Message, r responder, modern bool)
 }
 
 // refuse answers req, a well-formed request refused before its method
-// runs (by its engine's gate, or because its id is in use), with e
-// through the middleware chain, as every answer is: the chain runs on the
-// calling goroutine with a handler that returns e in place of the
-// method's, and what it returns is answered. The request is not in its
-// session's table of requests in flight (its id may be the one in use)
-// and its context (parent's, with the request) is never cancelled by it.
+// runs, with e through the middleware chain on the calling goroutine (see
+// refusal).
 func (req *Request) refuse(parent context.Context, e *Error) {
-	if len(req.Session.server.opts.Middleware) == 0 {
+	if j := req.refusal(parent, e); j != nil {
+		j.run()
+	}
+}
+
+// refusal answers req, a well-formed request refused before its method
+// runs (by its engine's gate, or because its id is in use or MaxInFlight
+// is reached), with e through the middleware chain, as every answer is.
+// With no Middleware it answers at once and returns nil. Otherwise it
+// returns the job that runs the chain with a handler that returns e in
+// place of the method's (and nothing else of the method: not its input
+// rounds) and answers with what the chain returns: a job the reader runs
+// as it runs a request's, so that a middleware that blocks holds up the
+// connection for InlineBudget at most. Refusals are bounded as requests
+// are: while MaxInFlight of them are running through the chain, the next
+// one runs here, on the reading goroutine, and nothing more is read until
+// it returns (refusal returns nil). The request is not in its session's table of
+// requests in flight (its id may be the one in use), but the drain at the
+// end of the connection waits for it; its context (parent's, with the
+// request) ends when the connection ends, if not before.
+func (req *Request) refusal(parent context.Context, e *Error) job {
+	ss := req.Session
+	if len(ss.server.opts.Middleware) == 0 {
 		req.r.error(e)
-		return
+		return nil
 	}
 	req.handle = func(context.Context, *Request) (any, error) { return nil, e }
-	ctx := context.WithValue(parent, requestKey{}, req)
-	ss := req.Session
+	req.rounds = inputRounds{}
+	t := &ss.reqs
+	t.wg.Add(1)
+	t.active.Add(1)
+	j := &refusalJob{req: req, parent: parent}
+	if int(t.refusing.Add(1)) > ss.server.opts.MaxInFlight {
+		j.run()
+		return nil
+	}
+	return j
+}
+
+// refusalJob runs a refused request's middleware chain (Request.refusal).
+type refusalJob struct {
+	req    *Request
+	parent context.Context
+}
+
+func (j *refusalJob) run() {
+	req, ss := j.req, j.req.Session
+	defer ss.reqs.refusing.Add(-1)
+	defer ss.reqs.done() // after the functions AfterAnswer registered
+	ctx := context.WithValue(j.parent, requestKey{}, req)
+	if j.parent != ss.ctx { // a message's own context (HTTP): it ends with the connection too
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(ss.ctx, cancel)()
+	}
 	res, err := guard(ss.log, "middleware of a refused request", req.Method, func() (any, error) { return ss.server.handle(ctx, req) })
-	req.answer(res, err)
+	// Under the guard too: a panic on the reading goroutine must not end
+	// the process.
+	_, _ = guard(ss.log, "answer of a refused request", req.Method, func() (any, error) { req.answer(res, err); return nil, nil })
 	var sent any
 	if err == nil {
 		sent = res
@@ -346,7 +342,10 @@ func (r *Request) hooks() *afterAnswer {
 }
 
 // AfterAnswer registers f to run once the request has been answered (its
-// response handed to the transport), or has ended without an answer
+// response handed to the transport; for a request inside a 2025-03-26
+// batch, its part of the batch's answer made, which is handed to the
+// transport with the batch's last part, possibly after f ran), or has
+// ended without an answer
 // (cancelled by the client, whose cancellation suppresses it; a
 // notification, once its handlers returned). Functions run in the order
 // they were registered, each once, on the goroutine that answered the

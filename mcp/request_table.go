@@ -36,6 +36,9 @@ type requestTable struct {
 	// counted is how many requests in the table count against the bound
 	// add is given (every one but the lasting ones); guarded by mu.
 	counted int
+	// refusing counts the refusals running through the middleware chain
+	// (Request.refusal), which are not in the table.
+	refusing atomic.Int32
 }
 
 // close cancels every request in flight and every one added afterwards:
@@ -221,20 +224,20 @@ func guard(log *slog.Logger, what, name string, fn func() (any, error)) (res any
 // that carries req (RequestFromContext). On a duplicate id it answers
 // -32600, and when ServerOptions.MaxInFlight requests of the connection
 // are in flight already (a lasting one, keepAlive, is not counted) it
-// answers CodeServerBusy naming the bound; it then returns false and the
-// connection goes on.
-func (ss *Session) begin(req *Request, parent context.Context, keepAlive bool) bool {
+// refuses it with CodeServerBusy naming the bound (Request.refusal); it
+// then returns false, with the refusal's job when Middleware sees it, and
+// the connection goes on.
+func (ss *Session) begin(req *Request, parent context.Context, keepAlive bool) (bool, job) {
 	f := &req.f
 	*f = inflight{tab: &ss.reqs, req: req, key: idKey(jsontext.Value(req.ID)), method: req.Method, keepAlive: keepAlive}
 	f.vals.req = req
 	f.start(parent, ss.reqs.watched)
 	if e := ss.reqs.add(f, ss.server.opts.MaxInFlight); e != nil {
 		f.cancel()
-		req.refuse(parent, e)
-		return false
+		return false, req.refusal(parent, e)
 	}
 	f.follow(ss.reqs.watched)
-	return true
+	return true, nil
 }
 
 // errIDInUse answers a request whose id an in-flight request has.

@@ -56,7 +56,9 @@ func (rd *reader) handleBatch(msg []byte) job {
 			continue
 		}
 		if msgs[i].Kind == jsonrpc.KindRequest && msgs[i].Method == methodInitialize {
-			refuseGate(ss, &msgs[i], responder{ss: ss, sc: sessionScope{ss}, id: msgs[i].ID, batch: b}, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize must not be part of a batch"})
+			if job := refuseGate(ss, &msgs[i], responder{ss: ss, sc: sessionScope{ss}, id: msgs[i].ID, batch: b}, &Error{Code: CodeInvalidRequest, Message: "Invalid Request: initialize must not be part of a batch"}); job != nil {
+				jobs = append(jobs, job)
+			}
 			continue
 		}
 		if job := rd.handleMessage(&msgs[i], b); job != nil {

@@ -41,11 +41,15 @@ func (modernEngine) dispatchMeta(ss *Session, m *jsonrpc.Message, r responder, m
 	if !ss.modernOnly && !ss.servedPerRequest.Load() { // read first: most requests find it set
 		ss.servedPerRequest.Store(true)
 	}
+	// The request's scope from here on, refused or not: its accessors
+	// answer for its _meta, and an answer is shaped by it.
+	mod := &modernReq{meta: meta}
+	r.sc = mod
 	md, ok := ss.server.lookupMethod(m.Method)
 	if !ok || md.modern == nil || (md.offered != nil && !md.offered(ss)) {
 		return refuseGate(ss, m, r, methodNotFound(m.Method))
 	}
-	r.sc = &modernReq{meta: meta, cacheable: md.cacheable}
+	mod.cacheable = md.cacheable
 	return ss.serveMethod(m, r, &md, md.modern, inputRounds{read: md.modernInput, rule: modernRounds})
 }
 

@@ -239,7 +239,9 @@ type ServerOptions struct {
 	// it is answered CodeServerBusy with a retryable RESOURCE_EXHAUSTED
 	// StructuredError naming it (data.details.limit "MaxInFlight"), and
 	// the connection goes on. A request counts from when it is read until
-	// its answer is sent: a tools/call answered at its deadline whose
+	// its handler chain has returned, just before its answer is sent (so
+	// a client that sends its next request on reading an answer finds the
+	// slot free): a tools/call answered at its deadline whose
 	// handler runs on no longer counts here (the tools/call concurrency
 	// middleware holds its slot). subscriptions/listen requests, which
 	// last until the client ends them, do not count: MaxListens and
@@ -253,7 +255,11 @@ type ServerOptions struct {
 	// notification, built-in and custom methods alike; the first listed
 	// is the outermost. The chain is built once, by NewServer. Every
 	// answer to a well-formed request passes through it, refusals and
-	// results that cannot be sent included (see Middleware).
+	// results that cannot be sent included (see Middleware). A middleware
+	// may change a result in place before it returns it: with Middleware,
+	// a result is encoded once below the chain (to check it) and again
+	// after it (what is sent). A middleware returns only after next has
+	// returned.
 	Middleware []Middleware
 	// SendMiddleware wraps every request and notification the server
 	// sends its clients (progress, logging, list changes, sampling,
