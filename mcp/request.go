@@ -106,10 +106,11 @@ type MethodHandler func(ctx context.Context, req *Request) (any, error)
 // hands reading over to another after InlineBudget, so a middleware that
 // blocks on a refusal does not hold up the connection (up to MaxInFlight
 // refusals at once: the next one is run before anything more is read);
-// its context ends when the connection does, whose drain waits for it. Its Method, ID and Params are the request's,
-// and every accessor answers: for the request's own _meta once that was
-// valid (a 2026-07-28 request refused for its method), else for its
-// connection (what initialize negotiated, else "" and zero values). What
+// its context ends when the connection does, whose drain waits for it.
+// Its Method, ID and Params are the request's, and every accessor
+// answers: for the request's own _meta once that was valid (a 2026-07-28
+// request refused for its method), else for its connection (what
+// initialize negotiated, else "" and zero values). What
 // the middleware returns is what is answered: it may log the refusal, or
 // replace it with an error or a result of its own.
 //
