@@ -104,9 +104,12 @@ type MethodHandler func(ctx context.Context, req *Request) (any, error)
 // an *Error, and nothing else of the method (not its input rounds). It
 // runs as a quick request does: on the goroutine that read it, which
 // hands reading over to another after InlineBudget, so a middleware that
-// blocks on a refusal does not hold up the connection (up to MaxInFlight
-// refusals at once: the next one is run before anything more is read);
-// its context ends when the connection does, whose drain waits for it.
+// blocks on a refusal does not hold up the connection, up to MaxInFlight
+// refusals handed over at once; the next one runs on the reading
+// goroutine before anything more is read, so a middleware that waits for
+// its client there (Session.Ping, an elicitation) holds the connection's
+// reading until the wait ends: give such waits a deadline. A refusal's
+// context ends when the connection does, whose drain waits for it.
 // Its Method, ID and Params are the request's, and every accessor
 // answers: for the request's own _meta once that was valid (a 2026-07-28
 // request refused for its method), else for its connection (what

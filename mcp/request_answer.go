@@ -246,15 +246,6 @@ func refuseHandedOver(ss *Session, m *jsonrpc.Message, r responder, modern bool)
 	return refuseGate(ss, m, r, &Error{Code: f.Code, Message: f.Message, Data: f.Data})
 }
 
-// refuse answers req, a well-formed request refused before its method
-// runs, with e through the middleware chain on the calling goroutine (see
-// refusal).
-func (req *Request) refuse(parent context.Context, e *Error) {
-	if j := req.refusal(parent, e); j != nil {
-		j.run()
-	}
-}
-
 // refusal answers req, a well-formed request refused before its method
 // runs (by its engine's gate, or because its id is in use or MaxInFlight
 // is reached), with e through the middleware chain, as every answer is.

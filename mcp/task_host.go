@@ -194,9 +194,10 @@ func (st *taskHost) storeError(call *Request, id string, err error) *Error {
 		return taskNotFoundError(id)
 	}
 	if call != nil && call.Session != nil {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		if ctx := call.f.ctx; ctx != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			// The request ended (its client went away, or its deadline
 			// passed) before the store answered: no fault of the store.
+			// A store's own timeout stays an error.
 			call.Session.log.Debug("mcp: the request ended before the task store answered", "taskId", id, "error", err)
 		} else {
 			call.Session.log.Error("mcp: the task store failed", "taskId", id, "error", err)
