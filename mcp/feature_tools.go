@@ -14,6 +14,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/keelmcp/keel/internal/ids"
 	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/revision"
 )
@@ -332,11 +333,17 @@ func readToolCall(ctx context.Context, req *Request, readMeta metaRule, gate tas
 	ss := req.Session
 	opts := &ss.server.opts
 	corr, _ := p.Meta[MetaCorrelationID].(string)
-	if corr == "" {
-		corr = opts.NewID()
+	var run string
+	switch {
+	case corr == "" && ss.server.pairIDs:
+		corr, run = ids.NewUUIDPair()
+	case corr == "":
+		corr, run = opts.NewID(), opts.NewID()
+	default:
+		run = opts.NewID()
 	}
 	call := &ToolCall{Name: p.Name, Arguments: p.Arguments, Meta: p.Meta, Task: p.Task,
-		CorrelationID: corr, RunID: opts.NewID(), Session: ss}
+		CorrelationID: corr, RunID: run, Session: ss}
 	call.logh = callHandler{next: ss.log.Handler(), corr: corr, run: call.RunID}
 	call.logv = *slog.New(&call.logh)
 	call.Logger = &call.logv
