@@ -3,7 +3,6 @@ package mcp_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
@@ -18,25 +17,16 @@ import (
 // together: ids.NewUUIDPair).
 func TestToolCallIDsWithTheDefaultNewID(t *testing.T) {
 	tools := mcptest.NewTools(mcptest.ToolSlow)
-	tools.SlowStarted = make(chan *mcp.ToolCall, 1)
-	tools.SlowDone = make(chan error, 1)
+	tools.SlowStarted, tools.SlowDone = make(chan *mcp.ToolCall, 1), make(chan error, 1)
 	opts := mcptest.ServerOptions(tools)
 	opts.NewID = nil
 	c, end := connect(t, opts, nil)
 	t.Cleanup(func() { _ = end() })
-
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
-	go func() {
-		_, err := c.CallTool(ctx, mcptest.ToolSlow, nil)
-		errc <- err
-	}()
-	var call *mcp.ToolCall
-	select {
-	case call = <-tools.SlowStarted:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the slow tool never started")
-	}
+	go func() { _, err := c.CallTool(ctx, mcptest.ToolSlow, nil); errc <- err }()
+
+	call := recv(t, tools.SlowStarted, "the slow call")
 	for _, id := range []string{call.CorrelationID, call.RunID} {
 		u, err := uuid.Parse(id)
 		require.NoError(t, err, id)
@@ -45,6 +35,6 @@ func TestToolCallIDsWithTheDefaultNewID(t *testing.T) {
 	}
 	assert.NotEqual(t, call.CorrelationID, call.RunID)
 	cancel()
-	require.Error(t, <-errc)
-	<-tools.SlowDone
+	require.Error(t, recv(t, errc, "CallTool"))
+	recv(t, tools.SlowDone, "the handler's end")
 }
