@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -13,6 +14,8 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/keelmcp/keel/internal/ids"
+	"github.com/keelmcp/keel/internal/jsonrpc"
 	"github.com/keelmcp/keel/internal/revision"
 )
 
@@ -146,20 +149,93 @@ func toolCallParams(req *Request, readMeta metaRule) (*CallToolParams, error) {
 		}
 		return p, nil
 	}
+	if read {
+		if name, args, ok := readCommonCallTool(req.Params); ok {
+			*p = CallToolParams{Name: name, Arguments: json.RawMessage(args), Meta: meta}
+			return p, nil
+		}
+	}
+	if err := decodeCallTool(req.Params, p, read, meta); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// decodeCallTool decodes the params of a tools/call into p with the
+// codec's arshaler (callToolWire); with read, p's Meta is meta and _meta
+// is not decoded.
+func decodeCallTool(params json.RawMessage, p *CallToolParams, read bool, meta Meta) error {
 	var w callToolWire
 	var err error
 	if read {
-		err = jsonv2.Unmarshal(req.Params, &w.callToolFields)
+		err = jsonv2.Unmarshal(params, &w.callToolFields)
 		w.Meta = callMeta(meta)
 	} else {
-		err = jsonv2.Unmarshal(req.Params, &w)
+		err = jsonv2.Unmarshal(params, &w)
 	}
 	if err != nil {
-		return nil, invalidParams(err)
+		return invalidParams(err)
 	}
 	*p = CallToolParams{Name: w.Name, Arguments: json.RawMessage(w.Arguments), Task: w.Task, InputResponses: w.InputResponses,
 		RequestState: w.RequestState, Meta: Meta(w.Meta)}
-	return p, nil
+	return nil
+}
+
+var (
+	// errNotCommon stops readCommonCallTool at params it leaves to
+	// decodeCallTool.
+	errNotCommon    = errors.New("mcp: not the common tools/call params")
+	memberName      = []byte(`"name"`)
+	memberArguments = []byte(`"arguments"`)
+	memberMeta      = []byte(`"_meta"`)
+)
+
+// readCommonCallTool reads the params of the common tools/call, whose
+// _meta the request's scope read already: a string name without escapes,
+// an object of arguments (the bytes of params, not a copy: argument bytes
+// are read, never written), _meta and no other member, each name without
+// escapes, read with the strict decoder. ok is false for any other params
+// (a missing name, a null, task, inputResponses, requestState, another
+// member, an error), which decodeCallTool decodes and refuses in its own
+// words: what it makes of the common ones is what this returns.
+func readCommonCallTool(params json.RawMessage) (name string, args jsontext.Value, ok bool) {
+	if jsontext.Value(params).Kind() != '{' {
+		return "", nil, false
+	}
+	err := jsonrpc.WithDecoder(params, func(dec *jsontext.Decoder) error {
+		if _, err := dec.ReadToken(); err != nil {
+			return err
+		}
+		var nameV jsontext.Value
+		for dec.PeekKind() != '}' {
+			key, err := dec.ReadValue()
+			if err != nil {
+				return err
+			}
+			v, err := dec.ReadValue()
+			if err != nil {
+				return err
+			}
+			switch {
+			case bytes.Equal(key, memberName) && v.Kind() == '"' && bytes.IndexByte(v, '\\') < 0:
+				nameV = v
+			case bytes.Equal(key, memberArguments) && v.Kind() == '{':
+				args = v
+			case bytes.Equal(key, memberMeta):
+			default:
+				return errNotCommon
+			}
+		}
+		if nameV == nil {
+			return errNotCommon
+		}
+		name = string(nameV[1 : len(nameV)-1])
+		return nil
+	})
+	if err != nil {
+		return "", nil, false
+	}
+	return name, args, true
 }
 
 // withoutRevisionMembers returns a copy of m without the members callMeta
@@ -257,11 +333,17 @@ func readToolCall(ctx context.Context, req *Request, readMeta metaRule, gate tas
 	ss := req.Session
 	opts := &ss.server.opts
 	corr, _ := p.Meta[MetaCorrelationID].(string)
-	if corr == "" {
-		corr = opts.NewID()
+	var run string
+	switch {
+	case corr == "" && ss.server.pairIDs:
+		corr, run = ids.NewUUIDPair()
+	case corr == "":
+		corr, run = opts.NewID(), opts.NewID()
+	default:
+		run = opts.NewID()
 	}
 	call := &ToolCall{Name: p.Name, Arguments: p.Arguments, Meta: p.Meta, Task: p.Task,
-		CorrelationID: corr, RunID: opts.NewID(), Session: ss}
+		CorrelationID: corr, RunID: run, Session: ss}
 	call.logh = callHandler{next: ss.log.Handler(), corr: corr, run: call.RunID}
 	call.logv = *slog.New(&call.logh)
 	call.Logger = &call.logv

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -97,6 +98,9 @@ type resourceWire struct {
 func (c Content) marshalWire(enc *jsontext.Encoder) error {
 	switch c.Type {
 	case ContentText:
+		if c.Annotations == nil && len(c.Meta) == 0 && utf8.ValidString(c.Text) {
+			return writeTextBlock(enc, c.Text)
+		}
 		return json.MarshalEncode(enc, &textWire{c.Type, c.Text, c.Annotations, c.Meta})
 	case ContentImage, ContentAudio:
 		return json.MarshalEncode(enc, &mediaWire{c.Type, c.Data, c.MimeType, c.Annotations, c.Meta})
@@ -110,6 +114,19 @@ func (c Content) marshalWire(enc *jsontext.Encoder) error {
 	default:
 		return fmt.Errorf("mcp: unknown content block type %q", c.Type)
 	}
+}
+
+// writeTextBlock writes a text block with neither annotations nor _meta,
+// whose text is valid UTF-8, token by token: what textWire's arshaler
+// writes for it, without a textWire to allocate.
+func writeTextBlock(enc *jsontext.Encoder, text string) error {
+	for _, t := range [...]jsontext.Token{jsontext.BeginObject, jsontext.String("type"), jsontext.String(ContentText),
+		jsontext.String("text"), jsontext.String(text), jsontext.EndObject} {
+		if err := enc.WriteToken(t); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type contentWire struct {

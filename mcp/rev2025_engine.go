@@ -96,7 +96,7 @@ func handleInitialize(_ context.Context, req *Request) (any, error) {
 		v = latestVersion
 	}
 	ss.mu.Lock()
-	ss.hs = sessionHandshake{version: v, clientInfo: p.ClientInfo, clientCaps: p.Capabilities}
+	state2025(ss).hs = sessionHandshake{version: v, clientInfo: p.ClientInfo, clientCaps: p.Capabilities}
 	ss.mu.Unlock()
 	ss.log.Info("mcp: initialize", logclip.Attr("requested", p.ProtocolVersion), "negotiated", v, logclip.Attr("client", p.ClientInfo.Name))
 	return ss.server.initializeResult(v), nil

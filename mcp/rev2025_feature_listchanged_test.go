@@ -74,7 +74,7 @@ func TestListChangedCoalescesPerSession(t *testing.T) {
 	assert.True(t, srv.initializeResult(latestVersion).Capabilities.Tools.ListChanged, "a ChangeNotifier source declares listChanged")
 
 	// While a send is under way, changes only mark the session ...
-	ss.notes.sending = true
+	state2025(ss).notes.sending = true
 	tools.change()
 	tools.change()
 	tools.change()
@@ -82,7 +82,7 @@ func TestListChangedCoalescesPerSession(t *testing.T) {
 	// ... and the sender, when it looks again, sends one notification.
 	ss.sendNotes()
 	assert.Equal(t, []string{`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`}, readAll(t, ct))
-	assert.False(t, ss.notes.sending)
+	assert.False(t, state2025(ss).notes.sending)
 
 	// One change later: one more notification, from the sender goroutine.
 	tools.change()
@@ -97,9 +97,9 @@ func TestListChangedOnlyWhenRunning(t *testing.T) {
 	ss.state.Store(int32(stateClosed))
 	tools.change()
 	assert.Empty(t, readAll(t, ct), "nothing after CLOSED")
-	ss.notes.mu.Lock()
-	defer ss.notes.mu.Unlock()
-	assert.Zero(t, ss.notes.dirty, "dropped, not kept for later")
+	state2025(ss).notes.mu.Lock()
+	defer state2025(ss).notes.mu.Unlock()
+	assert.Zero(t, state2025(ss).notes.dirty, "dropped, not kept for later")
 }
 
 func TestListChangedNotDeclaredWithoutNotifier(t *testing.T) {
@@ -119,7 +119,7 @@ func TestResourceUpdatesReachSubscribersOnce(t *testing.T) {
 
 	require.Nil(t, srv.hub.subscribe(ss, "file:///dir"))
 	require.Nil(t, srv.hub.subscribe(ss, "file:///dir/a.txt"))
-	ss.notes.sending = true
+	state2025(ss).notes.sending = true
 	srv.hub.updated("file:///dir/a.txt") // both subscriptions cover it: one notification
 	srv.hub.updated("file:///dir/a.txt") // coalesced
 	srv.hub.updated("file:///dir/b.txt")
@@ -178,8 +178,8 @@ func TestListChangedConcurrentChanges(t *testing.T) {
 	require.NoError(t, err)
 	got := append([]string{string(first)}, readAll(t, ct)...)
 	assert.LessOrEqual(t, len(got), 200)
-	ss.notes.mu.Lock()
-	assert.False(t, ss.notes.sending)
-	assert.Zero(t, ss.notes.dirty)
-	ss.notes.mu.Unlock()
+	state2025(ss).notes.mu.Lock()
+	assert.False(t, state2025(ss).notes.sending)
+	assert.Zero(t, state2025(ss).notes.dirty)
+	state2025(ss).notes.mu.Unlock()
 }

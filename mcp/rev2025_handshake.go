@@ -62,7 +62,7 @@ func handleSetLevel(_ context.Context, req *Request) (any, error) {
 			" (want debug, info, notice, warning, error, critical, alert or emergency)"}
 	}
 	ss := req.Session
-	ss.feat.logLevel.Store(int32(p.Level.severity()) + 1)
+	state2025(ss).feat.logLevel.Store(int32(p.Level.severity()) + 1)
 	ss.log.Debug("mcp: client set the logging level", "level", string(p.Level))
 	return emptyResult{}, nil
 }
@@ -97,7 +97,7 @@ func startStateless(ss *Session, v string) {
 		v = latestVersion
 	}
 	ss.mu.Lock()
-	ss.hs.version = v
+	state2025(ss).hs.version = v
 	ss.mu.Unlock()
 	ss.state.Store(int32(stateRunning))
 }

@@ -259,7 +259,7 @@ func handleRootsListChanged(_ context.Context, req *Request) (any, error) {
 		ss.log.Warn("mcp: notifications/roots/list_changed ignored (roots not declared, or not RUNNING)")
 		return nil, nil
 	}
-	fs := &ss.feat
+	fs := &state2025(ss).feat
 	fs.rootsMu.Lock()
 	if fs.rootsRunning {
 		fs.rootsPending = true
@@ -274,7 +274,7 @@ func handleRootsListChanged(_ context.Context, req *Request) (any, error) {
 
 // runRootsChanged calls f until no notification arrived during the last call.
 func (ss *Session) runRootsChanged(f func(context.Context, *Session)) {
-	fs := &ss.feat
+	fs := &state2025(ss).feat
 	for {
 		_, _ = guard(ss.log, "OnRootsListChanged", "", func() (any, error) {
 			f(withSession(ss.ctx, ss), ss)

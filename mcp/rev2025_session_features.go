@@ -31,8 +31,10 @@ func sessionLogLevel(ss *Session) LoggingLevel {
 	if ss.modernOnly {
 		return ""
 	}
-	if v := ss.feat.logLevel.Load(); v > 0 {
-		return levelsBySeverity[v-1]
+	if p := ss.s25.Load(); p != nil {
+		if v := p.feat.logLevel.Load(); v > 0 {
+			return levelsBySeverity[v-1]
+		}
 	}
 	return ss.server.opts.LogLevel
 }

@@ -61,13 +61,18 @@ func (h *changeHub) updateSessionsLocked(uri string) {
 
 // dropSubscriptionsLocked drops the subscriptions of ss, which ended.
 func (h *changeHub) dropSubscriptionsLocked(ss *Session) {
-	ss.notes.mu.Lock()
-	for uri := range ss.notes.subs {
+	p := ss.s25.Load()
+	if p == nil {
+		return // it never subscribed
+	}
+	n := &p.notes
+	n.mu.Lock()
+	for uri := range n.subs {
 		h.unsubscribeLocked(ss, uri)
 	}
-	h.releaseLocked(peerKeyOf(ss), ss.notes.subBytes)
-	ss.notes.subs, ss.notes.subBytes = nil, 0
-	ss.notes.mu.Unlock()
+	h.releaseLocked(peerKeyOf(ss), n.subBytes)
+	n.subs, n.subBytes = nil, 0
+	n.mu.Unlock()
 }
 
 // subscribe records that ss wants updates of uri. It refuses a session
@@ -79,7 +84,7 @@ func (h *changeHub) subscribe(ss *Session, uri string) *Error {
 	if _, live := h.sessions[ss]; !live {
 		return nil // the session is ending
 	}
-	n := &ss.notes
+	n := &state2025(ss).notes
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if _, ok := n.subs[uri]; ok {
@@ -117,13 +122,14 @@ func (h *changeHub) subscribe(ss *Session, uri string) *Error {
 func (h *changeHub) unsubscribe(ss *Session, uri string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	ss.notes.mu.Lock()
-	if _, ok := ss.notes.subs[uri]; ok {
-		delete(ss.notes.subs, uri)
-		ss.notes.subBytes -= subscriptionCost(uri)
+	n := &state2025(ss).notes
+	n.mu.Lock()
+	if _, ok := n.subs[uri]; ok {
+		delete(n.subs, uri)
+		n.subBytes -= subscriptionCost(uri)
 		h.releaseLocked(peerKeyOf(ss), subscriptionCost(uri))
 	}
-	ss.notes.mu.Unlock()
+	n.mu.Unlock()
 	h.unsubscribeLocked(ss, uri)
 }
 
@@ -159,7 +165,7 @@ type sessionNotes struct {
 // markNotes records a changed list (k != 0) or an updated resource (uri !=
 // "") and starts the session's sender unless it is already running.
 func (ss *Session) markNotes(k listKind, uri string) {
-	n := &ss.notes
+	n := &state2025(ss).notes
 	n.mu.Lock()
 	n.dirty |= k
 	if uri != "" {
@@ -201,7 +207,7 @@ func (n *sessionNotes) claimSenderLocked() bool {
 // dropped). It is the session's goroutine: it runs while something is
 // pending, and each of its writes ends when the session does.
 func (ss *Session) sendNotes() {
-	n := &ss.notes
+	n := &state2025(ss).notes
 	for {
 		n.mu.Lock()
 		dirty, uris := n.dirty, n.updated

@@ -263,7 +263,7 @@ func (q *pendingStatuses) take() []*TaskStatusNotificationParams {
 // queueStatus makes p the status of its task to send to ss, and starts
 // the session's sender unless it is running.
 func (ss *Session) queueStatus(p *TaskStatusNotificationParams) {
-	n := &ss.notes
+	n := &state2025(ss).notes
 	n.mu.Lock()
 	ok := n.statuses.put(p)
 	warn := !ok && !n.statuses.warned

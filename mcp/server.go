@@ -310,7 +310,11 @@ type ServerOptions struct {
 // NewServer, then call Run once per connection.
 type Server struct {
 	opts ServerOptions
-	log  *slog.Logger
+	// pairIDs: NewID is keel's own (ids.NewUUID), so a tools/call that
+	// needs both a correlation and a run id gets them from one
+	// allocation (ids.NewUUIDPair).
+	pairIDs bool
+	log     *slog.Logger
 	// logPeers gives the sessions of one peer one log budget together.
 	logPeers *logclip.Peers
 	handle   MethodHandler // the middleware chain around dispatch (request.go)
@@ -399,7 +403,8 @@ func NewServer(opts *ServerOptions) *Server {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.NewID == nil {
+	pairIDs := o.NewID == nil
+	if pairIDs {
 		o.NewID = ids.NewUUID
 	}
 	if o.MaxDepth <= 0 {
@@ -471,7 +476,7 @@ func NewServer(opts *ServerOptions) *Server {
 		o.Capabilities = o.Capabilities.clone() // nothing shared with the caller
 	}
 	log := slog.New(logclip.NewHandler(o.Logger.Handler(), 0, o.LogLinesPerSecond))
-	s := &Server{opts: o, log: log, logPeers: logclip.NewPeers(log), states: states, inputMethods: inputMethods}
+	s := &Server{opts: o, log: log, logPeers: logclip.NewPeers(log), states: states, inputMethods: inputMethods, pairIDs: pairIDs}
 	s.handle = chainMiddleware(answerChecked, o.Middleware)
 	info, err := json.Marshal(s.serverInfo(), json.Deterministic(true))
 	if err != nil { // plain strings and icons: cannot happen

@@ -55,9 +55,8 @@ type Session struct {
 	plog peerLog
 
 	state atomic.Int32
-	mu    sync.Mutex       // guards the fields below
-	hs    sessionHandshake // what a 2025 session's initialize negotiated (rev2025_session_state.go)
-	reqs  requestTable     // requests in flight (request_table.go)
+	mu    sync.Mutex   // guards the fields below and s25's hs
+	reqs  requestTable // requests in flight (request_table.go)
 	// modernOnly: every request on this session is of revision 2026-07-28
 	// (a session a stateless HTTP handler started for a modern POST).
 	modernOnly bool
@@ -68,19 +67,44 @@ type Session struct {
 
 	workers atomic.Pointer[workers] // see runWorker
 
-	// feat holds a 2025 session's logging level and roots state, notes
-	// its pending change notifications and resource subscriptions
-	// (rev2025_session_features.go, rev2025_session_notes.go); built with
-	// keel_omit2025 both are empty structs.
-	feat  sessionFeatures
-	notes sessionNotes
+	// s25 is what only a 2025 session keeps (session2025): allocated
+	// with a session that can serve 2025 requests, and on first use
+	// (state2025) by one that serves 2026-07-28 requests only, which
+	// thus does not carry it per request.
+	s25 atomic.Pointer[session2025]
 	// rd reads the session's input (reader.go).
 	rd reader
+}
+
+// session2025 is the state of a 2025 session: hs is what its initialize
+// negotiated (rev2025_session_state.go; guarded by the Session's mu),
+// feat its logging level and roots state, notes its pending change
+// notifications and resource subscriptions (rev2025_session_features.go,
+// rev2025_session_notes.go). Built with keel_omit2025 all three are
+// empty structs.
+type session2025 struct {
+	hs    sessionHandshake
+	feat  sessionFeatures
+	notes sessionNotes
+}
+
+// state2025 returns the 2025 state of ss, allocated on first use. A
+// reader that only wants to know what was recorded loads s25 instead,
+// and takes nil for nothing.
+func state2025(ss *Session) *session2025 {
+	if p := ss.s25.Load(); p != nil {
+		return p
+	}
+	if p := new(session2025); ss.s25.CompareAndSwap(nil, p) {
+		return p
+	}
+	return ss.s25.Load()
 }
 
 func (s *Server) newSession(t transport.Transport, perRequest bool) *Session {
 	ss := &Session{server: s, log: s.log, ctx: context.Background(), modernOnly: perRequest}
 	if !perRequest { // a per-request session's id and logger attribute would rarely be used
+		ss.s25.Store(new(session2025))
 		ss.connCorrelationID = s.opts.NewID()
 		ss.log = logclip.Scope(s.log, slog.String("connectionCorrelationId", ss.connCorrelationID))
 	}
@@ -158,7 +182,10 @@ func (ss *Session) ProtocolVersion() string {
 func (ss *Session) negotiated() string {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return ss.hs.revision()
+	if p := ss.s25.Load(); p != nil {
+		return p.hs.revision()
+	}
+	return ""
 }
 
 // clientInfo returns the clientInfo the client sent in initialize (zero
@@ -168,7 +195,10 @@ func (ss *Session) negotiated() string {
 func (ss *Session) clientInfo() Implementation {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return ss.hs.info()
+	if p := ss.s25.Load(); p != nil {
+		return p.hs.info()
+	}
+	return Implementation{}
 }
 
 // clientCapabilities returns the capabilities the client declared in
@@ -179,7 +209,10 @@ func (ss *Session) clientInfo() Implementation {
 func (ss *Session) clientCapabilities() ClientCapabilities {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return ss.hs.caps()
+	if p := ss.s25.Load(); p != nil {
+		return p.hs.caps()
+	}
+	return ClientCapabilities{}
 }
 
 // ConnectionCorrelationID returns the id generated when the connection opened.

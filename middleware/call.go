@@ -55,6 +55,12 @@ type Call struct {
 	lateDepth int32
 	lateRes   *mcp.CallToolResult
 	lateErr   error
+
+	// dc is the handler context of the first Timeout or Deadline stage
+	// that gives the call a deadline of its own (runUnderDeadline),
+	// allocated with the call; dcUsed: it is taken.
+	dc     deadlineContext
+	dcUsed bool
 }
 
 // setLate records what the stages inside the Timeout stage of depth

@@ -122,7 +122,12 @@ func runUnderDeadline(ctx context.Context, c *Call, d time.Duration, next Handle
 	var dc *deadlineContext
 	hctx := ctx // a caller's deadline that comes first stays the handler's
 	if pd, ok := ctx.Deadline(); !ok || pd.After(at) {
-		dc = &deadlineContext{parent: ctx, at: at}
+		if c.dcUsed {
+			dc = &deadlineContext{parent: ctx, at: at}
+		} else {
+			c.dcUsed, dc = true, &c.dc
+			dc.parent, dc.at = ctx, at
+		}
 		hctx = dc
 	}
 	c.timeoutDepth++

@@ -15,7 +15,10 @@ var (
 	marshalers   []*json.Marshalers
 	unmarshalers []*json.Unmarshalers
 	options      json.Options = json.Deterministic(true)
-	fieldShaped               = map[reflect.Type]bool{}
+	// optionsGen counts the changes of options (a pooled decoder made
+	// before the last one is reset with them before use: WithDecoder).
+	optionsGen  int
+	fieldShaped = map[reflect.Type]bool{}
 )
 
 // RegisterFieldShaped records types whose JSON methods write and read their
@@ -43,6 +46,7 @@ func RegisterArshalers(m *json.Marshalers, u *json.Unmarshalers) {
 	options = json.JoinOptions(json.Deterministic(true),
 		json.WithMarshalers(json.JoinMarshalers(marshalers...)),
 		json.WithUnmarshalers(json.JoinUnmarshalers(unmarshalers...)))
+	optionsGen++
 }
 
 // Options returns the codec's options, for code that encodes or decodes

@@ -101,9 +101,25 @@ type wireMessage [memberCount]jsontext.Value
 type decoder struct {
 	src bytes.Buffer
 	dec jsontext.Decoder
+	gen int // the optionsGen of the options dec was last reset with
 }
 
-var decoderPool = sync.Pool{New: func() any { return new(decoder) }}
+// decoderPool holds decoders ready for WithDecoder: each reset over its
+// empty src with the codec's options, so that a use sets src and reads.
+var decoderPool = sync.Pool{New: func() any {
+	d := &decoder{gen: optionsGen}
+	d.dec.Reset(&d.src, options)
+	return d
+}}
+
+// ready makes d, reset over d.src, ready for a use: it resets it again
+// if it was reset before a package registered its arshalers.
+func (d *decoder) ready() {
+	if d.gen != optionsGen {
+		d.gen = optionsGen
+		d.dec.Reset(&d.src, options)
+	}
+}
 
 // scan reads one JSON object (data, trimmed, starting with '{') and records
 // where its envelope members are. It validates the whole input strictly:
@@ -131,11 +147,15 @@ func scan(data []byte, w *wireMessage) error {
 // offsets index it.
 func WithDecoder(data []byte, read func(dec *jsontext.Decoder) error) error {
 	d := decoderPool.Get().(*decoder)
+	d.ready()
 	d.src = *bytes.NewBuffer(data)
-	d.dec.Reset(&d.src, options) // values decoded from it use the registered arshalers
 	err := read(&d.dec)
+	// One reset per use: it drops the reference to data, clears what
+	// read left (even a value read halfway) and readies the decoder for
+	// the next use, with the codec's options (the registered arshalers).
 	d.src = bytes.Buffer{}
-	d.dec.Reset(&d.src) // drop the reference to data
+	d.gen = optionsGen
+	d.dec.Reset(&d.src, options)
 	decoderPool.Put(d)
 	return err
 }

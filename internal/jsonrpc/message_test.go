@@ -2,10 +2,12 @@ package jsonrpc
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -470,4 +472,52 @@ func TestDecodeOwned(t *testing.T) {
 			}
 		})
 	}
+}
+
+// WithDecoder's pooled decoder is reset once per use, after it: a use
+// that stopped halfway leaves nothing to the next, which reads its own
+// data from the start (offsets index it), and the decoder returned keeps
+// no reference to the data it read.
+func TestWithDecoderResetsOncePerUse(t *testing.T) {
+	var dec *jsontext.Decoder
+	stop := assert.AnError
+	for range 3 { // decoders come back from the pool (or are new)
+		err := WithDecoder([]byte(`{"a":[1,2`), func(d *jsontext.Decoder) error {
+			dec = d
+			_, err := d.ReadToken()
+			require.NoError(t, err)
+			return stop
+		})
+		require.ErrorIs(t, err, stop)
+		assert.Zero(t, dec.InputOffset())
+		assert.Empty(t, dec.UnreadBuffer(), "no reference to the data read")
+
+		data := []byte(` {"b":"x"}`)
+		err = WithDecoder(data, func(d *jsontext.Decoder) error {
+			dec = d
+			v, err := d.ReadValue()
+			require.NoError(t, err)
+			assert.Equal(t, `{"b":"x"}`, string(v))
+			assert.Equal(t, int64(len(data)), d.InputOffset())
+			_, err = d.ReadToken()
+			assert.ErrorIs(t, err, io.EOF)
+			return nil
+		})
+		require.NoError(t, err)
+		assert.Empty(t, dec.UnreadBuffer())
+	}
+}
+
+// A decoder reset before the codec's options last changed (a package
+// registered its arshalers after it was pooled) is reset with the
+// current ones before its next use.
+func TestDecoderReadyTakesCurrentOptions(t *testing.T) {
+	d := &decoder{gen: optionsGen - 1}
+	d.dec.Reset(&d.src) // no options
+	_, ok := json.GetOption(d.dec.Options(), json.Deterministic)
+	require.False(t, ok)
+	d.ready()
+	assert.Equal(t, optionsGen, d.gen)
+	det, ok := json.GetOption(d.dec.Options(), json.Deterministic)
+	assert.True(t, ok && det, "the codec's options")
 }

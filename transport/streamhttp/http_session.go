@@ -33,7 +33,7 @@ type httpSession struct {
 	in        chan inbound  // nil in a session served in its POST (newHTTPSession)
 	eof       chan struct{} // closed when the input ends (Read returns io.EOF); nil as in
 	eofOnce   sync.Once
-	done      chan struct{} // closed when the session ends
+	done      chan struct{} // closed when the session ends; made on first use (doneChan; guarded by mu)
 	closeOnce sync.Once
 	cur       inbound // the message Read returned last (reader-owned)
 	// curCtx, if not nil, is room for the next MessageContext (an
@@ -77,7 +77,6 @@ func (h *Handler) initHTTPSession(s *httpSession, parent context.Context, inPOST
 		ctx, cancel = context.WithCancel(parent)
 	} // else: the POST's context ends the request, close ends it through inPOST.Abort
 	s.h, s.ctx, s.cancel, s.inPOST = h, ctx, cancel, inPOST
-	s.done = make(chan struct{})
 	if inPOST == nil {
 		s.in, s.eof = make(chan inbound, inCap), make(chan struct{})
 	}
@@ -213,10 +212,8 @@ func (s *httpSession) MessageContext(parent context.Context) context.Context {
 // context carrying a request's stream (see transport.MessageContexter) to that
 // stream while it is open; anything else to the standalone (GET) stream.
 func (s *httpSession) Write(ctx context.Context, msg []byte) error {
-	select {
-	case <-s.done:
+	if s.isClosed() {
 		return transport.ErrClosed
-	default:
 	}
 	var one [1]string // room for a response's id (peekWritten)
 	out, err := peekWritten(msg, &one)
@@ -302,9 +299,12 @@ func (s *httpSession) close() {
 		n := s.pending.len()
 		s.pending.clear()
 		s.rev2025.endLocked()
+		done := s.done
 		s.mu.Unlock()
 		s.h.inflight.Add(int64(-n))
-		close(s.done)
+		if done != nil {
+			close(done)
+		}
 		s.endInput()
 		if s.cancel != nil {
 			s.cancel()
@@ -368,7 +368,7 @@ func (s *httpSession) deliver(r *http.Request, env *envelope, msg []byte, st *st
 	select {
 	case s.in <- m:
 		return true
-	case <-s.done:
+	case <-s.doneChan():
 	case <-s.eof:
 	case <-r.Context().Done():
 	}

@@ -31,11 +31,11 @@ type stream struct {
 	mu       sync.Mutex
 	att      *attachment
 	mode     streamMode
-	pending  int // requests not yet answered (POST streams)
-	done     chan struct{}
-	finished bool // every request answered (or released)
-	modern   bool // answers a request of revision 2026-07-28 or later
-	listen   bool // answers a modern subscriptions/listen (always SSE)
+	pending  int           // requests not yet answered (POST streams)
+	done     chan struct{} // closed once finished; made on first use (doneLocked)
+	finished bool          // every request answered (or released)
+	modern   bool          // answers a request of revision 2026-07-28 or later
+	listen   bool          // answers a modern subscriptions/listen (always SSE)
 	// x is the hand-off of the POST's one message (nil for a batch, and
 	// for a POST to a 2025 session): the server records in it the error
 	// code of the answer, which gives a modern answer its HTTP status.
@@ -72,7 +72,8 @@ type attachment struct {
 	w          http.ResponseWriter
 	rc         http.ResponseController // of w
 	headerSent bool
-	gone       chan struct{} // closed when the connection is given up
+	dropped    bool          // the connection is given up (guarded by the stream's mu)
+	gone       chan struct{} // closed once dropped; made on first use (goneLocked)
 }
 
 var (
@@ -92,7 +93,61 @@ func newStream(sess *httpSession) *stream {
 
 // initStream makes st, a zero stream, a stream of sess.
 func initStream(st *stream, sess *httpSession) {
-	st.sess, st.done = sess, make(chan struct{})
+	st.sess = sess
+}
+
+// closedChan is the channel of a signal that fired before anything
+// waited on it (doneChan, doneLocked, goneLocked).
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// doneLocked returns the channel closed once st is finished, making it on
+// first use: a stream finished before anything waits makes none. The
+// caller holds st.mu.
+func (st *stream) doneLocked() <-chan struct{} {
+	if st.done == nil {
+		if st.finished {
+			return closedChan
+		}
+		st.done = make(chan struct{})
+	}
+	return st.done
+}
+
+// goneLocked returns the channel closed once a is given up, made as
+// doneLocked makes its own. The caller holds the stream's mu.
+func (a *attachment) goneLocked() <-chan struct{} {
+	if a.gone == nil {
+		if a.dropped {
+			return closedChan
+		}
+		a.gone = make(chan struct{})
+	}
+	return a.gone
+}
+
+// doneChan returns the channel closed once s has ended, made as
+// doneLocked makes its own (under s.mu).
+func (s *httpSession) doneChan() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done == nil {
+		if s.closed {
+			return closedChan
+		}
+		s.done = make(chan struct{})
+	}
+	return s.done
+}
+
+// isClosed reports whether s has ended (close).
+func (s *httpSession) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
 }
 
 // attachLocked connects w to the stream (the caller holds st.mu); into,
@@ -102,7 +157,7 @@ func (st *stream) attachLocked(w http.ResponseWriter, into *attachment) *attachm
 	if a == nil {
 		a = new(attachment)
 	}
-	a.w, a.rc, a.gone = w, *http.NewResponseController(w), make(chan struct{})
+	a.w, a.rc = w, *http.NewResponseController(w)
 	st.att = a
 	return a
 }
@@ -124,10 +179,11 @@ func (st *stream) detach(a *attachment) {
 }
 
 func (st *stream) dropAttLocked(a *attachment) {
-	select {
-	case <-a.gone:
-	default:
-		close(a.gone)
+	if !a.dropped {
+		a.dropped = true
+		if a.gone != nil {
+			close(a.gone)
+		}
 	}
 }
 
@@ -182,7 +238,9 @@ func (st *stream) finishLocked() {
 		return
 	}
 	st.finished = true
-	close(st.done)
+	if st.done != nil {
+		close(st.done)
+	}
 	st.rev2025.finishLocked()
 }
 
@@ -263,14 +321,18 @@ var eventBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); retur
 func (st *stream) keepAlive(a *attachment, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	st.mu.Lock()
+	done, gone := st.doneLocked(), a.goneLocked()
+	st.mu.Unlock()
+	sessDone := st.sess.doneChan()
 	for {
 		select {
 		case <-t.C:
-		case <-st.done:
+		case <-done:
 			return
-		case <-a.gone:
+		case <-gone:
 			return
-		case <-st.sess.done:
+		case <-sessDone:
 			return
 		}
 		st.mu.Lock()
@@ -292,12 +354,21 @@ func (st *stream) keepAlive(a *attachment, interval time.Duration) {
 // finished, the connection is given up, the client goes away or the
 // session ends; then it detaches a.
 func (st *stream) wait(r *http.Request, a *attachment) (finished bool) {
-	select {
-	case <-st.done:
-		finished = true
-	case <-a.gone:
-	case <-r.Context().Done():
-	case <-st.sess.done:
+	st.mu.Lock()
+	finished = st.finished // (a request served in its POST is answered already)
+	var done, gone <-chan struct{}
+	if !finished {
+		done, gone = st.doneLocked(), a.goneLocked()
+	}
+	st.mu.Unlock()
+	if !finished {
+		select {
+		case <-done:
+			finished = true
+		case <-gone:
+		case <-r.Context().Done():
+		case <-st.sess.doneChan():
+		}
 	}
 	st.detach(a)
 	return finished

@@ -237,11 +237,12 @@ func (s *httpSession) cancelAbandoned(ids []string) {
 	// shutdown rules apply: this goroutine does not wait longer than that.
 	t := time.NewTimer(cancelAbandonedWait)
 	defer t.Stop()
+	done := s.doneChan()
 	for _, id := range open {
 		msg := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `,"reason":"the client closed the connection"}}`)
 		select {
 		case s.in <- inbound{msg: msg}:
-		case <-s.done:
+		case <-done:
 			return
 		case <-s.eof:
 			return
