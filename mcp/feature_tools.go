@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"maps"
 	"sort"
@@ -227,6 +228,12 @@ func readCommonCallTool(params json.RawMessage) (name string, args jsontext.Valu
 			}
 		}
 		if nameV == nil {
+			return errNotCommon
+		}
+		if _, err := dec.ReadToken(); err != nil { // the object's end
+			return err
+		}
+		if _, err := dec.ReadToken(); err != io.EOF { // and nothing after it
 			return errNotCommon
 		}
 		name = string(nameV[1 : len(nameV)-1])

@@ -38,6 +38,10 @@ func TestReadCommonCallToolAgreesWithTheArshaler(t *testing.T) {
 		{"duplicate in arguments", `{"name":"echo","arguments":{"a":1,"a":2}}`, false},
 		{"not an object", `["echo"]`, false},
 		{"invalid UTF-8", "{\"name\":\"e\xffo\"}", false},
+		{"data after the object", `{"name":"x"} junk`, false},
+		{"a second brace", `{"name":"x"}}`, false},
+		{"a second object", `{"name":"x"}{"name":"y"}`, false},
+		{"a number after", `{"name":""}0`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			params := json.RawMessage(tc.params)
@@ -67,4 +71,31 @@ func indexOf(b []byte, sub []byte) int {
 		}
 	}
 	return -1
+}
+
+// FuzzReadCommonCallTool: whatever params the fast reader accepts, the
+// arshaler (decodeCallTool) accepts too, with the same name and the same
+// argument bytes.
+func FuzzReadCommonCallTool(f *testing.F) {
+	for _, seed := range []string{
+		`{"name":"echo","arguments":{"message":"hi"},"_meta":{"x":1}}`,
+		`{"name":"echo"}`, `{"name":""}0`, `{"name":"x"}}`, `{"arguments":{},"name":"a"}`,
+		`{"name":"echo","name":"other"}`, "{\"name\":\"e\xffo\"}",
+	} {
+		f.Add(seed)
+	}
+	meta := Meta{"k": "v"}
+	f.Fuzz(func(t *testing.T, params string) {
+		name, args, ok := readCommonCallTool(json.RawMessage(params))
+		if !ok {
+			return
+		}
+		var want CallToolParams
+		if err := decodeCallTool(json.RawMessage(params), &want, true, meta); err != nil {
+			t.Fatalf("the fast reader accepted %q, which decodeCallTool refuses: %v", params, err)
+		}
+		if want.Name != name || string(want.Arguments) != string(args) {
+			t.Fatalf("%q: fast (%q, %s) != arshaler (%q, %s)", params, name, args, want.Name, want.Arguments)
+		}
+	})
 }

@@ -56,11 +56,12 @@ type Call struct {
 	lateRes   *mcp.CallToolResult
 	lateErr   error
 
-	// dc is the handler context of the first Timeout or Deadline stage
-	// that gives the call a deadline of its own (runUnderDeadline),
-	// allocated with the call; dcUsed: it is taken.
+	// dc is the handler context of the first Deadline stage that gives
+	// the call a deadline of its own (runUnderDeadline), allocated with
+	// the call; dcUsed: it is taken (atomic: a stage outside may call next
+	// again while an earlier run goes on, and then takes a fresh one).
 	dc     deadlineContext
-	dcUsed bool
+	dcUsed atomic.Bool
 }
 
 // setLate records what the stages inside the Timeout stage of depth

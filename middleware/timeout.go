@@ -122,11 +122,11 @@ func runUnderDeadline(ctx context.Context, c *Call, d time.Duration, next Handle
 	var dc *deadlineContext
 	hctx := ctx // a caller's deadline that comes first stays the handler's
 	if pd, ok := ctx.Deadline(); !ok || pd.After(at) {
-		if c.dcUsed {
-			dc = &deadlineContext{parent: ctx, at: at}
-		} else {
-			c.dcUsed, dc = true, &c.dc
+		if c.dcUsed.CompareAndSwap(false, true) {
+			dc = &c.dc
 			dc.parent, dc.at = ctx, at
+		} else {
+			dc = &deadlineContext{parent: ctx, at: at}
 		}
 		hctx = dc
 	}
