@@ -104,43 +104,33 @@ var closedChan = func() chan struct{} {
 	return c
 }()
 
-// doneLocked returns the channel closed once st is finished, making it on
-// first use: a stream finished before anything waits makes none. The
-// caller holds st.mu.
-func (st *stream) doneLocked() <-chan struct{} {
-	if st.done == nil {
-		if st.finished {
+// signalChan returns *ch, the channel closed when a signal fires, making
+// it on first use (a signal that fires before anything waits makes none);
+// once fired (fired true) without one, closedChan. The caller holds the
+// lock that guards *ch and fired.
+func signalChan(ch *chan struct{}, fired bool) <-chan struct{} {
+	if *ch == nil {
+		if fired {
 			return closedChan
 		}
-		st.done = make(chan struct{})
+		*ch = make(chan struct{})
 	}
-	return st.done
+	return *ch
 }
 
-// goneLocked returns the channel closed once a is given up, made as
-// doneLocked makes its own. The caller holds the stream's mu.
-func (a *attachment) goneLocked() <-chan struct{} {
-	if a.gone == nil {
-		if a.dropped {
-			return closedChan
-		}
-		a.gone = make(chan struct{})
-	}
-	return a.gone
-}
+// doneLocked returns the channel closed once st is finished. The caller
+// holds st.mu.
+func (st *stream) doneLocked() <-chan struct{} { return signalChan(&st.done, st.finished) }
 
-// doneChan returns the channel closed once s has ended, made as
-// doneLocked makes its own (under s.mu).
+// goneLocked returns the channel closed once a is given up. The caller
+// holds the stream's mu.
+func (a *attachment) goneLocked() <-chan struct{} { return signalChan(&a.gone, a.dropped) }
+
+// doneChan returns the channel closed once s has ended.
 func (s *httpSession) doneChan() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done == nil {
-		if s.closed {
-			return closedChan
-		}
-		s.done = make(chan struct{})
-	}
-	return s.done
+	return signalChan(&s.done, s.closed)
 }
 
 // isClosed reports whether s has ended (close).
